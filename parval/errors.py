@@ -1,0 +1,80 @@
+"""The error tree: every user-facing failure carries a message and an exit code.
+
+Exit codes (documented in README and `parval --help`):
+  0  admitted: every required assertion PASS
+  1  a required assertion FAILED (or verify/verify-protected found a difference)
+  2  usage or plan error (bad plan, missing file, bad argument, git error)
+  3  evidence incomplete: PENDING/BLOCKED, or the run was interrupted
+  4  internal error (a bug in parval)
+  130/143  interrupted by SIGINT/SIGTERM (partial evidence written)
+"""
+
+from __future__ import annotations
+
+EXIT_ADMITTED = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INCOMPLETE = 3
+EXIT_INTERNAL = 4
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+
+class ParvalError(Exception):
+    """Base class: `message` is shown to the user without a traceback."""
+
+    exit_code = EXIT_INTERNAL
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message}\n  hint: {self.hint}"
+
+
+class UsageError(ParvalError):
+    exit_code = EXIT_USAGE
+
+
+class PlanError(UsageError):
+    """A plan that cannot be loaded: YAML syntax, schema, missing files."""
+
+
+class InputFileError(UsageError):
+    """A file named on the command line or in a plan is missing or unreadable."""
+
+
+class GitError(UsageError):
+    """git failed: not a repository, unknown commit."""
+
+
+class RunDirError(UsageError):
+    """A run directory is missing, incomplete or does not match."""
+
+
+class ResumeRefused(UsageError):
+    """`--resume` refused because the manifest no longer matches."""
+
+
+class ServerStartError(ParvalError):
+    """A server process could not be started or never became ready."""
+
+    exit_code = EXIT_INCOMPLETE
+
+    def __init__(self, message: str, *, log_tail: str = "", hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.log_tail = log_tail
+
+
+class Interrupted(ParvalError):
+    exit_code = EXIT_SIGINT
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        name = signal.Signals(signum).name
+        super().__init__(f"interrupted by {name}; partial evidence written")
+        self.signum = signum
+        self.exit_code = EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT
