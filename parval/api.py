@@ -1,0 +1,47 @@
+"""Library entry points: run a plan, judge a run. No printing here."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from parval.evidence import EVENTS, MANIFEST, EventLog, new_run_dir, write_json
+from parval.judge import judge_run
+from parval.manifest import build_manifest
+from parval.plan import Plan
+from parval.runners.campaign import Campaign
+
+Listener = Callable[[dict[str, Any]], None]
+
+
+def prepare_run_dir(plan: Plan, out: Path | None) -> Path:
+    run_dir = new_run_dir(out, plan.name)
+    (run_dir / "plan.yaml").write_bytes(plan.path.read_bytes())
+    write_json(run_dir / "plan.json", plan.raw)
+    write_json(run_dir / MANIFEST, build_manifest(plan))
+    return run_dir
+
+
+def run_plan(plan: Plan, *, out: Path | None = None, run_dir: Path | None = None,
+             listeners: list[Listener] | None = None, shard: tuple[int, int] | None = None,
+             skip_runs: set[str] | None = None) -> tuple[Path, dict[str, Any]]:
+    """Run the whole campaign (fresh run dir unless `run_dir` is given for a resume),
+    then judge it. Returns (run_dir, evidence)."""
+    if run_dir is None:
+        run_dir = prepare_run_dir(plan, out)
+    log = EventLog(run_dir / EVENTS)
+    log.listeners.extend(listeners or [])
+    try:
+        anyio.run(Campaign(plan, run_dir, log, shard=shard, skip_runs=skip_runs).run)
+    finally:
+        log.close()
+    return run_dir, judge_run(run_dir)
+
+
+def load_evidence(run_dir: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((run_dir / "evidence.json").read_text("utf-8"))
+    return data

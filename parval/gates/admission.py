@@ -1,0 +1,84 @@
+"""Combining assertions into groups, counts and the admission verdict (Q6, E3-E5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parval.status import Result, Status, combine
+
+PENDING_TEXT = "evidence collected; validation pending"
+
+
+def count_verdicts(model_level: list[Result], per_count: dict[int, list[Result]],
+                   framework: list[Result]) -> dict[int, Status]:
+    base = combine([*(r.status for r in model_level), *(r.status for r in framework)])
+    return {n: combine([base, *(r.status for r in rs)]) for n, rs in per_count.items()}
+
+
+def admitted_counts(counts: list[int], verdicts: dict[int, Status]) -> list[int]:
+    """Only the consecutive validated counts from one upward; a count never run is never
+    admitted, and a failure stops the run of admitted counts there."""
+    admitted: list[int] = []
+    for n in sorted(counts):
+        if n != (admitted[-1] + 1 if admitted else 1) and not admitted and n != 1:
+            break
+        if verdicts.get(n) is not Status.PASS:
+            break
+        admitted.append(n)
+    return admitted
+
+
+def q6(counts: list[int], verdicts: dict[int, Status], admitted: list[int]) -> Result:
+    per = {str(n): str(verdicts.get(n, Status.PENDING)) for n in sorted(counts)}
+    gaps = [n for n in range(1, max(counts) + 1) if n not in counts]
+    lim = [f"counts {gaps} were not tested and are never enabled"] if gaps else []
+    if admitted:
+        reason = f"admitted counts {admitted}: the consecutive validated counts from one upward"
+    else:
+        reason = "no count admitted: count 1 is not validated"
+    return Result("Q6", Status.PASS, reason, {"per_count": per, "admitted": admitted}, limitations=lim)
+
+
+def verdict_line(admission_ready: bool, admitted: list[int], statuses: list[Result],
+                 interrupted: bool) -> tuple[str, int]:
+    """The first line of every report and the exit code (0 / 1 / 3)."""
+    fails = sorted({f"{r.id}" + (f"@{r.count}" if r.count else "") for r in statuses if r.status is Status.FAIL})
+    adm = ", ".join(str(n) for n in admitted) or "none"
+    if fails:
+        return (f"NOT ADMITTED — {len(fails)} required assertion(s) FAILED ({', '.join(fails[:8])}"
+                f"{'…' if len(fails) > 8 else ''}); validated counts: {adm}"), 1
+    if interrupted:
+        return f"{PENDING_TEXT} (run interrupted); validated counts so far: {adm}", 3
+    if admission_ready:
+        return f"ADMITTED at counts {adm}", 0
+    unresolved = sorted({r.id for r in statuses if r.status in (Status.PENDING, Status.BLOCKED, Status.UNSUPPORTED)})
+    return (f"{PENDING_TEXT} — {len(unresolved)} assertion(s) unresolved "
+            f"({', '.join(unresolved[:6])}{'…' if len(unresolved) > 6 else ''}); validated counts: {adm}"), 3
+
+
+def group_statuses(results: list[Result]) -> dict[str, str]:
+    groups: dict[str, list[Status]] = {}
+    for r in results:
+        groups.setdefault(r.id.split(".", 1)[0], []).append(r.status)
+    return {g: str(combine(s)) for g, s in sorted(groups.items())}
+
+
+def aggregate(results: list[Result]) -> Result:
+    """One entry per assertion ID from its per-count entries (the worst status wins)."""
+    first = results[0]
+    if len(results) == 1:
+        return first
+    st = combine(r.status for r in results)
+    worst = next((r for r in results if r.status is st), first)
+    per = {str(r.count): {"status": str(r.status), "reason": r.reason} for r in results}
+    reason = worst.reason if st is not Status.PASS else "; ".join(
+        f"count {r.count}: {r.reason}" for r in results)
+    if st is Status.NOT_APPLICABLE:
+        reason = worst.reason
+    lim = sorted({x for r in results for x in r.limitations})
+    return Result(first.id, st, reason, {"per_count": per}, worst.reproduction, lim,
+                  applicable=st is not Status.NOT_APPLICABLE)
+
+
+def as_json(results: list[Result]) -> list[dict[str, Any]]:
+    return [r.to_json() for r in results]

@@ -1,0 +1,217 @@
+"""Judge a run directory: recorded events → every assertion's verdict → evidence.json.
+
+Pure with respect to the server: `parval report` can re-judge an old run at any time."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from parval import PROCEDURE_VERSION, __version__
+from parval.assertions import all_ids
+from parval.evidence import EVIDENCE, EVENTS, MANIFEST, sha256_file, write_json
+from parval.gates import admission as adm
+from parval.gates.framework_ref import framework_checks
+from parval.gates.memory import StabilisationRule, StartMemory, assess_m5
+from parval.gates.model import (
+    COMPARISON_IDS,
+    Context,
+    judge_m1,
+    judge_m2,
+    judge_m3,
+    judge_m4,
+    judge_m6,
+    judge_q,
+    judge_x,
+    serial_variation,
+    variation_effects,
+)
+from parval.gates.performance import build_performance
+from parval.gates.records import Records, load_records
+from parval.status import Result, Status, blocked, combine, pending
+
+
+def load_json(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    return data
+
+
+def memory_results(rec: Records, run_dir: Path, plan: dict[str, Any], counts: list[int]) -> list[Result]:
+    mem = plan["memory"]
+    starts: list[StartMemory] = []
+    for n in counts:
+        for i, run in enumerate(rec.count_runs(n), start=1):
+            end = rec.ends.get(run)
+            start = rec.runs[run]
+            if end is None:
+                continue
+            directory = run_dir / "servers" / f"{run}-{start['attempt']}"
+            path = directory / "memory.jsonl"
+            samples = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] \
+                if path.exists() else []
+            info = end.get("memory") or {}
+            starts.append(StartMemory(n, i, samples, str(info.get("gpu", "unavailable: not sampled")),
+                                      {"gpu_interval_s": info.get("gpu_interval_s", 0.0),
+                                       "host_interval_s": info.get("host_interval_s", 0.0)},
+                                      guard_stop=info.get("guard_stop")))
+    rule_raw = mem.get("stabilisation")
+    rule = StabilisationRule(int(rule_raw["last_k_waves"]), float(rule_raw["max_growth_mib"]),
+                             str(rule_raw.get("metric", "host_rss"))) if rule_raw else None
+    results = assess_m5(starts, rule, gpu_required=bool(mem.get("gpu_required", True)))
+    have = {r.count for r in results}
+    for n in counts:
+        if n not in have:
+            for id_ in ("M5.sampled", "M5.peaks", "M5.stable", "M5.baseline"):
+                r = pending(id_, f"no complete start with memory samples at count {n}")
+                r.count = n
+                results.append(r)
+    return results
+
+
+def performance_series(rec: Records) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    series: dict[tuple[str, int], dict[str, Any]] = {}
+    for e in rec.kind("perf"):
+        s = series.setdefault((e["series"], e["count"]), {"series": e["series"], "count": e["count"],
+                                                          "cold_s": None, "repeats": [], "estimate": False})
+        s["repeats"].append({"batch_s": e["batch_s"], "latencies_s": e["latencies_s"], "failures": e["failures"]})
+    for run, start in rec.runs.items():
+        if start.get("role") != "count" or run not in rec.ends:
+            continue
+        n = start["count"]
+        s = series.setdefault(("candidate_n_slots", n), {"series": "candidate_n_slots", "count": n,
+                                                         "cold_s": None, "repeats": [], "estimate": False})
+        reqs = rec.requests(run)
+        for w in rec.waves(run):
+            lat = [round(r["t_done"] - r["t_send"], 6) for r in reqs
+                   if r["phase"] == w["phase"] and r["wave"] == w["wave"]]
+            fails = sum(1 for r in reqs if r["phase"] == w["phase"] and r["wave"] == w["wave"]
+                        and (r.get("reply") or {}).get("outcome") != "ok")
+            if w["phase"] == "cold_wave" and s["cold_s"] is None:
+                s["cold_s"] = w["batch_s"]
+            elif w["phase"] == "warm_wave":
+                s["repeats"].append({"batch_s": w["batch_s"], "latencies_s": lat, "failures": fails})
+    rejections = [{"count": e["count"], "latencies_ms": e["latencies_ms"], "statuses": e.get("statuses")}
+                  for e in rec.kind("rejection_latency")]
+    return list(series.values()), rejections
+
+
+def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
+    manifest = load_json(run_dir / MANIFEST)
+    plan_snapshot = load_json(run_dir / "plan.json")
+    rec = load_records(run_dir)
+    plan_path = manifest["plan"]["path"]
+    ctx = Context(rec, plan_snapshot, manifest, run_dir, plan_path)
+    counts = ctx.counts
+    serial = serial_variation(rec)
+    model_level: list[Result] = [*judge_x(ctx), *judge_m1(ctx, serial), *judge_m4(ctx), *judge_m6(ctx)]
+    effects = variation_effects(ctx)
+    per_count: dict[int, list[Result]] = {}
+    for n in counts:
+        per_count[n] = [*judge_m2(ctx, n), *judge_m3(ctx, n, effects)]
+    for r in memory_results(rec, run_dir, plan_snapshot, counts):
+        per_count.setdefault(r.count or 0, []).append(r)
+    everything = model_level + [r for rs in per_count.values() for r in rs]
+    model_level += judge_q(ctx, everything)
+
+    # A comparator that cannot fail proves nothing: without a caught planted mismatch the
+    # comparison verdicts are BLOCKED. Serial variation makes them "parity unverified".
+    neg = rec.kind("negative_control")
+    caught = bool(neg) and neg[-1].get("caught") is True
+    for r in [*model_level, *[x for rs in per_count.values() for x in rs]]:
+        if r.id not in COMPARISON_IDS or r.status is Status.NOT_APPLICABLE:
+            continue
+        if not caught:
+            r.evidence["status_before_negative_control"] = str(r.status)
+            r.status, r.reason = Status.BLOCKED, ("negative control not caught (or not run): the comparator "
+                                                   "was not shown able to fail; " + r.reason)
+        elif serial[0] is not Status.PASS and r.status in (Status.PASS, Status.FAIL):
+            r.evidence["status_before_serial_check"] = str(r.status)
+            r.status = Status.PENDING
+            r.reason = f"parity unverified ({serial[1]}); " + r.reason
+
+    protected = None
+    prot_path = plan_snapshot.get("framework", {}).get("protected")
+    if prot_path:
+        p = Path(prot_path)
+        p = p if p.is_absolute() else Path(plan_path).parent / p
+        protected = load_json(p) if p.exists() else None
+    fw_results, fw_info = framework_checks(_record_path(plan_snapshot, plan_path), manifest, protected)
+
+    verdicts = adm.count_verdicts(model_level, per_count, fw_results)
+    admitted = adm.admitted_counts(counts, verdicts)
+    model_level.append(adm.q6(counts, verdicts, admitted))
+    campaign_end = rec.kind("campaign_end")
+    interrupted = not campaign_end or not campaign_end[-1].get("finished", False)
+    shard = next((e.get("shard") for e in rec.events if e.get("kind") == "campaign_start"), None)
+    admission_ready = (not interrupted and admitted == counts
+                       and combine(r.status for r in model_level + fw_results) is Status.PASS)
+    flat = model_level + [r for rs in per_count.values() for r in rs]
+    by_id: dict[str, list[Result]] = {}
+    for r in flat + fw_results:
+        by_id.setdefault(r.id, []).append(r)
+    assertions = [adm.aggregate(by_id[i]) if i in by_id else pending(i, "not collected by this run")
+                  for i in all_ids()]
+    line, code = adm.verdict_line(admission_ready, admitted, flat + fw_results, interrupted)
+    model_status = combine(r.status for r in flat)
+    series, rejections = performance_series(rec)
+    mem_status = combine(r.status for r in flat if r.id.startswith("M5."))
+    perf = build_performance(series, rejections, model_label=f"{plan_snapshot['server']['backend']}/{plan_snapshot['model']['id']}",
+                             model_checks=str(model_status), framework_checks=fw_info["status"],
+                             memory_verdict=str(mem_status))
+    evidence: dict[str, Any] = {
+        "schema_version": 1,
+        "procedure_version": PROCEDURE_VERSION,
+        "parval_version": __version__,
+        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "run": {
+            "dir": str(run_dir), "plan": plan_path, "plan_sha256": manifest["plan"]["sha256"],
+            "events_sha256": sha256_file(run_dir / EVENTS), "events": len(rec.events),
+            "manifest_sha256": sha256_file(run_dir / MANIFEST), "interrupted": interrupted,
+            "shard": shard,
+        },
+        "identity": {
+            "model": plan_snapshot["model"]["id"], "family": plan_snapshot["model"]["family"],
+            "task": plan_snapshot["model"]["task"], "mode": plan_snapshot["model"]["mode"],
+            "backend": plan_snapshot["server"]["backend"],
+            "candidate_sha256": manifest["executables"]["candidate"]["sha256"],
+            "baseline_sha256": manifest["executables"]["baseline"]["sha256"],
+            "model_sha256": manifest["model"]["sha256"],
+        },
+        "verdict": {"line": line, "exit_code": code, "admitted_counts": admitted,
+                    "counts": {str(n): str(v) for n, v in verdicts.items()}},
+        "assertions": [a.to_json() for a in assertions],
+        "model_checks": {
+            "status": str(model_status),
+            "groups": adm.group_statuses(flat),
+            "per_count": {str(n): {"status": str(combine(r.status for r in rs)),
+                                   "groups": adm.group_statuses(rs), "assertions": adm.as_json(rs)}
+                          for n, rs in per_count.items()},
+            "model_level": adm.as_json(model_level),
+            "variation_effects": effects,
+            "negative_control": neg[-1] if neg else None,
+        },
+        "framework_checks": {**fw_info, "results": adm.as_json(fw_results)},
+        "admission_ready": admission_ready,
+        "all_plan_rules": admission_ready,
+        "performance": perf,
+        "failures": [*rec.failures, *[{k: v for k, v in c.items()} for c in rec.crashes]],
+    }
+    if write:
+        from parval.integrity import write_listing
+
+        evidence["run"]["files_sha256"] = write_listing(run_dir)
+        write_json(run_dir / EVIDENCE, evidence)
+    return evidence
+
+
+def _record_path(plan: dict[str, Any], plan_path: str) -> str | None:
+    rp = plan.get("framework", {}).get("record")
+    if not rp:
+        return None
+    p = Path(rp)
+    return str(p if p.is_absolute() else Path(plan_path).parent / p)
+
+
+__all__ = ["judge_run", "blocked"]

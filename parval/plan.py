@@ -1,0 +1,249 @@
+"""Run plans: YAML → schema validation → frozen dataclasses. Loading a plan starts nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from parval.errors import PlanError
+from parval.schemas_io import fill_defaults, load_schema, schema_errors
+
+# Request keys that name files on the machine running the server.
+PATH_KEYS = ("audio", "voice_ref", "source_audio", "target_voice", "prosody_ref", "style_ref")
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    executable: str
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    knows_parallel_jobs: bool = True
+
+
+@dataclass(frozen=True)
+class NamedRequest:
+    name: str
+    changes: str
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Plan:
+    path: Path
+    raw: dict[str, Any]
+    sha256: str
+
+    @property
+    def name(self) -> str:
+        return str(self.raw["name"])
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.parent
+
+    @property
+    def baseline(self) -> ServerSpec:
+        return _server(self.raw["servers"]["baseline"])
+
+    @property
+    def candidate(self) -> ServerSpec:
+        return _server(self.raw["servers"]["candidate"])
+
+    @property
+    def server(self) -> dict[str, Any]:
+        return dict(self.raw["server"])
+
+    @property
+    def model(self) -> dict[str, Any]:
+        return dict(self.raw["model"])
+
+    @property
+    def model_id(self) -> str:
+        return str(self.raw["model"]["id"])
+
+    @property
+    def model_path(self) -> Path:
+        return self.resolve(self.raw["model"]["path"])
+
+    @property
+    def cache_sensitive(self) -> bool:
+        return bool(self.raw["model"]["cache_sensitive"])
+
+    @property
+    def counts(self) -> list[int]:
+        return sorted(int(c) for c in self.raw["counts"])
+
+    @property
+    def starts_per_count(self) -> int:
+        return int(self.raw["starts_per_count"])
+
+    @property
+    def waves(self) -> dict[str, int]:
+        return {k: int(v) for k, v in self.raw["waves"].items()}
+
+    @property
+    def timeouts(self) -> dict[str, float]:
+        return {k: float(v) for k, v in self.raw["timeouts"].items()}
+
+    @property
+    def compare(self) -> dict[str, Any]:
+        return dict(self.raw["compare"])
+
+    @property
+    def volatile_fields(self) -> list[str]:
+        return [str(v["path"]) for v in self.raw["compare"]["volatile_fields"]]
+
+    @property
+    def memory(self) -> dict[str, Any]:
+        return dict(self.raw["memory"])
+
+    @property
+    def performance(self) -> dict[str, Any]:
+        return dict(self.raw["performance"])
+
+    @property
+    def recovery(self) -> dict[str, Any]:
+        return dict(self.raw["recovery"])
+
+    @property
+    def framework(self) -> dict[str, Any]:
+        return dict(self.raw["framework"])
+
+    @property
+    def status_poll_s(self) -> float:
+        return float(self.raw["status_poll_ms"]) / 1000.0
+
+    def resolve(self, value: str) -> Path:
+        p = Path(os.path.expanduser(value))
+        return p if p.is_absolute() else (self.base_dir / p).resolve()
+
+    def requests(self) -> list[NamedRequest]:
+        """The base request first, then each variation, with fixture paths made absolute."""
+        reqs = [NamedRequest("base", "base", self._absolute(self.raw["requests"]["base"]))]
+        for v in self.raw["requests"]["variations"]:
+            reqs.append(NamedRequest(v["name"], v["changes"], self._absolute(v["request"])))
+        return reqs
+
+    def invalid_request(self) -> dict[str, Any] | None:
+        inv = self.raw["requests"].get("invalid")
+        return self._absolute(inv) if inv is not None else None
+
+    def fixture_files(self) -> list[Path]:
+        """Files named by requests (audio, voice references): hashed into the manifest."""
+        bodies = [r.body for r in self.requests()]
+        if (inv := self.invalid_request()) is not None:
+            bodies.append(inv)
+        files: list[Path] = []
+        for body in bodies:
+            for key in PATH_KEYS:
+                if isinstance(body.get(key), str) and Path(body[key]).exists():
+                    files.append(Path(body[key]))
+        return sorted(set(files))
+
+    def auxiliary_files(self) -> list[Path]:
+        return [self.resolve(p) for p in self.raw["model"]["auxiliary_files"]]
+
+    def _absolute(self, body: dict[str, Any]) -> dict[str, Any]:
+        out = dict(body)
+        for key in PATH_KEYS:
+            val = out.get(key)
+            if isinstance(val, str) and not val.startswith(("data:", "/")):
+                out[key] = str(self.resolve(val))
+        return out
+
+
+def _server(raw: dict[str, Any]) -> ServerSpec:
+    return ServerSpec(
+        executable=str(raw["executable"]),
+        args=tuple(raw.get("args", ())),
+        env=dict(raw.get("env", {})),
+        knows_parallel_jobs=bool(raw.get("knows_parallel_jobs", True)),
+    )
+
+
+def resolve_executable(value: str, base_dir: Path) -> Path | None:
+    """A path (relative to the plan) or a name on PATH; None when not found."""
+    if os.sep in value or value.startswith("."):
+        p = Path(os.path.expanduser(value))
+        p = p if p.is_absolute() else (base_dir / p)
+        return p.resolve() if p.exists() else None
+    # Also look beside the running interpreter: console scripts installed with parval
+    # (parval-standin) live there even when the virtual environment is not activated.
+    search = os.pathsep.join([os.environ.get("PATH", ""), os.path.dirname(sys.executable)])
+    found = shutil.which(value, path=search)
+    return Path(found).resolve() if found else None
+
+
+def parse_plan_text(text: str, where: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        loc = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise PlanError(f"{loc}: YAML syntax error: {problem}", hint="fix the YAML syntax") from None
+    if not isinstance(data, dict):
+        raise PlanError(f"{where}: a plan must be a YAML mapping, got {type(data).__name__}")
+    return data
+
+
+def load_plan(path: Path, *, check_files: bool = True) -> Plan:
+    """Load and validate a plan; raise PlanError listing every problem with its location."""
+    path = Path(path)
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        raise PlanError(f"{path}: plan file not found", hint="check the path") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PlanError(f"{path}: cannot read plan: {exc}") from None
+    data = parse_plan_text(text, str(path))
+    errors = schema_errors(data, "plan")
+    if errors:
+        lines = "\n".join(f"  {path.name}: {e}" for e in errors)
+        raise PlanError(
+            f"{path}: {len(errors)} schema error(s):\n{lines}",
+            hint="`parval schema plan` prints the plan schema",
+        )
+    raw = fill_defaults(load_schema("plan"), data)
+    plan = Plan(path=path.resolve(), raw=raw, sha256=hashlib.sha256(text.encode()).hexdigest())
+    if check_files:
+        problems = file_problems(plan)
+        if problems:
+            lines = "\n".join(f"  {p}" for p in problems)
+            raise PlanError(f"{path}: {len(problems)} problem(s) with named files:\n{lines}")
+    return plan
+
+
+def file_problems(plan: Plan) -> list[str]:
+    """Missing model/fixture files and executables that do not exist or cannot run."""
+    problems: list[str] = []
+    for role in ("baseline", "candidate"):
+        exe = plan.raw["servers"][role]["executable"]
+        resolved = resolve_executable(exe, plan.base_dir)
+        if resolved is None:
+            problems.append(f"servers.{role}.executable: '{exe}' not found (not a file, not on PATH)")
+        elif not os.access(resolved, os.X_OK) or resolved.is_dir():
+            problems.append(f"servers.{role}.executable: '{resolved}' is not executable")
+    mp = plan.model_path
+    if not mp.exists():
+        problems.append(f"model.path: '{mp}' does not exist")
+    elif mp.is_file() and mp.stat().st_size == 0:
+        problems.append(f"model.path: '{mp}' is empty")
+    for i, aux in enumerate(plan.auxiliary_files()):
+        if not aux.exists():
+            problems.append(f"model.auxiliary_files[{i}]: '{aux}' does not exist")
+    for req in plan.requests():
+        for key in PATH_KEYS:
+            val = req.body.get(key)
+            if isinstance(val, str) and not val.startswith("data:") and not Path(val).exists():
+                problems.append(f"requests.{req.name}.{key}: '{val}' does not exist")
+    if 1 not in plan.counts:
+        problems.append("counts: must include 1 (admission is the consecutive validated counts from one upward)")
+    return problems

@@ -1,0 +1,219 @@
+"""The schedule: which fresh servers run, in which order, doing what. It records
+everything as events and never decides pass or fail (the gates do that)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from parval.errors import ServerStartError
+from parval.evidence import ArtifactStore, EventLog
+from parval.plan import NamedRequest, Plan, resolve_executable
+from parval.runners import phases as ph
+from parval.runners.memory import MemoryConfig
+from parval.runners.server import LaunchSpec, server_config
+from parval.runners.start import Start, StartAborted, StartSettings, fresh_start
+
+Unit = tuple[str, Callable[[], Any]]
+
+
+class Campaign:
+    def __init__(self, plan: Plan, run_dir: Path, log: EventLog, *,
+                 shard: tuple[int, int] | None = None, skip_runs: set[str] | None = None) -> None:
+        self.plan = plan
+        self.run_dir = run_dir
+        self.log = log
+        self.store = ArtifactStore(run_dir / "artifacts")
+        self.requests: list[NamedRequest] = plan.requests()
+        self.shard = shard
+        self.skip_runs = skip_runs or set()
+        self.attempt = 0
+        mem = plan.memory
+        t = plan.timeouts
+        self.settings = StartSettings(
+            model_id=plan.model_id,
+            request_timeout_s=t["request_s"],
+            ready_timeout_s=t["ready_s"],
+            grace_s=t["shutdown_grace_s"],
+            poll_interval_s=plan.status_poll_s,
+            max_wave=max(plan.counts) + 2,
+            max_body_bytes=int(t["max_response_mib"] * 1024 * 1024),
+            volatile=plan.volatile_fields,
+            memory=MemoryConfig(
+                gpu_interval_s=float(mem["gpu_interval_ms"]) / 1000,
+                host_interval_s=float(mem["host_interval_ms"]) / 1000,
+                nvml_device_index=mem["nvml_device_index"],
+                guard_mib=mem["guard_mib"],
+            ),
+        )
+
+    # -- plumbing ---------------------------------------------------------------------
+    def body(self, req: NamedRequest | dict[str, Any], model_id: str | None = None) -> dict[str, Any]:
+        request = req.body if isinstance(req, NamedRequest) else req
+        return {"model": model_id or self.plan.model_id, "request": request}
+
+    def model_entry(self, slots: int | None | str = "omit", **overrides: Any) -> dict[str, Any]:
+        m = self.plan.model
+        entry: dict[str, Any] = {
+            "id": m["id"], "family": m["family"], "task": m["task"], "mode": m["mode"],
+            "path": str(self.plan.model_path), "lazy": m["lazy"],
+        }
+        for key in ("load_options", "session_options", "default_request_options"):
+            if m[key]:
+                entry[key] = m[key]
+        entry.update(m["entry_extra"])
+        if slots != "omit":
+            entry["slots"] = slots
+        entry.update(overrides)
+        return entry
+
+    def launch(self, role: str, *, flagged: bool, slots: int | None | str = "omit",
+               ui_management: bool = False, extra_env: dict[str, str] | None = None,
+               models: list[dict[str, Any]] | None = None) -> LaunchSpec:
+        spec = self.plan.baseline if role == "baseline" else self.plan.candidate
+        exe = resolve_executable(spec.executable, self.plan.base_dir)
+        if exe is None:
+            raise ServerStartError(f"servers.{role}.executable: '{spec.executable}' not found")
+        env = dict(spec.env)
+        env.setdefault("AUDIOCPP_SLOT_VALIDATION_OBSERVER", "1")
+        env.update(extra_env or {})
+        cfg = server_config(self.plan.server, self.model_entry(slots), models)
+        return LaunchSpec(exe, cfg, flagged and spec.knows_parallel_jobs, tuple(spec.args), env,
+                          ui_management=ui_management)
+
+    def start(self, name: str, role: str, spec: LaunchSpec, count: int | None,
+              **meta: Any) -> Any:
+        self.attempt += 1
+        return fresh_start(
+            name=name, role=role, attempt=self.log._seq, spec=spec,
+            directory=self.run_dir / "servers" / f"{name}-{self.log._seq}", log=self.log,
+            store=self.store, settings=self.settings, count=count,
+            cache_sensitive=self.plan.cache_sensitive, meta=meta,
+        )
+
+    # -- schedule ---------------------------------------------------------------------
+    def units(self) -> list[Unit]:
+        from parval.runners import probes, references
+
+        units: list[Unit] = [
+            ("ref-baseline-a", lambda: references.reference_run(self, "ref-baseline-a", "baseline", False)),
+            ("ref-baseline-b", lambda: references.reference_run(self, "ref-baseline-b", "baseline", False)),
+            ("ref-candidate-legacy", lambda: references.reference_run(self, "ref-candidate-legacy", "candidate", False)),
+            ("x1-config-slots", lambda: probes.x1_config_rejection(self)),
+            ("ref-candidate-cap1", lambda: references.reference_run(self, "ref-candidate-cap1", "candidate", True)),
+        ]
+        counts = self.shard_counts()
+        for n in counts:
+            for s in range(1, self.plan.starts_per_count + 1):
+                name = f"count{n}-s{s}"
+                units.append((name, lambda n=n, s=s, name=name: ph.count_start(self, name, n, s)))
+            if self.plan.cache_sensitive:
+                units.append((f"history-{n}", lambda n=n: references.history_replays(self, n)))
+        largest = max(self.plan.counts)
+        if largest in counts:
+            units.append((f"recovery-{largest}", lambda: probes.recovery_start(self, largest)))
+            units.append((f"modes-{largest}", lambda: probes.modes_start(self, largest)))
+        units.append(("negative-control", lambda: references.negative_control(self)))
+        return units
+
+    def shard_counts(self) -> list[int]:
+        counts = self.plan.counts
+        if self.shard is None:
+            return counts
+        i, n = self.shard
+        return [c for k, c in enumerate(counts) if k % n == i - 1]
+
+    async def run(self) -> None:
+        self.log.append("campaign_start", plan=self.plan.name, plan_sha256=self.plan.sha256,
+                        shard=list(self.shard) if self.shard else None,
+                        counts=self.shard_counts())
+        t0 = time.monotonic()
+        finished = True
+        with anyio.move_on_after(self.plan.timeouts["campaign_s"]) as scope:
+            for name, unit in self.units():
+                if name in self.skip_runs:
+                    self.log.append("unit_skipped", unit=name, reason="completed before resume")
+                    continue
+                self.log.append("unit_begin", unit=name)
+                ok = await self.run_unit(name, unit)
+                self.log.append("unit_end", unit=name, ok=ok)
+                if not ok and self.plan.raw["stop_on_crash"]:
+                    finished = False
+                    self.log.append("campaign_stopped", reason=f"{name} failed and stop_on_crash is set")
+                    break
+        if scope.cancelled_caught:
+            finished = False
+            self.log.append("campaign_timeout", after_s=round(time.monotonic() - t0, 1),
+                            reason=f"timeouts.campaign_s={self.plan.timeouts['campaign_s']} reached")
+        self.log.append("campaign_end", finished=finished, elapsed_s=round(time.monotonic() - t0, 3))
+
+    async def run_unit(self, name: str, unit: Callable[[], Any]) -> bool:
+        """Run one unit under the per-start deadline; record every way it can end."""
+        try:
+            try:
+                with anyio.fail_after(self.plan.timeouts["start_s"]):
+                    await unit()
+                return True
+            except BaseExceptionGroup as group:
+                raise _leaf(group) from None
+        except ServerStartError as exc:
+            self.log.append("start_failed", unit=name, reason=exc.message, log_tail=exc.log_tail)
+        except StartAborted as exc:
+            self.log.append("start_aborted", unit=name, reason=str(exc))
+        except TimeoutError:
+            self.log.append("start_timeout", unit=name,
+                            reason=f"timeouts.start_s={self.plan.timeouts['start_s']} reached")
+        return False
+
+
+def _leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one real error inside (possibly nested) task-group exception groups."""
+    leaves: list[BaseException] = []
+
+    def walk(e: BaseException) -> None:
+        if isinstance(e, BaseExceptionGroup):
+            for sub in e.exceptions:
+                walk(sub)
+        elif not isinstance(e, anyio.get_cancelled_exc_class()):
+            leaves.append(e)
+
+    walk(group)
+    return leaves[0] if len(leaves) == 1 else group
+
+
+def wave_bodies(c: Campaign, reqs: list[NamedRequest]) -> list[dict[str, Any]]:
+    return [c.body(r) for r in reqs]
+
+
+async def wave_together(c: Campaign, st: Start, phase: str, wave: int,
+                        reqs: list[NamedRequest]) -> None:
+    """N requests released together; histories known when every slot's history is the same."""
+    from parval.runners.waves import release_together
+
+    n = len(reqs)
+    same_history = all(h == st.histories[0] for h in st.histories[:n])
+    history = list(st.histories[0]) if same_history else None
+    st.phases.set("reload" if phase == "reload_wave" else f"{phase}:{wave}")
+    offset = st.server.stderr_size()
+    t_start = time.monotonic()
+    with anyio.move_on_after(c.plan.timeouts["wave_s"]) as scope:
+        replies = await release_together(st.client, c.settings.route, wave_bodies(c, reqs))
+    t_end = time.monotonic()
+    if scope.cancelled_caught:
+        c.log.append("wave_timeout", run=st.name, phase=phase, wave=wave)
+        raise StartAborted(f"{st.name}: {phase} wave {wave} exceeded timeouts.wave_s")
+    for req, reply in zip(reqs, replies, strict=True):
+        st.record(phase, wave, req.name, reply, history=history)
+    if same_history:
+        for i in range(n):
+            st.histories[i].append(reqs[0].name)
+    trace, _ = st.trace_lines(offset)
+    await st.check_alive(f"{phase} wave {wave}")
+    drained = await st.drained()
+    st.wave_event(phase, wave, n, "together", t_start, t_end, replies, drained,
+                  trace_lines=len(trace))
+    st.phases.set("idle")

@@ -1,0 +1,151 @@
+"""The one HTTP client. Every call returns a Reply record; HTTP errors, timeouts and
+resets are data, never exceptions (measurement never raises for the server's errors)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+# Outcomes: the request's fate as far as the client can know it.
+OK = "ok"                      # 2xx with a body
+HTTP_ERROR = "http_error"      # a complete non-2xx reply
+INDETERMINATE = "indeterminate"  # timeout, reset, connection dropped: unknown what happened
+OVERSIZE = "oversize"          # body larger than the plan's limit
+CONNECT_ERROR = "connect_error"  # never reached the server
+
+
+@dataclass
+class Reply:
+    method: str
+    path: str
+    status: int | None
+    body: bytes
+    t_send: float
+    t_done: float
+    outcome: str
+    error: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def elapsed_s(self) -> float:
+        return self.t_done - self.t_send
+
+    def json(self) -> Any:
+        """Parsed JSON body or None (malformed bodies are data too)."""
+        try:
+            return json.loads(self.body)
+        except (ValueError, UnicodeDecodeError):
+            return None
+
+    def error_message(self) -> str:
+        data = self.json()
+        if isinstance(data, dict) and isinstance(data.get("error"), dict):
+            return str(data["error"].get("message", ""))
+        return self.body[:300].decode("utf-8", "replace")
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "outcome": self.outcome,
+            "ms": round(self.elapsed_s * 1000, 3),
+            "error": self.error or (self.error_message() if self.outcome == HTTP_ERROR else ""),
+        }
+
+
+class Client:
+    def __init__(self, base_url: str, *, max_connections: int, request_timeout_s: float,
+                 max_body_bytes: int) -> None:
+        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=0)
+        self.base_url = base_url
+        self.timeout = request_timeout_s
+        self.max_body = max_body_bytes
+        self._http = httpx.AsyncClient(
+            base_url=base_url, limits=limits, timeout=httpx.Timeout(request_timeout_s, connect=10.0)
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def request(self, method: str, path: str, body: Any = None,
+                      timeout_s: float | None = None) -> Reply:
+        t_send = time.monotonic()
+        content = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"} if content is not None else {}
+        try:
+            async with self._http.stream(
+                method, path, content=content, headers=headers,
+                timeout=httpx.Timeout(timeout_s or self.timeout, connect=10.0),
+            ) as resp:
+                chunks: list[bytes] = []
+                size = 0
+                async for chunk in resp.aiter_bytes():
+                    size += len(chunk)
+                    if size > self.max_body:
+                        return Reply(method, path, resp.status_code, b"".join(chunks), t_send,
+                                     time.monotonic(), OVERSIZE,
+                                     f"response body exceeds {self.max_body} bytes")
+                    chunks.append(chunk)
+                body_bytes = b"".join(chunks)
+                outcome = OK if 200 <= resp.status_code < 300 else HTTP_ERROR
+                return Reply(method, path, resp.status_code, body_bytes, t_send, time.monotonic(),
+                             outcome, headers=dict(resp.headers))
+        except httpx.ConnectError as exc:
+            return Reply(method, path, None, b"", t_send, time.monotonic(), CONNECT_ERROR,
+                         f"connect: {exc}")
+        except httpx.TimeoutException as exc:
+            return Reply(method, path, None, b"", t_send, time.monotonic(), INDETERMINATE,
+                         f"timeout: {type(exc).__name__}")
+        except (httpx.HTTPError, OSError) as exc:
+            return Reply(method, path, None, b"", t_send, time.monotonic(), INDETERMINATE,
+                         f"{type(exc).__name__}: {exc}")
+
+    async def post(self, path: str, body: Any, timeout_s: float | None = None) -> Reply:
+        return await self.request("POST", path, body, timeout_s)
+
+    async def get(self, path: str, timeout_s: float | None = None) -> Reply:
+        return await self.request("GET", path, None, timeout_s)
+
+    async def sse(self, path: str, body: Any, *, stop_after_events: int | None = None,
+                  timeout_s: float | None = None) -> tuple[Reply, list[Any]]:
+        """POST and read a Server-Sent-Events reply. `stop_after_events` disconnects early
+        (a client going away mid-stream). Events are parsed JSON, or the string '[DONE]'."""
+        t_send = time.monotonic()
+        events: list[Any] = []
+        try:
+            async with self._http.stream(
+                "POST", path, content=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"},
+                timeout=httpx.Timeout(timeout_s or self.timeout, connect=10.0),
+            ) as resp:
+                if resp.status_code >= 300:
+                    raw = await resp.aread()
+                    return Reply("POST", path, resp.status_code, raw, t_send, time.monotonic(),
+                                 HTTP_ERROR), events
+                async for line in resp.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    try:
+                        events.append("[DONE]" if data == "[DONE]" else json.loads(data))
+                    except ValueError:
+                        events.append({"type": "__malformed__", "raw": data[:200]})
+                    if stop_after_events is not None and len(events) >= stop_after_events:
+                        return Reply("POST", path, resp.status_code, b"", t_send, time.monotonic(),
+                                     INDETERMINATE, "client disconnected on purpose"), events
+                return Reply("POST", path, resp.status_code, b"", t_send, time.monotonic(), OK), events
+        except httpx.TimeoutException as exc:
+            return Reply("POST", path, None, b"", t_send, time.monotonic(), INDETERMINATE,
+                         f"timeout: {type(exc).__name__}"), events
+        except (httpx.HTTPError, OSError) as exc:
+            return Reply("POST", path, None, b"", t_send, time.monotonic(), INDETERMINATE,
+                         f"{type(exc).__name__}: {exc}"), events

@@ -1,0 +1,113 @@
+"""M6 execution modes: concurrent SSE streams (with a client disconnecting mid-stream)
+and concurrent native batches, each compared with the offline output of the same request."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from parval.gates.compare import canonicalize, decode_wav_b64
+from parval.runners.start import Start
+
+if TYPE_CHECKING:
+    from parval.runners.campaign import Campaign
+
+
+def _speech_body(c: Campaign, request: dict[str, Any]) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": c.plan.model_id, "input": request.get("text", ""),
+                            "stream": True, "stream_format": "sse"}
+    for key in ("seed", "max_tokens", "temperature", "voice_ref", "reference_text", "language"):
+        if key in request:
+            body[key] = request[key]
+    return body
+
+
+def _pcm_hash(events: list[Any]) -> tuple[str, int, bool]:
+    """sha256 of the concatenated raw PCM deltas, byte count, and whether it ended cleanly."""
+    h = hashlib.sha256()
+    size = 0
+    done = False
+    for e in events:
+        if isinstance(e, dict) and e.get("type") == "speech.audio.delta":
+            raw = base64.b64decode(str(e.get("audio", "")))
+            h.update(raw)
+            size += len(raw)
+        if e == "[DONE]":
+            done = True
+    return h.hexdigest(), size, done
+
+
+async def streaming_checks(c: Campaign, st: Start, n: int) -> None:
+    base = c.requests[0]
+    offline = await st.client.post(c.settings.route, c.body(base))
+    samples, _, problem = decode_wav_b64((offline.json() or {}).get("audio"))
+    ref = hashlib.sha256(samples.tobytes()).hexdigest() if samples is not None else None
+    body = _speech_body(c, base.body)
+
+    async def streams(stop_first: bool) -> list[tuple[Any, list[Any]]]:
+        results: list[Any] = [None] * n
+        gate = anyio.Event()
+
+        async def one(i: int) -> None:
+            await gate.wait()
+            stop = 1 if (stop_first and i == 0 and n > 1) else None
+            results[i] = await st.client.sse("/v1/audio/speech", body, stop_after_events=stop)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(n):
+                tg.start_soon(one, i)
+            await anyio.sleep(0.01)
+            gate.set()
+        return results
+
+    st.phases.set("streaming")
+    concurrent = await streams(False)
+    max_active = max((s.active or 0) for s in st.poller.samples[-200:]) if st.poller.samples else 0
+    disconnect = await streams(True)
+    drained = await st.drained(3.0)
+    rows = []
+    for label, batch in (("concurrent", concurrent), ("disconnect", disconnect)):
+        for i, (reply, events) in enumerate(batch):
+            digest, size, done = _pcm_hash(events)
+            rows.append({"wave": label, "index": i, "status": reply.status, "outcome": reply.outcome,
+                         "pcm_sha256": digest, "bytes": size, "done": done,
+                         "disconnected": label == "disconnect" and i == 0 and n > 1})
+    c.log.append("m6_streaming", run=st.name, attempt=st.attempt, count=n, reference_pcm_sha256=ref,
+                 reference_problem=problem, streams=rows, max_active=max_active, drained=drained)
+    st.phases.set("idle")
+
+
+async def batch_checks(c: Campaign, st: Start, n: int) -> None:
+    refs = {}
+    for r in c.requests:
+        reply = await st.client.post(c.settings.route, c.body(r))
+        refs[r.name] = canonicalize(reply.body, c.settings.volatile).canon
+    payload = {"model": c.plan.model_id, "requests": [r.body for r in c.requests]}
+    st.phases.set("batch")
+    batches: list[Any] = [None] * max(2, n)
+
+    async def one(i: int) -> None:
+        batches[i] = await st.client.sse("/v1/tasks/batch", payload)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(batches)):
+            tg.start_soon(one, i)
+    results = []
+    for b, (reply, events) in enumerate(batches):
+        for e in events:
+            if isinstance(e, dict) and e.get("type") == "task.batch.result":
+                idx = int(e.get("index", -1))
+                name = c.requests[idx].name if 0 <= idx < len(c.requests) else "?"
+                got = canonicalize(json.dumps(e.get("result")).encode(), c.settings.volatile)
+                results.append({"batch": b, "index": idx, "req": name, "canon": got.canon,
+                                "exact": got.valid and got.canon == refs.get(name)})
+        results.append({"batch": b, "status": reply.status, "outcome": reply.outcome,
+                        "error": reply.error_message() if reply.status and reply.status >= 400 else ""})
+    drained = await st.drained(3.0)
+    c.log.append("m6_batch", run=st.name, attempt=st.attempt, count=n, batches=len(batches),
+                 expected_results=len(c.requests), results=results, drained=drained)
+    st.phases.set("idle")

@@ -1,0 +1,227 @@
+"""Probes beyond the waves: execution-path checks (X1/X3) and model recovery (M4) with
+the 503 rejection-latency probe (P4), all on fresh servers."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from parval.errors import ServerStartError
+from parval.runners.server import spawn, wait_ready
+from parval.runners.start import Start
+from parval.runners.waves import release_together
+
+if TYPE_CHECKING:
+    from parval.runners.campaign import Campaign
+
+SLOTS_FORMS: list[Any] = [1, 2, None, False, "4"]
+LEGACY_SLOTS_TEXT = "slots requires --parallel-jobs at server startup"
+
+
+async def x1_config_rejection(c: Campaign) -> None:
+    """An unflagged candidate must refuse to start with any explicit slots field."""
+    for value in (1, None):
+        spec = c.launch("candidate", flagged=False, slots=value)
+        directory = c.run_dir / "servers" / f"x1-config-slots-{value}-{c.log._seq}"
+        server = spawn(spec, directory, f"x1-config-slots-{value}")
+        try:
+            await wait_ready(server, min(30.0, c.plan.timeouts["ready_s"]))
+            rejected, exit_code = False, None
+        except ServerStartError:
+            rejected, exit_code = server.exit_code is not None, server.exit_code
+        stderr = server.stderr_text()
+        await server.stop(5.0)
+        c.log.append("x1_config_probe", value=value, rejected=rejected, exit_code=exit_code,
+                     message_ok=LEGACY_SLOTS_TEXT in stderr, stderr_tail=stderr[-600:])
+
+
+async def x1_registration_probe(c: Campaign, st: Start) -> None:
+    """Legacy registration rejects every explicit slots form with the real 400."""
+    for i, value in enumerate(SLOTS_FORMS):
+        entry = c.model_entry(slots=value, id=f"{c.plan.model_id}-x1-{i}")
+        reply = await st.client.post("/v1/models/load", entry)
+        c.log.append("x1_registration_probe", run=st.name, value=value, reply=reply.summary(),
+                     message=reply.error_message(),
+                     ok=reply.status == 400 and reply.error_message() == LEGACY_SLOTS_TEXT)
+
+
+async def x3_resize_probe(c: Campaign, st: Start) -> None:
+    """Resizing across one keeps the parallel lifecycle (slot fields stay, pool republishes)."""
+    steps = []
+    for slots in (2, 1, 2, 1):
+        if slots > max(c.plan.counts):
+            continue
+        reply = await st.client.post("/v1/models/load", c.model_entry(slots=slots))
+        sample = await st.poller.wait_for(lambda s, n=slots: s.slots == n, 2.0)
+        steps.append({"slots": slots, "reply": reply.summary(),
+                      "status_fields": bool(sample and sample.active is not None)})
+    c.log.append("x3_resize_probe", run=st.name, steps=steps,
+                 ok=bool(steps) and all(s["reply"]["status"] == 200 and s["status_fields"] for s in steps))
+
+
+async def recovery_start(c: Campaign, n: int) -> None:
+    spec = c.launch("candidate", flagged=True, slots=n,
+                    ui_management=bool(c.plan.server["ui_management"]))
+    async with c.start(f"recovery-{n}", "recovery", spec, n) as st:
+        await unload_during_first_load(c, st)
+        await invalid_alongside(c, st, n)
+        await unload_in_flight(c, st, n, "targeted")
+        await unload_in_flight(c, st, n, "all")
+        await load_failure_retry(c, st, n)
+        await rejection_latency(c, st, n)
+
+
+async def unload_during_first_load(c: Campaign, st: Start) -> None:
+    base = c.requests[0]
+    st.phases.set("cold_load")
+    first: dict[str, Any] = {}
+
+    async def send() -> None:
+        first["reply"] = await st.client.post(c.settings.route, c.body(base))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(send)
+        during = await st.poller.wait_for(lambda s: (s.active or 0) >= 1 and s.loaded is False, 5.0)
+        st.phases.set("unload")
+        unload = await st.client.post("/v1/tasks/unload_models", {"model_ids": [c.plan.model_id]})
+    after = await st.poller.wait_for(lambda s: s.loaded is False and (s.active or 0) == 0, 2.0)
+    req = first["reply"]
+    st.record("unload_during_load_first", 0, base.name, req, history=[])
+    st.reset_histories()
+    reload = await st.client.post(c.settings.route, c.body(base))
+    st.record("unload_during_load_reload", 0, base.name, reload, history=[])
+    st.histories[0].append(base.name)
+    body = unload.json()
+    c.log.append("m4_unload_during_first_load", run=st.name, attempt=st.attempt,
+                 issued_during_load=during is not None, unload=unload.summary(),
+                 listed=isinstance(body, dict) and c.plan.model_id in (body.get("unloaded") or []),
+                 unload_done=st.rel(unload.t_done), request_done=st.rel(req.t_done),
+                 waited=unload.t_done >= req.t_done, ended_unloaded=after is not None)
+    await st.check_alive("unload during first load")
+
+
+async def invalid_alongside(c: Campaign, st: Start, n: int) -> None:
+    invalid = c.plan.invalid_request()
+    if invalid is None:
+        c.log.append("m4_invalid_alongside", run=st.name, skipped="plan names no invalid request")
+        return
+    await _unload_all(c, st)
+    base = c.requests[0]
+    bodies = [c.body(base)] * max(1, n - 1) + [c.body(invalid)]
+    st.phases.set("invalid_alongside")
+    replies = await release_together(st.client, c.settings.route, bodies)
+    for reply in replies[:-1]:
+        st.record("invalid_alongside", 0, base.name, reply, history=[])
+    st.record("invalid_request", 0, "invalid", replies[-1], history=None, expect_error=True)
+    await st.check_alive("invalid alongside")
+    drained = await st.drained()
+    bad = replies[-1]
+    c.log.append("m4_invalid_alongside", run=st.name, attempt=st.attempt, invalid=bad.summary(),
+                 rejected=bad.status is not None and bad.status >= 400, drained=drained)
+    st.reset_histories()
+    await _unload_all(c, st)
+
+
+async def unload_in_flight(c: Campaign, st: Start, n: int, which: str) -> None:
+    """N requests active, then an unload: it must wait for them; then a cold reload."""
+    await _unload_all(c, st)
+    base = c.requests[0]
+    st.phases.set(f"unload_{which}")
+    route, payload = (("/v1/tasks/unload_models", {"model_ids": [c.plan.model_id]})
+                      if which == "targeted" else ("/v1/tasks/unload_all_models", {}))
+    history = list(st.histories[0])
+    replies: list[Any] = []
+    unload: dict[str, Any] = {}
+
+    async def wave() -> None:
+        replies.extend(await release_together(st.client, c.settings.route, [c.body(base)] * n))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(wave)
+        active = await st.poller.wait_for(lambda s: (s.active or 0) >= n and bool(s.loaded), 5.0)
+        unload["reply"] = await st.client.post(route, payload)
+    for reply in replies:
+        st.record(f"unload_{which}_inflight", 0, base.name, reply,
+                  history=history if all(h == history for h in st.histories[:n]) else None)
+    st.reset_histories()
+    after = await st.poller.wait_for(lambda s: s.loaded is False, 2.0)
+    reload = await st.client.post(c.settings.route, c.body(base))
+    st.record(f"unload_{which}_reload", 0, base.name, reload, history=[])
+    st.histories[0].append(base.name)
+    u = unload["reply"]
+    c.log.append(f"m4_{which}_unload", run=st.name, attempt=st.attempt,
+                 issued_while_active=active is not None, unload=u.summary(),
+                 waited=bool(replies) and u.t_done >= max(r.t_done for r in replies),
+                 ended_unloaded=after is not None)
+    await st.check_alive(f"{which} unload")
+
+
+async def load_failure_retry(c: Campaign, st: Start, n: int) -> None:
+    if c.plan.recovery["load_failure"] == "none":
+        c.log.append("m4_load_failure", run=st.name, skipped="plan sets recovery.load_failure: none")
+        return
+    if not c.plan.server["ui_management"]:
+        c.log.append("m4_load_failure", run=st.name,
+                     skipped="registration needs server.ui_management (a native-model-manager build)")
+        return
+    st.phases.set("load_failure")
+    new_id = f"{c.plan.model_id}-retry"
+    broken = c.model_entry(slots=n, id=new_id, path=str(c.run_dir / "missing-model.bin"))
+    fail = await st.client.post("/v1/models/load", broken)
+    good = await st.client.post("/v1/models/load", c.model_entry(slots=n, id=new_id))
+    out = await st.client.post(c.settings.route, c.body(c.requests[0], model_id=new_id))
+    st.record("load_retry", 0, c.requests[0].name, out, history=[])
+    cleanup = await st.client.post("/v1/tasks/unload_models", {"model_ids": [new_id]})
+    c.log.append("m4_load_failure", run=st.name, attempt=st.attempt, failure=fail.summary(),
+                 failed=fail.status is not None and fail.status >= 400, retry=good.summary(),
+                 retried=good.status == 200, cleanup=cleanup.summary())
+    await st.check_alive("load failure retry")
+
+
+async def rejection_latency(c: Campaign, st: Start, n: int) -> None:
+    """P4: with every slot overdue, a probe with a 1 ms busy timeout must be rejected fast."""
+    if not c.plan.performance["rejection_probe"]:
+        return
+    base = c.requests[0]
+    st.phases.set("rejection_probe")
+    latencies: list[float] = []
+    statuses: list[int | None] = []
+
+    async def wave() -> None:
+        await release_together(st.client, c.settings.route, [c.body(base)] * n)
+
+    for _ in range(3):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wave)
+            await st.poller.wait_for(lambda s: (s.active or 0) >= n and bool(s.loaded), 5.0)
+            await anyio.sleep(0.01)
+            probe = {**c.body(base), "busy_timeout_ms": 1}
+            t0 = time.monotonic()
+            reply = await st.client.post(c.settings.route, probe)
+            latencies.append(round((time.monotonic() - t0) * 1000, 3))
+            statuses.append(reply.status)
+    st.histories = [["?"] for _ in st.histories]
+    c.log.append("rejection_latency", run=st.name, attempt=st.attempt, count=n,
+                 latencies_ms=latencies, statuses=statuses)
+
+
+async def _unload_all(c: Campaign, st: Start) -> None:
+    await st.client.post("/v1/tasks/unload_all_models", {})
+    st.reset_histories()
+
+
+async def modes_start(c: Campaign, n: int) -> None:
+    """M6 streaming and native batch, only for the modes the plan admits."""
+    admit = set(c.plan.model["admit_modes"])
+    if not admit & {"streaming", "batch"}:
+        return
+    from parval.runners.modes import batch_checks, streaming_checks
+
+    spec = c.launch("candidate", flagged=True, slots=n)
+    async with c.start(f"modes-{n}", "modes", spec, n) as st:
+        if "streaming" in admit:
+            await streaming_checks(c, st, n)
+        if "batch" in admit:
+            await batch_checks(c, st, n)

@@ -1,0 +1,227 @@
+"""One fresh server start and everything that lives with it: the wave client, the status
+poller, the memory sampler, per-slot histories, and the recording of every reply."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from parval.evidence import ArtifactStore, EventLog
+from parval.gates.compare import canonicalize
+from parval.runners.client import OK, Client, Reply
+from parval.runners.memory import MemoryConfig, MemorySampler, PhaseTracker
+from parval.runners.server import (
+    WARNING_MARKER,
+    LaunchSpec,
+    ServerProcess,
+    spawn,
+    wait_ready,
+)
+from parval.runners.status import StatusPoller, summarise_window
+
+TRACE_PREFIX = "[SLOT_VALIDATION] "
+
+
+class StartAborted(Exception):
+    """The server died or stopped answering; the start ends here with a recorded outcome."""
+
+
+@dataclass
+class StartSettings:
+    model_id: str
+    request_timeout_s: float
+    ready_timeout_s: float
+    grace_s: float
+    poll_interval_s: float
+    max_wave: int
+    max_body_bytes: int
+    volatile: list[str]
+    memory: MemoryConfig | None
+    route: str = "/v1/tasks/run"
+
+
+@dataclass
+class Start:
+    name: str
+    role: str
+    attempt: int
+    server: ServerProcess
+    client: Client
+    poller: StatusPoller
+    phases: PhaseTracker
+    log: EventLog
+    store: ArtifactStore
+    settings: StartSettings
+    count: int | None
+    cache_sensitive: bool
+    histories: list[list[str]] = field(default_factory=list)
+    memory_samples: list[dict[str, Any]] = field(default_factory=list)
+    sampler: MemorySampler | None = None
+    t0: float = field(default_factory=time.monotonic)
+
+    # -- references -------------------------------------------------------------------
+    def ref_key(self, req: str, history: list[str] | None) -> str | None:
+        """Which reference an output must equal: cold/warm for stateless models, the exact
+        ordered session history for cache-sensitive ones (never the closest reference)."""
+        if history is None:
+            return None
+        if self.cache_sensitive:
+            return "hist:" + ">".join([*history, req])
+        return f"{req}|{'cold' if not history else 'warm'}"
+
+    def reset_histories(self) -> None:
+        self.histories = [[] for _ in range(self.count or 1)]
+
+    # -- recording --------------------------------------------------------------------
+    def rel(self, t: float) -> float:
+        return round(t - self.t0, 6)
+
+    def record(self, phase: str, wave: int, req: str, reply: Reply, *, history: list[str] | None,
+               slot: int | None = None, expect_error: bool = False, **extra: Any) -> dict[str, Any]:
+        output = None
+        artifact = None
+        if reply.body:
+            artifact = self.store.put(reply.body, "json")
+        if reply.outcome == OK and not expect_error:
+            output = canonicalize(reply.body, self.settings.volatile).to_json()
+        return self.log.append(
+            "request", run=self.name, attempt=self.attempt, phase=phase, wave=wave, req=req,
+            ref=self.ref_key(req, history), slot=slot, history=history, reply=reply.summary(),
+            t_send=self.rel(reply.t_send), t_done=self.rel(reply.t_done), output=output,
+            artifact=artifact, expect_error=expect_error, **extra,
+        )
+
+    async def check_alive(self, where: str) -> None:
+        rc = self.server.returncode()
+        if rc is not None:
+            self.log.append("server_crash", run=self.name, attempt=self.attempt, where=where,
+                            exit_code=rc, log_tail=self.server.log_tail())
+            raise StartAborted(f"{self.name}: server exited with status {rc} during {where}")
+
+    async def drained(self, timeout_s: float = 1.5) -> dict[str, Any]:
+        """active_slots == 0 and queued_requests == 0, allowing the status a short lag."""
+        seen = await self.poller.wait_for(
+            lambda s: s.present and s.active == 0 and s.queued == 0, timeout_s)
+        last = self.poller.latest
+        return {
+            "ok": seen is not None,
+            "active": last.active if last else None,
+            "queued": last.queued if last else None,
+            "fields_present": bool(last and last.active is not None),
+        }
+
+    def wave_event(self, phase: str, wave: int, n: int, mode: str, t_start: float, t_end: float,
+                   replies: list[Reply], drained: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        status = summarise_window(self.poller.window(t_start, t_end), n)
+        sends = [r.t_send for r in replies]
+        return self.log.append(
+            "wave", run=self.name, attempt=self.attempt, count=self.count, phase=phase, wave=wave,
+            n=n, mode=mode, t_start=self.rel(t_start), t_end=self.rel(t_end),
+            batch_s=round(max((r.t_done for r in replies), default=t_end) - t_start, 6),
+            send_spread_ms=round((max(sends) - min(sends)) * 1000, 3) if sends else None,
+            status=status, drained=drained, **extra,
+        )
+
+    def trace_lines(self, offset: int) -> tuple[list[dict[str, Any]], int]:
+        """Observer-trace lines written to stderr since byte `offset` (parsed as JSON)."""
+        try:
+            with self.server.stderr_path.open("rb") as fh:
+                fh.seek(offset)
+                data = fh.read()
+        except OSError:
+            return [], offset
+        lines: list[dict[str, Any]] = []
+        for raw in data.decode("utf-8", "replace").splitlines():
+            idx = raw.find(TRACE_PREFIX)
+            if idx < 0:
+                continue
+            try:
+                obj = json.loads(raw[idx + len(TRACE_PREFIX):])
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                lines.append(obj)
+        return lines, offset + len(data)
+
+
+@asynccontextmanager
+async def fresh_start(
+    *, name: str, role: str, attempt: int, spec: LaunchSpec, directory: Path, log: EventLog,
+    store: ArtifactStore, settings: StartSettings, count: int | None, cache_sensitive: bool,
+    meta: dict[str, Any],
+) -> AsyncIterator[Start]:
+    """Launch, wait for /health, start poller and sampler; always stop and record the end."""
+    log.append("run_start", run=name, attempt=attempt, role=role, count=count,
+               flagged=spec.flagged, config=spec.config, **meta)
+    server = spawn(spec, directory, name)
+    phases = PhaseTracker("startup")
+    samples: list[dict[str, Any]] = []
+    sampler = MemorySampler(server.pid, settings.memory, phases, samples.append) \
+        if settings.memory is not None else None
+    ended = False
+    try:
+        async with anyio.create_task_group() as tg:
+            if sampler is not None:
+                tg.start_soon(sampler.run)
+            ready_s = await wait_ready(server, settings.ready_timeout_s)
+            stderr = server.stderr_text()
+            log.append("server_ready", run=name, attempt=attempt, ready_s=round(ready_s, 4),
+                       pid=server.pid, warning_marker=WARNING_MARKER in stderr, argv=server.argv)
+            phases.set("idle")
+            poller = StatusPoller(server.base_url, settings.model_id, settings.poll_interval_s)
+            tg.start_soon(poller.run)
+            await poller.wait_for(lambda s: True, 5.0)
+            client = Client(server.base_url, max_connections=settings.max_wave + 4,
+                            request_timeout_s=settings.request_timeout_s,
+                            max_body_bytes=settings.max_body_bytes)
+            start = Start(name, role, attempt, server, client, poller, phases, log, store,
+                          settings, count, cache_sensitive, memory_samples=samples, sampler=sampler)
+            start.reset_histories()
+            try:
+                yield start
+            finally:
+                await client.aclose()
+                phases.set("shutdown")
+                stop = await server.stop(settings.grace_s)
+                tg.cancel_scope.cancel()
+                ended = True
+                _write_samples(directory, poller, samples, phases)
+                log.append("run_end", run=name, attempt=attempt, stop=stop,
+                           status_fields=_status_fields(poller),
+                           poll_errors=poller.errors, polls=len(poller.samples),
+                           memory=sampler.info() if sampler else None,
+                           log_tail=server.log_tail(2000))
+    finally:
+        if not ended:
+            with anyio.CancelScope(shield=True):
+                await server.stop(min(settings.grace_s, 5.0))
+
+
+def _write_samples(directory: Path, poller: StatusPoller, samples: list[dict[str, Any]],
+                   phases: PhaseTracker) -> None:
+    (directory / "status.jsonl").write_text(
+        "".join(json.dumps(s.to_json()) + "\n" for s in poller.samples))
+    (directory / "memory.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
+    (directory / "phases.json").write_text(json.dumps(phases.transitions()))
+
+
+def _status_fields(poller: StatusPoller) -> dict[str, Any]:
+    """Which /v1/models slot fields this process showed (legacy shows none)."""
+    present = [s for s in poller.samples if s.ok and s.present]
+    max_parallel: list[int | None] = []
+    for s in present:
+        if not max_parallel or max_parallel[-1] != s.max_parallel:
+            if s.max_parallel not in max_parallel:
+                max_parallel.append(s.max_parallel)
+    return {
+        "slot_fields": any(s.active is not None for s in present),
+        "slots_seen": sorted({s.slots for s in present if s.slots is not None}),
+        "max_parallel_seen": max_parallel,
+    }

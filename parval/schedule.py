@@ -1,0 +1,43 @@
+"""The schedule a plan implies: fresh starts, waves and request counts (`parval validate`)."""
+
+from __future__ import annotations
+
+from parval.plan import Plan
+
+
+def schedule_rows(plan: Plan) -> list[tuple[str, int, int, int]]:
+    """(unit, fresh starts, waves, requests) per unit of the campaign."""
+    reqs = len(plan.requests())
+    rows: list[tuple[str, int, int, int]] = []
+    perf = plan.performance
+    perf_reqs = sum(plan.counts) * perf["warm_repeats"] if perf["enabled"] else 0
+    for name in ("ref-baseline-a", "ref-baseline-b", "ref-candidate-legacy", "ref-candidate-cap1"):
+        extra = perf_reqs if name in ("ref-baseline-a", "ref-candidate-cap1") else 0
+        rows.append((name, 1, 0, reqs * 3 + extra))
+    rows.append(("x1-config-slots", 2, 0, 0))
+    w = plan.waves
+    for n in plan.counts:
+        mixed = w["mixed_at_largest"] if n == max(plan.counts) else w["mixed"]
+        waves = 1 + w["warm"] + mixed + 1
+        requests = n * waves + w["serial_reuse"]
+        rows.append((f"count {n} (x{plan.starts_per_count} starts)", plan.starts_per_count,
+                     waves * plan.starts_per_count, requests * plan.starts_per_count))
+    largest = max(plan.counts)
+    rows.append((f"recovery at {largest}", 1, 6, largest * 6 + 6))
+    return rows
+
+
+def describe_schedule(plan: Plan) -> str:
+    rows = schedule_rows(plan)
+    lines = [f"plan {plan.name} (sha256 {plan.sha256[:12]}) is valid",
+             f"model {plan.model_id} ({plan.model['family']}, {plan.model['task']}, {plan.model['mode']}), "
+             f"counts {plan.counts}, {plan.starts_per_count} fresh starts per count, "
+             f"{'cache-sensitive' if plan.cache_sensitive else 'stateless'}",
+             "", f"{'unit':<34} {'starts':>6} {'waves':>6} {'requests':>9}"]
+    for name, starts, waves, requests in rows:
+        lines.append(f"{name:<34} {starts:>6} {waves:>6} {requests:>9}")
+    total = [sum(r[i] for r in rows) for i in (1, 2, 3)]
+    lines.append(f"{'total':<34} {total[0]:>6} {total[1]:>6} {total[2]:>9}")
+    if plan.cache_sensitive:
+        lines.append("plus one single-slot history replay per distinct slot history")
+    return "\n".join(lines)
