@@ -1,0 +1,325 @@
+"""Performance report P1-P5 (pure): separate from admission, verdicts kept visible.
+
+Series records (one per series and count):
+  {"series": "base_one_slot_serial" | "candidate_one_slot_serial" | "candidate_n_slots"
+             | "independent_servers",
+   "count": N, "cold_s": float | None, "estimate": bool,
+   "repeats": [{"batch_s": float, "latencies_s": [...], "failures": int}],
+   "blocked": "reason"  (optional: the series could not run for memory reasons)}
+`base_one_slot_serial` at count N is the original server finishing N requests one after
+another (measured); `estimate: true` marks an N x one-request figure, always labelled.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+MIN_WARM_REPEATS = 3
+
+BASE = "base_one_slot_serial"
+CANDIDATE_SERIAL = "candidate_one_slot_serial"
+CANDIDATE_N = "candidate_n_slots"
+INDEPENDENT = "independent_servers"
+SERIES = (BASE, CANDIDATE_SERIAL, CANDIDATE_N, INDEPENDENT)
+
+TABLE_COLUMNS = (
+    "backend/model",
+    "model checks",
+    "shared framework checks",
+    "base one-request time",
+    "candidate one-slot time",
+    "time saved %",
+    "measured base N-request serial time",
+    "candidate N-slot completion time",
+    "time saved %",
+)
+
+NOTES = [
+    "time saved % = 100 * (base - candidate) / base; positive means less elapsed time",
+    "cold start/loading is kept separate from the warm figures (cold_s per series)",
+    f"times are warm repeats: median (min-max, n); at least {MIN_WARM_REPEATS} per figure",
+    "repeats with request failures are excluded from timings and counted separately",
+    "three batches do not support robust tail-latency claims",
+    "quicker HTTP 503 rejection is not quicker generation (rejection latency reported separately)",
+    "N independent one-slot servers are an optional deployment comparison; missing or "
+    "memory-blocked, they do not fail model quality",
+    "speed is not part of admission: a faster model whose checks are not PASS is not admitted",
+]
+
+
+def _first_word(verdict: str) -> str:
+    word = verdict.strip().split(maxsplit=1)[0] if verdict.strip() else ""
+    return word.rstrip(":;,.").upper()
+
+
+def saved_pct(base: float | None, candidate: float | None) -> float | None:
+    """100 * (base - candidate) / base: elapsed time saved, positive = less time."""
+    if base is None or candidate is None or base <= 0:
+        return None
+    return round(100.0 * (base - candidate) / base, 1)
+
+
+def _stats(record: dict[str, Any] | None) -> dict[str, Any] | None:
+    if record is None:
+        return None
+    repeats = list(record.get("repeats") or [])
+    clean = [r for r in repeats if not r.get("failures")]
+    times = [float(r["batch_s"]) for r in clean]
+    lat = [float(x) for r in clean for x in r.get("latencies_s") or []]
+    out: dict[str, Any] = {
+        "n": len(times),
+        "failed_repeats": len(repeats) - len(clean),
+        "failed_requests": sum(int(r.get("failures") or 0) for r in repeats),
+        "estimate": bool(record.get("estimate")),
+        "cold_s": record.get("cold_s"),
+        "median_s": round(statistics.median(times), 4) if times else None,
+        "min_s": round(min(times), 4) if times else None,
+        "max_s": round(max(times), 4) if times else None,
+        "latency_s": None
+        if not lat
+        else {
+            "n": len(lat),
+            "min": round(min(lat), 4),
+            "median": round(statistics.median(lat), 4),
+            "max": round(max(lat), 4),
+        },
+    }
+    if record.get("blocked"):
+        out["blocked"] = str(record["blocked"])
+    return out
+
+
+def _find(series: list[dict[str, Any]], name: str, count: int) -> dict[str, Any] | None:
+    for rec in series:
+        if rec.get("series") == name and int(rec.get("count", 0)) == count:
+            return rec
+    return None
+
+
+def _row(
+    series: list[dict[str, Any]],
+    count: int,
+    model_label: str,
+    model_checks: str,
+    framework_checks: str,
+) -> dict[str, Any]:
+    figures = {
+        "base_one_request": _stats(_find(series, BASE, 1)),
+        "candidate_one_slot": _stats(_find(series, CANDIDATE_SERIAL, 1)),
+        "base_n_serial": _stats(_find(series, BASE, count)),
+        "candidate_n_slots": _stats(_find(series, CANDIDATE_N, count)),
+    }
+    pending: list[str] = []
+    memory_blocked: list[str] = []
+    for name, st in figures.items():
+        if st is None:
+            pending.append(f"{name}: not measured")
+        elif st.get("blocked"):
+            memory_blocked.append(f"{name}: {st['blocked']}")
+        elif st["n"] < MIN_WARM_REPEATS:
+            pending.append(f"{name}: {st['n']} clean warm repeats < {MIN_WARM_REPEATS}")
+        elif st["estimate"] and name != "base_one_request":
+            pending.append(f"{name}: estimate, not a measured serial time (P1)")
+
+    def med(name: str) -> float | None:
+        st = figures[name]
+        return None if st is None else st["median_s"]
+
+    independent = _stats(_find(series, INDEPENDENT, count))
+    if independent is None:
+        indep: dict[str, Any] | str = "not measured"
+    elif independent.get("blocked"):
+        indep = f"memory blocked: {independent['blocked']}"
+    else:
+        indep = {
+            **independent,
+            "candidate_saved_pct": saved_pct(independent["median_s"], med("candidate_n_slots")),
+        }
+    admitted = _first_word(model_checks) == "PASS" and _first_word(framework_checks) == "PASS"
+    status = "memory_blocked" if memory_blocked else ("pending" if pending else "completed")
+    return {
+        "count": count,
+        "backend_model": model_label,
+        "model_checks": model_checks,
+        "framework_checks": framework_checks,
+        "admitted": admitted,
+        **figures,
+        "one_request_saved_pct": saved_pct(med("base_one_request"), med("candidate_one_slot")),
+        "n_saved_pct": saved_pct(med("base_n_serial"), med("candidate_n_slots")),
+        "candidate_serial_n": _stats(_find(series, CANDIDATE_SERIAL, count)),
+        "independent_servers": indep,
+        "status": status,
+        "pending": pending + memory_blocked,
+    }
+
+
+def _rejection(probe: dict[str, Any]) -> dict[str, Any]:
+    lat = [float(x) for x in probe.get("latencies_ms") or []]
+    return {
+        "count": probe.get("count"),
+        "n": len(lat),
+        "median_ms": round(statistics.median(lat), 3) if lat else None,
+        "min_ms": round(min(lat), 3) if lat else None,
+        "max_ms": round(max(lat), 3) if lat else None,
+        "latencies_ms": lat,
+    }
+
+
+def build_performance(
+    series: list[dict[str, Any]],
+    rejections: list[dict[str, Any]],
+    *,
+    model_label: str,
+    model_checks: str,
+    framework_checks: str,
+    memory_verdict: str,
+) -> dict[str, Any]:
+    """The evidence `performance` object: status, one row per N, raw samples, notes."""
+    unknown = sorted({str(r.get("series")) for r in series} - set(SERIES))
+    if unknown:
+        raise ValueError(f"unknown performance series {unknown}; expected {list(SERIES)}")
+    counts = sorted({int(r["count"]) for r in series if r.get("series") != INDEPENDENT})
+    rows = [_row(series, n, model_label, model_checks, framework_checks) for n in counts]
+    statuses = {r["status"] for r in rows}
+    if not rows:
+        status = "pending"
+    elif "memory_blocked" in statuses:
+        status = "memory_blocked"
+    elif "pending" in statuses:
+        status = "pending"
+    else:
+        status = "completed"
+    if status == "pending" and _first_word(memory_verdict) == "BLOCKED":
+        status = "memory_blocked"  # the missing figures could not run within memory
+    notes = list(NOTES)
+    if any(r["base_n_serial"] and r["base_n_serial"]["estimate"] for r in rows):
+        notes.append(
+            "some base N-request serial times are estimates (N x one request), labelled 'estimate'"
+        )
+    if _first_word(model_checks) != "PASS":
+        notes.append(f"model checks {model_checks}: not admitted whatever the speed figures say")
+    return {
+        "status": status,
+        "model_checks": model_checks,
+        "framework_checks": framework_checks,
+        "memory_verdict": memory_verdict,
+        "rows": rows,
+        "samples": [
+            {
+                "series": r.get("series"),
+                "count": r.get("count"),
+                "cold_s": r.get("cold_s"),
+                "estimate": bool(r.get("estimate")),
+                "blocked": r.get("blocked"),
+                "sample_count": len(r.get("repeats") or []),
+                "repeats": list(r.get("repeats") or []),
+            }
+            for r in series
+        ],
+        "rejection_latency": [_rejection(p) for p in rejections],
+        "notes": notes,
+    }
+
+
+# --- markdown --------------------------------------------------------------------------
+
+
+def _time_cell(st: dict[str, Any] | None) -> str:
+    if st is None:
+        return "not measured"
+    if st.get("blocked"):
+        return f"memory blocked: {st['blocked']}"
+    if st["median_s"] is None:
+        return "pending (no clean repeats)"
+    cell = f"{st['median_s']:.3f} s ({st['min_s']:.3f}–{st['max_s']:.3f}, n={st['n']})"
+    if st["estimate"]:
+        cell += " **estimate** (N x one request, not measured)"
+    if st["n"] < MIN_WARM_REPEATS:
+        cell += f" pending: n<{MIN_WARM_REPEATS}"
+    if st["failed_repeats"]:
+        cell += f"; {st['failed_repeats']} failed repeats excluded"
+    return cell
+
+
+def _pct_cell(pct: float | None, admitted: bool, vs_estimate: bool = False) -> str:
+    if pct is None:
+        return "n/a"
+    cell = f"{pct:+.1f}%"
+    if vs_estimate:
+        cell += " (vs estimate)"
+    if pct > 0 and not admitted:
+        cell += " (not admitted)"
+    return cell
+
+
+def _esc(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def performance_table_markdown(perf: dict[str, Any]) -> str:
+    """The P5 table (exact procedure columns), then cold, independent-server and 503 tables."""
+    memory = perf.get("memory_verdict", "?")
+    lines = [
+        f"Performance: **{perf['status']}** (separate from admission). "
+        f"Quality: model checks {perf.get('model_checks', '?')}; "
+        f"shared framework checks {perf.get('framework_checks', '?')}; memory (M5) {memory}.",
+        "",
+        "| " + " | ".join(TABLE_COLUMNS) + " |",
+        "|" + "---|" * len(TABLE_COLUMNS),
+    ]
+    for r in perf["rows"]:
+        checks = f"{r['model_checks']}; memory {memory}"
+        if not r["admitted"]:
+            checks = f"**NOT ADMITTED** — {checks}"
+        base_n = r["base_n_serial"]
+        cells = [
+            f"{r['backend_model']} (N={r['count']})",
+            checks,
+            r["framework_checks"],
+            _time_cell(r["base_one_request"]),
+            _time_cell(r["candidate_one_slot"]),
+            _pct_cell(r["one_request_saved_pct"], r["admitted"]),
+            _time_cell(base_n),
+            _time_cell(r["candidate_n_slots"]),
+            _pct_cell(r["n_saved_pct"], r["admitted"], bool(base_n and base_n["estimate"])),
+        ]
+        lines.append("| " + " | ".join(_esc(c) for c in cells) + " |")
+
+    lines += [
+        "",
+        "| N | row status | cold s (base / candidate 1 slot / candidate N) | independent one-slot servers (optional) |",
+        "|---|---|---|---|",
+    ]
+    for r in perf["rows"]:
+        colds = " / ".join(
+            "n/a" if st is None or st.get("cold_s") is None else f"{st['cold_s']:.3f}"
+            for st in (r["base_one_request"], r["candidate_one_slot"], r["candidate_n_slots"])
+        )
+        indep = r["independent_servers"]
+        indep_cell = (
+            indep
+            if isinstance(indep, str)
+            else f"{_time_cell(indep)}; candidate N slots {_pct_cell(indep['candidate_saved_pct'], r['admitted'])}"
+        )
+        status = r["status"] + (f" ({'; '.join(r['pending'])})" if r["pending"] else "")
+        lines.append(f"| {r['count']} | {_esc(status)} | {colds} | {_esc(indep_cell)} |")
+
+    lines += [
+        "",
+        "HTTP 503 rejection latency (not generation time):",
+        "",
+        "| N | median ms (min–max, n) |",
+        "|---|---|",
+    ]
+    if not perf.get("rejection_latency"):
+        lines.append("| – | not measured |")
+    for p in perf.get("rejection_latency") or []:
+        cell = (
+            "not measured"
+            if p["median_ms"] is None
+            else f"{p['median_ms']:.3f} ms ({p['min_ms']:.3f}–{p['max_ms']:.3f}, n={p['n']})"
+        )
+        lines.append(f"| {p['count']} | {cell} |")
+    lines += [""] + [f"- {n}" for n in perf.get("notes", [])]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,324 @@
+"""M5 assessment on synthetic sampler streams (no processes, no GPU)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from parval.gates.memory import (
+    StabilisationRule,
+    StartMemory,
+    assess_m5,
+    preflight_estimate,
+    summarise_start,
+)
+from parval.status import Result, Status
+
+UNAVAILABLE = "unavailable: NVML init failed: NVML Shared Library Not Found"
+INTERVAL = {"gpu_interval_s": 0.01, "host_interval_s": 0.05}
+
+
+def make_start(
+    *,
+    count: int = 2,
+    start_index: int = 0,
+    waves: int = 10,
+    growth: float = 0.0,
+    growth_from_wave: int = 1,
+    idle: float = 100.0,
+    loaded: float = 600.0,
+    residue: float = 50.0,
+    gpu: bool = False,
+    phases: tuple[str, ...] = ("startup", "cold", "warm", "unload", "reload", "serial"),
+    guard_stop: dict[str, Any] | None = None,
+) -> StartMemory:
+    """A sampler stream: idle, cold load to `loaded`, cold wave, `waves` warm/mixed waves
+    whose peak grows by `growth` MiB per wave, unload leaving `residue`, reload, serial."""
+    samples: list[dict[str, Any]] = []
+    t = 0.0
+
+    def emit(phase: str, values: list[float]) -> None:
+        nonlocal t
+        for v in values:
+            samples.append(
+                {
+                    "t": t,
+                    "phase": phase,
+                    "kind": "host",
+                    "rss_mib": v,
+                    "pss_mib": v * 0.9,
+                    "pids": [1],
+                }
+            )
+            if gpu:
+                samples.append(
+                    {
+                        "t": t + 0.001,
+                        "phase": phase,
+                        "kind": "gpu",
+                        "device_used_mib": v * 10,
+                        "device_total_mib": 24576.0,
+                        "process_mib": v * 10 - 300,
+                    }
+                )
+            t += 0.05
+
+    if "startup" in phases:
+        emit("startup", [idle + 5, idle, idle, idle, idle])
+    if "cold" in phases:
+        emit("cold_load", [idle + 100, loaded - 50, loaded])
+        emit("cold_wave", [loaded + 150, loaded + 250, loaded + 20])
+    if "warm" in phases:
+        for k in range(1, waves + 1):
+            kind = "warm" if k <= 2 else "mixed"
+            extra = growth * max(0, k - growth_from_wave)
+            peak = loaded + 200 + extra
+            emit(f"{kind}_wave:{k}", [loaded + extra, peak, loaded + 10 + extra])
+    if "unload" in phases:
+        emit("unload", [loaded, idle + residue + 20, idle + residue])
+        emit("idle", [idle + residue] * 4)
+    if "reload" in phases:
+        emit("reload", [loaded - 10, loaded])
+    if "serial" in phases:
+        emit("serial", [loaded + 200, loaded + 5])
+    return StartMemory(
+        count=count,
+        start_index=start_index,
+        samples=samples,
+        gpu_info="nvml v2 memory struct" if gpu else UNAVAILABLE,
+        interval=dict(INTERVAL),
+        guard_stop=guard_stop,
+    )
+
+
+def by_id(results: list[Result], count: int | None = None) -> dict[str, Result]:
+    return {r.id: r for r in results if count is None or r.count == count}
+
+
+RULE = StabilisationRule(last_k_waves=5, max_growth_mib=10.0)
+
+
+def test_summary_figures_and_residue() -> None:
+    s = summarise_start(make_start(residue=50.0))
+    host = s["metrics"]["host_rss"]
+    assert host["idle_baseline_mib"] == 100.0
+    assert host["first_request_peak_mib"] == 850.0  # cold wave peak, loaded + 250
+    assert host["first_request_over_idle_mib"] == 750.0
+    assert host["warm_steady_state_mib"] == 800.0
+    assert [w["phase"] for w in host["wave_peaks"]][:3] == [
+        "cold_wave",
+        "warm_wave:1",
+        "warm_wave:2",
+    ]
+    assert len(host["wave_peaks"]) == 11
+    retained = host["retained_after_unload"]
+    assert retained["source_phase"] == "idle"
+    assert retained["residue_mib"] == pytest.approx(50.0)
+    assert s["achieved_interval_s"]["host"]["median_s"] == pytest.approx(0.05)
+    assert s["metrics"]["gpu_device"] is None  # not sampled
+
+
+def test_clean_run_passes_under_declared_rule() -> None:
+    starts = [make_start(start_index=i, gpu=True) for i in range(3)]
+    res = by_id(assess_m5(starts, RULE))
+    assert res["M5.stable"].status is Status.PASS
+    assert "tested range" in res["M5.stable"].reason
+    assert "3 starts x 10 repeated-use waves" in res["M5.stable"].reason
+    assert "= 60 requests" in res["M5.stable"].reason
+    assert res["M5.sampled"].status is Status.PASS
+    assert res["M5.peaks"].status is Status.PASS
+    assert "weights + sessions + workspaces" in res["M5.peaks"].reason
+    assert res["M5.peaks"].evidence["max_first_request_peak_mib"]["gpu_device"] == 8500.0
+    assert res["M5.baseline"].status is Status.NOT_APPLICABLE
+    assert res["M5.baseline"].reason == "no retention investigation or memory change declared"
+    assert all(r.count == 2 for r in res.values())
+
+
+def test_growth_on_every_wave_in_every_start_fails_with_diagnostic() -> None:
+    starts = [make_start(start_index=i, growth=4.0, gpu=True) for i in range(3)]
+    r = by_id(assess_m5(starts, RULE))["M5.stable"]
+    assert r.status is Status.FAIL
+    assert "+4.0 MiB/wave" in r.reason
+    assert r.evidence["growth"]["host_rss"][0]["growth_per_wave_mib"] == [4.0] * 9
+
+
+def test_growth_not_on_every_wave_stays_pending() -> None:
+    # flat for the first waves, then +4 MiB per wave: growth over the bound but not monotonic
+    starts = [make_start(start_index=i, growth=4.0, growth_from_wave=5) for i in range(3)]
+    r = by_id(assess_m5(starts, RULE, gpu_required=False))["M5.stable"]
+    assert r.status is Status.PENDING
+    assert "+4.0 MiB/wave" in r.reason and "investigate" in r.reason
+
+
+def test_growth_in_one_start_only_stays_pending() -> None:
+    starts = [make_start(start_index=0, growth=4.0)] + [make_start(start_index=i) for i in (1, 2)]
+    r = by_id(assess_m5(starts, RULE, gpu_required=False))["M5.stable"]
+    assert r.status is Status.PENDING
+    assert "start 0: +4.0 MiB/wave" in r.reason and "start 1: +" not in r.reason
+
+
+def test_no_rule_is_pending_and_never_invents_a_bound() -> None:
+    starts = [make_start(start_index=i) for i in range(3)]
+    r = by_id(assess_m5(starts, None, gpu_required=False))["M5.stable"]
+    assert r.status is Status.PENDING
+    assert r.reason.startswith("no stabilisation rule declared in the plan; tested range")
+    assert r.evidence["rule"] is None
+    assert r.evidence["growth"]["host_rss"][0]["waves"] == 10
+
+
+def test_not_enough_waves() -> None:
+    starts = [make_start(start_index=i, waves=3) for i in range(3)]
+    r = by_id(assess_m5(starts, RULE, gpu_required=False))["M5.stable"]
+    assert r.status is Status.PENDING
+    assert "not enough waves" in r.reason
+
+
+def test_guard_stop_is_blocked() -> None:
+    stop = {
+        "t": 1.0,
+        "phase": "warm_wave:3",
+        "kind": "gpu",
+        "device_used_mib": 23600.0,
+        "guard_mib": 23552.0,
+    }
+    starts = [
+        make_start(start_index=0, gpu=True, guard_stop=stop),
+        make_start(start_index=1, gpu=True),
+    ]
+    r = by_id(assess_m5(starts, RULE))["M5.stable"]
+    assert r.status is Status.BLOCKED
+    assert "memory guard: 23600 MiB >= 23552 MiB" in r.reason
+    assert "never a reason to lower" in r.reason
+
+
+def test_nvml_unavailable_makes_sampled_pending_while_host_is_judged() -> None:
+    starts = [make_start(start_index=i) for i in range(3)]
+    res = by_id(assess_m5(starts, RULE))
+    sampled = res["M5.sampled"]
+    assert sampled.status is Status.PENDING
+    assert "host memory sampled in every start (3)" in sampled.reason
+    assert UNAVAILABLE in sampled.reason
+    assert any("GPU memory PENDING" in lim for lim in sampled.limitations)
+    assert res["M5.peaks"].status is Status.PENDING
+    assert "host_rss 850.0 MiB" in res["M5.peaks"].reason
+    # host-metric stability is still judged
+    assert res["M5.stable"].status is Status.PASS
+
+
+def test_cpu_backend_gpu_not_applicable() -> None:
+    starts = [make_start(start_index=i) for i in range(3)]
+    res = by_id(assess_m5(starts, RULE, gpu_required=False))
+    assert res["M5.sampled"].status is Status.PASS
+    assert any("not applicable" in lim for lim in res["M5.sampled"].limitations)
+    assert res["M5.peaks"].status is Status.PASS
+
+
+def test_gpu_rule_metric_unavailable_is_pending() -> None:
+    rule = StabilisationRule(last_k_waves=5, max_growth_mib=64.0, metric="gpu_device")
+    r = by_id(assess_m5([make_start()], rule))["M5.stable"]
+    assert r.status is Status.PENDING
+    assert "gpu_device not sampled" in r.reason
+
+
+def test_missing_phase_keeps_sampled_pending() -> None:
+    starts = [
+        make_start(start_index=0),
+        make_start(start_index=1, phases=("startup", "cold", "warm", "serial")),
+    ]
+    r = by_id(assess_m5(starts, RULE, gpu_required=False))["M5.sampled"]
+    assert r.status is Status.PENDING
+    assert "start 1: no host samples in unload, reload" in r.reason
+
+
+def test_residue_always_in_evidence() -> None:
+    starts = [make_start(start_index=i, residue=80.0) for i in range(3)]
+    res = by_id(assess_m5(starts, None, gpu_required=False))
+    residue = res["M5.stable"].evidence["retained_after_unload"]["host_rss"]
+    assert [r["residue_mib"] for r in residue] == [80.0, 80.0, 80.0]
+    assert res["M5.peaks"].evidence["starts"][0]["host_rss"]["residue_mib"] == 80.0
+
+
+def test_one_result_set_per_count() -> None:
+    starts = [make_start(count=c, start_index=i) for c in (1, 2) for i in range(3)]
+    results = assess_m5(starts, RULE, gpu_required=False)
+    assert [(r.count, r.id) for r in results] == [
+        (c, i) for c in (1, 2) for i in ("M5.sampled", "M5.peaks", "M5.stable", "M5.baseline")
+    ]
+
+
+def test_baseline_comparison_same_count() -> None:
+    cand = [make_start(start_index=i, residue=80.0) for i in range(3)]
+    base = [make_start(start_index=i, residue=20.0) for i in range(3)]
+    r = by_id(assess_m5(cand, RULE, baseline=base, gpu_required=False))["M5.baseline"]
+    assert r.status is Status.PASS
+    assert r.evidence["comparison"]["host_rss"]["residue_mib"]["delta"] == pytest.approx(60.0)
+    other = [make_start(count=4, start_index=0)]
+    r2 = by_id(assess_m5(cand, RULE, baseline=other, gpu_required=False))["M5.baseline"]
+    assert r2.status is Status.PENDING
+
+
+def test_rule_validation() -> None:
+    with pytest.raises(ValueError):
+        StabilisationRule(last_k_waves=1, max_growth_mib=10)
+    with pytest.raises(ValueError):
+        StabilisationRule(last_k_waves=5, max_growth_mib=10, metric="vram")
+
+
+def test_preflight_estimate_survey_rule() -> None:
+    fits, text = preflight_estimate(5830, 5400, 4, 24064)
+    assert fits
+    assert (
+        "= 6690 MiB" in text
+        and "budget = available 24064 MiB - margin 1024 MiB = 23040 MiB" in text
+    )
+    fits, text = preflight_estimate(14000, 8000, 4, 24064)
+    assert not fits and "= 26000 MiB" in text and "skip" in text
+    assert preflight_estimate(5000, 5200, 3, 6000)[1].count("clamped") == 1
+
+
+def test_campaign_phase_names_idle_between_waves() -> None:
+    """The campaign's own naming: 'cold_wave:0', 'idle' after every wave, unload then reload
+    directly, and a later M4 'cold_load' that is not the first request."""
+    seq: list[tuple[str, list[float]]] = [
+        ("startup", [50, 100, 100]),
+        ("idle", [100, 100]),
+        ("cold_wave:0", [400, 900, 700]),
+        ("idle", [700, 700]),
+    ]
+    for k in range(1, 7):
+        seq += [(f"warm_wave:{k}", [700, 800, 700]), ("idle", [700])]
+    seq += [
+        ("unload", [700, 300, 160, 160]),
+        ("reload", [500, 800]),
+        ("idle", [700]),
+        ("cold_load", [1500]),
+        ("unload_targeted", [700, 170, 170]),
+    ]
+    samples = []
+    t = 0.0
+    for phase, values in seq:
+        for v in values:
+            samples.append(
+                {
+                    "t": t,
+                    "phase": phase,
+                    "kind": "host",
+                    "rss_mib": float(v),
+                    "pss_mib": None,
+                    "pids": [1],
+                }
+            )
+            t += 0.05
+    start = StartMemory(2, 1, samples, UNAVAILABLE, dict(INTERVAL))
+    host = summarise_start(start)["metrics"]["host_rss"]
+    assert host["idle_baseline_mib"] == 100.0
+    assert host["first_request_peak_mib"] == 900.0  # not the later 1500 MiB cold_load probe
+    assert host["warm_steady_state_mib"] == 800.0
+    retained = host["retained_after_unload"]
+    assert retained["source_phase"] == "unload" and retained["residue_mib"] == 60.0
+    assert [e["source_phase"] for e in retained["episodes"]] == ["unload", "unload_targeted"]
+    assert summarise_start(start)["metrics"]["host_pss"] is None
+    res = by_id(assess_m5([start], RULE, gpu_required=False))
+    assert res["M5.sampled"].status is Status.PASS
+    assert res["M5.stable"].status is Status.PASS
