@@ -176,9 +176,25 @@ def schema_cmd(
 
 
 def _register_optional() -> None:
+    import importlib
+
     from parval.protected import verify_protected_command
 
     app.command("verify-protected")(verify_protected_command)
+    # Commands that live in their own modules: (command name, module, function).
+    for name, module, func in (
+        ("framework", "parval.framework.command", "framework_command"),
+        ("verify", "parval.verify_cmd", "verify_command"),
+        ("init", "parval.init_cmd", "init_command"),
+        ("bench", "parval.bench", "bench_command"),
+    ):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue
+        app.command(name)(getattr(mod, func))
 
 
 _register_optional()

@@ -108,10 +108,8 @@ def judge_x(ctx: Context) -> list[Result]:
         if not cap1_ready.get("warning_marker"):
             problems.append("flagged capacity-one start printed no experimental-runtime warning")
         fields = (rec.ends.get("ref-candidate-cap1") or {}).get("status_fields") or {}
-        if fields.get("slots_seen") != [1]:
-            problems.append(f"omitted slots should mean capacity one; /v1/models slots {fields.get('slots_seen')}")
-        if fields.get("max_parallel_seen") not in ([1], [None, 1], [1, None]):
-            problems.append(f"max_parallel_slots seen {fields.get('max_parallel_seen')} (expected 1 once loaded)")
+        if fields.get("first_slots") != 1:
+            problems.append(f"omitted slots should mean capacity one; /v1/models slots {fields.get('first_slots')}")
         for run, start in rec.runs.items():
             ready = _ready(rec, run)
             if start.get("role") == "count" and ready and not ready.get("warning_marker"):
@@ -418,8 +416,10 @@ def judge_m4(ctx: Context) -> list[Result]:
             t = ctx.judge(rec.requests(run, (f"unload_{which}_inflight", f"unload_{which}_reload")))
             if not e["issued_while_active"]:
                 out.append(pending(id_, "could not observe the work in flight before issuing the unload", **e))
-            elif not e["waited"] or not e["ended_unloaded"]:
-                out.append(failed(id_, f"unload returned before earlier work finished ({e['waited']=}) or model stayed loaded ({e['ended_unloaded']=})", **e))
+            elif not unload_waited(e) or not e["ended_unloaded"]:
+                out.append(failed(id_, f"unload returned at {e['unload_done']}s, before the in-flight work finished "
+                                  f"(last reply {max(e['requests_done'], default=0)}s), or the model stayed loaded "
+                                  f"(ended_unloaded={e['ended_unloaded']})", **e))
             else:
                 out.append(exact_result(id_, t, f"{which} unload waited for in-flight work; outputs and reload", ctx, run))
         e = ev.get("m4_unload_during_first_load")
@@ -427,10 +427,10 @@ def judge_m4(ctx: Context) -> list[Result]:
             out.append(pending("M4.unload_during_first_load", "not recorded"))
         elif not e["issued_during_load"]:
             out.append(pending("M4.unload_during_first_load", "the first load finished before the unload could be issued", **e))
-        elif not e["waited"] or not e["ended_unloaded"]:
+        elif not unload_waited(e) or not e["ended_unloaded"]:
             out.append(failed("M4.unload_during_first_load",
                               f"unload did not wait for the first load (returned at {e['unload_done']}s, request done at "
-                              f"{e['request_done']}s) or the model stayed loaded ({e['ended_unloaded']=})", **e))
+                              f"{max(e['requests_done'], default=0)}s) or the model stayed loaded ({e['ended_unloaded']=})", **e))
         else:
             out.append(exact_result("M4.unload_during_first_load",
                                     ctx.judge(rec.requests(run, ("unload_during_load_first", "unload_during_load_reload"))),
@@ -439,6 +439,21 @@ def judge_m4(ctx: Context) -> list[Result]:
         r.limitations.append("reuses M2 unload/reload evidence for the per-start unload/reload")
     out.append(not_applicable("M4.adapter_overrides", "the plan declares no adapter-specific queue/timeout/eviction overrides; shared semantics are F1/F5"))
     return out
+
+
+def unload_waited(e: dict[str, Any]) -> bool:
+    """Did the unload finish only after the work in front of it?
+
+    Replies to the requests and to the unload reach the client within a scheduler tick of
+    each other when the server is right, in either order; an unload that skips the work
+    returns a whole service time early. So allow a quarter of the shortest request's
+    latency as slack, and no more."""
+    done = e.get("requests_done") or []
+    lat = e.get("requests_latency") or []
+    if not done:
+        return False
+    slack = 0.25 * min(lat) if lat else 0.0
+    return float(e["unload_done"]) >= max(done) - slack
 
 
 # -- M6 -------------------------------------------------------------------------------------

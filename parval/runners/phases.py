@@ -33,7 +33,7 @@ async def count_start(c: Campaign, name: str, n: int, s: int) -> None:
 
 def mixed_order(reqs: list[NamedRequest], n: int, m: int) -> list[NamedRequest]:
     """Slot i gets a different request each wave; odd waves admit in reversed order."""
-    order = [reqs[(i + m) % len(reqs)] for i in range(n)]
+    order = [reqs[(i + m * n) % len(reqs)] for i in range(n)]
     return order[::-1] if m % 2 == 1 else order
 
 
@@ -99,6 +99,7 @@ async def unload_reload(c: Campaign, st: Start, n: int) -> None:
                  listed=isinstance(body, dict) and c.plan.model_id in (body.get("unloaded") or []),
                  loaded_false=seen is not None)
     st.reset_histories()
+    await st.settle("unload")
     await st.check_alive("unload")
     await wave_together(c, st, "reload_wave", 0, [c.requests[0]] * n)
 

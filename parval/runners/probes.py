@@ -87,6 +87,8 @@ async def unload_during_first_load(c: Campaign, st: Start) -> None:
         st.phases.set("unload")
         unload = await st.client.post("/v1/tasks/unload_models", {"model_ids": [c.plan.model_id]})
     after = await st.poller.wait_for(lambda s: s.loaded is False and (s.active or 0) == 0, 2.0)
+    await st.settle("unload")
+    st.phases.set("reload")
     req = first["reply"]
     st.record("unload_during_load_first", 0, base.name, req, history=[])
     st.reset_histories()
@@ -97,8 +99,8 @@ async def unload_during_first_load(c: Campaign, st: Start) -> None:
     c.log.append("m4_unload_during_first_load", run=st.name, attempt=st.attempt,
                  issued_during_load=during is not None, unload=unload.summary(),
                  listed=isinstance(body, dict) and c.plan.model_id in (body.get("unloaded") or []),
-                 unload_done=st.rel(unload.t_done), request_done=st.rel(req.t_done),
-                 waited=unload.t_done >= req.t_done, ended_unloaded=after is not None)
+                 unload_done=st.rel(unload.t_done), requests_done=[st.rel(req.t_done)],
+                 requests_latency=[round(req.elapsed_s, 6)], ended_unloaded=after is not None)
     await st.check_alive("unload during first load")
 
 
@@ -147,13 +149,16 @@ async def unload_in_flight(c: Campaign, st: Start, n: int, which: str) -> None:
                   history=history if all(h == history for h in st.histories[:n]) else None)
     st.reset_histories()
     after = await st.poller.wait_for(lambda s: s.loaded is False, 2.0)
+    await st.settle(f"unload_{which}")
+    st.phases.set("reload")
     reload = await st.client.post(c.settings.route, c.body(base))
     st.record(f"unload_{which}_reload", 0, base.name, reload, history=[])
     st.histories[0].append(base.name)
     u = unload["reply"]
     c.log.append(f"m4_{which}_unload", run=st.name, attempt=st.attempt,
                  issued_while_active=active is not None, unload=u.summary(),
-                 waited=bool(replies) and u.t_done >= max(r.t_done for r in replies),
+                 unload_done=st.rel(u.t_done), requests_done=[st.rel(r.t_done) for r in replies],
+                 requests_latency=[round(r.elapsed_s, 6) for r in replies],
                  ended_unloaded=after is not None)
     await st.check_alive(f"{which} unload")
 

@@ -50,6 +50,7 @@ async def unload_all(c: Campaign, st: Start) -> None:
     reply = await st.client.post("/v1/tasks/unload_all_models", {})
     c.log.append("probe", run=st.name, attempt=st.attempt, name="unload_all", reply=reply.summary())
     st.reset_histories()
+    await st.settle("unload")
     await st.check_alive("unload_all")
 
 

@@ -105,6 +105,12 @@ class Start:
                             exit_code=rc, log_tail=self.server.log_tail())
             raise StartAborted(f"{self.name}: server exited with status {rc} during {where}")
 
+    async def settle(self, phase: str) -> None:
+        """Stay in `phase` for two host-memory intervals so the sampler sees it (unloads are fast)."""
+        interval = self.settings.memory.host_interval_s if self.settings.memory else 0.0
+        self.phases.set(phase)
+        await anyio.sleep(max(0.05, 2 * interval))
+
     async def drained(self, timeout_s: float = 1.5) -> dict[str, Any]:
         """active_slots == 0 and queued_requests == 0, allowing the status a short lag."""
         seen = await self.poller.wait_for(
@@ -222,6 +228,7 @@ def _status_fields(poller: StatusPoller) -> dict[str, Any]:
                 max_parallel.append(s.max_parallel)
     return {
         "slot_fields": any(s.active is not None for s in present),
+        "first_slots": next((s.slots for s in present if s.slots is not None), None),
         "slots_seen": sorted({s.slots for s in present if s.slots is not None}),
         "max_parallel_seen": max_parallel,
     }

@@ -1,0 +1,87 @@
+"""Named faults that make the stand-in misbehave like known server regressions.
+
+Faults come from repeatable `--fault NAME[=VALUE]` arguments and from the environment
+variable `PARVAL_STANDIN_FAULTS="name1,name2=value"`; both sources are merged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .errors import StartupError
+
+FAULTS_ENV = "PARVAL_STANDIN_FAULTS"
+
+# name -> default value (None for faults that take no value)
+FAULT_DEFAULTS: dict[str, int | None] = {
+    "contaminate_3plus": None,
+    "serial_nondeterminism": None,
+    "intermittent_mismatch": 5,
+    "counters_no_drain": None,
+    "fake_concurrency": None,
+    "barging": None,
+    "unload_skips_load": None,
+    "memory_growth": 4,
+    "crash_at_4": None,
+    "first_load_fails": None,
+    "ignore_seed": None,
+    "lease_binding": None,
+    "bulk_waits_unpublished": None,
+    "retiring_resident": None,
+    "registry_convoy": None,
+    "overdue_suppressed": None,
+    "hang_requests": None,
+    "drop_connection": None,
+    "garbage_replies": None,
+    "bad_base64": None,
+    "bad_wav": None,
+    "never_ready": None,
+    "startup_crash": None,
+    "hang_shutdown": None,
+}
+
+
+@dataclass(frozen=True)
+class Faults:
+    """The set of enabled faults with their integer values."""
+
+    values: Mapping[str, int | None] = field(default_factory=dict)
+
+    def on(self, name: str) -> bool:
+        if name not in FAULT_DEFAULTS:
+            raise KeyError(name)
+        return name in self.values
+
+    def value(self, name: str) -> int:
+        value = self.values.get(name, FAULT_DEFAULTS[name])
+        if value is None:
+            raise KeyError(f"fault {name} takes no value")
+        return value
+
+
+def parse_faults(cli_specs: Sequence[str], env_value: str | None) -> Faults:
+    """Merge CLI and environment fault specs; a CLI value wins over the environment's."""
+    specs = [s.strip() for s in (env_value or "").split(",") if s.strip()]
+    specs.extend(cli_specs)
+    values: dict[str, int | None] = {}
+    for spec in specs:
+        name, sep, raw = spec.partition("=")
+        name = name.strip()
+        if name not in FAULT_DEFAULTS:
+            known = ", ".join(sorted(FAULT_DEFAULTS))
+            raise StartupError(f"unknown stand-in fault: {name} (known: {known})")
+        default = FAULT_DEFAULTS[name]
+        if not sep:
+            values[name] = default
+            continue
+        if default is None:
+            raise StartupError(f"stand-in fault {name} takes no value")
+        try:
+            number = int(raw)
+        except ValueError:
+            raise StartupError(f"stand-in fault {name} needs an integer value, got {raw!r}") from None
+        if number < 1:
+            raise StartupError(f"stand-in fault {name} needs a positive value, got {number}")
+        values[name] = number
+    return Faults(values)

@@ -1,0 +1,298 @@
+"""Inference routes: /v1/tasks/run, /v1/audio/speech, /v1/tasks/stream, /v1/tasks/batch.
+
+Each handler resolves the model and `busy_timeout_ms`, binds the lease, and only then
+builds (validates) the request, loads the model and executes (contract §4.6). Streamed
+and batch responses are written while the lease is still held.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .audio_io import encode_wav
+from .errors import InvalidRequestError, ServerError
+from .execution import Executor, Job
+from .faults import Faults
+from .http_transport import HttpRequest, Responder
+from .inference_request import InferenceRequest, build_request
+from .model_pool import LoadedPool
+from .result_payload import (
+    b64_pcm,
+    b64_wav,
+    fmt6,
+    offline_timing,
+    output_duration_ms,
+    result_fields,
+)
+from .runtime import ModelEntry, Runtime
+from .synthesis import Rendered
+from .traces import Traces
+
+STREAM_STEPS = 8
+SPEECH_KEYS = ("language", "voice_ref", "reference_text", "seed", "temperature", "top_k",
+               "top_p", "max_tokens", "max_steps", "repetition_penalty", "guidance_scale",
+               "num_inference_steps")
+StepHook = Callable[[Rendered, int], None]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    rendered: Rendered
+    wall_ms: float
+    request: InferenceRequest
+
+
+def model_and_timeout(body: Mapping[str, Any]) -> tuple[str, int | None]:
+    model = body.get("model")
+    if not isinstance(model, str):
+        raise ServerError("missing required json key: model")
+    if "busy_timeout_ms" not in body or body["busy_timeout_ms"] is None:
+        return model, None
+    value = body["busy_timeout_ms"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        raise ServerError("json number is not an integer")
+    if value < 0:
+        raise ServerError("busy_timeout_ms must be >= 0 (0 means no client-side bound)")
+    return model, int(value)
+
+
+def request_object(body: Mapping[str, Any], *skip: str) -> dict[str, Any]:
+    if "request" in body:
+        if not isinstance(body["request"], dict):
+            raise ServerError("request must be a JSON object")
+        return dict(body["request"])
+    return {k: v for k, v in body.items() if k not in ("model", "busy_timeout_ms", *skip)}
+
+
+def audio_pieces(rendered: Rendered, index: int) -> np.ndarray[Any, np.dtype[np.int16]]:
+    if rendered.audio is None:
+        raise ServerError("model result did not contain exactly one audio output")
+    return np.array_split(rendered.audio, STREAM_STEPS)[index]
+
+
+class InferenceRoutes:
+    def __init__(self, runtime: Runtime, executor: Executor, traces: Traces, faults: Faults) -> None:
+        self.rt = runtime
+        self.executor = executor
+        self.traces = traces
+        self.faults = faults
+
+    def run_leased(
+        self, http: HttpRequest, entry: ModelEntry, requested: int | None,
+        raw: Callable[[], Mapping[str, Any]], *, on_step: StepHook | None = None,
+        before: Callable[[LoadedPool], None] | None = None,
+    ) -> Outcome:
+        """Lease, validate, load, (trace), execute; the lease is released on every path."""
+        with self.rt.request_lease(entry, requested) as slot:
+            spec = entry.spec
+            request = build_request(raw(), spec)
+            pool = self.rt.ensure_loaded(entry)
+            if before is not None:
+                before(pool)
+            session = pool.sessions[slot]
+            if on_step is None and self.rt.parallel and spec.mode == "offline":
+                self.traces.observe(
+                    model=spec.id, slot=slot, session=session.address, text=request.text,
+                    audio_samples=request.audio.total_samples if request.audio else 0,
+                    voice_samples=request.voice.total_samples if request.voice else 0,
+                    seed=request.seed)
+            job = Job(http.path, spec, pool, session, slot, request, http.accept_ns)
+            rendered, wall_ms = self.executor.execute(
+                job, steps=STREAM_STEPS if on_step else 1, on_step=on_step)
+        return Outcome(rendered, wall_ms, request)
+
+    # -- /v1/tasks/run --------------------------------------------------------------------
+    def tasks_run(self, http: HttpRequest, out: Responder) -> None:
+        body = http.json_object()
+        model_id, requested = model_and_timeout(body)
+        entry = self.rt.lookup(model_id)
+        outcome = self.run_leased(http, entry, requested, lambda: request_object(body))
+        result = result_fields(outcome.rendered)
+        if "audio" in result and self.faults.on("bad_base64"):
+            result["audio"] = "!!not base64!!" + result["audio"][:16]
+        if "audio" in result and self.faults.on("bad_wav"):
+            result["audio"] = base64.b64encode(b"this is not a RIFF/WAVE file").decode()
+        result["timing"] = offline_timing(outcome.wall_ms, output_duration_ms(outcome.rendered))
+        if self.faults.on("garbage_replies"):
+            out.send(200, b"<html>internal proxy garbage {not json", "application/json")
+            return
+        out.json(200, result)
+
+    # -- /v1/audio/speech -----------------------------------------------------------------
+    @staticmethod
+    def speech_request(body: Mapping[str, Any]) -> dict[str, Any]:
+        if "input" not in body:
+            raise ServerError("missing required json key: input")
+        if not isinstance(body["input"], str):
+            raise InvalidRequestError("input must be a string")
+        raw: dict[str, Any] = {"text": body["input"]}
+        raw.update({k: body[k] for k in SPEECH_KEYS if body.get(k) is not None})
+        if body.get("voice") is not None:
+            raw["voice_id"] = body["voice"]
+        speed = body.get("speed", body.get("speaking_rate"))
+        if speed is not None:
+            if isinstance(speed, bool) or not isinstance(speed, int | float) or speed <= 0:
+                raise InvalidRequestError("speed must be a positive number")
+            raw["speaking_rate"] = speed
+        options = dict(body.get("options") or {})
+        if body.get("instructions") is not None:
+            options["instruction"] = body["instructions"]
+        if options:
+            raw["options"] = options
+        return raw
+
+    def audio_speech(self, http: HttpRequest, out: Responder) -> None:
+        body = http.json_object()
+        model_id, requested = model_and_timeout(body)
+        entry = self.rt.lookup(model_id)
+        if body.get("stream") is True or body.get("stream_format") is not None:
+            self._speech_stream(http, out, body, entry, requested)
+            return
+        fmt = body.get("response_format") or "wav"
+        if fmt not in ("wav", "json", "b64_json"):
+            raise InvalidRequestError(f"unsupported response_format: {fmt}")
+        outcome = self.run_leased(http, entry, requested, lambda: self.speech_request(body))
+        audio = outcome.rendered.audio
+        if audio is None:
+            raise ServerError("model result did not contain exactly one audio output")
+        duration = output_duration_ms(outcome.rendered) or 0.0
+        timing = offline_timing(outcome.wall_ms, duration)
+        if fmt != "wav":
+            payload = {"audio": b64_wav(audio, outcome.rendered.sample_rate), "format": "wav",
+                       "timing": timing}
+            out.json(200, payload)
+            return
+        headers = {"X-AudioCPP-Wall-Ms": f"{outcome.wall_ms:.6f}",
+                   "X-AudioCPP-Audio-Duration-Ms": f"{duration:.6f}",
+                   "X-AudioCPP-RTF": f"{timing['rtf']:.6f}"}
+        out.send(200, encode_wav(audio, outcome.rendered.sample_rate), "audio/wav", headers)
+
+    def _speech_stream(self, http: HttpRequest, out: Responder, body: Mapping[str, Any],
+                       entry: ModelEntry, requested: int | None) -> None:
+        if entry.spec.mode != "streaming":
+            raise ServerError("speech streaming requires a model configured with mode=streaming")
+        stream_format = body.get("stream_format") or "sse"
+        if stream_format not in ("sse", "audio"):
+            raise InvalidRequestError("stream_format must be sse or audio")
+        if (body.get("response_format") or "pcm") != "pcm":
+            raise InvalidRequestError("streaming speech requires response_format pcm")
+        sse = stream_format == "sse"
+        clock: dict[str, float] = {}
+
+        def before(pool: LoadedPool) -> None:
+            out.start_stream("text/event-stream" if sse else "application/octet-stream")
+            clock["start"] = time.perf_counter()
+
+        def on_step(rendered: Rendered, index: int) -> None:
+            piece = audio_pieces(rendered, index)
+            clock.setdefault("ttft", (time.perf_counter() - clock["start"]) * 1000.0)
+            if not piece.size:
+                return
+            if sse:
+                out.sse({"type": "speech.audio.delta", "audio": b64_pcm(piece)})
+            else:
+                out.chunk(piece.astype("<i2").tobytes())
+
+        self.run_leased(http, entry, requested, lambda: self.speech_request(body),
+                        on_step=on_step, before=before)
+        if sse:
+            out.sse({"type": "speech.audio.done", "timing": {"ttft_ms": fmt6(clock["ttft"])}})
+            out.sse_done()
+        out.end_stream()
+
+    # -- /v1/tasks/stream -----------------------------------------------------------------
+    @staticmethod
+    def _stream_event(rendered: Rendered, index: int) -> dict[str, Any]:
+        final = index == STREAM_STEPS - 1
+        if rendered.audio is not None:
+            piece = audio_pieces(rendered, index)
+            return {"audio": b64_wav(piece, rendered.sample_rate), "is_final": final}
+        if rendered.text is not None:
+            words = rendered.text.split()
+            shown = words[: len(words) * (index + 1) // STREAM_STEPS]
+            partial = {"text": " ".join(shown), "language": rendered.language or ""}
+            return {"partial_text": partial, "is_final": final}
+        event: dict[str, Any] = {"is_final": final}
+        if final and rendered.speaker_turns is not None:
+            event["speaker_turns"] = rendered.speaker_turns
+        return event
+
+    def tasks_stream(self, http: HttpRequest, out: Responder) -> None:
+        body = http.json_object()
+        model_id, requested = model_and_timeout(body)
+        stream_format = body.get("stream_format")
+        if stream_format is not None and stream_format != "sse":
+            raise InvalidRequestError("task stream stream_format must be sse")
+        sse = stream_format == "sse"
+        entry = self.rt.lookup(model_id)
+        events: list[dict[str, Any]] = []
+        clock: dict[str, float] = {}
+
+        def before(pool: LoadedPool) -> None:
+            if entry.spec.mode != "streaming":
+                raise ServerError(
+                    f"configured model does not provide streaming execution: {model_id}")
+            if sse:
+                out.start_stream("text/event-stream")
+            clock["start"] = time.perf_counter()
+
+        def on_step(rendered: Rendered, index: int) -> None:
+            event = self._stream_event(rendered, index)
+            clock.setdefault("ttft", (time.perf_counter() - clock["start"]) * 1000.0)
+            if sse:
+                out.sse({"type": "task.stream.event", "event": event})
+            else:
+                events.append(event)
+
+        outcome = self.run_leased(
+            http, entry, requested, lambda: request_object(body, "stream_format"),
+            on_step=on_step, before=before)
+        result = result_fields(outcome.rendered)
+        result["timing"] = {"ttft_ms": fmt6(clock["ttft"])}
+        if sse:
+            out.sse({"type": "task.stream.done", "result": result})
+            out.sse_done()
+            out.end_stream()
+        else:
+            out.json(200, {"events": events, "result": result})
+
+    # -- /v1/tasks/batch ------------------------------------------------------------------
+    def tasks_batch(self, http: HttpRequest, out: Responder) -> None:
+        body = http.json_object()
+        model_id, requested = model_and_timeout(body)
+        entry = self.rt.lookup(model_id)
+        if entry.spec.mode != "offline":
+            raise InvalidRequestError("task batching requires a model configured with mode=offline")
+        entries = body.get("requests")
+        if not isinstance(entries, list) or not entries:
+            raise InvalidRequestError("task batch request requires a non-empty 'requests' array")
+        if not all(isinstance(e, dict) for e in entries):
+            raise InvalidRequestError("task batch entries must be JSON objects")
+        with self.rt.request_lease(entry, requested) as slot:
+            spec = entry.spec
+            pool = self.rt.ensure_loaded(entry)
+            if not pool.knobs.native_batch:
+                raise InvalidRequestError(
+                    f"configured model does not provide native offline batching: {model_id}")
+            requests = [build_request(e, spec) for e in entries]
+            jobs = [Job(http.path, spec, pool, pool.sessions[slot], slot, r, http.accept_ns)
+                    for r in requests]
+            outputs, wall_ms = self.executor.execute_batch(jobs)
+            out.start_stream("text/event-stream")
+            durations: list[float | None] = []
+            for index, rendered in enumerate(outputs):
+                result: dict[str, Any] = result_fields(rendered)
+                result["timing"] = None
+                durations.append(output_duration_ms(rendered))
+                out.sse({"type": "task.batch.result", "index": index, "result": result})
+            known = [d for d in durations if d is not None]
+            timing = offline_timing(wall_ms, sum(known) if len(known) == len(durations) else None)
+            out.sse({"type": "task.batch.done", "result_count": len(outputs), "timing": timing})
+            out.sse_done()
+            out.end_stream()
