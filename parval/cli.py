@@ -191,7 +191,7 @@ def _register_optional() -> None:
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:
-            if exc.name != module:
+            if exc.name is None or not module.startswith(exc.name):
                 raise
             continue
         app.command(name)(getattr(mod, func))

@@ -375,8 +375,8 @@ def judge_m3(ctx: Context, n: int, effects: list[dict[str, Any]]) -> list[Result
 # -- M4 -------------------------------------------------------------------------------------
 def judge_m4(ctx: Context) -> list[Result]:
     rec = ctx.rec
-    largest = max(ctx.counts)
-    run = f"recovery-{largest}"
+    run = "recovery"
+    largest = (rec.runs.get(run) or {}).get("count") or max(ctx.counts)
     out: list[Result] = []
     if run not in rec.ends:
         reason = "recovery start did not complete" if run in rec.runs else "recovery start not run"
@@ -413,9 +413,12 @@ def judge_m4(ctx: Context) -> list[Result]:
             if e is None:
                 out.append(pending(id_, "not recorded"))
                 continue
-            t = ctx.judge(rec.requests(run, (f"unload_{which}_inflight", f"unload_{which}_reload")))
+            t = ctx.judge(rec.requests(run, (f"unload_{which}_inflight", f"unload_{which}_later")))
             if not e["issued_while_active"]:
                 out.append(pending(id_, "could not observe the work in flight before issuing the unload", **e))
+            elif not e.get("later_after_unload", True):
+                out.append(failed(id_, f"a request sent after the {which} unload completed at {e['later_done']}s, "
+                                  f"before the unload ({e['unload_done']}s): it barged past the waiting manager", **e))
             elif not unload_waited(e) or not e["ended_unloaded"]:
                 out.append(failed(id_, f"unload returned at {e['unload_done']}s, before the in-flight work finished "
                                   f"(last reply {max(e['requests_done'], default=0)}s), or the model stayed loaded "
@@ -503,7 +506,7 @@ def judge_m6(ctx: Context) -> list[Result]:
             else:
                 out.append(passed("M6.batch", f"{e['batches']} concurrent batches, {len(results)} independent results exact", **e))
     for r in out:
-        r.reproduction = ctx.repro(f"modes-{max(ctx.counts)}")
+        r.reproduction = ctx.repro("modes")
     return out
 
 

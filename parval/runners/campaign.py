@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 
 from parval.errors import ServerStartError
-from parval.evidence import ArtifactStore, EventLog
+from parval.evidence import ArtifactStore, EventLog, read_events
 from parval.plan import NamedRequest, Plan, resolve_executable
 from parval.runners import phases as ph
 from parval.runners.memory import MemoryConfig
@@ -113,12 +113,28 @@ class Campaign:
                 units.append((name, lambda n=n, s=s, name=name: ph.count_start(self, name, n, s)))
             if self.plan.cache_sensitive:
                 units.append((f"history-{n}", lambda n=n: references.history_replays(self, n)))
-        largest = max(self.plan.counts)
-        if largest in counts:
-            units.append((f"recovery-{largest}", lambda: probes.recovery_start(self, largest)))
-            units.append((f"modes-{largest}", lambda: probes.modes_start(self, largest)))
+        if max(self.plan.counts) in counts:
+            # M4 and M6 run once, at the largest count validated so far (chosen when they start).
+            units.append(("recovery", lambda: probes.recovery_start(self, self.largest_validated())))
+            units.append(("modes", lambda: probes.modes_start(self, self.largest_validated())))
         units.append(("negative-control", lambda: references.negative_control(self)))
         return units
+
+    def largest_validated(self) -> int:
+        """The largest count of the consecutive prefix whose M2 assertions passed so far."""
+        from parval.gates.model import Context, judge_m2
+        from parval.gates.records import build_records
+        from parval.status import Status
+
+        rec = build_records(read_events(self.log.path))
+        ctx = Context(rec, self.plan.raw, {}, self.run_dir, str(self.plan.path))
+        best = min(self.shard_counts())
+        for n in self.shard_counts():
+            if any(r.status is not Status.PASS for r in judge_m2(ctx, n)):
+                break
+            best = n
+        self.log.append("recovery_count", count=best, reason="largest consecutive count whose M2 passed")
+        return best
 
     def shard_counts(self) -> list[int]:
         counts = self.plan.counts

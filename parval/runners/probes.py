@@ -64,7 +64,7 @@ async def x3_resize_probe(c: Campaign, st: Start) -> None:
 async def recovery_start(c: Campaign, n: int) -> None:
     spec = c.launch("candidate", flagged=True, slots=n,
                     ui_management=bool(c.plan.server["ui_management"]))
-    async with c.start(f"recovery-{n}", "recovery", spec, n) as st:
+    async with c.start("recovery", "recovery", spec, n) as st:
         await unload_during_first_load(c, st)
         await invalid_alongside(c, st, n)
         await unload_in_flight(c, st, n, "targeted")
@@ -136,30 +136,43 @@ async def unload_in_flight(c: Campaign, st: Start, n: int, which: str) -> None:
     history = list(st.histories[0])
     replies: list[Any] = []
     unload: dict[str, Any] = {}
+    later: dict[str, Any] = {}
+    # Keep one slot spare (when there is more than one): a later request must still queue
+    # behind the waiting unload instead of taking the free slot (no barging).
+    busy = max(1, n - 1)
 
     async def wave() -> None:
-        replies.extend(await release_together(st.client, c.settings.route, [c.body(base)] * n))
+        replies.extend(await release_together(st.client, c.settings.route, [c.body(base)] * busy))
+
+    async def manage() -> None:
+        unload["reply"] = await st.client.post(route, payload)
+
+    async def late() -> None:
+        later["reply"] = await st.client.post(c.settings.route, c.body(base))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(wave)
-        active = await st.poller.wait_for(lambda s: (s.active or 0) >= n and bool(s.loaded), 5.0)
-        unload["reply"] = await st.client.post(route, payload)
+        active = await st.poller.wait_for(lambda s: (s.active or 0) >= busy and bool(s.loaded), 5.0)
+        tg.start_soon(manage)
+        await anyio.sleep(0.01)
+        tg.start_soon(late)
     for reply in replies:
         st.record(f"unload_{which}_inflight", 0, base.name, reply,
                   history=history if all(h == history for h in st.histories[:n]) else None)
     st.reset_histories()
-    after = await st.poller.wait_for(lambda s: s.loaded is False, 2.0)
-    await st.settle(f"unload_{which}")
-    st.phases.set("reload")
-    reload = await st.client.post(c.settings.route, c.body(base))
-    st.record(f"unload_{which}_reload", 0, base.name, reload, history=[])
+    late_reply = later["reply"]
+    # The later request ran after the unload: on a freshly rebuilt pool (cold).
+    st.record(f"unload_{which}_later", 0, base.name, late_reply, history=[])
     st.histories[0].append(base.name)
+    await st.settle(f"unload_{which}")
     u = unload["reply"]
+    body = u.json()
     c.log.append(f"m4_{which}_unload", run=st.name, attempt=st.attempt,
                  issued_while_active=active is not None, unload=u.summary(),
                  unload_done=st.rel(u.t_done), requests_done=[st.rel(r.t_done) for r in replies],
                  requests_latency=[round(r.elapsed_s, 6) for r in replies],
-                 ended_unloaded=after is not None)
+                 later_done=st.rel(late_reply.t_done), later_after_unload=late_reply.t_done >= u.t_done,
+                 ended_unloaded=isinstance(body, dict) and c.plan.model_id in (body.get("unloaded") or []))
     await st.check_alive(f"{which} unload")
 
 
@@ -225,7 +238,7 @@ async def modes_start(c: Campaign, n: int) -> None:
     from parval.runners.modes import batch_checks, streaming_checks
 
     spec = c.launch("candidate", flagged=True, slots=n)
-    async with c.start(f"modes-{n}", "modes", spec, n) as st:
+    async with c.start("modes", "modes", spec, n) as st:
         if "streaming" in admit:
             await streaming_checks(c, st, n)
         if "batch" in admit:
