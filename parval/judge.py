@@ -25,6 +25,7 @@ from parval.gates.model import (
     judge_m6,
     judge_q,
     judge_x,
+    q5,
     serial_variation,
     variation_effects,
 )
@@ -114,6 +115,8 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
         per_count.setdefault(r.count or 0, []).append(r)
     everything = model_level + [r for rs in per_count.values() for r in rs]
     model_level += judge_q(ctx, everything)
+    for n, rs in per_count.items():
+        rs.append(q5(rs, n))
 
     # A comparator that cannot fail proves nothing: without a caught planted mismatch the
     # comparison verdicts are BLOCKED. Serial variation makes them "parity unverified".

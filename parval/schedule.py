@@ -29,6 +29,8 @@ def schedule_rows(plan: Plan) -> list[tuple[str, int, int, int]]:
 
 def describe_schedule(plan: Plan) -> str:
     rows = schedule_rows(plan)
+    reqs = len(plan.requests())
+    w = plan.waves
     lines = [f"plan {plan.name} (sha256 {plan.sha256[:12]}) is valid",
              f"model {plan.model_id} ({plan.model['family']}, {plan.model['task']}, {plan.model['mode']}), "
              f"counts {plan.counts}, {plan.starts_per_count} fresh starts per count, "
@@ -40,4 +42,11 @@ def describe_schedule(plan: Plan) -> str:
     lines.append(f"{'total':<34} {total[0]:>6} {total[1]:>6} {total[2]:>9}")
     if plan.cache_sensitive:
         lines.append("plus one single-slot history replay per distinct slot history")
+    for n in plan.counts:
+        mixed = w["mixed_at_largest"] if n == max(plan.counts) else w["mixed"]
+        if mixed * n < reqs:
+            lines.append(f"warning: at count {n}, {mixed} mixed wave(s) x {n} slot(s) cannot use all {reqs} "
+                         "requests; M3.variation will stay PENDING there (raise waves.mixed)")
+    if max(plan.counts) and w["mixed_at_largest"] < 10:
+        lines.append("warning: fewer than ten mixed waves at the largest count: M3.ten_waves will FAIL")
     return "\n".join(lines)

@@ -76,7 +76,8 @@ def aggregate(results: list[Result]) -> Result:
     if st is Status.NOT_APPLICABLE:
         reason = worst.reason
     lim = sorted({x for r in results for x in r.limitations})
-    return Result(first.id, st, reason, {"per_count": per}, worst.reproduction, lim,
+    evidence = {**worst.evidence, "per_count": per}
+    return Result(first.id, st, reason, evidence, worst.reproduction, lim,
                   applicable=st is not Status.NOT_APPLICABLE)
 
 

@@ -416,9 +416,10 @@ def judge_m4(ctx: Context) -> list[Result]:
             t = ctx.judge(rec.requests(run, (f"unload_{which}_inflight", f"unload_{which}_later")))
             if not e["issued_while_active"]:
                 out.append(pending(id_, "could not observe the work in flight before issuing the unload", **e))
-            elif not e.get("later_after_unload", True):
-                out.append(failed(id_, f"a request sent after the {which} unload completed at {e['later_done']}s, "
-                                  f"before the unload ({e['unload_done']}s): it barged past the waiting manager", **e))
+            elif e.get("active_while_unload_waits", 0) > e.get("busy", 0):
+                out.append(failed(id_, f"a request sent after the {which} unload was admitted while the unload waited "
+                                  f"({e['active_while_unload_waits']} active > {e['busy']} in front): it barged past the "
+                                  "waiting manager", **e))
             elif not unload_waited(e) or not e["ended_unloaded"]:
                 out.append(failed(id_, f"unload returned at {e['unload_done']}s, before the in-flight work finished "
                                   f"(last reply {max(e['requests_done'], default=0)}s), or the model stayed loaded "
@@ -546,9 +547,16 @@ def judge_q(ctx: Context, all_results: list[Result]) -> list[Result]:
         st = combine(r.status for r in hist)
         out.append(Result("Q4", st, "same-history single-slot references only; never the closest reference"
                           if st is Status.PASS else "see M3.history"))
-    mismatches = [m for r in all_results if r.id in COMPARISON_IDS
-                  for m in r.evidence.get("mismatches", [])]
-    out.append(failed("Q5", f"{len(mismatches)} mismatch(es) recorded; a mismatch stays failed however many repeats pass",
-                      mismatches=mismatches[:50]) if mismatches else
-               passed("Q5", "no intermittent mismatch in any repeat"))
+    out.append(q5([r for r in all_results if r.count is None]))
     return out
+
+
+def q5(results: list[Result], count: int | None = None) -> Result:
+    """Every mismatch in these results, whatever later repeats did (judged per scope: the
+    model-level comparisons, and each count's own waves)."""
+    mismatches = [m for r in results if r.id in COMPARISON_IDS for m in r.evidence.get("mismatches", [])]
+    r = (failed("Q5", f"{len(mismatches)} mismatch(es) recorded; a mismatch stays failed however many "
+                "repeats pass", mismatches=mismatches[:50]) if mismatches else
+         passed("Q5", "no intermittent mismatch in any repeat"))
+    r.count = count
+    return r

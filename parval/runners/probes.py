@@ -171,7 +171,12 @@ async def unload_in_flight(c: Campaign, st: Start, n: int, which: str) -> None:
                  issued_while_active=active is not None, unload=u.summary(),
                  unload_done=st.rel(u.t_done), requests_done=[st.rel(r.t_done) for r in replies],
                  requests_latency=[round(r.elapsed_s, 6) for r in replies],
-                 later_done=st.rel(late_reply.t_done), later_after_unload=late_reply.t_done >= u.t_done,
+                 later_done=st.rel(late_reply.t_done), busy=busy,
+                 # A later request admitted while the unload waits shows up as one more
+                 # active slot than the work in front of it (client reply order is racy).
+                 active_while_unload_waits=max(
+                     (x.active or 0 for x in st.poller.window(late_reply.t_send + 0.002, u.t_done)),
+                     default=0),
                  ended_unloaded=isinstance(body, dict) and c.plan.model_id in (body.get("unloaded") or []))
     await st.check_alive(f"{which} unload")
 
