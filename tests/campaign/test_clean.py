@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.campaign.helpers import plan_dict, run, status
+from tests.campaign.helpers import plan_dict, reason, run, status
 
 MODEL_IDS = ["X1", "X2", "X3", "M1.manifest", "M1.serial_repeat", "M1.legacy_parity", "M1.cap1_parity",
              "M1.cold_warm_refs", "M2.starts", "M2.cold_wave", "M2.warm_waves", "M2.observed_active",
@@ -35,3 +35,28 @@ def test_clean_cache_sensitive_uses_same_history_references(tmp_path: Path) -> N
     assert status(ev, "Q5") == "PASS"
     traced = [a for a in ev["assertions"] if a["id"] == "M3.history"][0]
     assert "trace" in str(traced) or traced["status"] == "PASS"
+
+
+def test_comparisons_are_blocked_without_a_caught_negative_control(tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    from parval.judge import judge_run
+
+    ev = run(tmp_path, plan_dict(tmp_path, counts=[1], ten=3, mixed=3))
+    assert status(ev, "M2.exact") == "PASS"
+    copy = tmp_path / "copy"
+    shutil.copytree(tmp_path / "run", copy)
+    lines = (copy / "events.jsonl").read_text().splitlines()
+    kept = []
+    for line in lines:
+        e = json.loads(line)
+        if e["kind"] == "negative_control":
+            e["caught"] = False  # a comparator that could not tell the planted byte apart
+        kept.append(json.dumps(e))
+    (copy / "events.jsonl").write_text("\n".join(kept) + "\n")
+    rejudged = judge_run(copy, write=False)
+    for aid in ("M2.exact", "M1.legacy_parity", "M1.cap1_parity", "M2.unload_reload"):
+        assert status(rejudged, aid) == "BLOCKED", aid
+    assert "negative control" in reason(rejudged, "M2.exact")
+    assert rejudged["admission_ready"] is False
