@@ -11,7 +11,7 @@ from typing import Any
 
 from parval import PROCEDURE_VERSION, __version__
 from parval.assertions import all_ids
-from parval.evidence import EVIDENCE, EVENTS, MANIFEST, sha256_file, write_json
+from parval.evidence import EVENTS, EVIDENCE, MANIFEST, sha256_file, write_json
 from parval.gates import admission as adm
 from parval.gates.framework_ref import framework_checks
 from parval.gates.memory import StabilisationRule, StartMemory, assess_m5

@@ -38,7 +38,7 @@ def describe_schedule(plan: Plan) -> str:
              "", f"{'unit':<34} {'starts':>6} {'waves':>6} {'requests':>9}"]
     for name, starts, waves, requests in rows:
         lines.append(f"{name:<34} {starts:>6} {waves:>6} {requests:>9}")
-    total = [sum(r[i] for r in rows) for i in (1, 2, 3)]
+    total = [sum(int(r[i]) for r in rows) for i in (1, 2, 3)]
     lines.append(f"{'total':<34} {total[0]:>6} {total[1]:>6} {total[2]:>9}")
     if plan.cache_sensitive:
         lines.append("plus one single-slot history replay per distinct slot history")

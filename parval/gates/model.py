@@ -87,13 +87,13 @@ def judge_x(ctx: Context) -> list[Result]:
         for p in probes:
             if not (p.get("rejected") and p.get("message_ok")):
                 problems.append(f"config slots={p['value']!r} was not rejected at startup with the legacy text")
-        for r in regs:
-            if not r.get("ok"):
-                problems.append(f"registration slots={r['value']!r}: got {r['reply'].get('status')} {r.get('message')!r}")
+        for reg in regs:
+            if not reg.get("ok"):
+                problems.append(f"registration slots={reg['value']!r}: got {reg['reply'].get('status')} {reg.get('message')!r}")
         fields = (rec.ends.get("ref-candidate-legacy") or {}).get("status_fields") or {}
         if fields.get("slot_fields"):
             problems.append("/v1/models shows slot fields on the legacy runtime")
-        ev = {"config_probes": probes, "registration_probes": regs}
+        ev: dict[str, Any] = {"config_probes": probes, "registration_probes": regs}
         if problems:
             out.append(failed("X1", "; ".join(problems), **ev))
         elif not regs:
@@ -457,7 +457,7 @@ def unload_waited(e: dict[str, Any]) -> bool:
     if not done:
         return False
     slack = 0.25 * min(lat) if lat else 0.0
-    return float(e["unload_done"]) >= max(done) - slack
+    return bool(float(e["unload_done"]) >= max(done) - slack)
 
 
 # -- M6 -------------------------------------------------------------------------------------

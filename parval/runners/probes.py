@@ -49,7 +49,7 @@ async def x1_registration_probe(c: Campaign, st: Start) -> None:
 
 async def x3_resize_probe(c: Campaign, st: Start) -> None:
     """Resizing across one keeps the parallel lifecycle (slot fields stay, pool republishes)."""
-    steps = []
+    steps: list[dict[str, Any]] = []
     for slots in (2, 1, 2, 1):
         if slots > max(c.plan.counts):
             continue
