@@ -14,6 +14,7 @@ from .inference_routes import InferenceRoutes
 from .management import Management
 from .management_routes import ManagementRoutes
 from .runtime import Runtime
+from .speech_routes import SpeechRoutes
 from .traces import Traces, stderr_line
 from .transcription_routes import TranscriptionRoutes
 
@@ -33,6 +34,7 @@ class StandinApp:
         self.shutting_down = threading.Event()
         inference = InferenceRoutes(runtime, Executor(faults, traces), traces, faults)
         transcription = TranscriptionRoutes(inference)
+        speech = SpeechRoutes(inference)
         status = ManagementRoutes(runtime, self.management)
         self.routes: dict[tuple[str, str], Handler] = {
             ("GET", "/health"): status.health,
@@ -45,7 +47,7 @@ class StandinApp:
             ("POST", "/v1/tasks/run"): inference.tasks_run,
             ("POST", "/v1/tasks/stream"): inference.tasks_stream,
             ("POST", "/v1/tasks/batch"): inference.tasks_batch,
-            ("POST", "/v1/audio/speech"): inference.audio_speech,
+            ("POST", "/v1/audio/speech"): speech.audio_speech,
             ("POST", "/v1/audio/transcriptions"): transcription.transcriptions,
             ("POST", "/v1/audio/transcriptions/details"): transcription.details,
             ("GET", "/"): self._index,
@@ -61,7 +63,7 @@ class StandinApp:
     def _favicon(self, http: HttpRequest, out: Responder) -> None:
         out.send(204, b"", "image/x-icon")
 
-    def _transport_fault(self, out: Responder) -> bool:
+    def _transport_fault(self) -> bool:
         """Returns True when a fault decided that no response is written."""
         if self.faults.on("hang_requests"):
             # the request was read; hold the connection open until the process stops
@@ -77,7 +79,7 @@ class StandinApp:
             handler = self.routes.get((http.method, http.path))
             if handler is None:
                 raise NotFoundError(f"unknown endpoint: {http.path}")
-            if http.path in INFERENCE_PATHS and self._transport_fault(out):
+            if http.path in INFERENCE_PATHS and self._transport_fault():
                 return
             handler(http, out)
         except ClientGone:

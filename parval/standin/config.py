@@ -222,8 +222,11 @@ def load_server_config(args: CliArgs) -> ServerConfig:
     cfg.cors_origins = _str(raw, "cors_origins", cfg.cors_origins)
     _apply_cli(cfg, args)
     _validate(cfg)
+    # without a config file (`--ui` only) the server starts with no models
     models = raw.get("models") if args.config is not None else []
-    if not isinstance(models, list) or (not models and not cfg.ui_management and args.config):
+    if not isinstance(models, list):
+        raise ConfigError("server config requires a models array")
+    if not models and args.config is not None and not cfg.ui_management:
         raise ConfigError("server config requires a models array")
     seen: set[str] = set()
     for entry in models:

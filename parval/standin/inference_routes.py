@@ -1,4 +1,4 @@
-"""Inference routes: /v1/tasks/run, /v1/audio/speech, /v1/tasks/stream, /v1/tasks/batch.
+"""Inference routes: /v1/tasks/run, /v1/tasks/stream, /v1/tasks/batch and the shared lease path.
 
 Each handler resolves the model and `busy_timeout_ms`, binds the lease, and only then
 builds (validates) the request, loads the model and executes (contract §4.6). Streamed
@@ -15,15 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from .audio_io import encode_wav
 from .errors import InvalidRequestError, ServerError
 from .execution import Executor, Job
 from .faults import Faults
 from .http_transport import HttpRequest, Responder
 from .inference_request import InferenceRequest, build_request
-from .model_pool import LoadedPool
 from .result_payload import (
-    b64_pcm,
     b64_wav,
     fmt6,
     offline_timing,
@@ -35,9 +32,6 @@ from .synthesis import Rendered
 from .traces import Traces
 
 STREAM_STEPS = 8
-SPEECH_KEYS = ("language", "voice_ref", "reference_text", "seed", "temperature", "top_k",
-               "top_p", "max_tokens", "max_steps", "repetition_penalty", "guidance_scale",
-               "num_inference_steps")
 StepHook = Callable[[Rendered, int], None]
 
 
@@ -86,15 +80,21 @@ class InferenceRoutes:
     def run_leased(
         self, http: HttpRequest, entry: ModelEntry, requested: int | None,
         raw: Callable[[], Mapping[str, Any]], *, on_step: StepHook | None = None,
-        before: Callable[[LoadedPool], None] | None = None,
+        before_load: Callable[[], None] | None = None,
+        finish: Callable[[Outcome], None] | None = None,
     ) -> Outcome:
-        """Lease, validate, load, (trace), execute; the lease is released on every path."""
+        """Lease, validate, (start a stream), load, (trace), execute, (finish the stream).
+
+        Streams start before the load, so a load failure becomes an in-stream error, and
+        finish inside the lease, so the lease covers the whole exchange. The lease is
+        released on every path.
+        """
         with self.rt.request_lease(entry, requested) as slot:
             spec = entry.spec
             request = build_request(raw(), spec)
+            if before_load is not None:
+                before_load()
             pool = self.rt.ensure_loaded(entry)
-            if before is not None:
-                before(pool)
             session = pool.sessions[slot]
             if on_step is None and self.rt.parallel and spec.mode == "offline":
                 self.traces.observe(
@@ -105,7 +105,10 @@ class InferenceRoutes:
             job = Job(http.path, spec, pool, session, slot, request, http.accept_ns)
             rendered, wall_ms = self.executor.execute(
                 job, steps=STREAM_STEPS if on_step else 1, on_step=on_step)
-        return Outcome(rendered, wall_ms, request)
+            outcome = Outcome(rendered, wall_ms, request)
+            if finish is not None:
+                finish(outcome)
+        return outcome
 
     # -- /v1/tasks/run --------------------------------------------------------------------
     def tasks_run(self, http: HttpRequest, out: Responder) -> None:
@@ -123,88 +126,6 @@ class InferenceRoutes:
             out.send(200, b"<html>internal proxy garbage {not json", "application/json")
             return
         out.json(200, result)
-
-    # -- /v1/audio/speech -----------------------------------------------------------------
-    @staticmethod
-    def speech_request(body: Mapping[str, Any]) -> dict[str, Any]:
-        if "input" not in body:
-            raise ServerError("missing required json key: input")
-        if not isinstance(body["input"], str):
-            raise InvalidRequestError("input must be a string")
-        raw: dict[str, Any] = {"text": body["input"]}
-        raw.update({k: body[k] for k in SPEECH_KEYS if body.get(k) is not None})
-        if body.get("voice") is not None:
-            raw["voice_id"] = body["voice"]
-        speed = body.get("speed", body.get("speaking_rate"))
-        if speed is not None:
-            if isinstance(speed, bool) or not isinstance(speed, int | float) or speed <= 0:
-                raise InvalidRequestError("speed must be a positive number")
-            raw["speaking_rate"] = speed
-        options = dict(body.get("options") or {})
-        if body.get("instructions") is not None:
-            options["instruction"] = body["instructions"]
-        if options:
-            raw["options"] = options
-        return raw
-
-    def audio_speech(self, http: HttpRequest, out: Responder) -> None:
-        body = http.json_object()
-        model_id, requested = model_and_timeout(body)
-        entry = self.rt.lookup(model_id)
-        if body.get("stream") is True or body.get("stream_format") is not None:
-            self._speech_stream(http, out, body, entry, requested)
-            return
-        fmt = body.get("response_format") or "wav"
-        if fmt not in ("wav", "json", "b64_json"):
-            raise InvalidRequestError(f"unsupported response_format: {fmt}")
-        outcome = self.run_leased(http, entry, requested, lambda: self.speech_request(body))
-        audio = outcome.rendered.audio
-        if audio is None:
-            raise ServerError("model result did not contain exactly one audio output")
-        duration = output_duration_ms(outcome.rendered) or 0.0
-        timing = offline_timing(outcome.wall_ms, duration)
-        if fmt != "wav":
-            payload = {"audio": b64_wav(audio, outcome.rendered.sample_rate), "format": "wav",
-                       "timing": timing}
-            out.json(200, payload)
-            return
-        headers = {"X-AudioCPP-Wall-Ms": f"{outcome.wall_ms:.6f}",
-                   "X-AudioCPP-Audio-Duration-Ms": f"{duration:.6f}",
-                   "X-AudioCPP-RTF": f"{timing['rtf']:.6f}"}
-        out.send(200, encode_wav(audio, outcome.rendered.sample_rate), "audio/wav", headers)
-
-    def _speech_stream(self, http: HttpRequest, out: Responder, body: Mapping[str, Any],
-                       entry: ModelEntry, requested: int | None) -> None:
-        if entry.spec.mode != "streaming":
-            raise ServerError("speech streaming requires a model configured with mode=streaming")
-        stream_format = body.get("stream_format") or "sse"
-        if stream_format not in ("sse", "audio"):
-            raise InvalidRequestError("stream_format must be sse or audio")
-        if (body.get("response_format") or "pcm") != "pcm":
-            raise InvalidRequestError("streaming speech requires response_format pcm")
-        sse = stream_format == "sse"
-        clock: dict[str, float] = {}
-
-        def before(pool: LoadedPool) -> None:
-            out.start_stream("text/event-stream" if sse else "application/octet-stream")
-            clock["start"] = time.perf_counter()
-
-        def on_step(rendered: Rendered, index: int) -> None:
-            piece = audio_pieces(rendered, index)
-            clock.setdefault("ttft", (time.perf_counter() - clock["start"]) * 1000.0)
-            if not piece.size:
-                return
-            if sse:
-                out.sse({"type": "speech.audio.delta", "audio": b64_pcm(piece)})
-            else:
-                out.chunk(piece.astype("<i2").tobytes())
-
-        self.run_leased(http, entry, requested, lambda: self.speech_request(body),
-                        on_step=on_step, before=before)
-        if sse:
-            out.sse({"type": "speech.audio.done", "timing": {"ttft_ms": fmt6(clock["ttft"])}})
-            out.sse_done()
-        out.end_stream()
 
     # -- /v1/tasks/stream -----------------------------------------------------------------
     @staticmethod
@@ -234,7 +155,7 @@ class InferenceRoutes:
         events: list[dict[str, Any]] = []
         clock: dict[str, float] = {}
 
-        def before(pool: LoadedPool) -> None:
+        def before_load() -> None:
             if entry.spec.mode != "streaming":
                 raise ServerError(
                     f"configured model does not provide streaming execution: {model_id}")
@@ -250,17 +171,18 @@ class InferenceRoutes:
             else:
                 events.append(event)
 
-        outcome = self.run_leased(
-            http, entry, requested, lambda: request_object(body, "stream_format"),
-            on_step=on_step, before=before)
-        result = result_fields(outcome.rendered)
-        result["timing"] = {"ttft_ms": fmt6(clock["ttft"])}
-        if sse:
-            out.sse({"type": "task.stream.done", "result": result})
-            out.sse_done()
-            out.end_stream()
-        else:
-            out.json(200, {"events": events, "result": result})
+        def finish(outcome: Outcome) -> None:
+            result = result_fields(outcome.rendered)
+            result["timing"] = {"ttft_ms": fmt6(clock["ttft"])}
+            if sse:
+                out.sse({"type": "task.stream.done", "result": result})
+                out.sse_done()
+                out.end_stream()
+            else:
+                out.json(200, {"events": events, "result": result})
+
+        self.run_leased(http, entry, requested, lambda: request_object(body, "stream_format"),
+                        on_step=on_step, before_load=before_load, finish=finish)
 
     # -- /v1/tasks/batch ------------------------------------------------------------------
     def tasks_batch(self, http: HttpRequest, out: Responder) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import sys
 import threading
 from collections.abc import Iterator
@@ -119,6 +120,7 @@ class Runtime:
                 entry.saw_two_active = True
             if active >= 4 and self.faults.on("crash_at_4"):
                 stderr_line("fatal: crash with 4 active requests")
+                resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file litter
                 os.abort()
             yield slot
         finally:

@@ -21,7 +21,6 @@ from .config import ConfigError, load_server_config
 from .errors import ApiError, StartupError
 from .faults import FAULTS_ENV, Faults, parse_faults
 from .http_transport import StandinServer
-from .management import Management
 from .runtime import Runtime
 from .traces import Traces
 
@@ -114,7 +113,7 @@ def run(argv: Sequence[str]) -> int:
                                name="standin-listener")
     serving.start()
     if cfg.idle_unload_ms > 0:
-        threading.Thread(target=Management(runtime).idle_loop, args=(stop,), daemon=True,
+        threading.Thread(target=app.management.idle_loop, args=(stop,), daemon=True,
                          name="standin-idle").start()
     _wait(stop)
     server.shutdown()

@@ -12,8 +12,7 @@ from typing import Any
 
 from .errors import InvalidRequestError, ServerError
 from .http_transport import HttpRequest, Responder
-from .inference_routes import STREAM_STEPS, InferenceRoutes, model_and_timeout
-from .model_pool import LoadedPool
+from .inference_routes import STREAM_STEPS, InferenceRoutes, Outcome, model_and_timeout
 from .result_payload import fmt6, offline_timing
 from .synthesis import Rendered
 
@@ -120,7 +119,7 @@ class TranscriptionRoutes:
         entry = self.inference.rt.lookup(model_id)
         clock: dict[str, float] = {}
 
-        def before(pool: LoadedPool) -> None:
+        def before_load() -> None:
             out.start_stream("text/event-stream")
             clock["start"] = time.perf_counter()
 
@@ -133,9 +132,11 @@ class TranscriptionRoutes:
                 delta = (" " if lo else "") + " ".join(words[lo:hi])
                 out.sse({"type": "transcript.text.delta", "delta": delta})
 
-        outcome = self.inference.run_leased(http, entry, requested, lambda: _raw_request(body),
-                                            on_step=on_step, before=before)
-        out.sse({"type": "transcript.text.done", "text": outcome.rendered.text or "",
-                 "timing": {"ttft_ms": fmt6(clock["ttft"])}})
-        out.sse_done()
-        out.end_stream()
+        def finish(outcome: Outcome) -> None:
+            out.sse({"type": "transcript.text.done", "text": outcome.rendered.text or "",
+                     "timing": {"ttft_ms": fmt6(clock["ttft"])}})
+            out.sse_done()
+            out.end_stream()
+
+        self.inference.run_leased(http, entry, requested, lambda: _raw_request(body),
+                                  on_step=on_step, before_load=before_load, finish=finish)
