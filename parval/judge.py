@@ -77,6 +77,13 @@ def performance_series(rec: Records) -> tuple[list[dict[str, Any]], list[dict[st
         s = series.setdefault((e["series"], e["count"]), {"series": e["series"], "count": e["count"],
                                                           "cold_s": None, "repeats": [], "estimate": False})
         s["repeats"].append({"batch_s": e["batch_s"], "latencies_s": e["latencies_s"], "failures": e["failures"]})
+    # Cold start/first load, kept apart from the warm figures: the first request of the
+    # fresh one-slot reference processes.
+    for (name, _n), s in series.items():
+        run = {"base_one_slot_serial": "ref-baseline-a", "candidate_one_slot_serial": "ref-candidate-cap1"}.get(name)
+        cold = [r for r in rec.requests(run, ("ref_cold",)) if r["req"] == "base"] if run else []
+        if cold:
+            s["cold_s"] = round(cold[0]["t_done"] - cold[0]["t_send"], 6)
     for run, start in rec.runs.items():
         if start.get("role") != "count" or run not in rec.ends:
             continue
