@@ -1,34 +1,103 @@
-"""Evidence → JUnit XML: one test case per assertion (per count where judged per count)."""
+"""Evidence → JUnit XML for CI dashboards.
+
+One test case per assertion, and per count where the assertion is judged per count
+(`M2.exact[count=2]`). PASS passes; FAIL is a <failure> whose text names the mismatching
+requests (run, phase, wave, request, slot history, both hashes) and the reproduction
+command; PENDING/BLOCKED/UNSUPPORTED/NOT_APPLICABLE are <skipped> with their status and
+reason (they are not failures of the candidate, but they do keep it from admission)."""
 
 from __future__ import annotations
 
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from parval.report.markdown import campaign_command, detailed
 
-def render_junit(ev: dict[str, Any]) -> str:
-    cases: list[tuple[str, str, dict[str, Any]]] = []
-    for a in ev["assertions"]:
-        per = a["evidence"].get("per_count") if isinstance(a.get("evidence"), dict) else None
-        if per:
-            for n, item in sorted(per.items()):
-                cases.append((f"{a['id']}[count={n}]", a["id"].split(".")[0], {**a, **item}))
-        else:
-            cases.append((a["id"], a["id"].split(".")[0], a))
-    suite = ET.Element("testsuite", name=f"parval {ev['identity']['model']}",
-                       tests=str(len(cases)),
-                       failures=str(sum(c[2]["status"] == "FAIL" for c in cases)),
-                       errors="0",
-                       skipped=str(sum(c[2]["status"] in ("PENDING", "BLOCKED", "UNSUPPORTED", "NOT_APPLICABLE")
-                                       for c in cases)))
-    for name, group, a in cases:
-        case = ET.SubElement(suite, "testcase", classname=f"parval.{group}", name=name)
-        status, reason = a["status"], a.get("reason", "")
+SKIPPED = ("PENDING", "BLOCKED", "UNSUPPORTED", "NOT_APPLICABLE")
+
+
+def _failure_text(a: dict[str, Any], ev: dict[str, Any], count: int | None) -> str:
+    lines = [str(a.get("reason", ""))]
+    e = a.get("evidence") or {}
+    for m in (e.get("mismatches") or [])[:10]:
+        lines.append(f"mismatch: run={m.get('run')} phase={m.get('phase')} wave={m.get('wave')} "
+                     f"req={m.get('req')} slot={m.get('slot')} history={m.get('history')} "
+                     f"got_canon={m.get('got_canon')} ref_canon={m.get('ref_canon')} "
+                     f"artifact={m.get('artifact')} ref_artifact={m.get('ref_artifact')}")
+    for key in ("errors", "malformed", "indeterminate", "no_reference"):
+        for m in (e.get(key) or [])[:5]:
+            lines.append(f"{key}: run={m.get('run')} phase={m.get('phase')} wave={m.get('wave')} "
+                         f"req={m.get('req')} history={m.get('history')} "
+                         f"detail={m.get('error') or m.get('problem') or m.get('outcome')}")
+    lines.append(f"reproduce: {a.get('reproduction') or campaign_command(ev, count)}")
+    return "\n".join(lines)
+
+
+def cases(ev: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], int | None]]:
+    """(test name, class name, entry, count) for every judged entry."""
+    out: list[tuple[str, str, dict[str, Any], int | None]] = []
+    seen: set[str] = set()
+    for n, a in detailed(ev):
+        name = a["id"] if n is None else f"{a['id']}[count={n}]"
+        if name in seen:
+            continue
+        seen.add(name)
+        out.append((name, a["id"].split(".")[0], a, n))
+    judged = {a["id"] for _, _, a, _ in out}
+    for a in ev["assertions"]:  # anything not judged in detail (never for a complete record)
+        if a["id"] not in judged:
+            out.append((a["id"], a["id"].split(".")[0], a, None))
+    return out
+
+
+def _suite(ev: dict[str, Any], name: str) -> ET.Element:
+    items = cases(ev)
+    suite = ET.Element("testsuite", name=name, tests=str(len(items)),
+                       failures=str(sum(c[2]["status"] == "FAIL" for c in items)), errors="0",
+                       skipped=str(sum(c[2]["status"] in SKIPPED for c in items)))
+    props = ET.SubElement(suite, "properties")
+    for key, value in (("verdict", ev["verdict"]["line"]), ("exit_code", ev["verdict"]["exit_code"]),
+                       ("admitted_counts", ",".join(map(str, ev["verdict"]["admitted_counts"]))),
+                       ("admission_ready", str(ev["admission_ready"]).lower()),
+                       ("procedure_version", ev.get("procedure_version")),
+                       ("candidate_sha256", ev["identity"].get("candidate_sha256"))):
+        ET.SubElement(props, "property", name=key, value=str(value))
+    for test, group, a, count in items:
+        model = ev["identity"]["model"]
+        case = ET.SubElement(suite, "testcase", classname=f"parval.{model}.{group}", name=test)
+        status, reason = a["status"], str(a.get("reason", ""))
         if status == "FAIL":
-            ET.SubElement(case, "failure", message=reason[:500], type="FAIL").text = reason
+            ET.SubElement(case, "failure", message=reason[:500], type="FAIL").text = _failure_text(a, ev, count)
         elif status != "PASS":
             ET.SubElement(case, "skipped", message=f"{status}: {reason[:500]}")
+    return suite
+
+
+def render_junit(ev: dict[str, Any]) -> str:
     root = ET.Element("testsuites", name="parval")
-    root.append(suite)
+    root.append(_suite(ev, f"parval {ev['identity']['model']}"))
+    return _xml(root)
+
+
+def render_catalogue_junit(rows: list[dict[str, Any]]) -> str:
+    """One test case per run directory: admitted passes, a FAIL fails, the rest is skipped."""
+    root = ET.Element("testsuites", name="parval catalogue")
+    suite = ET.SubElement(root, "testsuite", name="parval catalogue", tests=str(len(rows)),
+                          failures=str(sum("error" in r or r.get("exit_code") == 1 for r in rows)),
+                          errors="0",
+                          skipped=str(sum("error" not in r and r.get("exit_code") not in (0, 1) for r in rows)))
+    for r in rows:
+        case = ET.SubElement(suite, "testcase", classname=f"parval.{r.get('model', 'unknown')}",
+                             name=str(r["dir"]))
+        if "error" in r:
+            ET.SubElement(case, "failure", message=str(r["error"]), type="INVALID")
+        elif r.get("exit_code") == 1:
+            ET.SubElement(case, "failure", message="; ".join(r["blocking"][:10]), type="FAIL")
+        elif r.get("exit_code") != 0:
+            ET.SubElement(case, "skipped", message="pending: " + "; ".join(r["blocking"][:10]))
+    return _xml(root)
+
+
+def _xml(root: ET.Element) -> str:
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -1,0 +1,382 @@
+"""Many runs, one verdict (`parval report RUN1 RUN2 ...`), and the catalogue of many runs.
+
+How merging works (documented in README, "Many runs, one verdict"):
+
+1. Every run must be evidence of the same thing: the manifests must agree on the
+   baseline and candidate executables, the model files (checkpoint and auxiliaries), the
+   fixtures, the model id and the backend, and the evidence on the procedure version.
+   Files are compared by content hash (their absolute paths may differ between boxes).
+   Otherwise the merge is refused naming the field (exit 2): new executables or files
+   inherit no evidence.
+2. Per-count results are a union by count. A run contributes a count only if it ran it
+   (its campaign's counts: the plan's counts, or its `--shard i/n` share of them). A count
+   several runs ran combines assertion by assertion, worst wins: a failure in any run fails
+   the count (an intermittent failure stays failed, Q5).
+3. Model-level assertions (X1-X3, M1, M4, M6, Q1-Q5) and the framework entries (F1-F6,
+   X4) combine worst wins across runs, with one exception: the once-per-model recovery
+   (M4) and modes (M6) starts run only in the run that holds the plan's largest count;
+   another shard's "not run" entry for them is not evidence and is left out when some run
+   did run them.
+4. Count verdicts and admitted counts are recomputed with the same functions the judge
+   uses (`parval.gates.admission`) over the union of the plans' counts: only consecutive
+   validated counts from one upward are admitted; a count no run covered stays PENDING.
+   Q6 is recomputed. A run that was interrupted makes the merged evidence incomplete.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from parval import PROCEDURE_VERSION, __version__
+from parval.assertions import all_ids
+from parval.errors import RunDirError, UsageError
+from parval.evidence import EVENTS, MANIFEST, read_events
+from parval.gates import admission as adm
+from parval.status import Result, Status, combine, pending
+
+# Model-level groups produced by once-per-model units: (group prefix, unit name prefix).
+ONCE_PER_MODEL = {"M4": "recovery", "M6": "modes"}
+
+
+class MergeRefused(UsageError):
+    """Runs that are not evidence of the same build/model/fixtures cannot be merged."""
+
+
+class LoadedRun:
+    """One run directory: its evidence, manifest and what its campaign covered."""
+
+    def __init__(self, run_dir: Path, evidence: dict[str, Any]) -> None:
+        self.dir = run_dir
+        self.ev = evidence
+        manifest_path = run_dir / MANIFEST
+        if not manifest_path.exists():
+            raise RunDirError(f"{run_dir}: no {MANIFEST}: not a parval run directory")
+        self.manifest: dict[str, Any] = json.loads(manifest_path.read_text("utf-8"))
+        events = read_events(run_dir / EVENTS) if (run_dir / EVENTS).exists() else []
+        self.units = {str(e.get("unit")) for e in events if e.get("kind") in ("unit_begin", "unit_skipped")}
+        start = next((e for e in events if e.get("kind") == "campaign_start"), None)
+        plan_counts = sorted(int(n) for n in evidence["model_checks"]["per_count"])
+        self.plan_counts = plan_counts
+        if start is not None and start.get("counts") is not None:
+            self.counts = sorted(int(n) for n in start["counts"])
+        else:
+            shard = evidence["run"].get("shard")
+            self.counts = shard_counts(plan_counts, (int(shard[0]), int(shard[1])) if shard else None)
+
+    def ran_unit(self, prefix: str) -> bool:
+        return any(u == prefix or u.startswith(prefix + "-") for u in self.units)
+
+
+def shard_counts(counts: list[int], shard: tuple[int, int] | None) -> list[int]:
+    """The counts `parval run --shard i/n` runs: every n-th count of the sorted plan counts."""
+    if shard is None:
+        return sorted(counts)
+    i, n = shard
+    return [c for k, c in enumerate(sorted(counts)) if k % n == i - 1]
+
+
+# -- identity -----------------------------------------------------------------------------
+def _by_content(value: Any) -> Any:
+    """A {path: sha256} mapping compared by file name and content, not by absolute path."""
+    if isinstance(value, dict):
+        return sorted(f"{Path(k).name}:{v}" for k, v in value.items())
+    return value
+
+
+def merge_identity(manifest: dict[str, Any], evidence: dict[str, Any]) -> dict[str, Any]:
+    from parval.manifest import identity_fields
+
+    fields = {k: _by_content(v) for k, v in identity_fields(manifest).items()}
+    fields["procedure_version"] = evidence.get("procedure_version")
+    return fields
+
+
+def check_mergeable(runs: list[LoadedRun]) -> None:
+    first = runs[0]
+    want = merge_identity(first.manifest, first.ev)
+    for other in runs[1:]:
+        got = merge_identity(other.manifest, other.ev)
+        for key in want:
+            if want[key] != got.get(key):
+                raise MergeRefused(
+                    f"cannot merge {first.dir} and {other.dir}: they disagree on {key} "
+                    f"({_short(want[key])} vs {_short(got.get(key))})",
+                    hint="merge only runs of the same executables, model files and fixtures; "
+                    "new executables or files inherit no evidence")
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# -- merging ------------------------------------------------------------------------------
+def _results(items: list[dict[str, Any]], count: int | None = None) -> list[Result]:
+    out = []
+    for item in items:
+        r = Result.from_json(item)
+        if count is not None and r.count is None:
+            r.count = count
+        out.append(r)
+    return out
+
+
+def _worst(results: list[Result]) -> Result:
+    """One result from several runs' results for the same assertion: the worst status wins."""
+    if len(results) == 1:
+        return results[0]
+    st = combine(r.status for r in results)
+    worst = next(r for r in results if r.status is st)
+    if all(r.status is st for r in results) and st is Status.PASS:
+        worst = Result(worst.id, st, "; ".join(dict.fromkeys(r.reason for r in results)),
+                       worst.evidence, worst.reproduction,
+                       sorted({x for r in results for x in r.limitations}), count=worst.count)
+    return worst
+
+
+def _combine_by_id(per_run: list[tuple[LoadedRun, list[Result]]], *, once: bool) -> list[Result]:
+    order: list[str] = []
+    by_id: dict[str, list[tuple[LoadedRun, Result]]] = {}
+    for run, results in per_run:
+        for r in results:
+            if r.id not in by_id:
+                order.append(r.id)
+            by_id.setdefault(r.id, []).append((run, r))
+    out = []
+    for id_ in order:
+        pairs = by_id[id_]
+        unit = ONCE_PER_MODEL.get(id_.split(".", 1)[0]) if once else None
+        if unit is not None:
+            responsible = [r for run, r in pairs if run.ran_unit(unit)]
+            if responsible:
+                pairs = [(run, r) for run, r in pairs if run.ran_unit(unit) or r.status is not Status.PENDING]
+        out.append(_worst([r for _, r in pairs]))
+    return out
+
+
+def merge_evidence(runs: list[LoadedRun]) -> dict[str, Any]:
+    """The merged evidence record (same shape as judge.py's, plus `merged_from`)."""
+    from parval.gates.performance import build_performance
+
+    check_mergeable(runs)
+    counts = sorted({n for r in runs for n in r.plan_counts})
+    model_level = _combine_by_id(
+        [(r, [x for x in _results(r.ev["model_checks"]["model_level"]) if x.id != "Q6"]) for r in runs],
+        once=True)
+    fw = _combine_by_id([(r, _results(r.ev["framework_checks"]["results"])) for r in runs], once=False)
+    per_count: dict[int, list[Result]] = {}
+    sources: dict[int, list[str]] = {}
+    for n in counts:
+        covering = [r for r in runs if n in r.counts]
+        sources[n] = [str(r.dir) for r in covering]
+        if not covering:
+            per_count[n] = [_count_pending(id_, n) for id_ in _per_count_ids(runs)]
+            continue
+        per_count[n] = _combine_by_id(
+            [(r, _results(r.ev["model_checks"]["per_count"].get(str(n), {}).get("assertions", []), n))
+             for r in covering], once=False)
+    verdicts = adm.count_verdicts(model_level, per_count, fw)
+    admitted = adm.admitted_counts(counts, verdicts)
+    model_level.append(adm.q6(counts, verdicts, admitted))
+    interrupted = any(r.ev["run"].get("interrupted") for r in runs)
+    admission_ready = (not interrupted and admitted == counts
+                       and combine(r.status for r in model_level + fw) is Status.PASS)
+    flat = model_level + [r for rs in per_count.values() for r in rs]
+    by_id: dict[str, list[Result]] = {}
+    for r in flat + fw:
+        by_id.setdefault(r.id, []).append(r)
+    assertions = [adm.aggregate(by_id[i]) if i in by_id else pending(i, "not collected by any merged run")
+                  for i in all_ids()]
+    line, code = adm.verdict_line(admission_ready, admitted, flat + fw, interrupted)
+    line = f"{line} (merged from {len(runs)} runs)"
+    model_status = combine(r.status for r in flat)
+    fw_info = {k: v for k, v in runs[0].ev["framework_checks"].items() if k != "results"}
+    fw_info["status"] = str(combine(r.status for r in fw))
+    first = runs[0].ev
+    series, rejections = _performance_inputs(runs)
+    perf = build_performance(series, rejections, model_label=f"{first['identity']['backend']}/{first['identity']['model']}",
+                             model_checks=str(model_status), framework_checks=fw_info["status"],
+                             memory_verdict=str(combine(r.status for r in flat if r.id.startswith("M5."))))
+    merged_from = [{
+        "dir": str(r.dir), "shard": r.ev["run"].get("shard"), "counts": r.counts,
+        "plan": r.ev["run"].get("plan"), "plan_sha256": r.ev["run"].get("plan_sha256"),
+        "events_sha256": r.ev["run"].get("events_sha256"), "manifest_sha256": r.ev["run"].get("manifest_sha256"),
+        "generated_at": r.ev.get("generated_at"), "interrupted": bool(r.ev["run"].get("interrupted")),
+        "verdict": r.ev["verdict"]["line"],
+    } for r in runs]
+    return {
+        "schema_version": 1,
+        "procedure_version": first.get("procedure_version", PROCEDURE_VERSION),
+        "parval_version": __version__,
+        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "run": {"dir": None, "merged": True, "plan": first["run"].get("plan"),
+                "plan_sha256": first["run"].get("plan_sha256"), "interrupted": interrupted,
+                "shard": None, "count_sources": {str(n): s for n, s in sources.items()}},
+        "merged_from": merged_from,
+        "identity": dict(first["identity"]),
+        "verdict": {"line": line, "exit_code": code, "admitted_counts": admitted,
+                    "counts": {str(n): str(v) for n, v in verdicts.items()}},
+        "assertions": [a.to_json() for a in assertions],
+        "model_checks": {
+            "status": str(model_status),
+            "groups": adm.group_statuses(flat),
+            "per_count": {str(n): {"status": str(combine(r.status for r in rs)),
+                                   "groups": adm.group_statuses(rs), "assertions": adm.as_json(rs),
+                                   "sources": sources[n]}
+                          for n, rs in per_count.items()},
+            "model_level": adm.as_json(model_level),
+            "variation_effects": [x for r in runs for x in _as_list(r.ev["model_checks"].get("variation_effects"))],
+            "negative_control": [r.ev["model_checks"].get("negative_control") for r in runs],
+        },
+        "framework_checks": {**fw_info, "results": adm.as_json(fw)},
+        "admission_ready": admission_ready,
+        "all_plan_rules": admission_ready,
+        "performance": perf,
+        "failures": [{**f, "run_dir": str(r.dir)} for r in runs for f in r.ev.get("failures", [])],
+    }
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _per_count_ids(runs: list[LoadedRun]) -> list[str]:
+    ids: list[str] = []
+    for r in runs:
+        for c in r.ev["model_checks"]["per_count"].values():
+            for a in c.get("assertions", []):
+                if a["id"] not in ids:
+                    ids.append(a["id"])
+    return ids
+
+
+def _count_pending(id_: str, n: int) -> Result:
+    r = pending(id_, f"count {n} was not run by any of the merged runs")
+    r.count = n
+    return r
+
+
+def _performance_inputs(runs: list[LoadedRun]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Performance series: each (series, count) from a run that ran that count (else the first)."""
+    chosen: dict[tuple[str, int], dict[str, Any]] = {}
+    for r in runs:
+        for s in r.ev.get("performance", {}).get("samples", []):
+            key = (str(s.get("series")), int(s.get("count") or 0))
+            better = key not in chosen or (key[1] in r.counts and not chosen[key]["_covers"])
+            if better:
+                chosen[key] = {**s, "_covers": key[1] in r.counts}
+    series = [{k: v for k, v in s.items() if k not in ("_covers", "sample_count")} for s in chosen.values()]
+    rejections: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    for r in runs:
+        for p in r.ev.get("performance", {}).get("rejection_latency", []):
+            n = int(p.get("count") or 0)
+            if n not in seen:
+                seen.add(n)
+                rejections.append({"count": n, "latencies_ms": p.get("latencies_ms", [])})
+    return series, rejections
+
+
+# -- catalogue ----------------------------------------------------------------------------
+def find_runs(root: Path) -> list[Path]:
+    if not root.is_dir():
+        raise RunDirError(f"{root}: no such directory")
+    return sorted(p.parent for p in root.rglob("evidence.json") if p.is_file())
+
+
+def blocking(ev: dict[str, Any]) -> list[str]:
+    """The assertions that keep a run from admission: FAIL first, then BLOCKED/PENDING/UNSUPPORTED."""
+    order = {"FAIL": 0, "BLOCKED": 1, "UNSUPPORTED": 2, "PENDING": 3}
+    items = [a for a in ev["assertions"] if a["status"] in order]
+    items.sort(key=lambda a: order[a["status"]])
+    return [f"{a['id']} {a['status']}" for a in items]
+
+
+def catalogue_rows(root: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for d in find_runs(root):
+        try:
+            ev = json.loads((d / "evidence.json").read_text("utf-8"))
+            ident, v = ev["identity"], ev["verdict"]
+        except (OSError, ValueError, KeyError) as exc:
+            rows.append({"dir": str(d), "error": f"unreadable evidence: {exc}"})
+            continue
+        rows.append({
+            "dir": str(d.relative_to(root)) if d != root else ".",
+            "model": ident.get("model"), "family": ident.get("family"), "task": ident.get("task"),
+            "backend": ident.get("backend"), "mode": ident.get("mode"),
+            "admitted_counts": v.get("admitted_counts", []), "admission_ready": ev.get("admission_ready"),
+            "exit_code": v.get("exit_code"), "blocking": blocking(ev),
+            "date": ev.get("generated_at"), "candidate_sha256": ident.get("candidate_sha256"),
+            "shard": (ev.get("run") or {}).get("shard"), "procedure_version": ev.get("procedure_version"),
+        })
+    return rows
+
+
+def catalogue_exit(rows: list[dict[str, Any]]) -> int:
+    """0 every run admitted · 1 any run has a FAIL (or unreadable evidence) · 3 otherwise."""
+    if any("error" in r or r.get("exit_code") == 1 for r in rows):
+        return 1
+    return 0 if all(r.get("exit_code") == 0 for r in rows) else 3
+
+
+def render_catalogue(root: Path, fmt: str) -> tuple[str, int]:
+    rows = catalogue_rows(root)
+    if not rows:
+        raise RunDirError(f"{root}: no run directory (with an evidence.json) under it",
+                          hint="point --catalogue at the directory holding your runs, e.g. runs/")
+    code = catalogue_exit(rows)
+    if fmt == "json":
+        return json.dumps({"catalogue": str(root), "runs": rows}, indent=2, sort_keys=True) + "\n", code
+    if fmt == "junit":
+        from parval.report.junit import render_catalogue_junit
+
+        return render_catalogue_junit(rows), code
+    from parval.report.markdown import render_catalogue_markdown
+
+    return render_catalogue_markdown(str(root), rows), code
+
+
+# -- entry point (called by write.render_report) ------------------------------------------
+def render_many(runs: list[Path], fmt: str, catalogue: Path | None, redact: bool,
+                image_base: Path | None = None) -> tuple[str, int]:
+    """`parval report RUN1 RUN2 ...` or `parval report --catalogue DIR` → (text, exit code)."""
+    if catalogue is not None:
+        if runs:
+            raise UsageError("give either run directories or --catalogue DIR, not both")
+        text, code = render_catalogue(catalogue, fmt)
+    else:
+        if not runs:
+            raise UsageError("no run directory given", hint="parval report RUN_DIR [RUN_DIR ...]")
+        resolved = [p.resolve() for p in runs]
+        dupes = sorted({str(p) for p in resolved if resolved.count(p) > 1})
+        if dupes:
+            raise UsageError(f"run directory given twice: {', '.join(dupes)}")
+        from parval.report.write import load_run, render_evidence, run_problems
+
+        loaded = [LoadedRun(p, load_run(p, False)) for p in runs]
+        problems = [f"{r.dir}: {p}" for r in loaded for p in run_problems(r.dir, r.ev)]
+        ev = merge_evidence(loaded)
+        if problems:
+            ev = invalidate(ev, problems)
+        text = render_evidence(ev, fmt, run_dirs=[r.dir for r in loaded], plots=not problems,
+                               image_base=image_base, redact=redact)
+        code = int(ev["verdict"]["exit_code"])
+    if redact:
+        from parval.report.redact import redact_paths
+
+        text = redact_paths(text)
+    return text, code
+
+
+def invalidate(ev: dict[str, Any], problems: list[str]) -> dict[str, Any]:
+    """Evidence whose run directory changed after judging is reported INVALID (exit 1)."""
+    return {**ev, "verdict": {**ev["verdict"], "exit_code": 1,
+                              "line": "INVALID EVIDENCE — the run directory was modified after judging: "
+                              + "; ".join(problems[:5])},
+            "admission_ready": False, "all_plan_rules": False}

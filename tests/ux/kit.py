@@ -1,0 +1,163 @@
+"""Helpers for the UX tests: the small plan, running `parval` in a pipe or a pseudo-terminal."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from parval.assertions import FRAMEWORK_GATE
+
+BIN = Path(sys.executable).parent
+STANDIN = BIN / "parval-standin"
+PARVAL = BIN / "parval"
+MODEL_BYTES = b"parval ux-test model weights\n" * 64
+
+PLAN: dict[str, Any] = {
+    "schema_version": 1,
+    "name": "ux",
+    "description": "small stand-in campaign for the UX tests",
+    "servers": {"baseline": {"executable": str(STANDIN)}, "candidate": {"executable": str(STANDIN)}},
+    "server": {"backend": "cpu", "threads": 1, "busy_timeout_ms": 30000, "ui_management": True},
+    "model": {"id": "ux-tts", "family": "standin_tts", "task": "tts", "mode": "offline",
+              "path": "model.bin", "lazy": True,
+              "load_options": {"capacity": 4, "service_ms": 120, "load_ms": 20},
+              "cache_sensitive": False, "admit_modes": ["offline"]},
+    "counts": [1, 2],
+    "starts_per_count": 3,
+    "waves": {"warm": 1, "mixed": 2, "mixed_at_largest": 10, "serial_reuse": 1},
+    "requests": {
+        "base": {"text": "Hello from the UX tests.", "seed": 5},
+        "variations": [{"name": "other_seed", "changes": "seed",
+                        "request": {"text": "Hello from the UX tests.", "seed": 6}}],
+        "invalid": {"text": "rejected", "max_tokens": -1},
+    },
+    "compare": {"volatile_fields": [{"path": "timing", "justification": "wall time differs on every run"}]},
+    "memory": {"gpu_required": False, "host_interval_ms": 20,
+               "stabilisation": {"last_k_waves": 2, "max_growth_mib": 64}},
+    "performance": {"warm_repeats": 3},
+    "timeouts": {"ready_s": 20, "request_s": 20, "wave_s": 30, "start_s": 120,
+                 "campaign_s": 300, "shutdown_grace_s": 5},
+}
+
+
+@dataclass
+class Outcome:
+    """One `parval` invocation: its run directory, exit code and both output streams."""
+
+    dir: Path
+    plan: Path
+    rc: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def evidence(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.dir / "evidence.json").read_text())
+        return data
+
+
+def write_plan(directory: Path, **changes: Any) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "model.bin").write_bytes(MODEL_BYTES)
+    plan = copy.deepcopy(PLAN)
+    plan.update(copy.deepcopy(changes))
+    path = directory / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan, sort_keys=False))
+    return path
+
+
+def parval(*args: str | Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """The installed `parval` command, stdin closed, stdout and stderr captured (pipes)."""
+    return subprocess.run([str(PARVAL), *map(str, args)], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=timeout, check=False)
+
+
+@dataclass
+class Invoked:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def invoke(*args: str | Path) -> Invoked:
+    """`parval ARGS` in this process (the console entry point, exit code included): fast."""
+    import contextlib
+    import io
+
+    from parval.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code: int | str | None = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main([str(a) for a in args])
+        except SystemExit as exc:
+            code = exc.code
+    return Invoked(code if isinstance(code, int) else (0 if code is None else 1), out.getvalue(), err.getvalue())
+
+
+def run_in_pty(argv: list[str], timeout: float = 240) -> tuple[int, str, str]:
+    """Run with stderr on a pseudo-terminal (stdout a pipe): (exit code, stdout, terminal text)."""
+    master, slave = os.openpty()
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env)
+    os.close(slave)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # EIO: the child closed the terminal
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            elif proc.poll() is not None:
+                break
+        else:
+            proc.kill()
+        assert proc.stdout is not None
+        out = proc.stdout.read().decode()
+        proc.stdout.close()
+        rc = proc.wait(timeout=30)
+    finally:
+        os.close(master)
+    return rc, out, b"".join(chunks).decode(errors="replace")
+
+
+def campaign(root: Path, name: str, plan: Path, *extra: str) -> Outcome:
+    out = root / name
+    t0 = time.monotonic()
+    p = parval("run", plan, "--out", out, *extra)
+    return Outcome(out, plan, p.returncode, p.stdout, p.stderr, time.monotonic() - t0)
+
+
+
+
+def write_framework(directory: Path) -> None:
+    """A synthetic shared F1-F6 record for this stand-in and a passing X4 result, so that the
+    verdict depends on the model gate alone (the framework helper's tests cover real ones)."""
+    sha = hashlib.sha256(STANDIN.resolve().read_bytes()).hexdigest()
+    record = {"schema_version": 1, "record_id": "ux-synthetic",
+              "identity": {"candidate_sha256": sha, "backend": "cpu"},
+              "assertions": [{"id": f, "status": "PASS", "reason": "synthetic record (UX tests)"}
+                             for f in FRAMEWORK_GATE]}
+    (directory / "framework.json").write_text(json.dumps(record))
+    (directory / "x4.json").write_text(json.dumps({"assertion": "X4", "status": "PASS",
+                                                  "upstream": "0" * 40, "changed": []}))
