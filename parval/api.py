@@ -19,7 +19,8 @@ Listener = Callable[[dict[str, Any]], None]
 
 
 def prepare_run_dir(plan: Plan, out: Path | None) -> Path:
-    run_dir = new_run_dir(out, plan.name)
+    # Absolute, because servers run with their own directory as the working directory.
+    run_dir = new_run_dir(out.resolve() if out is not None else None, plan.name).resolve()
     (run_dir / "plan.yaml").write_bytes(plan.path.read_bytes())
     write_json(run_dir / "plan.json", plan.raw)
     write_json(run_dir / MANIFEST, build_manifest(plan))
