@@ -34,7 +34,7 @@ def plan_dict(tmp: Path, *, faults: list[str] | None = None, counts: list[int] |
                     "candidate": {"executable": STANDIN, "args": args}},
         "server": {"backend": "cpu", "ui_management": True},
         "model": {"id": "m", "family": "standin_tts", "task": "tts", "path": str(model),
-                  "load_options": {"capacity": 4, "service_ms": 45, "load_ms": 60,
+                  "load_options": {"capacity": 4, "service_ms": 100, "load_ms": 80,
                                    "cache_sensitive": cache_sensitive},
                   "cache_sensitive": cache_sensitive},
         "counts": counts or [1, 2, 4],

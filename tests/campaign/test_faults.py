@@ -90,10 +90,19 @@ def test_barging_past_a_waiting_unload_fails_m4(tmp_path: Path) -> None:
 
 
 def test_ignored_variation_field_fails_m3_variation(tmp_path: Path) -> None:
-    ev = run(tmp_path, plan_dict(tmp_path, faults=["ignore_seed"], counts=[1, 2], ten=2, mixed=3))
+    # The model itself ignores the seed (upstream and candidate alike): not a variation.
+    plan = plan_dict(tmp_path, faults=["ignore_seed"], counts=[1, 2], ten=2, mixed=3)
+    plan["servers"]["baseline"]["args"] = ["--fault", "ignore_seed"]
+    ev = run(tmp_path, plan)
     assert status(ev, "M3.variation") == "FAIL"
     assert "seed (seed)" in reason(ev, "M3.variation")
     assert status(ev, "M2.exact") == "PASS"
+
+
+def test_variation_ignored_by_the_candidate_only_fails_too(tmp_path: Path) -> None:
+    ev = run(tmp_path, plan_dict(tmp_path, faults=["ignore_seed"], counts=[1, 2], ten=2, mixed=3))
+    assert status(ev, "M3.variation") == "FAIL"
+    assert status(ev, "M2.exact") == "FAIL"  # and its outputs differ from upstream's
 
 
 def test_memory_growth_keeps_m5_stable_unresolved(tmp_path: Path) -> None:
