@@ -14,6 +14,9 @@ from parval.status import Result, Status, combine, pending
 
 
 def load_record(path: Path) -> dict[str, Any] | None:
+    """The record at `path`, or `path/record.json` when given the framework run directory."""
+    if path.is_dir():
+        path = path / "record.json"
     try:
         data = json.loads(path.read_text("utf-8"))
     except (OSError, ValueError):
@@ -42,6 +45,14 @@ def framework_checks(record_path: str | None, manifest: dict[str, Any],
                       f"!= {str(cand)[:12]})")
         elif ident.get("backend") != backend:
             reason = f"framework record is for backend {ident.get('backend')}, this run uses {backend}"
+        elif (other := _other_machine(ident, manifest)) is not None:
+            reason = f"framework record is for platform {other}, this run uses {_machine(manifest)}"
+        # Group summaries say where a pass is not a blanket pass (partial contract areas).
+        if isinstance(record.get("groups"), dict):
+            info["record"]["groups"] = {g: {k: v.get(k) for k in ("status", "coverage", "blanket_pass", "summary")}
+                                        for g, v in record["groups"].items() if isinstance(v, dict)}
+        if isinstance(record.get("verdict"), dict):
+            info["record"]["verdict"] = record["verdict"].get("line")
     if reason:
         results = [pending(fid, reason) for fid in FRAMEWORK_GATE]
     else:
@@ -60,6 +71,19 @@ def framework_checks(record_path: str | None, manifest: dict[str, Any],
     info["status"] = str(combine(r.status for r in results))
     info["assertions"] = [r.id for r in results]
     return results, info
+
+
+def _machine(manifest: dict[str, Any]) -> Any:
+    return manifest.get("platform", {}).get("machine")
+
+
+def _other_machine(ident: dict[str, Any], manifest: dict[str, Any]) -> str | None:
+    """The record's machine architecture when both sides name one and they differ."""
+    recorded = (ident.get("platform") or {}).get("machine") if isinstance(ident.get("platform"), dict) else None
+    here = _machine(manifest)
+    if recorded and here and recorded != here:
+        return str(recorded)
+    return None
 
 
 def _x4_from_protected(data: dict[str, Any]) -> Result:

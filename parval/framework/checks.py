@@ -1,0 +1,116 @@
+"""Sub-checks and how they become F assertion results.
+
+A probe judges what it forced as one or more sub-checks. A sub-check is FAIL when the
+server broke the contract, BLOCKED when the forced situation could not be judged because
+something else got in the way (another defect, a stalled registry), PENDING when the
+situation could not be set up here (403 without ui_management, a too-short request), and
+NOT_APPLICABLE only with a platform/implementation reason. An assertion combines its
+sub-checks (FAIL > BLOCKED > PENDING > PASS) and carries the contract limitations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from parval.assertions import FRAMEWORK_GATE
+from parval.framework import contract
+from parval.status import Result, Status, combine
+
+
+@dataclass
+class Check:
+    assertion: str
+    name: str
+    status: Status
+    detail: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"assertion": self.assertion, "name": self.name, "status": str(self.status),
+                "detail": self.detail, "evidence": self.evidence}
+
+
+class Verdict:
+    """Collects what was required of one forced situation and why it could not be judged."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.blockers: list[str] = []
+        self.pendings: list[str] = []
+        self.passed: list[str] = []
+
+    def require(self, condition: bool, text: str) -> bool:
+        (self.passed if condition else self.problems).append(text)
+        return condition
+
+    def block(self, text: str) -> None:
+        self.blockers.append(text)
+
+    def pend(self, text: str) -> None:
+        self.pendings.append(text)
+
+    @property
+    def status(self) -> Status:
+        if self.problems:
+            return Status.FAIL
+        if self.blockers:
+            return Status.BLOCKED
+        if self.pendings:
+            return Status.PENDING
+        return Status.PASS
+
+    def detail(self) -> str:
+        if self.problems:
+            return "violated: " + "; ".join(self.problems)
+        if self.blockers:
+            return "could not be judged: " + "; ".join(self.blockers)
+        if self.pendings:
+            return "not set up: " + "; ".join(self.pendings)
+        return "; ".join(self.passed) or "ok"
+
+
+class Findings:
+    """Every sub-check of one framework run, in the order the probes produced them."""
+
+    def __init__(self) -> None:
+        self.checks: list[Check] = []
+
+    def add(self, assertion: str, name: str, status: Status, detail: str,
+            **evidence: Any) -> Check:
+        if assertion not in FRAMEWORK_GATE:
+            raise ValueError(f"unknown framework assertion {assertion}")
+        check = Check(assertion, name, status, detail, dict(evidence))
+        self.checks.append(check)
+        return check
+
+    def judge(self, assertion: str, name: str, verdict: Verdict, **evidence: Any) -> Check:
+        return self.add(assertion, name, verdict.status, verdict.detail(), **evidence)
+
+    def of(self, assertion: str) -> list[Check]:
+        return [c for c in self.checks if c.assertion == assertion]
+
+
+def assertion_result(assertion: str, checks: Iterable[Check], *, unrun_reason: str,
+                     reproduction: str, extra_limitations: Iterable[str] = ()) -> Result:
+    """One F assertion from its sub-checks; no sub-check at all is PENDING with a reason."""
+    items = list(checks)
+    limitations = [*contract.limitations(assertion), *extra_limitations]
+    evidence: dict[str, Any] = {"checks": [c.to_json() for c in items],
+                                "contract": contract.coverage_json(assertion)}
+    if not items:
+        return Result(assertion, Status.PENDING, unrun_reason, evidence, reproduction, limitations)
+    status = combine(c.status for c in items)
+    if status is Status.NOT_APPLICABLE:
+        reasons = "; ".join(f"{c.name}: {c.detail}" for c in items)
+        return Result(assertion, status, reasons, evidence, reproduction, limitations)
+    bad = [c for c in items if c.status not in (Status.PASS, Status.NOT_APPLICABLE)]
+    if bad:
+        reason = " | ".join(f"{c.name} {c.status}: {c.detail}" for c in bad)
+    else:
+        reason = f"{len(items)} sub-check(s) passed: " + ", ".join(c.name for c in items)
+    for c in items:
+        if c.status is Status.NOT_APPLICABLE:
+            limitations.append(f"{c.name} not applicable: {c.detail}")
+    return Result(assertion, status, reason, evidence, reproduction, limitations)

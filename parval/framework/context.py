@@ -1,0 +1,116 @@
+"""Everything the probes share: the plan, the candidate launch settings, model entries
+derived from the plan's model, measured timing, reference outputs and the findings."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from parval.errors import PlanError
+from parval.evidence import EventLog
+from parval.framework.checks import Findings
+from parval.framework.settings import ProbeOptions, Timing
+from parval.gates.compare import canonicalize
+from parval.plan import Plan, resolve_executable
+from parval.runners.server import LaunchSpec, server_config
+
+OMIT = "omit"
+
+
+class Context:
+    def __init__(self, plan: Plan, run_dir: Path, log: EventLog, options: ProbeOptions) -> None:
+        self.plan = plan
+        self.run_dir = run_dir
+        self.log = log
+        self.options = options
+        self.findings = Findings()
+        exe = resolve_executable(plan.candidate.executable, plan.base_dir)
+        if exe is None:
+            raise PlanError(f"servers.candidate.executable: '{plan.candidate.executable}' not found")
+        self.exe = exe
+        t = plan.timeouts
+        self.ready_timeout_s = float(t["ready_s"])
+        self.request_timeout_s = float(t["request_s"])
+        self.grace_s = float(t["shutdown_grace_s"])
+        self.max_body_bytes = int(float(t["max_response_mib"]) * 1024 * 1024)
+        self.poll_interval_s = plan.status_poll_s
+        self.route = str(plan.raw["requests"]["route"])
+        self.ui = bool(plan.server["ui_management"])
+        self.timing: Timing | None = None
+        self.capacity: int | None = None
+        # reference outputs: configuration tag -> canonical output hashes seen serially
+        self.refs: dict[str, set[str]] = {}
+        self.notes: list[str] = []
+
+    # -- ids and entries --------------------------------------------------------------------
+    @property
+    def model_id(self) -> str:
+        return self.plan.model_id
+
+    def derived_id(self, suffix: str) -> str:
+        return f"{self.plan.model_id}-{suffix}"
+
+    def session_options(self, distinct: int | None = None) -> dict[str, Any]:
+        """The plan's session options, or those plus the n-th distinguishing set."""
+        opts = dict(self.plan.model["session_options"])
+        if distinct is not None:
+            opts.update(self.options.distinct_session_options[distinct])
+        return opts
+
+    def entry(self, model_id: str | None = None, *, slots: Any = OMIT, distinct: int | None = None,
+              **overrides: Any) -> dict[str, Any]:
+        """A config/registration entry derived from the plan's model (only id/options vary).
+
+        Entries are always lazy: first-request and first-load probes need a cold model.
+        """
+        m = self.plan.model
+        entry: dict[str, Any] = {
+            "id": model_id or m["id"], "family": m["family"], "task": m["task"], "mode": m["mode"],
+            "path": str(self.plan.model_path), "lazy": True,
+        }
+        for key in ("load_options", "default_request_options"):
+            if m[key]:
+                entry[key] = copy.deepcopy(m[key])
+        opts = self.session_options(distinct)
+        if opts:
+            entry["session_options"] = opts
+        entry.update(copy.deepcopy(m["entry_extra"]))
+        if slots != OMIT:
+            entry["slots"] = slots
+        entry.update(overrides)
+        return entry
+
+    @staticmethod
+    def registration(entry: dict[str, Any]) -> dict[str, Any]:
+        """A /v1/models/load body: the keys that route parses (no lazy/busy/defaults)."""
+        drop = {"lazy", "busy_timeout_ms", "default_request_options", "voice_presets",
+                "default_voice_preset", "live_ingest"}
+        return {k: v for k, v in entry.items() if k not in drop}
+
+    def launch_spec(self, models: list[dict[str, Any]], *, flagged: bool,
+                    ui: bool | None = None, **server: Any) -> LaunchSpec:
+        spec = self.plan.candidate
+        env = dict(spec.env)
+        # Observer traces (validation builds) let probes see which session served whom.
+        env.setdefault("AUDIOCPP_SLOT_VALIDATION_OBSERVER", "1")
+        settings = {**self.plan.server, **server}
+        cfg = server_config(settings, models[0], models)
+        return LaunchSpec(self.exe, cfg, flagged and spec.knows_parallel_jobs, tuple(spec.args),
+                          env, ui_management=self.ui if ui is None else ui)
+
+    # -- requests and outputs ---------------------------------------------------------------
+    def base_request(self) -> dict[str, Any]:
+        return copy.deepcopy(self.plan.requests()[0].body)
+
+    def canon(self, body: bytes) -> str | None:
+        out = canonicalize(body, self.plan.volatile_fields)
+        return out.canon if out.valid else None
+
+    def add_refs(self, tag: str, outputs: list[str | None]) -> set[str]:
+        seen = {o for o in outputs if o is not None}
+        self.refs.setdefault(tag, set()).update(seen)
+        return self.refs[tag]
+
+    def matches(self, tag: str, output: str | None) -> bool:
+        return output is not None and output in self.refs.get(tag, set())

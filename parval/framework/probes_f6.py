@@ -1,0 +1,55 @@
+"""F6: the common CTests, the ASan/TSan builds and a seeded stress job, through
+parval/runners/ctest.py. A job without a build directory is listed as not run, with the
+reason, and its assertion stays PENDING."""
+
+from __future__ import annotations
+
+import functools
+
+import anyio
+
+from parval.framework.context import Context
+from parval.runners.ctest import DEFAULT_LABEL, STRESS_LABEL, CTestRun, run_ctest
+
+STRESS_SEED_ENV = "AUDIOCPP_STRESS_SEED"
+
+
+async def ctest_runs(ctx: Context) -> list[CTestRun]:
+    fw = ctx.plan.framework
+    regex = fw.get("ctest_regex")
+    build = fw.get("ctest_build_dir")
+    timeout = ctx.options.ctest_timeout_s
+    runs: list[CTestRun] = []
+
+    async def run(build_dir: str, label: str, tests_regex: str | None, *,
+                  extra_args: tuple[str, ...] = (), env: dict[str, str] | None = None,
+                  meta: dict[str, object] | None = None) -> CTestRun:
+        call = functools.partial(run_ctest, ctx.plan.resolve(build_dir), tests_regex=tests_regex,
+                                 label=label, timeout_s=timeout, extra_args=extra_args, env=env,
+                                 meta=meta)
+        result: CTestRun = await anyio.to_thread.run_sync(call)
+        ctx.log.append("ctest", label=result.label, summary=result.summary(), status=result.status)
+        return result
+
+    if build:
+        runs.append(await run(build, DEFAULT_LABEL, regex))
+    else:
+        runs.append(CTestRun.not_run(DEFAULT_LABEL, "no framework.ctest_build_dir in the plan"))
+    dirs = fw.get("sanitizer_build_dirs") or {}
+    for label in ctx.options.sanitizers:
+        if label in dirs:
+            runs.append(await run(dirs[label], label, regex, meta={"sanitizer": label}))
+        else:
+            runs.append(CTestRun.not_run(label, f"no framework.sanitizer_build_dirs.{label} in the plan "
+                                                "(unsupported platform or not built)"))
+    stress = ctx.options.stress
+    if stress is None:
+        runs.append(CTestRun.not_run(STRESS_LABEL, "no stress job in the probes file (stress: {regex, seed, repeat})"))
+    elif not build:
+        runs.append(CTestRun.not_run(STRESS_LABEL, "the stress job needs framework.ctest_build_dir"))
+    else:
+        runs.append(await run(build, STRESS_LABEL, stress.regex,
+                              extra_args=("--repeat", f"until-fail:{stress.repeat}"),
+                              env={STRESS_SEED_ENV: str(stress.seed)},
+                              meta={"seed": stress.seed, "repeat": stress.repeat}))
+    return runs

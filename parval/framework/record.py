@@ -1,0 +1,154 @@
+"""The framework record: identity (what was tested, where), one result per F assertion,
+group summaries that are never a blanket pass over partial contract areas, the CTest runs
+and the verdict. Validated against schemas/framework.schema.json before it is written.
+
+Format history: schema_version 1 = first version. Model evidence reads `identity`,
+`record_id` and `assertions` (parval/gates/framework_ref.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from parval import PROCEDURE_VERSION, __version__
+from parval.assertions import FRAMEWORK_GATE, group_of
+from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE
+from parval.evidence import sha256_file, write_json
+from parval.framework import contract
+from parval.framework.context import Context
+from parval.runners.ctest import CTestRun
+from parval.schemas_io import schema_errors
+from parval.status import Result, Status, combine
+
+RECORD = "record.json"
+SCHEMA_VERSION = 1
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def identity(ctx: Context, source_commit: str | None) -> dict[str, Any]:
+    """The scope this record speaks for: one source/build/platform/backend."""
+    spec = ctx.plan.candidate
+    server = ctx.plan.server
+    return {
+        "candidate_sha256": sha256_file(ctx.exe),
+        "candidate_path": str(ctx.exe),
+        "candidate_name": spec.executable,
+        "candidate_args": list(spec.args),
+        "source_commit": source_commit or ctx.options.source_commit,
+        "backend": server["backend"],
+        "device": server["device"],
+        "threads": server["threads"],
+        "platform": {"os": platform.platform(), "machine": platform.machine(), "cpu": _cpu(),
+                     "cpu_count": os.cpu_count(), "python": sys.version.split()[0]},
+        "plan_sha256": ctx.plan.sha256,
+        "plan_path": str(ctx.plan.path),
+        "plan_name": ctx.plan.name,
+        "probes_file": {"path": ctx.options.path, "sha256": ctx.options.sha256},
+    }
+
+
+def record_id(ident: dict[str, Any], stamp: str) -> str:
+    digest = hashlib.sha256(json.dumps({**ident, "stamp": stamp}, sort_keys=True).encode()).hexdigest()
+    return f"fw-{stamp}-{ident['candidate_sha256'][:8]}-{digest[:8]}"
+
+
+def groups(results: list[Result]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for g in sorted({group_of(r.id) for r in results}):
+        members = [r for r in results if group_of(r.id) == g]
+        status = combine(r.status for r in members)
+        partial = sorted({a for r in members for a in contract.COVERAGE.get(r.id, contract.Coverage((), ())).areas
+                          if contract.AREAS[a] != "Directly tested"})
+        limited = [r.id for r in members if r.limitations]
+        blanket = status is Status.PASS and not partial and not limited
+        if status is Status.PASS and not blanket:
+            summary = (f"{g} PASS with partial coverage: every assertion passed, but contract area(s) "
+                       f"{', '.join(partial)} are partially tested and {len(limited)} assertion(s) carry "
+                       "limitations; not a blanket pass")
+        else:
+            counts = {s: sum(1 for r in members if r.status is s) for s in Status}
+            summary = f"{g} {status}: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+        out[g] = {"status": str(status), "assertions": [r.id for r in members],
+                  "coverage": "partial" if (partial or limited) else "full",
+                  "blanket_pass": blanket, "partial_areas": partial, "summary": summary}
+    return out
+
+
+def verdict(results: list[Result]) -> dict[str, Any]:
+    applicable = [r for r in results if r.applicable]
+    status = combine(r.status for r in applicable)
+    if status is Status.PASS:
+        code, line = EXIT_ADMITTED, "every applicable F assertion PASS (partial contract areas noted)"
+    elif status is Status.FAIL:
+        failed = [r.id for r in applicable if r.status is Status.FAIL]
+        code, line = EXIT_FAILED, f"FAIL: {', '.join(failed)}"
+    else:
+        open_ = [f"{r.id} {r.status}" for r in applicable if r.status is not Status.PASS]
+        code, line = EXIT_INCOMPLETE, "evidence collected; validation pending: " + ", ".join(open_)
+    return {"status": str(status), "exit_code": code, "line": line}
+
+
+def build_record(ctx: Context, results: list[Result], runs: list[CTestRun], *, started: float,
+                 outcomes: list[dict[str, Any]], selection: list[str], source_commit: str | None,
+                 argv: list[str]) -> dict[str, Any]:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))
+    ident = identity(ctx, source_commit)
+    missing = [a for a in FRAMEWORK_GATE if a not in {r.id for r in results}]
+    if missing:
+        raise RuntimeError(f"framework record lacks {missing}")
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "parval-framework-record",
+        "record_id": record_id(ident, stamp),
+        "procedure_version": PROCEDURE_VERSION,
+        "parval_version": __version__,
+        "created_at": stamp,
+        "elapsed_s": round(time.time() - started, 3),
+        "identity": ident,
+        "scope": {
+            "capacity": ctx.capacity,
+            "counts_tested": [n for n in ctx.plan.counts if n <= (ctx.capacity or 1)],
+            "plan_counts": ctx.plan.counts,
+            "ui_management": ctx.ui,
+            "model": {"id": ctx.model_id, "family": ctx.plan.model["family"],
+                      "task": ctx.plan.model["task"], "mode": ctx.plan.model["mode"],
+                      "path": str(ctx.plan.model_path),
+                      "sha256": sha256_file(ctx.plan.model_path) if ctx.plan.model_path.is_file() else None},
+            "timing": ctx.timing.to_json() if ctx.timing else None,
+            "selection": selection,
+            "notes": ctx.notes,
+        },
+        "contract": {"version": contract.CONTRACT_VERSION, "document": contract.CONTRACT_DOC,
+                     "areas": contract.AREAS},
+        "assertions": [r.to_json() for r in results],
+        "groups": groups(results),
+        "probes": outcomes,
+        "ctest_runs": [r.to_json() for r in runs],
+        "verdict": verdict(results),
+        "reproduction": " ".join(argv),
+    }
+
+
+def write_record(run_dir: Path, record: dict[str, Any]) -> Path:
+    errors = schema_errors(record, "framework")
+    if errors:
+        raise RuntimeError("framework record does not validate: " + "; ".join(errors[:5]))
+    path = run_dir / RECORD
+    write_json(path, record)
+    return path

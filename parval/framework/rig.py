@@ -1,0 +1,314 @@
+"""A fresh candidate server for one group of probes, with a multi-model status poller and
+requests in flight that the probe can start, observe, cancel and time.
+
+Every request is a `Flight` started in the rig's task group, so a probe can send work,
+wait until the server reports it queued or active, issue management behind it, and then
+judge the recorded send/completion times. Every flight and a status summary are written
+to the event log.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import httpx
+from anyio.abc import TaskGroup, TaskStatus
+
+from parval.runners.client import Client, Reply
+from parval.runners.server import LaunchSpec, ServerProcess, spawn, wait_ready
+from parval.runners.status import StatusSample, parse_models
+
+if TYPE_CHECKING:
+    from parval.framework.context import Context
+
+
+@dataclass
+class Flight:
+    label: str
+    method: str
+    path: str
+    t_send: float = 0.0
+    reply: Reply | None = None
+    cancelled: bool = False
+    done: anyio.Event = field(default_factory=anyio.Event)
+    scope: anyio.CancelScope | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.done.is_set()
+
+    @property
+    def t_done(self) -> float:
+        return self.reply.t_done if self.reply is not None else float("inf")
+
+    @property
+    def status(self) -> int | None:
+        return self.reply.status if self.reply is not None else None
+
+    def json(self) -> Any:
+        return self.reply.json() if self.reply is not None else None
+
+    def message(self) -> str:
+        return self.reply.error_message() if self.reply is not None else ""
+
+    async def wait(self, timeout_s: float) -> bool:
+        with anyio.move_on_after(timeout_s):
+            await self.done.wait()
+        return self.finished
+
+    def cancel(self) -> None:
+        """Drop the client side (the connection closes), as a client going away would."""
+        if self.scope is not None and not self.finished:
+            self.cancelled = True
+            self.scope.cancel()
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    t: float
+    ok: bool
+    rtt: float
+    models: dict[str, StatusSample]
+
+    def get(self, model_id: str) -> StatusSample | None:
+        return self.models.get(model_id)
+
+    def active(self, model_id: str) -> int:
+        s = self.models.get(model_id)
+        return (s.active or 0) if s else 0
+
+    def queued(self, model_id: str) -> int:
+        s = self.models.get(model_id)
+        return (s.queued or 0) if s else 0
+
+    def loaded(self, model_id: str) -> bool | None:
+        s = self.models.get(model_id)
+        return s.loaded if s else None
+
+    def capacity(self, model_id: str) -> int | None:
+        s = self.models.get(model_id)
+        return s.max_parallel if s else None
+
+    def slots(self, model_id: str) -> int | None:
+        s = self.models.get(model_id)
+        return s.slots if s else None
+
+
+class ModelsPoller:
+    """GET /v1/models in a loop, one snapshot of every model per poll (observational)."""
+
+    def __init__(self, base_url: str, model_ids: list[str], interval_s: float) -> None:
+        self.base_url = base_url
+        self.model_ids = list(model_ids)
+        self.interval_s = interval_s
+        self.samples: list[Snapshot] = []
+        self.errors = 0
+        self._changed = anyio.Event()
+
+    @property
+    def latest(self) -> Snapshot | None:
+        return self.samples[-1] if self.samples else None
+
+    async def run(self) -> None:
+        limits = httpx.Limits(max_connections=2, max_keepalive_connections=0)
+        async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(30.0)) as client:
+            while True:
+                t0 = time.monotonic()
+                models: dict[str, StatusSample] = {}
+                ok = False
+                try:
+                    resp = await client.get(self.base_url + "/v1/models")
+                    if resp.status_code == 200:
+                        ok = True
+                        for mid in self.model_ids:
+                            sample = parse_models(resp.content, mid)
+                            if sample is not None and sample.present:
+                                models[mid] = sample
+                except httpx.HTTPError:
+                    pass
+                if not ok:
+                    self.errors += 1
+                t1 = time.monotonic()
+                self.samples.append(Snapshot(t1, ok, t1 - t0, models))
+                self._changed.set()
+                self._changed = anyio.Event()
+                await anyio.sleep(max(0.0, self.interval_s - (time.monotonic() - t0)))
+
+    async def wait_for(self, predicate: Callable[[Snapshot], bool], timeout_s: float,
+                       *, after: float | None = None) -> Snapshot | None:
+        """A snapshot taken after `after` (default: now) that satisfies `predicate`."""
+        since = time.monotonic() if after is None else after
+        with anyio.move_on_after(timeout_s):
+            while True:
+                s = self.latest
+                if s is not None and s.ok and s.t >= since and predicate(s):
+                    return s
+                await self._changed.wait()
+        return None
+
+    def between(self, t0: float, t1: float) -> list[Snapshot]:
+        return [s for s in self.samples if t0 <= s.t <= t1 and s.ok]
+
+
+class Rig:
+    def __init__(self, ctx: Context, name: str, server: ServerProcess, client: Client,
+                 poller: ModelsPoller, tg: TaskGroup, flagged: bool) -> None:
+        self.ctx = ctx
+        self.name = name
+        self.server = server
+        self.client = client
+        self.poller = poller
+        self.tg = tg
+        self.flagged = flagged
+        self.t0 = time.monotonic()
+        self.flights: list[Flight] = []
+        self.stop_info: dict[str, Any] | None = None
+
+    def rel(self, t: float) -> float | None:
+        return None if t == float("inf") else round(t - self.t0, 4)
+
+    # -- flights --------------------------------------------------------------------------
+    async def start(self, label: str, method: str, path: str, body: Any = None,
+                    timeout_s: float | None = None) -> Flight:
+        flight = Flight(label, method, path)
+        self.flights.append(flight)
+        await self.tg.start(self._fly, flight, body, timeout_s)
+        return flight
+
+    async def _fly(self, flight: Flight, body: Any, timeout_s: float | None,
+                   *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        with anyio.CancelScope() as scope:
+            flight.scope = scope
+            flight.t_send = time.monotonic()
+            task_status.started()
+            flight.reply = await self.client.request(flight.method, flight.path, body, timeout_s)
+        if scope.cancelled_caught:
+            flight.cancelled = True
+        self.ctx.log.append("flight", rig=self.name, label=flight.label, path=flight.path,
+                            t_send=self.rel(flight.t_send),
+                            t_done=self.rel(flight.t_done) if flight.reply else None,
+                            cancelled=flight.cancelled,
+                            reply=flight.reply.summary() if flight.reply else None)
+        flight.done.set()
+
+    async def call(self, label: str, method: str, path: str, body: Any = None,
+                   timeout_s: float | None = None) -> Flight:
+        flight = await self.start(label, method, path, body, timeout_s)
+        await flight.done.wait()
+        return flight
+
+    def run_body(self, model: str, request: dict[str, Any] | None = None,
+                 busy_timeout_ms: int | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": model, "request": request or self.ctx.base_request()}
+        if busy_timeout_ms is not None:
+            body["busy_timeout_ms"] = busy_timeout_ms
+        return body
+
+    async def start_run(self, label: str, model: str, *, request: dict[str, Any] | None = None,
+                        busy_timeout_ms: int | None = None) -> Flight:
+        return await self.start(label, "POST", self.ctx.route,
+                                self.run_body(model, request, busy_timeout_ms))
+
+    async def run(self, label: str, model: str, *, request: dict[str, Any] | None = None,
+                  busy_timeout_ms: int | None = None) -> Flight:
+        flight = await self.start_run(label, model, request=request, busy_timeout_ms=busy_timeout_ms)
+        await flight.done.wait()
+        return flight
+
+    async def bulk(self, label: str, ids: list[str]) -> Flight:
+        return await self.start(label, "POST", "/v1/tasks/unload_models", {"model_ids": ids})
+
+    async def settle(self, flights: list[Flight], timeout_s: float) -> bool:
+        """Every flight finished within the bound (False means something never completed)."""
+        deadline = time.monotonic() + timeout_s
+        for f in flights:
+            if not await f.wait(max(0.0, deadline - time.monotonic())):
+                return False
+        return True
+
+    # -- status ---------------------------------------------------------------------------
+    def watch(self, model_id: str) -> None:
+        """Also poll a model registered after the rig started."""
+        if model_id not in self.poller.model_ids:
+            self.poller.model_ids.append(model_id)
+
+    async def wait(self, predicate: Callable[[Snapshot], bool], timeout_s: float,
+                   *, after: float | None = None) -> Snapshot | None:
+        return await self.poller.wait_for(predicate, timeout_s, after=after)
+
+    async def drained(self, models: list[str], timeout_s: float) -> bool:
+        seen = await self.wait(lambda s: all(s.get(m) is not None and s.active(m) == 0
+                                             and s.queued(m) == 0 for m in models), timeout_s)
+        return seen is not None
+
+    async def responsive(self, timeout_s: float) -> bool:
+        """Does the registry answer a status read now? (A stalled one confounds probes.)"""
+        f = await self.start("status-canary", "GET", "/health", timeout_s=timeout_s + 5)
+        return await f.wait(timeout_s) and f.status == 200
+
+    def output(self, flight: Flight) -> str | None:
+        """Canonical hash of a successful reply's output (volatile fields removed)."""
+        if flight.reply is None or flight.status != 200:
+            return None
+        return self.ctx.canon(flight.reply.body)
+
+    def timeline(self, flights: list[Flight]) -> list[dict[str, Any]]:
+        return [{"label": f.label, "t_send": self.rel(f.t_send), "t_done": self.rel(f.t_done),
+                 "status": f.status, "cancelled": f.cancelled,
+                 "error": f.message()[:200] if f.status not in (None, 200) else ""}
+                for f in flights]
+
+
+def _write_status(path: Path, rig: Rig) -> None:
+    """The status trace: [t, rtt_ms, {model: [active, queued, loaded, max_parallel, slots]}]."""
+    lines = []
+    for s in rig.poller.samples:
+        models = {m: [x.active, x.queued, x.loaded, x.max_parallel, x.slots] for m, x in s.models.items()}
+        lines.append(json.dumps([rig.rel(s.t), round(s.rtt * 1000, 2), models if s.ok else None]))
+    path.write_text("\n".join(lines) + ("\n" if lines else ""))
+
+
+@asynccontextmanager
+async def open_rig(ctx: Context, name: str, spec: LaunchSpec, model_ids: list[str]) -> AsyncIterator[Rig]:
+    """Launch, wait for /health, poll, yield; always stop the server and record the end."""
+    directory: Path = ctx.run_dir / "servers" / name
+    ctx.log.append("rig_start", rig=name, flagged=spec.flagged, config=spec.config,
+                   ui_management=spec.ui_management)
+    server = spawn(spec, directory, name)
+    rig: Rig | None = None
+    try:
+        ready_s = await wait_ready(server, ctx.ready_timeout_s)
+        ctx.log.append("rig_ready", rig=name, ready_s=round(ready_s, 4), argv=server.argv)
+        async with anyio.create_task_group() as tg:
+            poller = ModelsPoller(server.base_url, model_ids, ctx.poll_interval_s)
+            tg.start_soon(poller.run)
+            await poller.wait_for(lambda s: True, 10.0)
+            client = Client(server.base_url, max_connections=64,
+                            request_timeout_s=ctx.request_timeout_s,
+                            max_body_bytes=ctx.max_body_bytes)
+            rig = Rig(ctx, name, server, client, poller, tg, spec.flagged)
+            try:
+                yield rig
+            finally:
+                with anyio.CancelScope(shield=True):
+                    if rig.stop_info is None:
+                        rig.stop_info = await server.stop(ctx.grace_s)
+                    await client.aclose()
+                tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            if server.returncode() is None:
+                await server.stop(min(ctx.grace_s, 5.0))
+        if rig is not None:
+            _write_status(directory / "status.jsonl", rig)
+        ctx.log.append("rig_end", rig=name, stop=rig.stop_info if rig else server.stop_info,
+                       polls=len(rig.poller.samples) if rig else 0,
+                       poll_errors=rig.poller.errors if rig else 0,
+                       log_tail=server.log_tail(1500))

@@ -1,0 +1,192 @@
+"""The framework run: probes in a fixed order (calibration first), each on its own fresh
+servers and under its own deadline, then CTest, then one result per F assertion.
+
+A probe that cannot finish (server did not start, deadline, a parval error) leaves its
+assertions BLOCKED with the reason; it never turns into a PASS or a model FAIL.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from parval.assertions import FRAMEWORK_GATE, group_of
+from parval.errors import ServerStartError, UsageError
+from parval.framework import contract
+from parval.framework.checks import assertion_result
+from parval.framework.context import Context
+from parval.framework.probes_f1 import cap1_probe, fifo_probe, overdue_probe
+from parval.framework.probes_f2 import callback_probe, reconfigure_probe, unload_load_probe
+from parval.framework.probes_f3 import attach_ctest, failures_probe
+from parval.framework.probes_f4 import disconnect_probe, shutdown_probe, stalled_io_probe
+from parval.framework.probes_f5 import bulk_probe, limit_probe
+from parval.framework.probes_f6 import ctest_runs
+from parval.framework.probes_legacy import legacy_probe
+from parval.framework.probes_timeouts import flagged_timeouts_probe
+from parval.framework.probes_unsupported import unsupported_probe
+from parval.runners.ctest import DEFAULT_REQUIRED_TESTS, CTestRun, assess_f6
+from parval.status import Result, Status
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    assertions: tuple[str, ...]
+    run: Callable[[Context], Awaitable[None]]
+
+
+async def _limit2(ctx: Context) -> None:
+    await limit_probe(ctx, 2)
+
+
+async def _limit1(ctx: Context) -> None:
+    await limit_probe(ctx, 1)
+
+
+CALIBRATION = Probe("f1_cap1", ("F1.cap1_fifo", "F2.first_publish", "F1.fifo"), cap1_probe)
+PROBES: tuple[Probe, ...] = (
+    CALIBRATION,
+    Probe("f1_fifo", ("F1.fifo", "F2.first_publish"), fifo_probe),
+    Probe("f1_overdue", ("F1.overdue",), overdue_probe),
+    Probe("f1_timeouts", ("F1.timeouts",), flagged_timeouts_probe),
+    Probe("legacy", ("F1.legacy_admission", "F1.timeouts", "F2.first_publish", "F2.unload_vs_load"),
+          legacy_probe),
+    Probe("f1_unsupported", ("F1.unsupported",), unsupported_probe),
+    Probe("f2_unload_load", ("F2.unload_vs_load",), unload_load_probe),
+    Probe("f2_reconfigure", ("F2.reconfigure_queued", "F2.invalid_replacement", "F2.same_id", "F1.fifo"),
+          reconfigure_probe),
+    Probe("f2_callback", ("F2.callback_lease",), callback_probe),
+    Probe("f3_failures", ("F3.load_failures", "F3.ownership"), failures_probe),
+    Probe("f4_disconnect", ("F4.disconnect",), disconnect_probe),
+    Probe("f4_shutdown", ("F4.shutdown",), shutdown_probe),
+    Probe("f4_stalled_io", ("F4.shutdown",), stalled_io_probe),
+    Probe("f5_limit2", ("F5.two_models", "F5.retiring_residency"), _limit2),
+    Probe("f5_limit1", ("F5.two_models", "F5.retiring_residency"), _limit1),
+    Probe("f5_bulk", ("F5.bulk_ready_first", "F5.no_convoy", "F5.bulk_selections"), bulk_probe),
+)
+
+
+def parse_selection(only: str | None) -> set[str]:
+    """`--only F1,F5.no_convoy` → the assertion ids it names (groups expand)."""
+    if not only:
+        return set(FRAMEWORK_GATE)
+    chosen: set[str] = set()
+    for part in (p.strip() for p in only.split(",") if p.strip()):
+        matched = {a for a in FRAMEWORK_GATE if a == part or group_of(a) == part}
+        if not matched:
+            raise UsageError(f"--only {part!r}: not an F assertion or group (e.g. F1, F5.no_convoy)")
+        chosen |= matched
+    return chosen
+
+
+def check_skips(skip: frozenset[str]) -> None:
+    names = {p.name for p in PROBES}
+    unknown = sorted(skip - names)
+    if unknown:
+        raise UsageError(f"probes file skip: unknown probe(s) {unknown}; known: {sorted(names)}")
+    if CALIBRATION.name in skip:
+        raise UsageError(f"probes file skip: {CALIBRATION.name} is the calibration start; it cannot be skipped")
+
+
+async def run_probes(ctx: Context, selected: set[str]) -> tuple[list[dict[str, Any]], list[CTestRun]]:
+    """Run every probe the selection needs; returns per-probe outcomes and CTest runs."""
+    outcomes: list[dict[str, Any]] = []
+    calibrated = True
+    http = {a for p in PROBES for a in p.assertions}
+    for probe in PROBES if selected & http else ():
+        if probe is not CALIBRATION and not selected & set(probe.assertions):
+            continue
+        if probe.name in ctx.options.skip:
+            for aid in probe.assertions:
+                ctx.findings.add(aid, probe.name, Status.PENDING, "skipped by the probes file")
+            outcomes.append({"probe": probe.name, "outcome": "skipped"})
+            continue
+        if not calibrated:
+            for aid in probe.assertions:
+                ctx.findings.add(aid, probe.name, Status.BLOCKED,
+                                 "the calibration start failed, so no timing could be derived")
+            outcomes.append({"probe": probe.name, "outcome": "blocked"})
+            continue
+        outcome = await _run_one(ctx, probe)
+        outcomes.append(outcome)
+        if probe is CALIBRATION and outcome["outcome"] != "ok":
+            calibrated = False
+    runs: list[CTestRun] = []
+    if selected & {a for a in FRAMEWORK_GATE if a.startswith(("F6.", "F3."))}:
+        runs = await ctest_runs(ctx)
+        attach_ctest(ctx, runs)
+    return outcomes, runs
+
+
+async def _run_one(ctx: Context, probe: Probe) -> dict[str, Any]:
+    t0 = time.monotonic()
+    ctx.log.append("probe_begin", probe=probe.name)
+    error = ""
+    try:
+        try:
+            with anyio.fail_after(float(ctx.plan.timeouts["start_s"])):
+                await probe.run(ctx)
+        except BaseExceptionGroup as group:
+            raise _leaf(group) from None
+    except ServerStartError as exc:
+        error = f"server did not start: {exc.message}"
+        ctx.log.append("probe_error", probe=probe.name, error=error, log_tail=exc.log_tail)
+    except TimeoutError:
+        error = f"timeouts.start_s={ctx.plan.timeouts['start_s']} reached"
+        ctx.log.append("probe_error", probe=probe.name, error=error)
+    except Exception as exc:  # a probe bug or an unexpected reply shape: recorded, never a pass
+        error = f"{type(exc).__name__}: {exc}"
+        ctx.log.append("probe_error", probe=probe.name, error=error, traceback=traceback.format_exc())
+    elapsed = round(time.monotonic() - t0, 3)
+    ctx.log.append("probe_end", probe=probe.name, ok=not error, elapsed_s=elapsed)
+    if error:
+        for aid in probe.assertions:
+            ctx.findings.add(aid, probe.name, Status.BLOCKED, f"probe {probe.name} did not complete: {error}")
+    return {"probe": probe.name, "outcome": "error" if error else "ok", "error": error,
+            "elapsed_s": elapsed, "assertions": list(probe.assertions)}
+
+
+def _leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    leaves: list[BaseException] = []
+
+    def walk(e: BaseException) -> None:
+        if isinstance(e, BaseExceptionGroup):
+            for sub in e.exceptions:
+                walk(sub)
+        elif not isinstance(e, anyio.get_cancelled_exc_class()):
+            leaves.append(e)
+
+    walk(group)
+    return leaves[0] if leaves else group
+
+
+def results(ctx: Context, selected: set[str], runs: list[CTestRun], only: str | None) -> list[Result]:
+    """One Result per F assertion, in catalogue order."""
+    reproduction = f"parval framework {ctx.plan.path} --only {{id}}"
+    out: list[Result] = []
+    f6: dict[str, Result] = {}
+    if runs:
+        required = ctx.options.required_tests
+        for r in assess_f6(runs, DEFAULT_REQUIRED_TESTS if required is None else required,
+                           ctx.options.sanitizers):
+            r.limitations = [*contract.limitations(r.id), *r.limitations]
+            r.evidence = {**r.evidence, "contract": contract.coverage_json(r.id)}
+            f6[r.id] = r
+    for aid in FRAMEWORK_GATE:
+        if aid not in selected:
+            r = Result(aid, Status.PENDING, f"not selected in this record (--only {only})",
+                       {"checks": [c.to_json() for c in ctx.findings.of(aid)]},
+                       reproduction.format(id=aid))
+        elif aid in f6:
+            r = f6[aid]
+        else:
+            r = assertion_result(aid, ctx.findings.of(aid),
+                                 unrun_reason="no probe produced evidence for this assertion",
+                                 reproduction=reproduction.format(id=aid))
+        out.append(r)
+    return out

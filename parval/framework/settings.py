@@ -1,0 +1,166 @@
+"""Framework-only settings (`--probes FILE`) and the timing every probe derives from the
+server's own measured request, load and teardown times.
+
+The plan format is shared with `parval run`; keys that only the framework gate needs
+live in this optional YAML file instead of the plan schema:
+
+    source_commit: 0123abcd...          # recorded in the identity (or --source-commit)
+    distinct_session_options:          # session_options that make outputs differ
+      - {parval_probe: "1"}
+      - {parval_probe: "2"}
+      - {parval_probe: "3"}
+    min_service_ms: 100                 # shorter warm requests cannot force orders
+    stalled_io_grace_s: 3               # exit bound with stalled client sockets
+    sanitizers: [asan, tsan]
+    required_tests: [parallel_http_live_body_test, parallel_http_ownership_test]
+    ctest_timeout_s: 1800
+    stress: {regex: "stress", seed: 1234, repeat: 20}
+    skip: [f4_stalled_io]               # probe names; their assertions stay PENDING
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from parval.errors import UsageError
+
+DEFAULT_DISTINCT: tuple[dict[str, str], ...] = (
+    {"parval_probe": "1"}, {"parval_probe": "2"}, {"parval_probe": "3"},
+)
+KNOWN_KEYS = {"source_commit", "distinct_session_options", "min_service_ms", "stalled_io_grace_s",
+              "sanitizers", "required_tests", "ctest_timeout_s", "stress", "skip"}
+
+
+@dataclass(frozen=True)
+class Stress:
+    regex: str | None
+    seed: int
+    repeat: int
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    source_commit: str | None = None
+    distinct_session_options: tuple[dict[str, Any], ...] = DEFAULT_DISTINCT
+    min_service_ms: float = 100.0
+    stalled_io_grace_s: float = 3.0
+    sanitizers: tuple[str, ...] = ("asan", "tsan")
+    required_tests: tuple[str, ...] | None = None
+    ctest_timeout_s: float = 1800.0
+    stress: Stress | None = None
+    skip: frozenset[str] = field(default_factory=frozenset)
+    path: str | None = None
+    sha256: str | None = None
+
+
+def load_options(path: Path | None) -> ProbeOptions:
+    if path is None:
+        return ProbeOptions()
+    import hashlib
+
+    try:
+        text = path.read_text("utf-8")
+    except OSError as exc:
+        raise UsageError(f"--probes {path}: cannot read: {exc}") from None
+    try:
+        raw = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise UsageError(f"--probes {path}: YAML syntax error: {exc}") from None
+    if not isinstance(raw, dict):
+        raise UsageError(f"--probes {path}: must be a YAML mapping")
+    unknown = sorted(set(raw) - KNOWN_KEYS)
+    if unknown:
+        raise UsageError(f"--probes {path}: unknown key(s) {unknown}; known: {sorted(KNOWN_KEYS)}")
+    where = f"--probes {path}"
+    distinct = raw.get("distinct_session_options", list(DEFAULT_DISTINCT))
+    if (not isinstance(distinct, list) or len(distinct) < 3
+            or not all(isinstance(d, dict) for d in distinct)):
+        raise UsageError(f"{where}: distinct_session_options must be a list of at least 3 mappings")
+    stress = raw.get("stress")
+    stress_opt: Stress | None = None
+    if stress is not None:
+        if not isinstance(stress, dict):
+            raise UsageError(f"{where}: stress must be a mapping {{regex, seed, repeat}}")
+        stress_opt = Stress(stress.get("regex"), int(stress.get("seed", 1)),
+                            int(stress.get("repeat", 10)))
+    required = raw.get("required_tests")
+    return ProbeOptions(
+        source_commit=_opt_str(raw.get("source_commit"), where, "source_commit"),
+        distinct_session_options=tuple(dict(d) for d in distinct),
+        min_service_ms=_positive(raw.get("min_service_ms", 100.0), where, "min_service_ms"),
+        stalled_io_grace_s=_positive(raw.get("stalled_io_grace_s", 3.0), where, "stalled_io_grace_s"),
+        sanitizers=tuple(str(s) for s in raw.get("sanitizers", ("asan", "tsan"))),
+        required_tests=None if required is None else tuple(str(t) for t in required),
+        ctest_timeout_s=_positive(raw.get("ctest_timeout_s", 1800.0), where, "ctest_timeout_s"),
+        stress=stress_opt,
+        skip=frozenset(str(s) for s in raw.get("skip", [])),
+        path=str(path.resolve()),
+        sha256=hashlib.sha256(text.encode()).hexdigest(),
+    )
+
+
+def _opt_str(value: Any, where: str, key: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise UsageError(f"{where}: {key} must be a string")
+
+
+def _positive(value: Any, where: str, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise UsageError(f"{where}: {key} must be a positive number")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Measured on the candidate: warm request, cold load and idle unload times (seconds).
+
+    Every window a probe needs is derived from these, so the same probe forces the same
+    orders on a 150 ms stand-in and a 3 s real checkpoint.
+    """
+
+    service_s: float
+    load_s: float
+    teardown_s: float
+
+    @property
+    def gap_s(self) -> float:
+        """Stagger between sends whose enqueue cannot be observed (managers)."""
+        return min(0.25, max(0.03, self.service_s / 6))
+
+    @property
+    def tol_s(self) -> float:
+        """Completion-time tolerance: a request that ran later finishes >= a service later."""
+        return self.service_s / 2
+
+    @property
+    def overdue_ms(self) -> int:
+        """Probe busy timeout for overdue checks: leaves room for the whole probe window."""
+        return max(10, int((0.9 * self.service_s - 2 * self.gap_s) * 1000 / 2.5))
+
+    @property
+    def ceiling_ms(self) -> int:
+        """Short model ceiling for timeout checks: half a request, so an occupant is still
+        young (not overdue) when a bounded caller arrives and still running when it gives up."""
+        return max(30, int(self.service_s * 1000 / 2))
+
+    @property
+    def slack_s(self) -> float:
+        """Bound for any single forced scenario to finish (deadlock detection)."""
+        return max(5.0, 8 * (self.service_s + self.load_s + self.teardown_s))
+
+    def too_short(self, min_service_ms: float) -> str | None:
+        if self.service_s * 1000 < min_service_ms:
+            return (f"a warm request takes {self.service_s * 1000:.0f} ms, under min_service_ms="
+                    f"{min_service_ms:g}: too short to force an order; use a longer request fixture")
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"service_ms": round(self.service_s * 1000, 2), "load_ms": round(self.load_s * 1000, 2),
+                "teardown_ms": round(self.teardown_s * 1000, 2), "gap_ms": round(self.gap_s * 1000, 2),
+                "tolerance_ms": round(self.tol_s * 1000, 2), "overdue_probe_ms": self.overdue_ms,
+                "short_ceiling_ms": self.ceiling_ms, "scenario_bound_s": round(self.slack_s, 2)}

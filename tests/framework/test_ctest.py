@@ -1,0 +1,91 @@
+"""F6 through parval/runners/ctest.py: a real (tiny, compiler-free) CMake build directory
+with the required common tests, sanitizer jobs and a seeded stress job; F3's CTest half."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from parval.framework.context import Context
+from parval.framework.probes_f3 import attach_ctest
+from parval.runners.ctest import CTestCase, CTestRun
+from parval.status import Status
+
+from .helpers import by_id, run
+
+CMAKE = """cmake_minimum_required(VERSION 3.16)
+project(fake_audiocpp NONE)
+enable_testing()
+add_test(NAME parallel_http_live_body_test COMMAND true)
+add_test(NAME parallel_http_ownership_test COMMAND true)
+add_test(NAME session_pool_test COMMAND true)
+add_test(NAME server_stress_test COMMAND sh -c "test -n \\"$AUDIOCPP_STRESS_SEED\\"")
+add_test(NAME server_config_test COMMAND {config})
+"""
+
+
+def _build(tmp: Path, name: str, *, failing: bool = False) -> Path:
+    src = tmp / f"{name}-src"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(CMAKE.format(config="false" if failing else "true"))
+    build = tmp / name
+    subprocess.run(["cmake", "-S", str(src), "-B", str(build)], check=True, capture_output=True, timeout=120)
+    return build
+
+
+needs_cmake = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ctest") is None,
+                                 reason="cmake/ctest not installed")
+
+
+@needs_cmake
+def test_f6_runs_ctest_sanitizers_and_seeded_stress(tmp_path: Path) -> None:
+    build = _build(tmp_path, "build")
+    asan = _build(tmp_path, "asan")
+    _, record = run(tmp_path, only="F6",
+                    framework={"ctest_build_dir": str(build), "ctest_regex": "parallel|session|config",
+                               "sanitizer_build_dirs": {"asan": str(asan)}},
+                    probes={"stress": {"regex": "stress", "seed": 42, "repeat": 2}})
+    res = by_id(record)
+    assert res["F6.ctest"]["status"] == "PASS", res["F6.ctest"]["reason"]
+    assert res["F6.stress"]["status"] == "PASS" and "seed 42" in res["F6.stress"]["reason"]
+    # TSan has no build directory: the job is listed as not run, with the reason.
+    assert res["F6.sanitizers"]["status"] == "PENDING"
+    assert any(line.startswith("tsan not run") for line in res["F6.sanitizers"]["limitations"])
+    assert "asan: PASS" in res["F6.sanitizers"]["reason"]
+    assert {r["label"] for r in record["ctest_runs"]} == {"default", "asan", "tsan", "stress"}
+    assert record["probes"] == []  # no HTTP assertion selected: no server was started
+
+
+@needs_cmake
+def test_f6_failing_common_test_fails(tmp_path: Path) -> None:
+    build = _build(tmp_path, "build", failing=True)
+    _, record = run(tmp_path, only="F6.ctest", framework={"ctest_build_dir": str(build)})
+    f6 = by_id(record)["F6.ctest"]
+    assert f6["status"] == "FAIL" and "server_config_test" in f6["reason"]
+    assert record["verdict"]["exit_code"] == 1
+
+
+def _ctx() -> Context:
+    ctx = Context.__new__(Context)
+    from parval.framework.checks import Findings
+
+    ctx.findings = Findings()
+    return ctx
+
+
+def test_f3_takes_its_ctest_half_from_the_default_run() -> None:
+    ctx = _ctx()
+    ok = CTestRun("default", "b", "passed", tests=[CTestCase("session_pool_test", "passed"),
+                                                   CTestCase("unrelated", "passed")])
+    attach_ctest(ctx, [ok])
+    assert {c.status for c in ctx.findings.of("F3.load_failures")} == {Status.PASS}
+    ctx = _ctx()
+    bad = CTestRun("default", "b", "failed", tests=[CTestCase("test_server_parallel_lifecycle", "failed")])
+    attach_ctest(ctx, [bad])
+    assert [c.status for c in ctx.findings.of("F3.ownership")] == [Status.FAIL]
+    ctx = _ctx()
+    attach_ctest(ctx, [CTestRun.not_run("default", "no build dir")])
+    assert ctx.findings.of("F3.load_failures") == []  # the contract limitation says CTest is missing

@@ -1,0 +1,35 @@
+"""The five historical regressions and the suppressed overdue rejection, as stand-in faults.
+
+Fast tests run only the fault's own assertion (plus the calibration start) and show it
+FAILs; the slow tests run every probe and show it is the only assertion that FAILs (other
+assertions may be BLOCKED when the fault keeps their scenario from being judged, with the
+reason naming the assertion that judges it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .helpers import REGRESSIONS, by_id, explain, failing, run
+
+GRACE = {"stalled_io_grace_s": 1.5}
+
+
+@pytest.mark.parametrize(("fault", "target"), list(REGRESSIONS.items()))
+def test_regression_fails_its_assertion(tmp_path: Path, fault: str, target: str) -> None:
+    _, record = run(tmp_path, faults=[fault], only=target)
+    res = by_id(record)
+    assert res[target]["status"] == "FAIL", explain(record)
+    assert record["verdict"]["exit_code"] == 1
+    assert failing(record).keys() == {target}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("fault", "target"), list(REGRESSIONS.items()))
+def test_regression_fails_exactly_its_assertion(tmp_path: Path, fault: str, target: str) -> None:
+    _, record = run(tmp_path, faults=[fault], probes=GRACE)
+    assert failing(record).keys() == {target}, explain(record)
+    for a in record["assertions"]:
+        if a["status"] == "BLOCKED":
+            assert "judged by" in a["reason"] or "barging" in a["reason"], a["reason"]
