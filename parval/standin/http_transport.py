@@ -138,7 +138,27 @@ class StandinServer(ThreadingHTTPServer):
         self.max_body = max_body
         self._accepted: dict[int, int] = {}
         self._accepted_lock = threading.Lock()
+        # Connections still reading their request (headers or body): shutdown cancels
+        # this socket I/O before joining the workers, as the real listener does.
+        self._reading: set[socket.socket] = set()
         super().__init__(address, StandinHandler)
+
+    def reading(self, conn: socket.socket, active: bool) -> None:
+        with self._accepted_lock:
+            if active:
+                self._reading.add(conn)
+            else:
+                self._reading.discard(conn)
+
+    def cancel_stalled_reads(self) -> None:
+        """Unblock workers stuck on a client that stopped sending mid-request."""
+        with self._accepted_lock:
+            stalled = list(self._reading)
+        for conn in stalled:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def get_request(self) -> tuple[socket.socket, Any]:
         conn, addr = super().get_request()
@@ -165,6 +185,13 @@ class StandinHandler(BaseHTTPRequestHandler):
 
     def version_string(self) -> str:
         return "audiocpp_server"
+
+    def handle(self) -> None:
+        self.server.reading(self.request, True)
+        try:
+            super().handle()
+        finally:
+            self.server.reading(self.request, False)
 
     def log_message(self, format: str, *args: Any) -> None:
         """The real server does not log requests unless asked to."""
@@ -203,6 +230,8 @@ class StandinHandler(BaseHTTPRequestHandler):
         except ValueError:
             out.error(ServerError("malformed chunked request body"))
             return
+        finally:
+            self.server.reading(self.request, False)
         parts = urlsplit(self.path)
         request = HttpRequest(self.command, parts.path, dict(parse_qsl(parts.query)),
                               self.headers, body, accept_ns)

@@ -119,6 +119,7 @@ def run(argv: Sequence[str]) -> int:
     server.shutdown()
     serving.join()
     app.shutting_down.set()  # hung handlers (hang_requests) give up their connections
+    server.cancel_stalled_reads()  # clients that stopped sending mid-request
     server.server_close()  # joins the connection workers: finite in-flight work finishes
     print("audiocpp_server stopped", flush=True)
     return 0
