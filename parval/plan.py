@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,8 +169,25 @@ def _server(raw: dict[str, Any]) -> ServerSpec:
     )
 
 
+def _exists(p: Path) -> bool:
+    """Path.exists that answers False (instead of raising) for impossible names."""
+    try:
+        return p.exists()
+    except (OSError, ValueError):
+        return False
+
+
 def resolve_executable(value: str, base_dir: Path) -> Path | None:
     """A path (relative to the plan) or a name on PATH; None when not found."""
+    if not value or "\0" in value:
+        return None
+    try:
+        return _resolve_executable(value, base_dir)
+    except (OSError, ValueError):
+        return None
+
+
+def _resolve_executable(value: str, base_dir: Path) -> Path | None:
     if os.sep in value or value.startswith("."):
         p = Path(os.path.expanduser(value))
         p = p if p.is_absolute() else (base_dir / p)
@@ -189,6 +207,10 @@ def parse_plan_text(text: str, where: str) -> dict[str, Any]:
         loc = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
         problem = getattr(exc, "problem", None) or str(exc)
         raise PlanError(f"{loc}: YAML syntax error: {problem}", hint="fix the YAML syntax") from None
+    except (ValueError, TypeError, OverflowError) as exc:  # e.g. a timestamp like 2024-13-01
+        raise PlanError(f"{where}: YAML value error: {exc}", hint="quote the value") from None
+    except RecursionError:
+        raise PlanError(f"{where}: YAML nested too deeply") from None
     if not isinstance(data, dict):
         raise PlanError(f"{where}: a plan must be a YAML mapping, got {type(data).__name__}")
     return data
@@ -204,7 +226,10 @@ def load_plan(path: Path, *, check_files: bool = True) -> Plan:
     except (OSError, UnicodeDecodeError) as exc:
         raise PlanError(f"{path}: cannot read plan: {exc}") from None
     data = parse_plan_text(text, str(path))
-    errors = schema_errors(data, "plan")
+    try:
+        errors = schema_errors(data, "plan")
+    except RecursionError:
+        raise PlanError(f"{path}: plan nested too deeply") from None
     if errors:
         lines = "\n".join(f"  {path.name}: {e}" for e in errors)
         raise PlanError(
@@ -221,29 +246,66 @@ def load_plan(path: Path, *, check_files: bool = True) -> Plan:
     return plan
 
 
+def port_problem(host: str, port: Any) -> str | None:
+    """Why a fixed `port` cannot be used on `host` (None when it can be bound now)."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        return f"{port!r} is not a TCP port number (1-65535)"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host.strip("[]") or "127.0.0.1", port))
+        except OSError as exc:
+            return f"{port} cannot be bound on {host}: {exc.strerror or exc} (already in use?)"
+        except (ValueError, UnicodeError) as exc:
+            return f"{port} cannot be bound on {host!r}: {exc}"
+    return None
+
+
 def file_problems(plan: Plan) -> list[str]:
-    """Missing model/fixture files and executables that do not exist or cannot run."""
+    """Missing model/fixture files, executables that do not exist or cannot run, a fixed
+    port that is taken. Each problem names its place in the plan."""
     problems: list[str] = []
     for role in ("baseline", "candidate"):
         exe = plan.raw["servers"][role]["executable"]
         resolved = resolve_executable(exe, plan.base_dir)
         if resolved is None:
             problems.append(f"servers.{role}.executable: '{exe}' not found (not a file, not on PATH)")
-        elif not os.access(resolved, os.X_OK) or resolved.is_dir():
+        elif resolved.is_dir() or not os.access(resolved, os.X_OK):
             problems.append(f"servers.{role}.executable: '{resolved}' is not executable")
-    mp = plan.model_path
-    if not mp.exists():
-        problems.append(f"model.path: '{mp}' does not exist")
-    elif mp.is_file() and mp.stat().st_size == 0:
-        problems.append(f"model.path: '{mp}' is empty")
-    for i, aux in enumerate(plan.auxiliary_files()):
-        if not aux.exists():
+    try:
+        mp = plan.model_path
+    except (OSError, ValueError, RuntimeError) as exc:
+        problems.append(f"model.path: '{plan.raw['model']['path']}' is not a usable path ({exc})")
+    else:
+        if not _exists(mp):
+            problems.append(f"model.path: '{mp}' does not exist")
+        elif mp.is_file() and mp.stat().st_size == 0:
+            problems.append(f"model.path: '{mp}' is empty")
+    for i, value in enumerate(plan.raw["model"]["auxiliary_files"]):
+        try:
+            aux = plan.resolve(value)
+        except (OSError, ValueError, RuntimeError):
+            aux = Path(value) if "\0" not in value else Path("\ufffd")
+        if not _exists(aux):
             problems.append(f"model.auxiliary_files[{i}]: '{aux}' does not exist")
-    for req in plan.requests():
+    try:
+        requests = plan.requests()
+    except (OSError, ValueError, RuntimeError) as exc:
+        problems.append(f"requests: a file name is not a usable path ({exc})")
+        requests = []
+    for req in requests:
         for key in PATH_KEYS:
             val = req.body.get(key)
-            if isinstance(val, str) and not val.startswith("data:") and not Path(val).exists():
+            if isinstance(val, str) and not val.startswith("data:") and not _exists(Path(val)):
                 problems.append(f"requests.{req.name}.{key}: '{val}' does not exist")
+    server = plan.raw["server"]
+    extra = server.get("extra_config") or {}
+    host = str(extra.get("host") or server.get("host") or "127.0.0.1")
+    if "port" in extra:
+        why = port_problem(host, extra["port"])
+        if why:
+            problems.append(f"server.extra_config.port: {why}")
     if 1 not in plan.counts:
         problems.append("counts: must include 1 (admission is the consecutive validated counts from one upward)")
     return problems

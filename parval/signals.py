@@ -1,5 +1,18 @@
-"""Ctrl-C / SIGTERM: stop every server parval started within the grace period, keep the
-partial evidence, exit 130 / 143. A second signal kills the servers and exits at once."""
+"""Ctrl-C / SIGTERM during `parval run`.
+
+First signal: the campaign is cancelled cleanly from inside its event loop (it polls
+`interrupted()`): the server of the current start is stopped within its grace period
+(SIGTERM, then SIGKILL to the whole process group), the start is recorded as abandoned,
+the campaign records `campaign_interrupted`, and the partial evidence is judged and
+written (evidence.json marked interrupted, report.md). `parval run` then exits 130
+(SIGINT) or 143 (SIGTERM). The handler itself never raises into the running code (an
+exception at an arbitrary bytecode could tear an event write); a timer thread kills every
+server that is still alive shortly after the grace period, whatever the event loop does.
+
+Second signal: every server group is killed at once and parval exits immediately
+(`os._exit`), with the same exit code. Events already on disk stay valid (each was
+fsynced when written); `parval run PLAN --resume RUN` continues the campaign.
+"""
 
 from __future__ import annotations
 
@@ -8,39 +21,76 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from dataclasses import dataclass, field
 from types import FrameType
+from typing import Any
 
-from parval.errors import Interrupted
-from parval.runners.server import _LIVE_GROUPS, kill_all_servers
+from parval.errors import EXIT_SIGINT, EXIT_SIGTERM
+from parval.runners.server import kill_all_servers
+
+HANDLED = (signal.SIGINT, signal.SIGTERM)
+# Extra time after the grace period before the timer thread SIGKILLs what is left.
+KILL_MARGIN_S = 2.0
 
 
-def _terminate_then_kill(grace_s: float) -> None:
-    for pgid in list(_LIVE_GROUPS):
-        try:
-            os.killpg(pgid, signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
-            pass
-    timer = threading.Timer(grace_s, kill_all_servers)
-    timer.daemon = True
-    timer.start()
+def exit_code_for(signum: int) -> int:
+    return EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT
+
+
+@dataclass
+class SignalState:
+    grace_s: float
+    received: list[int] = field(default_factory=list)
+
+    @property
+    def signum(self) -> int | None:
+        return self.received[0] if self.received else None
+
+    @property
+    def name(self) -> str | None:
+        return signal.Signals(self.received[0]).name if self.received else None
+
+    @property
+    def exit_code(self) -> int | None:
+        return exit_code_for(self.received[0]) if self.received else None
+
+
+_current: SignalState | None = None
+
+
+def current() -> SignalState | None:
+    """The state of the innermost active `handle_signals` block (None outside one)."""
+    return _current
+
+
+def interrupted() -> int | None:
+    """The first signal received inside `handle_signals`, or None."""
+    return _current.signum if _current is not None else None
 
 
 @contextmanager
-def handle_signals(run_dir: Path, grace_s: float = 10.0) -> Iterator[None]:
-    received: list[int] = []
+def handle_signals(grace_s: float = 10.0) -> Iterator[SignalState]:
+    """Install the SIGINT/SIGTERM handlers for the block (main thread only)."""
+    global _current
+    state = SignalState(grace_s)
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        if received:
+        if state.received:
             kill_all_servers()
-            os._exit(130 if signum == signal.SIGINT else 143)
-        received.append(signum)
-        _terminate_then_kill(grace_s)
-        raise Interrupted(signum)
+            os._exit(exit_code_for(state.received[0]))
+        state.received.append(signum)
+        timer = threading.Timer(grace_s + KILL_MARGIN_S, kill_all_servers)
+        timer.daemon = True
+        timer.start()
 
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    if threading.current_thread() is not threading.main_thread():
+        yield state  # signals are only delivered to the main thread; nothing to install
+        return
+    previous: dict[int, Any] = {s: signal.signal(s, handler) for s in HANDLED}
+    outer, _current = _current, state
     try:
-        yield
+        yield state
     finally:
-        for s, h in old.items():
+        _current = outer
+        for s, h in previous.items():
             signal.signal(s, h)

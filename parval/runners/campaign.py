@@ -3,8 +3,10 @@ everything as events and never decides pass or fail (the gates do that)."""
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -89,8 +91,8 @@ class Campaign:
               **meta: Any) -> Any:
         self.attempt += 1
         return fresh_start(
-            name=name, role=role, attempt=self.log._seq, spec=spec,
-            directory=self.run_dir / "servers" / f"{name}-{self.log._seq}", log=self.log,
+            name=name, role=role, attempt=self.log.seq, spec=spec,
+            directory=self.run_dir / "servers" / f"{name}-{self.log.seq}", log=self.log,
             store=self.store, settings=self.settings, count=count,
             cache_sensitive=self.plan.cache_sensitive, meta=meta,
         )
@@ -110,9 +112,9 @@ class Campaign:
         for n in counts:
             for s in range(1, self.plan.starts_per_count + 1):
                 name = f"count{n}-s{s}"
-                units.append((name, lambda n=n, s=s, name=name: ph.count_start(self, name, n, s)))
+                units.append((name, partial(ph.count_start, self, name, n, s)))
             if self.plan.cache_sensitive:
-                units.append((f"history-{n}", lambda n=n: references.history_replays(self, n)))
+                units.append((f"history-{n}", partial(references.history_replays, self, n)))
         if max(self.plan.counts) in counts:
             # M4 and M6 run once, at the largest count validated so far (chosen when they start).
             units.append(("recovery", lambda: probes.recovery_start(self, self.largest_validated())))
@@ -144,31 +146,76 @@ class Campaign:
         return [c for k, c in enumerate(counts) if k % n == i - 1]
 
     async def run(self) -> None:
+        from parval import signals
+
         self.log.append("campaign_start", plan=self.plan.name, plan_sha256=self.plan.sha256,
                         shard=list(self.shard) if self.shard else None,
-                        counts=self.shard_counts())
+                        counts=self.shard_counts(), resumed=bool(self.skip_runs))
         t0 = time.monotonic()
         finished = True
-        with anyio.move_on_after(self.plan.timeouts["campaign_s"]) as scope:
-            for name, unit in self.units():
-                if name in self.skip_runs:
-                    self.log.append("unit_skipped", unit=name, reason="completed before resume")
-                    continue
-                self.log.append("unit_begin", unit=name)
-                ok = await self.run_unit(name, unit)
-                self.log.append("unit_end", unit=name, ok=ok)
-                if not ok and self.plan.raw["stop_on_crash"]:
-                    finished = False
-                    self.log.append("campaign_stopped", reason=f"{name} failed and stop_on_crash is set")
-                    break
-        if scope.cancelled_caught:
+        interrupted_in: list[str | None] = []
+        current: str | None = None
+        error: Exception | None = None
+        async with anyio.create_task_group() as watch:
+            with anyio.CancelScope() as main:
+                watch.start_soon(self._watch_interrupt, main)
+                with anyio.move_on_after(self.plan.timeouts["campaign_s"]) as scope:
+                    try:
+                        for name, unit in self.units():
+                            if signals.interrupted() is not None:
+                                interrupted_in.append(None)
+                                break
+                            if name in self.skip_runs:
+                                self.log.append("unit_skipped", unit=name, reason="completed before resume")
+                                continue
+                            current = name
+                            self.log.append("unit_begin", unit=name)
+                            ok = await self.run_unit(name, unit)
+                            current = None
+                            self.log.append("unit_end", unit=name, ok=ok)
+                            if not ok and self.plan.raw["stop_on_crash"]:
+                                finished = False
+                                self.log.append("campaign_stopped", reason=f"{name} failed and stop_on_crash is set")
+                                break
+                    except Exception as exc:  # a bug: re-raised below, not wrapped in a group
+                        error = exc
+            if main.cancelled_caught:
+                interrupted_in.append(current)
+            watch.cancel_scope.cancel()
+        if error is not None:
+            raise error
+        signum = signals.interrupted()
+        if interrupted_in and signum is not None:
+            finished = False
+            self.log.append("campaign_interrupted", signal=signal.Signals(signum).name,
+                            unit=interrupted_in[-1],
+                            reason="interrupted by a signal; the unfinished unit is redone by "
+                                   "`parval run PLAN --resume RUN`")
+        elif scope.cancelled_caught:
             finished = False
             self.log.append("campaign_timeout", after_s=round(time.monotonic() - t0, 1),
                             reason=f"timeouts.campaign_s={self.plan.timeouts['campaign_s']} reached")
         self.log.append("campaign_end", finished=finished, elapsed_s=round(time.monotonic() - t0, 3))
 
+    async def _watch_interrupt(self, scope: anyio.CancelScope) -> None:
+        """Cancel the campaign from inside the event loop once a signal has arrived."""
+        from parval import signals
+
+        while True:
+            if signals.interrupted() is not None:
+                scope.cancel()
+                return
+            await anyio.sleep(0.05)
+
     async def run_unit(self, name: str, unit: Callable[[], Any]) -> bool:
-        """Run one unit under the per-start deadline; record every way it can end."""
+        """Run one unit under the per-start deadline; record every way it can end.
+
+        A cancellation (Ctrl-C, campaign deadline) propagates: the unit gets no unit_end,
+        so a resume redoes it. Servers the unit started and left running are stopped."""
+        from parval.runners.server import live_servers
+
+        before = {s.pid for s in live_servers()}
+        begin = self.log.seq
         try:
             try:
                 with anyio.fail_after(self.plan.timeouts["start_s"]):
@@ -179,10 +226,20 @@ class Campaign:
         except ServerStartError as exc:
             self.log.append("start_failed", unit=name, reason=exc.message, log_tail=exc.log_tail)
         except StartAborted as exc:
-            self.log.append("start_aborted", unit=name, reason=str(exc))
+            self.log.append("start_aborted", unit=name, reason=str(exc), log_tail=exc.log_tail)
         except TimeoutError:
-            self.log.append("start_timeout", unit=name,
-                            reason=f"timeouts.start_s={self.plan.timeouts['start_s']} reached")
+            abandoned = self.log.last_of("run_abandoned")
+            tail = abandoned.get("log_tail", "") if abandoned and abandoned["seq"] >= begin else ""
+            self.log.append("start_timeout", unit=name, log_tail=tail,
+                            reason=f"timeouts.start_s={self.plan.timeouts['start_s']:g} reached")
+        finally:
+            leftovers = [s for s in live_servers() if s.pid not in before]
+            if leftovers:
+                with anyio.CancelScope(shield=True):
+                    for server in leftovers:
+                        stop = await server.stop(self.settings.grace_s)
+                        self.log.append("server_leftover", unit=name, server=server.name,
+                                        stop=stop, log_tail=server.log_tail(2000))
         return False
 
 

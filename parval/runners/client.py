@@ -1,5 +1,10 @@
 """The one HTTP client. Every call returns a Reply record; HTTP errors, timeouts and
-resets are data, never exceptions (measurement never raises for the server's errors)."""
+resets are data, never exceptions (measurement never raises for the server's errors).
+
+Every call is bounded by a whole-request deadline (`timeouts.request_s`), not only by
+httpx's per-read timeout: a server that trickles bytes cannot stretch a request forever.
+A request whose fate is unknown (deadline, reset, dropped connection) is INDETERMINATE and
+can never count towards a PASS."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import httpx
 
 # Outcomes: the request's fate as far as the client can know it.
@@ -38,7 +44,7 @@ class Reply:
         """Parsed JSON body or None (malformed bodies are data too)."""
         try:
             return json.loads(self.body)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             return None
 
     def error_message(self) -> str:
@@ -79,13 +85,29 @@ class Client:
     async def request(self, method: str, path: str, body: Any = None,
                       timeout_s: float | None = None) -> Reply:
         t_send = time.monotonic()
+        limit = timeout_s or self.timeout
+        reply: Reply | None = None
+        with anyio.move_on_after(limit):
+            reply = await self._request(method, path, body, limit, t_send)
+        if reply is None:
+            return Reply(method, path, None, b"", t_send, time.monotonic(), INDETERMINATE,
+                         f"timeout: no complete reply within {limit:g} s")
+        return reply
+
+    async def _request(self, method: str, path: str, body: Any, limit: float,
+                       t_send: float) -> Reply:
         content = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"} if content is not None else {}
         try:
             async with self._http.stream(
                 method, path, content=content, headers=headers,
-                timeout=httpx.Timeout(timeout_s or self.timeout, connect=10.0),
+                timeout=httpx.Timeout(limit, connect=min(10.0, limit)),
             ) as resp:
+                declared = resp.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > self.max_body:
+                    return Reply(method, path, resp.status_code, b"", t_send, time.monotonic(),
+                                 OVERSIZE, f"response body of {declared} bytes exceeds "
+                                 f"timeouts.max_response_mib ({self.max_body} bytes)")
                 chunks: list[bytes] = []
                 size = 0
                 async for chunk in resp.aiter_bytes():
@@ -93,7 +115,8 @@ class Client:
                     if size > self.max_body:
                         return Reply(method, path, resp.status_code, b"".join(chunks), t_send,
                                      time.monotonic(), OVERSIZE,
-                                     f"response body exceeds {self.max_body} bytes")
+                                     f"response body exceeds timeouts.max_response_mib "
+                                     f"({self.max_body} bytes)")
                     chunks.append(chunk)
                 body_bytes = b"".join(chunks)
                 outcome = OK if 200 <= resp.status_code < 300 else HTTP_ERROR
@@ -121,23 +144,46 @@ class Client:
         (a client going away mid-stream). Events are parsed JSON, or the string '[DONE]'."""
         t_send = time.monotonic()
         events: list[Any] = []
+        limit = timeout_s or self.timeout
+        result: tuple[Reply, list[Any]] | None = None
+        with anyio.move_on_after(limit):
+            result = await self._sse(path, body, stop_after_events, limit, t_send, events)
+        if result is None:
+            return Reply("POST", path, None, b"", t_send, time.monotonic(), INDETERMINATE,
+                         f"timeout: stream not finished within {limit:g} s"), events
+        return result
+
+    async def _sse(self, path: str, body: Any, stop_after_events: int | None, limit: float,
+                   t_send: float, events: list[Any]) -> tuple[Reply, list[Any]]:
         try:
             async with self._http.stream(
                 "POST", path, content=json.dumps(body).encode(),
                 headers={"Content-Type": "application/json"},
-                timeout=httpx.Timeout(timeout_s or self.timeout, connect=10.0),
+                timeout=httpx.Timeout(limit, connect=min(10.0, limit)),
             ) as resp:
                 if resp.status_code >= 300:
-                    raw = await resp.aread()
+                    raw = b""
+                    async for chunk in resp.aiter_bytes():
+                        raw += chunk
+                        if len(raw) > self.max_body:
+                            return Reply("POST", path, resp.status_code, b"", t_send,
+                                         time.monotonic(), OVERSIZE,
+                                         f"error body exceeds {self.max_body} bytes"), events
                     return Reply("POST", path, resp.status_code, raw, t_send, time.monotonic(),
                                  HTTP_ERROR), events
+                size = 0
                 async for line in resp.aiter_lines():
+                    size += len(line) + 1
+                    if size > self.max_body:
+                        return Reply("POST", path, resp.status_code, b"", t_send, time.monotonic(),
+                                     OVERSIZE, f"stream exceeds timeouts.max_response_mib "
+                                     f"({self.max_body} bytes)"), events
                     if not line.startswith("data:"):
                         continue
                     data = line[5:].strip()
                     try:
                         events.append("[DONE]" if data == "[DONE]" else json.loads(data))
-                    except ValueError:
+                    except (ValueError, RecursionError):
                         events.append({"type": "__malformed__", "raw": data[:200]})
                     if stop_after_events is not None and len(events) >= stop_after_events:
                         return Reply("POST", path, resp.status_code, b"", t_send, time.monotonic(),

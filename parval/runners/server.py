@@ -1,8 +1,23 @@
 """A fresh server process per start: config file, own process group, logs to files,
 readiness by polling /health under a deadline, SIGTERM → grace → SIGKILL of the group.
 
-Every process group started here is remembered until it is reaped, so that an exit of
-parval (normal, exception or signal) can kill whatever is left (`kill_all_servers`).
+Safe by default:
+
+* Servers bind to 127.0.0.1 unless the plan sets `server.host` (or a `host` in
+  `server.extra_config`) explicitly.
+* No shell: the server is started from an argument list (`subprocess.Popen(argv)`).
+* The server's environment is the plan's explicit `env` for that server plus only these
+  variables taken from parval's own environment (`ENV_ALLOW`): PATH, HOME, USER, LANG,
+  LC_ALL, TMPDIR, TZ, LD_LIBRARY_PATH, CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES,
+  VK_ICD_FILENAMES, VK_DRIVER_FILES, HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, SYSTEMROOT,
+  OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE. Nothing else (no tokens, no proxies) leaks through.
+
+No server outlives parval. Every process group started here is remembered until it is
+reaped (`_LIVE_SERVERS`/`_LIVE_GROUPS`): an exit of parval through Python (normal,
+exception, signal) kills whatever is left (`kill_all_servers`, registered with atexit).
+For exits Python never sees (SIGKILL, a crash of the interpreter) a small watchdog process
+holds the read end of a pipe from parval and the list of live groups; when the pipe
+closes it sends SIGTERM, then SIGKILL, to every group still listed.
 """
 
 from __future__ import annotations
@@ -13,17 +28,21 @@ import os
 import signal
 import socket
 import subprocess
+import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import anyio
 import httpx
 
 from parval.errors import ServerStartError
+from parval.evidence import atomic_write
 
-# Environment variables passed through to servers besides the plan's explicit `env`.
+# Environment variables passed through to servers besides the plan's explicit `env`
+# (keep the module docstring's list in step; a test checks it).
 ENV_ALLOW = (
     "PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "TZ",
     "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
@@ -31,21 +50,160 @@ ENV_ALLOW = (
     "SYSTEMROOT", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
 )
 WARNING_MARKER = "--parallel-jobs enables EXPERIMENTAL"
+# After SIGKILL, how long to wait for the kernel to reap the leader before giving up.
+KILL_WAIT_S = 5.0
 
 _LIVE_GROUPS: set[int] = set()
+_LIVE_SERVERS: dict[int, ServerProcess] = {}
+_LOCK = threading.Lock()
+
+
+def live_servers() -> list[ServerProcess]:
+    """Servers started by this process and not reaped yet."""
+    with _LOCK:
+        return list(_LIVE_SERVERS.values())
+
+
+def _register(server: ServerProcess) -> None:
+    with _LOCK:
+        _LIVE_GROUPS.add(server.pid)
+        _LIVE_SERVERS[server.pid] = server
+    _watchdog_send(f"+ {server.pid}")
+
+
+def _forget(pgid: int) -> None:
+    with _LOCK:
+        known = pgid in _LIVE_GROUPS
+        _LIVE_GROUPS.discard(pgid)
+        _LIVE_SERVERS.pop(pgid, None)
+    if known:
+        _watchdog_send(f"- {pgid}")
+
+
+def terminate_all_servers() -> None:
+    """SIGTERM every live group (a graceful stop; `kill_all_servers` is the hard one)."""
+    for pgid in list(_LIVE_GROUPS):
+        _signal_group(pgid, signal.SIGTERM)
 
 
 def kill_all_servers() -> None:
     """Last resort: SIGKILL every process group parval started and has not reaped."""
     for pgid in list(_LIVE_GROUPS):
+        _signal_group(pgid, signal.SIGKILL)
+        server = _LIVE_SERVERS.get(pgid)
+        if server is not None:
+            try:
+                server.proc.wait(timeout=1.0)
+            except (subprocess.TimeoutExpired, OSError):
+                pass
+        _forget(pgid)
+
+
+# -- watchdog: kills the servers when parval dies without running any Python ----------------
+_WATCHDOG_GRACE_S = 2.0
+_WATCHDOG_CODE = r"""
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+groups = set()
+buf = b""
+while True:
+    try:
+        chunk = os.read(0, 4096)
+    except InterruptedError:
+        continue
+    except OSError:
+        chunk = b""
+    if not chunk:
+        break
+    buf += chunk
+    *lines, buf = buf.split(b"\n")
+    for line in lines:
+        op, _, pg = line.partition(b" ")
         try:
-            os.killpg(pgid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        _LIVE_GROUPS.discard(pgid)
+            pgid = int(pg)
+        except ValueError:
+            continue
+        if pgid <= 1 or pgid == os.getpgid(0):
+            continue
+        if op == b"+":
+            groups.add(pgid)
+        elif op == b"-":
+            groups.discard(pgid)
+def alive(pg):
+    try:
+        os.killpg(pg, 0)
+        return True
+    except OSError:
+        return False
+for pg in groups:
+    try:
+        os.killpg(pg, signal.SIGTERM)
+    except OSError:
+        pass
+deadline = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < deadline and any(alive(pg) for pg in groups):
+    time.sleep(0.05)
+for pg in groups:
+    try:
+        os.killpg(pg, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+_watchdog: subprocess.Popen[bytes] | None = None
+_watchdog_pid_owner: int | None = None
 
 
-atexit.register(kill_all_servers)
+def _watchdog_send(line: str) -> None:
+    global _watchdog, _watchdog_pid_owner
+    if os.name != "posix":
+        return
+    with _LOCK:
+        if _watchdog is None or _watchdog_pid_owner != os.getpid() or _watchdog.poll() is not None:
+            try:
+                _watchdog = subprocess.Popen(
+                    [sys.executable, "-I", "-S", "-c", _WATCHDOG_CODE, str(_WATCHDOG_GRACE_S)],
+                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    start_new_session=True, close_fds=True,
+                )
+                _watchdog_pid_owner = os.getpid()
+            except OSError:
+                _watchdog = None
+                return
+            for pgid in _LIVE_GROUPS:  # a restarted watchdog learns every live group
+                _write_line(_watchdog.stdin, f"+ {pgid}")
+        _write_line(_watchdog.stdin, line)
+
+
+def _write_line(pipe: IO[bytes] | None, line: str) -> None:
+    if pipe is None:
+        return
+    try:
+        pipe.write(line.encode() + b"\n")
+        pipe.flush()
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+
+
+def _close_watchdog() -> None:
+    global _watchdog
+    wd = _watchdog
+    if wd is None or _watchdog_pid_owner != os.getpid():
+        return
+    try:
+        if wd.stdin is not None:
+            wd.stdin.close()
+        wd.wait(timeout=_WATCHDOG_GRACE_S + 1.0)
+    except (subprocess.TimeoutExpired, OSError, ValueError):
+        pass
+    _watchdog = None
+
+
+def _at_exit() -> None:
+    kill_all_servers()
+    _close_watchdog()
+
+
+atexit.register(_at_exit)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -91,7 +249,7 @@ class ServerProcess:
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"http://{connect_host(self.host)}:{self.port}"
 
     @property
     def pid(self) -> int:
@@ -106,7 +264,7 @@ class ServerProcess:
         return self.directory / "stderr.log"
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.returncode() is None
 
     def log_tail(self, max_bytes: int = 4000) -> str:
         return tail(self.stderr_path, max_bytes) + tail(self.stdout_path, 1000)
@@ -124,51 +282,76 @@ class ServerProcess:
             return 0
 
     def returncode(self) -> int | None:
+        """The leader's exit status once it exited (and the group is cleaned up), else None."""
         rc = self.proc.poll()
         if rc is not None:
             self.exit_code = rc
-            _LIVE_GROUPS.discard(self.proc.pid)
+            if self.proc.pid in _LIVE_GROUPS:
+                _signal_group(self.proc.pid, signal.SIGKILL)  # orphans left in the group
+                _forget(self.proc.pid)
         return rc
 
     async def stop(self, grace_s: float) -> dict[str, Any]:
-        """SIGTERM the group, wait `grace_s`, then SIGKILL. Records how it ended."""
+        """SIGTERM the group, wait `grace_s`, then SIGKILL. Records how it ended.
+
+        Bounded: at most grace_s + KILL_WAIT_S, even for a process that cannot be reaped."""
         t0 = time.monotonic()
-        info: dict[str, Any] = {"signal": "SIGTERM", "graceful": False, "killed": False}
+        info: dict[str, Any] = {"signal": "SIGTERM", "graceful": False, "killed": False,
+                                "grace_s": grace_s}
         if self.returncode() is None:
             _signal_group(self.proc.pid, signal.SIGTERM)
-            deadline = t0 + grace_s
-            while self.returncode() is None and time.monotonic() < deadline:
-                await anyio.sleep(0.02)
-            if self.returncode() is None:
+            if not await self._wait_exit(grace_s, 0.02):
                 _signal_group(self.proc.pid, signal.SIGKILL)
                 info["killed"] = True
+                info["reason"] = (f"still running {grace_s:g} s after SIGTERM "
+                                  "(timeouts.shutdown_grace_s); killed with SIGKILL")
                 with anyio.CancelScope(shield=True):
-                    while self.returncode() is None:
-                        await anyio.sleep(0.01)
+                    if not await self._wait_exit(KILL_WAIT_S, 0.01):
+                        info["unreaped"] = True
             else:
                 info["graceful"] = self.exit_code == 0
         else:
             info["signal"] = None
             info["already_exited"] = True
-        # The group may hold children even after the leader exited.
-        _signal_group(self.proc.pid, signal.SIGKILL)
-        _LIVE_GROUPS.discard(self.proc.pid)
+        self.returncode()  # the leader has exited: SIGKILL what is left of its group, forget it
         info["exit_code"] = self.exit_code
         info["stop_s"] = round(time.monotonic() - t0, 4)
         self.stop_info = info
         return info
 
+    async def _wait_exit(self, timeout_s: float, step_s: float) -> bool:
+        """True once the leader exited; False when `timeout_s` passed first."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self.returncode() is not None:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            await anyio.sleep(step_s)
+
     def kill_now(self) -> None:
         _signal_group(self.proc.pid, signal.SIGKILL)
         try:
-            self.proc.wait(timeout=5)
+            self.proc.wait(timeout=KILL_WAIT_S)
         except subprocess.TimeoutExpired:
             pass
         self.returncode()
-        _LIVE_GROUPS.discard(self.proc.pid)
+
+
+def connect_host(host: str) -> str:
+    """Where parval connects for a bind address: wildcard binds are reached on loopback."""
+    if host in ("", "0.0.0.0"):
+        return "127.0.0.1"
+    if host in ("::", "[::]"):
+        return "[::1]"
+    if ":" in host and not host.startswith("["):
+        return f"[{host}]"
+    return host
 
 
 def _signal_group(pgid: int, sig: int) -> None:
+    if pgid <= 1 or pgid == os.getpgid(0):  # never parval's own group, never init's
+        return
     try:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
@@ -176,8 +359,9 @@ def _signal_group(pgid: int, sig: int) -> None:
 
 
 def server_env(extra: dict[str, str]) -> dict[str, str]:
+    """The allow-listed part of parval's environment plus the plan's explicit `env`."""
     env = {k: v for k, v in os.environ.items() if k in ENV_ALLOW}
-    env.update(extra)
+    env.update({str(k): str(v) for k, v in extra.items()})
     return env
 
 
@@ -186,10 +370,10 @@ def spawn(spec: LaunchSpec, directory: Path, name: str) -> ServerProcess:
     directory.mkdir(parents=True, exist_ok=True)
     config = dict(spec.config)
     host = str(config.setdefault("host", "127.0.0.1"))
-    port = int(config.get("port") or free_port(host))
+    port = int(config.get("port") or free_port(connect_host(host).strip("[]")))
     config["port"] = port
     cfg_path = directory / "config.json"
-    cfg_path.write_text(json.dumps(config, indent=2) + "\n")
+    atomic_write(cfg_path, json.dumps(config, indent=2) + "\n")
     argv = [str(spec.executable), "--config", str(cfg_path), "--no-ui"]
     if spec.flagged:
         argv.append("--parallel-jobs")
@@ -206,18 +390,22 @@ def spawn(spec: LaunchSpec, directory: Path, name: str) -> ServerProcess:
                 env=server_env(spec.env),
                 cwd=str(directory),
                 start_new_session=True,
+                close_fds=True,
             )
-        except OSError as exc:
-            raise ServerStartError(f"{name}: cannot execute {argv[0]}: {exc.strerror or exc}") from None
-    _LIVE_GROUPS.add(proc.pid)
-    (directory / "argv.json").write_text(json.dumps(argv) + "\n")
-    return ServerProcess(name, directory, argv, host, port, proc, time.monotonic())
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise ServerStartError(f"{name}: cannot execute {argv[0]}: {reason}") from None
+    server = ServerProcess(name, directory, argv, host, port, proc, time.monotonic())
+    _register(server)
+    atomic_write(directory / "argv.json", json.dumps(argv) + "\n")
+    return server
 
 
 async def wait_ready(server: ServerProcess, deadline_s: float) -> float:
-    """Poll GET /health until 200. Raises ServerStartError (with the log tail) on exit or deadline."""
+    """Poll GET /health until 200. Raises ServerStartError (with the log tail) on exit or
+    deadline; on the deadline the server is killed first."""
     t0 = time.monotonic()
-    async with httpx.AsyncClient(timeout=httpx.Timeout(2.0)) as client:
+    async with httpx.AsyncClient(timeout=httpx.Timeout(min(2.0, max(0.1, deadline_s)))) as client:
         while True:
             rc = server.returncode()
             if rc is not None:
@@ -226,16 +414,17 @@ async def wait_ready(server: ServerProcess, deadline_s: float) -> float:
                     log_tail=server.log_tail(),
                 )
             try:
-                resp = await client.get(server.base_url + "/health")
-                if resp.status_code == 200:
-                    server.ready_s = time.monotonic() - server.started
-                    return server.ready_s
+                with anyio.move_on_after(max(0.05, deadline_s - (time.monotonic() - t0))):
+                    resp = await client.get(server.base_url + "/health")
+                    if resp.status_code == 200:
+                        server.ready_s = time.monotonic() - server.started
+                        return server.ready_s
             except httpx.HTTPError:
                 pass
             if time.monotonic() - t0 > deadline_s:
                 server.kill_now()
                 raise ServerStartError(
-                    f"{server.name}: server not ready after {deadline_s:.0f} s (GET /health)",
+                    f"{server.name}: server not ready after {deadline_s:g} s (GET /health)",
                     log_tail=server.log_tail(),
                     hint="raise timeouts.ready_s in the plan if loading is slow",
                 )
@@ -247,7 +436,7 @@ def server_config(
 ) -> dict[str, Any]:
     """The server config JSON for one start (the repo's tools use the same minimal shape)."""
     cfg: dict[str, Any] = {
-        "host": plan_server.get("host", "127.0.0.1"),
+        "host": plan_server.get("host") or "127.0.0.1",  # loopback unless the plan says otherwise
         "backend": plan_server["backend"],
         "device": plan_server["device"],
         "threads": plan_server["threads"],

@@ -4,6 +4,7 @@ poller, the memory sampler, per-slot histories, and the recording of every reply
 from __future__ import annotations
 
 import json
+import signal
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -13,9 +14,10 @@ from typing import Any
 
 import anyio
 
-from parval.evidence import ArtifactStore, EventLog
-from parval.gates.compare import canonicalize
-from parval.runners.client import OK, Client, Reply
+from parval.errors import ServerStartError
+from parval.evidence import ArtifactStore, EventLog, atomic_write
+from parval.gates.compare import Output, canonicalize
+from parval.runners.client import CONNECT_ERROR, INDETERMINATE, OK, Client, Reply
 from parval.runners.memory import MemoryConfig, MemorySampler, PhaseTracker
 from parval.runners.server import (
     WARNING_MARKER,
@@ -30,7 +32,16 @@ TRACE_PREFIX = "[SLOT_VALIDATION] "
 
 
 class StartAborted(Exception):
-    """The server died or stopped answering; the start ends here with a recorded outcome."""
+    """The server died, stopped answering or would not stop; the start ends here with a
+    recorded outcome (`log_tail`: the end of the server's logs, for the evidence)."""
+
+    def __init__(self, message: str, *, log_tail: str = "") -> None:
+        super().__init__(message)
+        self.log_tail = log_tail
+
+
+# Outcomes that say nothing about what the server did with a request.
+_NO_ANSWER = (INDETERMINATE, CONNECT_ERROR)
 
 
 @dataclass
@@ -65,6 +76,9 @@ class Start:
     memory_samples: list[dict[str, Any]] = field(default_factory=list)
     sampler: MemorySampler | None = None
     t0: float = field(default_factory=time.monotonic)
+    crash_recorded: bool = False
+    # Outcomes of the requests recorded since the last check_alive (stopped answering?).
+    unchecked: list[str] = field(default_factory=list)
 
     # -- references -------------------------------------------------------------------
     def ref_key(self, req: str, history: list[str] | None) -> str | None:
@@ -90,7 +104,8 @@ class Start:
         if reply.body:
             artifact = self.store.put(reply.body, "json")
         if reply.outcome == OK and not expect_error:
-            output = canonicalize(reply.body, self.settings.volatile).to_json()
+            output = _canonical(reply.body, self.settings.volatile).to_json()
+        self.unchecked.append(reply.outcome)
         return self.log.append(
             "request", run=self.name, attempt=self.attempt, phase=phase, wave=wave, req=req,
             ref=self.ref_key(req, history), slot=slot, history=history, reply=reply.summary(),
@@ -99,11 +114,31 @@ class Start:
         )
 
     async def check_alive(self, where: str) -> None:
+        """After each step: a server that exited is a crash; a server for which every
+        request since the last check ended without an answer has stopped answering.
+        Either way the start ends here (StartAborted) with the log tail recorded."""
+        outcomes, self.unchecked = self.unchecked, []
         rc = self.server.returncode()
         if rc is not None:
-            self.log.append("server_crash", run=self.name, attempt=self.attempt, where=where,
-                            exit_code=rc, log_tail=self.server.log_tail())
-            raise StartAborted(f"{self.name}: server exited with status {rc} during {where}")
+            self.record_crash(where, rc)
+            raise StartAborted(f"{self.name}: server exited with status {rc} during {where}",
+                               log_tail=self.server.log_tail())
+        if outcomes and all(o in _NO_ANSWER for o in outcomes):
+            tail = self.server.log_tail()
+            self.log.append("server_unresponsive", run=self.name, attempt=self.attempt,
+                            where=where, requests=len(outcomes), outcomes=sorted(set(outcomes)),
+                            request_timeout_s=self.settings.request_timeout_s, log_tail=tail)
+            raise StartAborted(
+                f"{self.name}: server stopped answering during {where}: none of "
+                f"{len(outcomes)} request(s) got a reply (timeouts.request_s="
+                f"{self.settings.request_timeout_s:g})", log_tail=tail)
+
+    def record_crash(self, where: str, rc: int) -> None:
+        if self.crash_recorded:
+            return
+        self.crash_recorded = True
+        self.log.append("server_crash", run=self.name, attempt=self.attempt, where=where,
+                        exit_code=rc, signal=_signal_name(rc), log_tail=self.server.log_tail())
 
     async def settle(self, phase: str) -> None:
         """Stay in `phase` for two host-memory intervals so the sampler sees it (unloads are fast)."""
@@ -163,7 +198,17 @@ async def fresh_start(
     store: ArtifactStore, settings: StartSettings, count: int | None, cache_sensitive: bool,
     meta: dict[str, Any],
 ) -> AsyncIterator[Start]:
-    """Launch, wait for /health, start poller and sampler; always stop and record the end."""
+    """Launch, wait for /health, start poller and sampler; always stop the server.
+
+    How a start ends, as recorded:
+    * its body finished or raised (StartAborted, a crash): the server is stopped
+      (SIGTERM → grace → SIGKILL, shielded), a crash not seen yet is recorded, and `run_end`
+      closes the attempt. A server that needed SIGKILL after its body finished aborts the
+      start (StartAborted) after `run_end`.
+    * it was cancelled (Ctrl-C, the per-start or campaign deadline): the server is stopped
+      the same way and `run_abandoned` is recorded instead of `run_end`, so the attempt
+      counts as incomplete (a resume redoes it from a fresh process).
+    """
     log.append("run_start", run=name, attempt=attempt, role=role, count=count,
                flagged=spec.flagged, config=spec.config, **meta)
     server = spawn(spec, directory, name)
@@ -172,6 +217,8 @@ async def fresh_start(
     sampler = MemorySampler(server.pid, settings.memory, phases, samples.append) \
         if settings.memory is not None else None
     ended = False
+    forced: dict[str, Any] | None = None
+    failure: BaseException | None = None
     try:
         async with anyio.create_task_group() as tg:
             if sampler is not None:
@@ -192,30 +239,97 @@ async def fresh_start(
             start.reset_histories()
             try:
                 yield start
-            finally:
-                await client.aclose()
-                phases.set("shutdown")
-                stop = await server.stop(settings.grace_s)
-                tg.cancel_scope.cancel()
+            except BaseException as exc:
+                if _cancelled(exc):
+                    raise  # the outer handler stops the server and records run_abandoned
+                await _end(start, directory, samples, phases, sampler, settings)
                 ended = True
-                _write_samples(directory, poller, samples, phases)
-                log.append("run_end", run=name, attempt=attempt, stop=stop,
-                           status_fields=_status_fields(poller),
-                           poll_errors=poller.errors, polls=len(poller.samples),
-                           memory=sampler.info() if sampler else None,
-                           log_tail=server.log_tail(2000))
+                tg.cancel_scope.cancel()
+                raise
+            stop = await _end(start, directory, samples, phases, sampler, settings)
+            ended = True
+            tg.cancel_scope.cancel()
+            if stop.get("killed") and not start.crash_recorded:
+                forced = stop
+    except BaseException as exc:
+        failure = exc
+        raise
     finally:
         if not ended:
             with anyio.CancelScope(shield=True):
-                await server.stop(min(settings.grace_s, 5.0))
+                stop = await server.stop(settings.grace_s)
+                if not _contains(failure, ServerStartError):  # run_unit records start_failed
+                    reason = ("the start was cancelled (interrupted, or a per-start or campaign "
+                              "deadline) before it finished"
+                              if failure is None or _cancelled(failure)
+                              else f"{type(failure).__name__}: {failure}")
+                    log.append("run_abandoned", run=name, attempt=attempt, stop=stop,
+                               reason=reason, log_tail=server.log_tail(2000))
+    if forced is not None:
+        raise StartAborted(f"{name}: server did not exit within timeouts.shutdown_grace_s="
+                           f"{settings.grace_s:g} s after SIGTERM; killed with SIGKILL",
+                           log_tail=server.log_tail())
+
+
+async def _end(st: Start, directory: Path, samples: list[dict[str, Any]], phases: PhaseTracker,
+               sampler: MemorySampler | None, settings: StartSettings) -> dict[str, Any]:
+    """Close the client, stop the server, write samples, record run_end (all shielded:
+    the server is always stopped and the attempt always closed, even if a Ctrl-C or a
+    deadline lands meanwhile; the whole is bounded by the grace period)."""
+    with anyio.CancelScope(shield=True):
+        with anyio.move_on_after(2.0):
+            await st.client.aclose()
+        phases.set("shutdown")
+        rc_before = st.server.returncode()
+        stop = await st.server.stop(settings.grace_s)
+        if rc_before is not None:
+            st.record_crash("before shutdown", rc_before)
+        _write_samples(directory, st.poller, samples, phases)
+        st.log.append("run_end", run=st.name, attempt=st.attempt, stop=stop,
+                      status_fields=_status_fields(st.poller),
+                      poll_errors=st.poller.errors, polls=len(st.poller.samples),
+                      memory=sampler.info() if sampler else None,
+                      log_tail=st.server.log_tail(2000))
+    return stop
+
+
+def _cancelled(exc: BaseException) -> bool:
+    """True for a cancellation (or a group made only of cancellations)."""
+    cancelled = anyio.get_cancelled_exc_class()
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_cancelled(e) for e in exc.exceptions)
+    return isinstance(exc, cancelled)
+
+
+def _contains(exc: BaseException | None, cls: type[BaseException]) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_contains(e, cls) for e in exc.exceptions)
+    return isinstance(exc, cls)
+
+
+def _canonical(body: bytes, volatile: list[str]) -> Output:
+    """canonicalize, but a reply that breaks the canonicaliser is malformed, not a crash."""
+    try:
+        return canonicalize(body, volatile)
+    except Exception as exc:  # noqa: BLE001 - any failure here means "not a valid output"
+        return Output(False, problem=f"reply could not be read: {type(exc).__name__}")
+
+
+def _signal_name(rc: int) -> str | None:
+    if rc >= 0:
+        return None
+    try:
+        return signal.Signals(-rc).name
+    except ValueError:
+        return None
 
 
 def _write_samples(directory: Path, poller: StatusPoller, samples: list[dict[str, Any]],
                    phases: PhaseTracker) -> None:
-    (directory / "status.jsonl").write_text(
-        "".join(json.dumps(s.to_json()) + "\n" for s in poller.samples))
-    (directory / "memory.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
-    (directory / "phases.json").write_text(json.dumps(phases.transitions()))
+    atomic_write(directory / "status.jsonl",
+                 "".join(json.dumps(s.to_json()) + "\n" for s in poller.samples))
+    atomic_write(directory / "memory.jsonl", "".join(json.dumps(s) + "\n" for s in samples))
+    atomic_write(directory / "phases.json", json.dumps(phases.transitions()))
 
 
 def _status_fields(poller: StatusPoller) -> dict[str, Any]:

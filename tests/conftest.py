@@ -1,0 +1,85 @@
+"""Shared fixtures: a small, fast plan pointing at the bundled stand-in server.
+
+`make_plan(tmp_path, **overrides)` writes `plan.yaml` (plus a model file) into a directory
+and returns its path. Counts [1, 2], three starts per count, ~40 ms service time and few
+waves, so a whole campaign takes a few seconds. `overrides` are merged recursively into
+the plan mapping (a value of None deletes the key).
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+STANDIN = Path(sys.executable).parent / "parval-standin"
+PARVAL = Path(sys.executable).parent / "parval"
+
+SMALL_PLAN: dict[str, Any] = {
+    "schema_version": 1,
+    "name": "small",
+    "description": "fast stand-in campaign for tests",
+    "servers": {
+        "baseline": {"executable": str(STANDIN)},
+        "candidate": {"executable": str(STANDIN)},
+    },
+    "server": {"backend": "cpu", "threads": 1, "busy_timeout_ms": 30000, "ui_management": True},
+    "model": {
+        "id": "small-tts", "family": "standin_tts", "task": "tts", "mode": "offline",
+        "path": "model.bin", "lazy": True,
+        "load_options": {"capacity": 2, "service_ms": 40, "load_ms": 20},
+        "cache_sensitive": False, "admit_modes": ["offline"],
+    },
+    "counts": [1, 2],
+    "starts_per_count": 3,
+    "waves": {"warm": 1, "mixed": 2, "mixed_at_largest": 2, "serial_reuse": 1},
+    "requests": {
+        "base": {"text": "Hello from the reliability tests.", "seed": 7},
+        "variations": [
+            {"name": "other_seed", "changes": "seed",
+             "request": {"text": "Hello from the reliability tests.", "seed": 8}},
+        ],
+        "invalid": {"text": "rejected", "max_tokens": -1},
+    },
+    "compare": {"volatile_fields": [
+        {"path": "timing", "justification": "wall time differs on every run"}]},
+    "memory": {"gpu_required": False, "host_interval_ms": 20},
+    "performance": {"warm_repeats": 1},
+    "timeouts": {"ready_s": 20, "request_s": 20, "wave_s": 30, "start_s": 60,
+                 "campaign_s": 300, "shutdown_grace_s": 5},
+}
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def write_plan(directory: Path, **overrides: Any) -> Path:
+    """Write the small plan (with `overrides` merged in) and a model file; return the path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "model.bin").write_bytes(b"parval stand-in model weights\n" * 4)
+    plan = _merge(SMALL_PLAN, overrides)
+    path = directory / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan, sort_keys=False))
+    return path
+
+
+@pytest.fixture
+def make_plan(tmp_path: Path) -> Callable[..., Path]:
+    def make(**overrides: Any) -> Path:
+        return write_plan(tmp_path / "plan", **overrides)
+
+    return make

@@ -1,0 +1,117 @@
+"""`parval verify` and `parval report` against modified run directories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from parval.evidence import sha256_file
+from parval.integrity import IntegrityError, chain_problems, verify_problems
+from parval.judge import judge_run
+
+from .conftest import load_evidence, parval
+
+
+def _flip(path: Path, offset: int | None = None) -> None:
+    raw = bytearray(path.read_bytes())
+    i = len(raw) // 2 if offset is None else offset
+    raw[i] ^= 0x01
+    path.write_bytes(bytes(raw))
+
+
+def test_clean_run_verifies(complete_run: Path) -> None:
+    proc = parval("verify", complete_run)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("OK")
+    assert "sealed" in proc.stdout
+
+
+def test_evidence_records_the_hash_of_the_events_it_was_judged_from(complete_run: Path) -> None:
+    ev = load_evidence(complete_run)
+    assert ev["run"]["events_sha256"] == sha256_file(complete_run / "events.jsonl")
+    assert ev["run"]["manifest_sha256"] == sha256_file(complete_run / "manifest.json")
+    assert ev["run"]["files_sha256"] == sha256_file(complete_run / "files.sha256")
+
+
+def test_one_flipped_byte_in_any_file_is_named(run_copy: Path) -> None:
+    """Every file of the run (artifacts, logs, samples, events, manifest, plan copies,
+    evidence, report, listing, chain): flip one byte, verify names it, flip it back."""
+    files = sorted(p for p in run_copy.rglob("*") if p.is_file() and p.stat().st_size > 0)
+    assert len(files) > 20
+    names = {p.relative_to(run_copy).as_posix() for p in files}
+    assert {"events.jsonl", "manifest.json", "evidence.json", "report.md", "files.sha256",
+            "chain.jsonl"} <= names
+    assert any(n.startswith("artifacts/") for n in names)
+    missed = []
+    for p in files:
+        rel = p.relative_to(run_copy).as_posix()
+        _flip(p)
+        problems, _ = verify_problems(run_copy)
+        if not any(rel in msg or p.name in msg for msg in problems) and not (
+                rel in ("files.sha256", "chain.jsonl") and problems):
+            missed.append(rel)
+        _flip(p)
+    assert not missed, f"flipped byte not detected in: {missed}"
+    assert verify_problems(run_copy)[0] == []
+
+
+@pytest.mark.parametrize("rel", ["events.jsonl", "manifest.json", "artifacts"])
+def test_cli_verify_exit_1_names_the_modified_file(run_copy: Path, rel: str) -> None:
+    target = run_copy / rel
+    if target.is_dir():
+        target = sorted(target.iterdir())[0]
+    _flip(target, 5)
+    proc = parval("verify", run_copy)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"modified: {target.relative_to(run_copy).as_posix()}" in proc.stdout
+    assert "TAMPERED" in proc.stdout
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_and_added_files_are_named(run_copy: Path) -> None:
+    log = sorted((run_copy / "servers").rglob("stderr.log"))[0]
+    log.unlink()
+    (run_copy / "servers" / "extra.txt").write_text("not from the run\n")
+    problems, _ = verify_problems(run_copy)
+    assert f"missing: {log.relative_to(run_copy).as_posix()}" in problems
+    assert "added: servers/extra.txt" in problems
+
+
+def test_verify_exit_2_for_something_that_is_not_a_run(tmp_path: Path) -> None:
+    proc = parval("verify", tmp_path)
+    assert proc.returncode == 2 and "not a parval run directory" in proc.stderr
+    proc = parval("verify", tmp_path / "nope")
+    assert proc.returncode == 2 and "no such run directory" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_report_refuses_to_present_a_tampered_run_as_valid(run_copy: Path) -> None:
+    ok = parval("report", run_copy, "--format", "json")
+    assert ok.returncode in (0, 1, 3) and "INVALID" not in ok.stdout
+    # Rewrite a recorded output (as someone "fixing" a mismatch would) in events.jsonl.
+    raw = (run_copy / "events.jsonl").read_text()
+    lines = raw.splitlines(keepends=True)
+    i = next(k for k, line in enumerate(lines) if '"kind":"request"' in line)
+    event = json.loads(lines[i])
+    event["reply"]["status"] = 201
+    lines[i] = json.dumps(event, sort_keys=True, separators=(",", ":")) + "\n"
+    (run_copy / "events.jsonl").write_text("".join(lines))
+    bad = parval("report", run_copy)
+    assert bad.returncode == 1
+    assert "INVALID EVIDENCE" in bad.stdout and "events.jsonl" in bad.stdout
+    # Re-judging does not launder it: the run is refused, not re-certified.
+    rejudged = parval("report", run_copy, "--rejudge")
+    assert rejudged.returncode == 1, rejudged.stdout + rejudged.stderr
+    assert "modified" in rejudged.stderr and "Traceback" not in rejudged.stderr
+    with pytest.raises(IntegrityError):
+        judge_run(run_copy)
+
+
+def test_rejudging_an_unmodified_run_keeps_it_verifiable(run_copy: Path) -> None:
+    proc = parval("report", run_copy, "--rejudge", "--format", "json")
+    assert proc.returncode in (0, 1, 3) and "INVALID" not in proc.stdout
+    assert chain_problems(run_copy) == []
+    problems, info = verify_problems(run_copy)
+    assert problems == [] and info["sealed"] is False

@@ -1,0 +1,157 @@
+"""SIGKILL parval mid-campaign, then `--resume`: the same verdicts, nothing completed re-run."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from parval.errors import ResumeRefused
+from parval.plan import load_plan
+from parval.resume import prepare_resume
+from tests.conftest import write_plan
+
+from .conftest import (
+    events,
+    load_evidence,
+    parval,
+    start_parval,
+    statuses,
+    wait_for_event,
+    wait_no_servers,
+)
+
+
+def _kill_mid_campaign(plan: Path, run_dir: Path, unit: str) -> None:
+    """Start a campaign and SIGKILL parval while `unit` has a server answering requests."""
+    proc = start_parval("run", plan, "--out", run_dir, "-q")
+    try:
+        wait_for_event(run_dir, lambda e: e.get("kind") == "request" and e.get("run") == unit,
+                       timeout=90, proc=proc)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+
+
+def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path, tmp_run: Path,
+                                                          complete_run: Path) -> None:
+    plan = write_plan(tmp_path / "plan")
+    _kill_mid_campaign(plan, tmp_run, "count1-s2")
+    # Nothing parval started survives it, although parval itself ran no cleanup at all.
+    assert wait_no_servers(tmp_run, timeout=5.0) == []
+    before = events(tmp_run)
+    done_before = {e["unit"] for e in before if e["kind"] == "unit_end"}
+    assert "count1-s1" in done_before and "count1-s2" not in done_before
+    assert not (tmp_run / "evidence.json").exists()
+    # A crash mid-write leaves a torn last line: it must be discarded, never read.
+    with (tmp_run / "events.jsonl").open("ab") as fh:
+        fh.write(b'{"kind":"request","run":"count1-s2","reply":{"outcome":"ok"')
+    # The partial run can be judged and reported meanwhile (this judging must not stop
+    # the resume: the torn tail it saw is not part of what it judged).
+    partial = parval("report", tmp_run, "--format", "json")
+    assert partial.returncode in (1, 3) and json.loads(partial.stdout)["run"]["interrupted"] is True
+
+    proc = parval("run", plan, "--resume", tmp_run, "-q", timeout=180)
+    assert proc.returncode in (0, 1, 3), proc.stderr
+    assert "Traceback" not in proc.stderr
+    evs = events(tmp_run)
+    assert [e for e in evs if e["kind"] == "torn_tail_discarded"]
+    # Completed units are skipped, not re-run: one run_start per completed start.
+    skipped = {e["unit"] for e in evs if e["kind"] == "unit_skipped"}
+    assert skipped == done_before
+    starts = Counter(e["run"] for e in evs if e["kind"] == "run_start")
+    for run in done_before:
+        if run in starts:
+            assert starts[run] == 1, run
+    assert starts["count1-s2"] == 2          # the interrupted start was redone...
+    ends = [e for e in evs if e["kind"] == "run_end" and e["run"] == "count1-s2"]
+    assert len(ends) == 1                    # ...from a fresh process; only the redo completed
+    redo = [e for e in evs if e["kind"] == "run_start" and e["run"] == "count1-s2"][-1]
+    assert ends[0]["attempt"] == redo["attempt"]
+
+    resumed, never = load_evidence(tmp_run), load_evidence(complete_run)
+    assert resumed["run"]["interrupted"] is False
+    assert statuses(resumed) == statuses(never)
+    assert resumed["verdict"]["exit_code"] == never["verdict"]["exit_code"] == proc.returncode
+    assert parval("verify", tmp_run).returncode == 0
+
+
+def test_resume_refuses_a_changed_plan_model_executable_or_fixture(tmp_path: Path) -> None:
+    from parval import api
+
+    def fresh(tag: str, **over: object) -> tuple[Path, Path]:
+        plan = write_plan(tmp_path / tag, **over)
+        run_dir = api.prepare_run_dir(load_plan(plan), tmp_path / f"{tag}-run")
+        (run_dir / "events.jsonl").write_text(json.dumps({"seq": 0, "kind": "campaign_start"}) + "\n")
+        return plan, run_dir
+
+    # plan text
+    plan, run_dir = fresh("plan")
+    assert prepare_resume(load_plan(plan), run_dir)[1] == set()
+    plan.write_text(plan.read_text().replace("starts_per_count: 3", "starts_per_count: 4"))
+    with pytest.raises(ResumeRefused, match="plan"):
+        prepare_resume(load_plan(plan), run_dir)
+    # model file
+    plan, run_dir = fresh("model")
+    (plan.parent / "model.bin").write_bytes(b"other weights\n")
+    with pytest.raises(ResumeRefused, match="model.sha256"):
+        prepare_resume(load_plan(plan), run_dir)
+    # executable: a copy of the stand-in that then changes
+    exe = tmp_path / "server"
+    from tests.conftest import STANDIN
+
+    exe.write_bytes(STANDIN.read_bytes())
+    exe.chmod(0o755)
+    plan, run_dir = fresh("exe", servers={"candidate": {"executable": str(exe)}})
+    exe.write_bytes(STANDIN.read_bytes() + b"# rebuilt\n")
+    with pytest.raises(ResumeRefused, match="executables.candidate.sha256"):
+        prepare_resume(load_plan(plan), run_dir)
+    # a fixture named by a request
+    (tmp_path / "fixture").mkdir()
+    (tmp_path / "fixture" / "ref.wav").write_bytes(b"RIFF....WAVE")
+    plan, run_dir = fresh("fixture", requests={"base": {"text": "hi", "seed": 1,
+                                                        "voice_ref": str(tmp_path / "fixture" / "ref.wav")}})
+    (tmp_path / "fixture" / "ref.wav").write_bytes(b"RIFF....WAVE changed")
+    with pytest.raises(ResumeRefused, match="fixtures"):
+        prepare_resume(load_plan(plan), run_dir)
+
+
+def test_cli_resume_refusal_says_why_and_exits_2(tmp_path: Path, run_copy: Path) -> None:
+    plan = write_plan(tmp_path / "plan")
+    proc = parval("run", plan, "--resume", run_copy)
+    assert proc.returncode == 2
+    assert "already finished" in proc.stderr and "Traceback" not in proc.stderr
+    # An unfinished run whose model changed since.
+    raw = (run_copy / "events.jsonl").read_bytes()
+    cut = raw[: raw.rindex(b'"kind":"campaign_end"')]
+    (run_copy / "events.jsonl").write_bytes(cut[: cut.rindex(b"\n") + 1])
+    (run_copy / "files.sha256").unlink()
+    (run_copy / "chain.jsonl").unlink()
+    (plan.parent / "model.bin").write_bytes(b"retrained\n")
+    proc = parval("run", plan, "--resume", run_copy)
+    assert proc.returncode == 2
+    assert "manifest no longer matches" in proc.stderr and "model.sha256" in proc.stderr
+    proc = parval("run", plan, "--resume", tmp_path / "missing")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_resume_refuses_a_run_modified_since_it_was_judged(run_copy: Path, tmp_path: Path) -> None:
+    from parval.judge import judge_run
+
+    plan = write_plan(tmp_path / "plan")
+    # An interrupted run that was judged (as after Ctrl-C): events up to a unit boundary.
+    raw = (run_copy / "events.jsonl").read_bytes()
+    cut = raw[: raw.index(b'"unit":"count2-s1"')]
+    (run_copy / "events.jsonl").write_bytes(cut[: cut.rindex(b"\n") + 1])
+    (run_copy / "files.sha256").unlink()
+    (run_copy / "chain.jsonl").unlink()
+    judge_run(run_copy)
+    assert prepare_resume(load_plan(plan), run_copy)[1] >= {"count1-s1", "count1-s3"}
+    artifact = sorted((run_copy / "artifacts").iterdir())[0]
+    artifact.write_bytes(artifact.read_bytes() + b" ")
+    with pytest.raises(ResumeRefused, match="changed since it was last judged.*artifact"):
+        prepare_resume(load_plan(plan), run_copy)
