@@ -66,15 +66,3 @@ class ServerStartError(ParvalError):
     def __init__(self, message: str, *, log_tail: str = "", hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.log_tail = log_tail
-
-
-class Interrupted(ParvalError):
-    exit_code = EXIT_SIGINT
-
-    def __init__(self, signum: int) -> None:
-        import signal
-
-        name = signal.Signals(signum).name
-        super().__init__(f"interrupted by {name}; partial evidence written")
-        self.signum = signum
-        self.exit_code = EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT

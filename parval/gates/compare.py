@@ -94,6 +94,8 @@ def canonicalize(body: bytes, volatile: list[str]) -> Output:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError):
         return Output(False, problem="reply is not JSON")
+    except RecursionError:
+        return Output(False, problem="reply JSON is nested too deeply")
     if not isinstance(data, dict):
         return Output(False, problem=f"reply is a JSON {type(data).__name__}, not an object")
     if "error" in data:
@@ -109,12 +111,15 @@ def canonicalize(body: bytes, volatile: list[str]) -> Output:
             "channels": int(samples.shape[1]),
             "sample_rate": rate,
         }
-    meaningful = remove_volatile(data, volatile)
-    if not meaningful:
-        return Output(False, problem="reply has no output fields")
-    canon = hashlib.sha256(
-        json.dumps(meaningful, sort_keys=True, separators=(",", ":")).encode()
-    ).hexdigest()
+    try:
+        meaningful = remove_volatile(data, volatile)
+        if not meaningful:
+            return Output(False, problem="reply has no output fields")
+        canon = hashlib.sha256(
+            json.dumps(meaningful, sort_keys=True, separators=(",", ":")).encode()
+        ).hexdigest()
+    except RecursionError:
+        return Output(False, problem="reply JSON is nested too deeply")
     text = data.get("text") if isinstance(data.get("text"), str) else None
     return Output(True, canon=canon, audio=audio, text=text)
 

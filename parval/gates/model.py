@@ -227,7 +227,7 @@ def judge_m2(ctx: Context, n: int) -> list[Result]:
         out.append(pending("M2.starts", f"{len(complete)} fresh start(s) at count {n}; the procedure needs at least three", **ev))
 
     cold_ok, warm_ok, active_bad, drained_bad = [], [], [], []
-    for run in runs:
+    for run in complete:
         reqs = rec.requests(run)
         waves = rec.waves(run)
         if reqs and reqs[0]["phase"] == "cold_wave" and any(w["phase"] == "cold_wave" and w["n"] == n for w in waves):
@@ -252,17 +252,17 @@ def judge_m2(ctx: Context, n: int) -> list[Result]:
         for w in waves:
             if not (w.get("drained") or {}).get("ok"):
                 drained_bad.append({"run": run, "phase": w["phase"], "wave": w["wave"], **(w.get("drained") or {})})
-    waves_all = [w for r in runs for w in rec.waves(r)]
-    if not runs:
+    waves_all = [w for r in complete for w in rec.waves(r)]
+    if not complete:
         for id_ in ("M2.cold_wave", "M2.warm_waves", "M2.observed_active", "M2.drained"):
             out.append(pending(id_, f"no start at count {n}"))
     else:
         out.append(passed("M2.cold_wave", f"every start began with a true concurrent cold wave of {n}", runs=cold_ok)
-                   if len(cold_ok) == len(runs) else
-                   failed("M2.cold_wave", f"starts without a leading cold wave: {sorted(set(runs) - set(cold_ok))}"))
+                   if len(cold_ok) == len(complete) else
+                   failed("M2.cold_wave", f"starts without a leading cold wave: {sorted(set(complete) - set(cold_ok))}"))
         out.append(passed("M2.warm_waves", "every start ran warm and mixed warm waves", runs=warm_ok)
-                   if len(warm_ok) == len(runs) else
-                   failed("M2.warm_waves", f"starts without warm/mixed waves: {sorted(set(runs) - set(warm_ok))}"))
+                   if len(warm_ok) == len(complete) else
+                   failed("M2.warm_waves", f"starts without warm/mixed waves: {sorted(set(complete) - set(warm_ok))}"))
         served_serially = [w for w in active_bad if w["client_overlap"]]
         out.append(failed("M2.observed_active", f"{len(served_serially)} wave(s) were all in flight from the client "
                           f"yet the server never showed active_slots == {n} with the model loaded",

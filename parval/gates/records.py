@@ -57,16 +57,29 @@ def build_records(events: list[dict[str, Any]]) -> Records:
     rec = Records(events)
     starts: dict[str, list[dict[str, Any]]] = defaultdict(list)
     ended: set[tuple[str, int]] = set()
+    crashed: set[tuple[str, int]] = set()
+    abandoned: set[tuple[str, int]] = set()
     for e in events:
-        if e.get("kind") == "run_start":
+        kind = e.get("kind")
+        if kind == "run_start":
             starts[e["run"]].append(e)
-        elif e.get("kind") == "run_end":
+        elif kind == "run_end":
             ended.add((e["run"], e["attempt"]))
+        elif kind == "server_crash":
+            crashed.add((e["run"], e["attempt"]))
+        elif kind == "run_abandoned":
+            abandoned.add((e["run"], e["attempt"]))
     for name, attempts in starts.items():
         complete = [a for a in attempts if (name, a["attempt"]) in ended]
-        # The last complete attempt stands; an unfinished last attempt is still shown so
-        # that a crash or abort is judged, never silently dropped.
-        rec.runs[name] = complete[-1] if complete else attempts[-1]
+        died = [a for a in attempts if (name, a["attempt"]) in crashed
+                and (name, a["attempt"]) not in abandoned]
+        # The last complete attempt stands. A start whose server died is judged too (a
+        # crash is evidence); one that parval itself abandoned (interrupted, redone on
+        # resume) is not evidence at all.
+        if complete:
+            rec.runs[name] = complete[-1]
+        elif died:
+            rec.runs[name] = died[-1]
     for e in events:
         kind = e.get("kind")
         if kind in ("start_failed", "start_aborted", "start_timeout", "wave_timeout"):

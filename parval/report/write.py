@@ -75,9 +75,14 @@ def load_run(run_dir: Path, rejudge: bool) -> dict[str, Any]:
     if rejudge or not (run_dir / EVIDENCE).exists():
         if not (run_dir / EVENTS).exists():
             raise RunDirError(f"{run_dir}: no events.jsonl: not a parval run directory")
+        from parval.integrity import seal_run
         from parval.judge import judge_run
 
-        return judge_run(run_dir)
+        evidence = judge_run(run_dir)
+        # The run directory's own report follows the new judgement, sealed like `parval run`.
+        write_reports(run_dir, evidence)
+        seal_run(run_dir)
+        return evidence
     try:
         data: dict[str, Any] = json.loads((run_dir / EVIDENCE).read_text("utf-8"))
     except ValueError as exc:

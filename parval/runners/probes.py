@@ -29,8 +29,11 @@ async def x1_config_rejection(c: Campaign) -> None:
         try:
             await wait_ready(server, min(30.0, c.plan.timeouts["ready_s"]))
             rejected, exit_code = False, None
-        except ServerStartError:
-            rejected, exit_code = server.exit_code is not None, server.exit_code
+        except ServerStartError as exc:
+            # Only a server that exited by itself rejected the config; one killed at the
+            # readiness deadline proves nothing.
+            rejected = "before becoming ready" in exc.message
+            exit_code = server.exit_code
         stderr = server.stderr_text()
         await server.stop(5.0)
         c.log.append("x1_config_probe", value=value, rejected=rejected, exit_code=exit_code,

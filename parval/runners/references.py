@@ -75,11 +75,14 @@ async def perf_serial(c: Campaign, st: Start, series: str) -> None:
 
 
 def _histories_to_replay(c: Campaign, n: int) -> list[list[str]]:
+    from parval.gates.records import build_records
+
+    rec = build_records(read_events(c.log.path))  # complete attempts only
     keys: set[str] = set()
-    for e in read_events(c.log.path):
-        if e.get("kind") == "request" and e.get("run", "").startswith(f"count{n}-") \
-                and isinstance(e.get("ref"), str) and e["ref"].startswith("hist:"):
-            keys.add(e["ref"])
+    for run in rec.count_runs(n):
+        for e in rec.requests(run):
+            if isinstance(e.get("ref"), str) and e["ref"].startswith("hist:"):
+                keys.add(e["ref"])
     seqs = sorted((k[5:].split(">") for k in keys), key=len, reverse=True)
     chosen: list[list[str]] = []
     for seq in seqs:
