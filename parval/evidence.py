@@ -20,6 +20,7 @@ import os
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +54,10 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes | str) -> None:
+def atomic_write(path: Path, data: bytes | str, *, sync_dir: bool = True) -> None:
     """Write via a temporary file in the same directory, fsync, rename, fsync the directory:
-    readers see the old file or the whole new one, never a partial write."""
+    readers see the old file or the whole new one, never a partial write. `sync_dir=False`
+    leaves the directory fsync to the caller (one for many files)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -68,7 +70,8 @@ def atomic_write(path: Path, data: bytes | str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    fsync_dir(path.parent)
+    if sync_dir:
+        fsync_dir(path.parent)
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -107,6 +110,7 @@ class EventLog:
             fsync_dir(path.parent)
         self.listeners: list[Any] = []
         self._last: dict[str, dict[str, Any]] = {}
+        self._group: list[dict[str, Any]] | None = None
         if discarded:
             self.append("torn_tail_discarded", bytes=len(discarded),
                         sha256=hashlib.sha256(discarded).hexdigest(),
@@ -122,12 +126,38 @@ class EventLog:
         event = {"seq": self._seq, "t": round(time.time(), 6), "kind": kind, **fields}
         self._fh.write((dumps(event) + "\n").encode("utf-8"))
         self._fh.flush()
-        os.fsync(self._fh.fileno())
         self._seq += 1
         self._last[kind] = event
+        if self._group is not None:
+            self._group.append(event)
+            return event
+        os.fsync(self._fh.fileno())
         for listener in self.listeners:
             listener(event)
         return event
+
+    @contextmanager
+    def group(self, store: ArtifactStore | None = None) -> Iterator[None]:
+        """Group commit for the replies of one wave: events are written at once but fsynced
+        together on exit (after the artifacts' directory), and only then shown to listeners.
+        Nothing acts on them before that: the next wave starts after the exit."""
+        if self._group is not None:
+            yield
+            return
+        self._group = []
+        if store is not None:
+            store.defer_dir_sync = True
+        try:
+            yield
+        finally:
+            if store is not None:
+                store.defer_dir_sync = False
+                store.flush()
+            os.fsync(self._fh.fileno())
+            pending, self._group = self._group, None
+            for event in pending:
+                for listener in self.listeners:
+                    listener(event)
 
     def last_of(self, kind: str) -> dict[str, Any] | None:
         """The last event of `kind` appended through this object (None if none)."""
@@ -205,13 +235,22 @@ class ArtifactStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
+        self.defer_dir_sync = False
+        self._dirty = False
 
     def put(self, data: bytes, ext: str = "bin") -> str:
         digest = hashlib.sha256(data).hexdigest()
         target = self.root / f"{digest}.{ext}"
         if not target.exists():
-            atomic_write(target, data)
+            atomic_write(target, data, sync_dir=not self.defer_dir_sync)
+            self._dirty = self.defer_dir_sync
         return digest
+
+    def flush(self) -> None:
+        """Make the renames of deferred puts durable (one directory fsync)."""
+        if self._dirty:
+            fsync_dir(self.root)
+            self._dirty = False
 
     def path(self, digest: str, ext: str = "bin") -> Path:
         return self.root / f"{digest}.{ext}"

@@ -115,6 +115,10 @@ class Campaign:
                 units.append((name, partial(ph.count_start, self, name, n, s)))
             if self.plan.cache_sensitive:
                 units.append((f"history-{n}", partial(references.history_replays, self, n)))
+            if self.plan.performance["independent_servers"] and n > 1:
+                from parval.runners.independent import independent_servers
+
+                units.append((f"independent-{n}", partial(independent_servers, self, n)))
         if max(self.plan.counts) in counts:
             # M4 and M6 run once, at the largest count validated so far (chosen when they start).
             units.append(("recovery", lambda: probes.recovery_start(self, self.largest_validated())))
@@ -264,7 +268,21 @@ def wave_bodies(c: Campaign, reqs: list[NamedRequest]) -> list[dict[str, Any]]:
 
 async def wave_together(c: Campaign, st: Start, phase: str, wave: int,
                         reqs: list[NamedRequest]) -> None:
-    """N requests released together; histories known when every slot's history is the same."""
+    """N requests released together; histories known when every slot's history is the same.
+
+    A warm wave whose N leases were not seen at once is repeated (every attempt recorded
+    and compared). Cold and reload waves are not: a repeat would no longer be cold."""
+    from parval.runners.phases import WAVE_ATTEMPTS, concurrency_shown
+
+    attempts = WAVE_ATTEMPTS if phase == "warm_wave" and len(reqs) > 1 else 1
+    for retry in range(attempts):
+        event = await _wave_together_once(c, st, phase, wave, reqs, retry)
+        if concurrency_shown(event, len(reqs)):
+            return
+
+
+async def _wave_together_once(c: Campaign, st: Start, phase: str, wave: int,
+                              reqs: list[NamedRequest], retry: int) -> dict[str, Any]:
     from parval.runners.waves import release_together
 
     n = len(reqs)
@@ -279,14 +297,16 @@ async def wave_together(c: Campaign, st: Start, phase: str, wave: int,
     if scope.cancelled_caught:
         c.log.append("wave_timeout", run=st.name, phase=phase, wave=wave)
         raise StartAborted(f"{st.name}: {phase} wave {wave} exceeded timeouts.wave_s")
-    for req, reply in zip(reqs, replies, strict=True):
-        st.record(phase, wave, req.name, reply, history=history)
+    with st.log.group(st.store):
+        for req, reply in zip(reqs, replies, strict=True):
+            st.record(phase, wave, req.name, reply, history=history, retry=retry)
     if same_history:
         for i in range(n):
             st.histories[i].append(reqs[0].name)
     trace, _ = st.trace_lines(offset)
     await st.check_alive(f"{phase} wave {wave}")
     drained = await st.drained()
-    st.wave_event(phase, wave, n, "together", t_start, t_end, replies, drained,
-                  trace_lines=len(trace))
+    event = st.wave_event(phase, wave, n, "together", t_start, t_end, replies, drained,
+                          trace_lines=len(trace), retry=retry)
     st.phases.set("idle")
+    return event

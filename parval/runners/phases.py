@@ -77,13 +77,14 @@ async def _wave_ordered_once(c: Campaign, st: Start, phase: str, wave: int,
     mapping_known = info["ordered_ok"] and not info["finished_early"]
     trace, _ = st.trace_lines(offset)
     confirmed = confirm_slots(trace, order) if trace else None
-    for i, (req, reply) in enumerate(zip(order, replies, strict=True)):
-        if mapping_known or not st.cache_sensitive:
-            history: list[str] | None = list(st.histories[i]) if mapping_known else ["?"]
-        else:
-            history = None
-        st.record(phase, wave, req.name, reply, history=history,
-                  slot=i if mapping_known else None, reversed=wave % 2 == 1, retry=retry)
+    with st.log.group(st.store):
+        for i, (req, reply) in enumerate(zip(order, replies, strict=True)):
+            if mapping_known or not st.cache_sensitive:
+                history: list[str] | None = list(st.histories[i]) if mapping_known else ["?"]
+            else:
+                history = None
+            st.record(phase, wave, req.name, reply, history=history,
+                      slot=i if mapping_known else None, reversed=wave % 2 == 1, retry=retry)
     for i, req in enumerate(order):
         st.histories[i].append(req.name if mapping_known else "?")
     await st.check_alive(f"{phase} wave {wave}")

@@ -38,16 +38,17 @@ def parse_models(body: bytes, model_id: str) -> StatusSample | None:
         return None
     if not isinstance(entries, list):
         return None
+    def _int(e: dict[str, Any], key: str) -> int | None:
+        v = e.get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
     for e in entries:
         if isinstance(e, dict) and e.get("id") == model_id:
-            def _int(key: str) -> int | None:
-                v = e.get(key)
-                return v if isinstance(v, int) and not isinstance(v, bool) else None
             loaded = e.get("loaded")
             return StatusSample(
-                t=time.monotonic(), ok=True, active=_int("active_slots"), queued=_int("queued_requests"),
+                t=time.monotonic(), ok=True, active=_int(e, "active_slots"), queued=_int(e, "queued_requests"),
                 loaded=loaded if isinstance(loaded, bool) else None,
-                max_parallel=_int("max_parallel_slots"), slots=_int("slots"), present=True,
+                max_parallel=_int(e, "max_parallel_slots"), slots=_int(e, "slots"), present=True,
             )
     return StatusSample(t=time.monotonic(), ok=True, present=False)
 

@@ -60,3 +60,12 @@ def test_comparisons_are_blocked_without_a_caught_negative_control(tmp_path: Pat
         assert status(rejudged, aid) == "BLOCKED", aid
     assert "negative control" in reason(rejudged, "M2.exact")
     assert rejudged["admission_ready"] is False
+
+
+def test_optional_independent_servers_fill_the_performance_row(tmp_path: Path) -> None:
+    plan = plan_dict(tmp_path, counts=[1, 2], ten=3, mixed=3, starts=1)
+    plan["performance"]["independent_servers"] = True
+    ev = run(tmp_path, plan)
+    row = next(r for r in ev["performance"]["rows"] if r["count"] == 2)
+    assert isinstance(row["independent_servers"], dict), row["independent_servers"]
+    assert row["independent_servers"]["n"] >= 3

@@ -114,4 +114,5 @@ def test_rejudging_an_unmodified_run_keeps_it_verifiable(run_copy: Path) -> None
     assert proc.returncode in (0, 1, 3) and "INVALID" not in proc.stdout
     assert chain_problems(run_copy) == []
     problems, info = verify_problems(run_copy)
-    assert problems == [] and info["sealed"] is False
+    # The re-judged evidence and its rewritten report are sealed, as after `parval run`.
+    assert problems == [] and info["sealed"] is True
