@@ -129,9 +129,13 @@ async def unload_together(rig: Rig, models: list[tuple[str, int | None, str]], n
     for m in (a, b):
         await rig.run(f"warm-{m}", m)
     running = [await rig.start_run(f"{m}-run{i}", m) for i in range(n) for m in (a, b)]
-    seen = await rig.wait(lambda s: s.active(a) >= 1 and s.active(b) >= 1, t.slack_s)
+    # Every request must be admitted (running or queued) before the barrier: one still in
+    # flight to the server would rightly queue behind the unload and finish after it.
+    seen = await rig.wait(lambda s: s.active(a) >= 1 and s.active(b) >= 1
+                          and s.active(a) + s.queued(a) >= n and s.active(b) + s.queued(b) >= n,
+                          t.slack_s)
     if seen is None:
-        v.block("never observed both models running")
+        v.block("never observed both models' requests admitted")
     bulk = await rig.bulk("unload-both", [a, b])
     v.require(await rig.settle([*running, bulk], t.slack_s), "everything completed (no deadlock)")
     all_ok(v, [*running, bulk], "requests and the unload")
