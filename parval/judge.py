@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from parval import PROCEDURE_VERSION, __version__
-from parval.assertions import all_ids
 from parval.evidence import EVENTS, EVIDENCE, MANIFEST, sha256_file, write_json
 from parval.gates import admission as adm
 from parval.gates.framework_ref import framework_checks
@@ -149,21 +148,13 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
         protected = load_json(p) if p.exists() else None
     fw_results, fw_info = framework_checks(_record_path(plan_snapshot, plan_path), manifest, protected)
 
-    verdicts = adm.count_verdicts(model_level, per_count, fw_results)
-    admitted = adm.admitted_counts(counts, verdicts)
-    model_level.append(adm.q6(counts, verdicts, admitted))
     campaign_end = rec.kind("campaign_end")
     interrupted = not campaign_end or not campaign_end[-1].get("finished", False)
     shard = next((e.get("shard") for e in rec.events if e.get("kind") == "campaign_start"), None)
-    admission_ready = (not interrupted and admitted == counts
-                       and combine(r.status for r in model_level + fw_results) is Status.PASS)
-    flat = model_level + [r for rs in per_count.values() for r in rs]
-    by_id: dict[str, list[Result]] = {}
-    for r in flat + fw_results:
-        by_id.setdefault(r.id, []).append(r)
-    assertions = [adm.aggregate(by_id[i]) if i in by_id else pending(i, "not collected by this run")
-                  for i in all_ids()]
-    line, code = adm.verdict_line(admission_ready, admitted, flat + fw_results, interrupted)
+    d = adm.decide(counts, model_level, per_count, fw_results, interrupted=interrupted,
+                   missing="not collected by this run")
+    verdicts, admitted, admission_ready = d.verdicts, d.admitted, d.admission_ready
+    flat, assertions, line, code = d.flat, d.assertions, d.line, d.exit_code
     model_status = combine(r.status for r in flat)
     series, rejections = performance_series(rec)
     mem_status = combine(r.status for r in flat if r.id.startswith("M5."))

@@ -25,7 +25,7 @@ def _gpu_info() -> dict[str, Any]:
     return result
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -80,7 +80,7 @@ def build_manifest(plan: Plan) -> dict[str, Any]:
         "platform": {
             "os": platform.platform(),
             "machine": platform.machine(),
-            "cpu": _cpu_model(),
+            "cpu": cpu_model(),
             "cpu_count": os.cpu_count(),
             "python": sys.version.split()[0],
             "backend": plan.server["backend"],

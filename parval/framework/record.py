@@ -23,6 +23,7 @@ from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE
 from parval.evidence import sha256_file, write_json
 from parval.framework import contract
 from parval.framework.context import Context
+from parval.manifest import cpu_model
 from parval.runners.ctest import CTestRun
 from parval.schemas_io import schema_errors
 from parval.status import Result, Status, combine
@@ -31,14 +32,6 @@ RECORD = "record.json"
 SCHEMA_VERSION = 1
 
 
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def identity(ctx: Context, source_commit: str | None) -> dict[str, Any]:
@@ -54,7 +47,7 @@ def identity(ctx: Context, source_commit: str | None) -> dict[str, Any]:
         "backend": server["backend"],
         "device": server["device"],
         "threads": server["threads"],
-        "platform": {"os": platform.platform(), "machine": platform.machine(), "cpu": _cpu(),
+        "platform": {"os": platform.platform(), "machine": platform.machine(), "cpu": cpu_model(),
                      "cpu_count": os.cpu_count(), "python": sys.version.split()[0]},
         "plan_sha256": ctx.plan.sha256,
         "plan_path": str(ctx.plan.path),

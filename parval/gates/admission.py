@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from parval.status import Result, Status, combine
+from parval.assertions import all_ids
+from parval.status import Result, Status, combine, pending
 
 PENDING_TEXT = "evidence collected; validation pending"
 
@@ -83,3 +85,34 @@ def aggregate(results: list[Result]) -> Result:
 
 def as_json(results: list[Result]) -> list[dict[str, Any]]:
     return [r.to_json() for r in results]
+
+
+@dataclass
+class Decision:
+    """Everything the verdict of one run (or of merged runs) is made of."""
+
+    verdicts: dict[int, Status]
+    admitted: list[int]
+    admission_ready: bool
+    flat: list[Result]
+    assertions: list[Result]
+    line: str
+    exit_code: int
+
+
+def decide(counts: list[int], model_level: list[Result], per_count: dict[int, list[Result]],
+           framework: list[Result], *, interrupted: bool, missing: str) -> Decision:
+    """Count verdicts, admitted counts (Q6 appended to `model_level`), one entry per
+    assertion ID (`missing` explains IDs nobody collected), the verdict line and exit code."""
+    verdicts = count_verdicts(model_level, per_count, framework)
+    admitted = admitted_counts(counts, verdicts)
+    model_level.append(q6(counts, verdicts, admitted))
+    admission_ready = (not interrupted and admitted == counts
+                       and combine(r.status for r in model_level + framework) is Status.PASS)
+    flat = model_level + [r for rs in per_count.values() for r in rs]
+    by_id: dict[str, list[Result]] = {}
+    for r in flat + framework:
+        by_id.setdefault(r.id, []).append(r)
+    assertions = [aggregate(by_id[i]) if i in by_id else pending(i, missing) for i in all_ids()]
+    line, code = verdict_line(admission_ready, admitted, flat + framework, interrupted)
+    return Decision(verdicts, admitted, admission_ready, flat, assertions, line, code)

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from parval import PROCEDURE_VERSION, __version__
-from parval.assertions import all_ids
 from parval.errors import RunDirError, UsageError
 from parval.evidence import EVENTS, MANIFEST, read_events
 from parval.gates import admission as adm
@@ -178,19 +177,11 @@ def merge_evidence(runs: list[LoadedRun]) -> dict[str, Any]:
         per_count[n] = _combine_by_id(
             [(r, _results(r.ev["model_checks"]["per_count"].get(str(n), {}).get("assertions", []), n))
              for r in covering], once=False)
-    verdicts = adm.count_verdicts(model_level, per_count, fw)
-    admitted = adm.admitted_counts(counts, verdicts)
-    model_level.append(adm.q6(counts, verdicts, admitted))
     interrupted = any(r.ev["run"].get("interrupted") for r in runs)
-    admission_ready = (not interrupted and admitted == counts
-                       and combine(r.status for r in model_level + fw) is Status.PASS)
-    flat = model_level + [r for rs in per_count.values() for r in rs]
-    by_id: dict[str, list[Result]] = {}
-    for r in flat + fw:
-        by_id.setdefault(r.id, []).append(r)
-    assertions = [adm.aggregate(by_id[i]) if i in by_id else pending(i, "not collected by any merged run")
-                  for i in all_ids()]
-    line, code = adm.verdict_line(admission_ready, admitted, flat + fw, interrupted)
+    d = adm.decide(counts, model_level, per_count, fw, interrupted=interrupted,
+                   missing="not collected by any merged run")
+    verdicts, admitted, admission_ready = d.verdicts, d.admitted, d.admission_ready
+    flat, assertions, line, code = d.flat, d.assertions, d.line, d.exit_code
     line = f"{line} (merged from {len(runs)} runs)"
     model_status = combine(r.status for r in flat)
     fw_info = {k: v for k, v in runs[0].ev["framework_checks"].items() if k != "results"}
