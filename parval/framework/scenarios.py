@@ -9,7 +9,6 @@ measured request time and checked to still be pending afterwards.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -18,8 +17,7 @@ import anyio
 from parval.framework.checks import Verdict
 from parval.framework.rig import Flight, Rig, Snapshot
 from parval.framework.settings import Timing
-
-TRACE_PREFIX = "[SLOT_VALIDATION] "
+from parval.runners.trace import read_trace
 
 
 def timing(rig: Rig) -> Timing:
@@ -128,24 +126,7 @@ def no_overtaking(v: Verdict, ordered: list[Flight], tol_s: float, what: str) ->
 
 def trace_lines(rig: Rig, offset: int = 0) -> list[dict[str, Any]]:
     """Observer-trace lines (validation builds) written to stderr since byte `offset`."""
-    try:
-        with rig.server.stderr_path.open("rb") as fh:
-            fh.seek(offset)
-            data = fh.read()
-    except OSError:
-        return []
-    out: list[dict[str, Any]] = []
-    for raw in data.decode("utf-8", "replace").splitlines():
-        idx = raw.find(TRACE_PREFIX)
-        if idx < 0:
-            continue
-        try:
-            obj = json.loads(raw[idx + len(TRACE_PREFIX):])
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            out.append(obj)
-    return out
+    return read_trace(rig.server.stderr_path, offset)[0]
 
 
 def model_count(health: Any) -> int | None:

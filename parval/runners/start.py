@@ -27,8 +27,7 @@ from parval.runners.server import (
     wait_ready,
 )
 from parval.runners.status import StatusPoller, summarise_window
-
-TRACE_PREFIX = "[SLOT_VALIDATION] "
+from parval.runners.trace import read_trace
 
 
 class StartAborted(Exception):
@@ -171,25 +170,8 @@ class Start:
         )
 
     def trace_lines(self, offset: int) -> tuple[list[dict[str, Any]], int]:
-        """Observer-trace lines written to stderr since byte `offset` (parsed as JSON)."""
-        try:
-            with self.server.stderr_path.open("rb") as fh:
-                fh.seek(offset)
-                data = fh.read()
-        except OSError:
-            return [], offset
-        lines: list[dict[str, Any]] = []
-        for raw in data.decode("utf-8", "replace").splitlines():
-            idx = raw.find(TRACE_PREFIX)
-            if idx < 0:
-                continue
-            try:
-                obj = json.loads(raw[idx + len(TRACE_PREFIX):])
-            except ValueError:
-                continue
-            if isinstance(obj, dict):
-                lines.append(obj)
-        return lines, offset + len(data)
+        """Observer-trace lines written to stderr since byte `offset`."""
+        return read_trace(self.server.stderr_path, offset)
 
 
 @asynccontextmanager
