@@ -184,12 +184,7 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
                     "counts": {str(n): str(v) for n, v in verdicts.items()}},
         "assertions": [a.to_json() for a in assertions],
         "model_checks": {
-            "status": str(model_status),
-            "groups": adm.group_statuses(flat),
-            "per_count": {str(n): {"status": str(combine(r.status for r in rs)),
-                                   "groups": adm.group_statuses(rs), "assertions": adm.as_json(rs)}
-                          for n, rs in per_count.items()},
-            "model_level": adm.as_json(model_level),
+            **adm.model_checks_block(flat, model_level, per_count),
             "variation_effects": effects,
             "negative_control": neg[-1] if neg else None,
         },

@@ -30,6 +30,7 @@ from parval.framework.probes_legacy import legacy_probe
 from parval.framework.probes_timeouts import flagged_timeouts_probe
 from parval.framework.probes_unsupported import unsupported_probe
 from parval.runners.ctest import DEFAULT_REQUIRED_TESTS, CTestRun, assess_f6
+from parval.runners.groups import real_error
 from parval.status import Result, Status
 
 
@@ -132,7 +133,7 @@ async def _run_one(ctx: Context, probe: Probe) -> dict[str, Any]:
             with anyio.fail_after(float(ctx.plan.timeouts["start_s"])):
                 await probe.run(ctx)
         except BaseExceptionGroup as group:
-            raise _leaf(group) from None
+            raise real_error(group, require_single=False) from None
     except ServerStartError as exc:
         error = f"server did not start: {exc.message}"
         ctx.log.append("probe_error", probe=probe.name, error=error, log_tail=exc.log_tail)
@@ -149,20 +150,6 @@ async def _run_one(ctx: Context, probe: Probe) -> dict[str, Any]:
             ctx.findings.add(aid, probe.name, Status.BLOCKED, f"probe {probe.name} did not complete: {error}")
     return {"probe": probe.name, "outcome": "error" if error else "ok", "error": error,
             "elapsed_s": elapsed, "assertions": list(probe.assertions)}
-
-
-def _leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    leaves: list[BaseException] = []
-
-    def walk(e: BaseException) -> None:
-        if isinstance(e, BaseExceptionGroup):
-            for sub in e.exceptions:
-                walk(sub)
-        elif not isinstance(e, anyio.get_cancelled_exc_class()):
-            leaves.append(e)
-
-    walk(group)
-    return leaves[0] if leaves else group
 
 
 def results(ctx: Context, selected: set[str], runs: list[CTestRun], only: str | None) -> list[Result]:

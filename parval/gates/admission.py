@@ -116,3 +116,17 @@ def decide(counts: list[int], model_level: list[Result], per_count: dict[int, li
     assertions = [aggregate(by_id[i]) if i in by_id else pending(i, missing) for i in all_ids()]
     line, code = verdict_line(admission_ready, admitted, flat + framework, interrupted)
     return Decision(verdicts, admitted, admission_ready, flat, assertions, line, code)
+
+
+def model_checks_block(flat: list[Result], model_level: list[Result],
+                       per_count: dict[int, list[Result]],
+                       sources: dict[int, list[str]] | None = None) -> dict[str, Any]:
+    """The evidence's `model_checks` statuses: overall, by group, per count, model-level."""
+    counts: dict[str, Any] = {}
+    for n, rs in per_count.items():
+        counts[str(n)] = {"status": str(combine(r.status for r in rs)),
+                          "groups": group_statuses(rs), "assertions": as_json(rs)}
+        if sources is not None:
+            counts[str(n)]["sources"] = sources[n]
+    return {"status": str(combine(r.status for r in flat)), "groups": group_statuses(flat),
+            "per_count": counts, "model_level": as_json(model_level)}

@@ -212,13 +212,7 @@ def merge_evidence(runs: list[LoadedRun]) -> dict[str, Any]:
                     "counts": {str(n): str(v) for n, v in verdicts.items()}},
         "assertions": [a.to_json() for a in assertions],
         "model_checks": {
-            "status": str(model_status),
-            "groups": adm.group_statuses(flat),
-            "per_count": {str(n): {"status": str(combine(r.status for r in rs)),
-                                   "groups": adm.group_statuses(rs), "assertions": adm.as_json(rs),
-                                   "sources": sources[n]}
-                          for n, rs in per_count.items()},
-            "model_level": adm.as_json(model_level),
+            **adm.model_checks_block(flat, model_level, per_count, sources),
             "variation_effects": [x for r in runs for x in _as_list(r.ev["model_checks"].get("variation_effects"))],
             "negative_control": [r.ev["model_checks"].get("negative_control") for r in runs],
         },

@@ -16,6 +16,7 @@ from parval.errors import ServerStartError
 from parval.evidence import ArtifactStore, EventLog, read_events
 from parval.plan import NamedRequest, Plan, resolve_executable
 from parval.runners import phases as ph
+from parval.runners.groups import real_error
 from parval.runners.memory import MemoryConfig
 from parval.runners.server import LaunchSpec, server_config
 from parval.runners.start import Start, StartAborted, StartSettings, fresh_start
@@ -226,7 +227,7 @@ class Campaign:
                     await unit()
                 return True
             except BaseExceptionGroup as group:
-                raise _leaf(group) from None
+                raise real_error(group) from None
         except ServerStartError as exc:
             self.log.append("start_failed", unit=name, reason=exc.message, log_tail=exc.log_tail)
         except StartAborted as exc:
@@ -245,21 +246,6 @@ class Campaign:
                         self.log.append("server_leftover", unit=name, server=server.name,
                                         stop=stop, log_tail=server.log_tail(2000))
         return False
-
-
-def _leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one real error inside (possibly nested) task-group exception groups."""
-    leaves: list[BaseException] = []
-
-    def walk(e: BaseException) -> None:
-        if isinstance(e, BaseExceptionGroup):
-            for sub in e.exceptions:
-                walk(sub)
-        elif not isinstance(e, anyio.get_cancelled_exc_class()):
-            leaves.append(e)
-
-    walk(group)
-    return leaves[0] if len(leaves) == 1 else group
 
 
 def wave_bodies(c: Campaign, reqs: list[NamedRequest]) -> list[dict[str, Any]]:
