@@ -18,6 +18,10 @@ import pytest
 import yaml
 
 STANDIN = Path(sys.executable).parent / "parval-standin"
+
+# The real audiocpp_server build shipped beside the checkout (legacy runtime, CPU); tests
+# marked `real` use it and skip cleanly where it is absent.
+REAL_AUDIOCPP = Path(__file__).resolve().parents[2] / "shared" / "real-audiocpp"
 PARVAL = Path(sys.executable).parent / "parval"
 
 SMALL_PLAN: dict[str, Any] = {
@@ -83,3 +87,12 @@ def make_plan(tmp_path: Path) -> Callable[..., Path]:
         return write_plan(tmp_path / "plan", **overrides)
 
     return make
+
+
+@pytest.fixture
+def real_audiocpp() -> Path:
+    """The real-audiocpp folder (bin/, models/, fixtures/), or skip when it is absent."""
+    exe = REAL_AUDIOCPP / "bin" / "audiocpp_server"
+    if not exe.is_file():
+        pytest.skip(f"no real audiocpp_server at {exe}")
+    return REAL_AUDIOCPP
