@@ -34,6 +34,9 @@ usage: audiocpp_server --config <server.json> [options]
 
 stand-in only:
   --fault NAME[=VALUE]         enable a named fault (repeatable); also PARVAL_STANDIN_FAULTS
+                               behaviour variants of a correct server, switched on the same way:
+                               registration_outputs (outputs depend on the model id and path),
+                               cold_warm_differ (a session's first output after a load differs)
 """
 
 BACKENDS = {"cpu", "cuda", "hip", "rocm", "vulkan", "metal"}

@@ -19,7 +19,7 @@ import numpy.typing as npt
 from .config import ModelSpec
 from .faults import Faults
 from .inference_request import InferenceRequest
-from .model_pool import LoadedPool, Session, touched_memory
+from .model_pool import COLD, LoadedPool, Session, touched_memory
 from .synthesis import Rendered, identity_digest, perturb, render
 from .traces import Traces
 
@@ -62,6 +62,8 @@ class Executor:
             "session_options": dict(job.spec.session_options),
             "request": job.request.identity(ignore_seed=self._faults.on("ignore_seed")),
         }
+        if self._faults.on("registration_outputs"):
+            parts["registration"] = {"id": job.spec.id, "path": str(job.spec.path)}
         return identity_digest(parts).hex()
 
     @contextmanager
@@ -91,6 +93,8 @@ class Executor:
         digest = bytes.fromhex(key)
         if knobs.cache_sensitive:
             digest = identity_digest({"request": key, "history": job.session.history})
+        elif self._faults.on("cold_warm_differ") and job.session.history == COLD:
+            digest = identity_digest({"request": key, "history": COLD})
         if self._faults.on("contaminate_3plus") and record.peak >= 3 and record.partners:
             digest = identity_digest({"request": digest.hex(), "mixed": min(record.partners)})
         rendered = render(job.spec.task, digest, job.request, knobs.sample_rate)

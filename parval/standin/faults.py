@@ -2,6 +2,14 @@
 
 Faults come from repeatable `--fault NAME[=VALUE]` arguments and from the environment
 variable `PARVAL_STANDIN_FAULTS="name1,name2=value"`; both sources are merged.
+
+Two names are behaviour variants a correct server may have, not faults; they are switched
+on the same way so a campaign can be run against them:
+
+- `registration_outputs`: outputs depend on the registration (model id and path are mixed
+  into the synthesis digest), so only a reference from the same registration matches.
+- `cold_warm_differ`: a session's first request after a load (cold) gives a different
+  output from its later (warm) requests; warm and repeated warm agree.
 """
 
 from __future__ import annotations
@@ -15,6 +23,10 @@ FAULTS_ENV = "PARVAL_STANDIN_FAULTS"
 
 # name -> default value (None for faults that take no value)
 FAULT_DEFAULTS: dict[str, int | None] = {
+    # behaviour variants of a correct server (see the module docstring)
+    "registration_outputs": None,
+    "cold_warm_differ": None,
+    # faults
     "contaminate_3plus": None,
     "serial_nondeterminism": None,
     "intermittent_mismatch": 5,
@@ -23,6 +35,7 @@ FAULT_DEFAULTS: dict[str, int | None] = {
     "barging": None,
     "unload_skips_load": None,
     "memory_growth": 4,
+    "retain_after_unload": None,
     "crash_at_4": None,
     "first_load_fails": None,
     "ignore_seed": None,
@@ -31,6 +44,7 @@ FAULT_DEFAULTS: dict[str, int | None] = {
     "retiring_resident": None,
     "registry_convoy": None,
     "overdue_suppressed": None,
+    "queued_counter_stuck": None,  # a queued request that timed out stays in queued_requests
     "hang_requests": None,
     "drop_connection": None,
     "garbage_replies": None,

@@ -8,6 +8,7 @@ cache_sensitive, native_batch, sample_rate.
 from __future__ import annotations
 
 import hashlib
+import mmap
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -88,8 +89,19 @@ def parse_knobs(options: Mapping[str, str]) -> ModelKnobs:
 
 
 def touched_memory(mib: float) -> npt.NDArray[np.uint8]:
-    """Allocate and write every page so the memory really counts as resident."""
-    return np.ones(int(mib * MIB), dtype=np.uint8)
+    """Allocate and write every page so the memory really counts as resident.
+
+    The pages come from their own anonymous mapping, unmapped as soon as the array is
+    dropped (as a real server's large weight buffers are): heap allocations of this size
+    stay cached in per-thread malloc arenas after a free, which would make a clean
+    unload look like retained memory."""
+    size = int(mib * MIB)
+    if size == 0:
+        return np.empty(0, dtype=np.uint8)
+    buffer = mmap.mmap(-1, size)
+    memory = np.frombuffer(buffer, dtype=np.uint8)
+    memory.fill(1)
+    return memory
 
 
 @dataclass(eq=False)

@@ -59,6 +59,8 @@ class Runtime:
         self._entries: dict[str, ModelEntry] = {}
         self._load_lock = threading.Lock()
         self.last_activity_ms = now_ms()
+        # retain_after_unload: weights of unloaded pools that were never freed
+        self.retained: list[object] = []
         for spec in cfg.models:
             self._entries[spec.id] = self.new_entry(spec)
 
@@ -69,7 +71,8 @@ class Runtime:
             gate = ModelSlots(
                 spec.id, spec.count, barging=self.faults.on("barging"),
                 overdue_suppressed=self.faults.on("overdue_suppressed"),
-                serial=self.faults.on("fake_concurrency"))
+                serial=self.faults.on("fake_concurrency"),
+                queued_counter_stuck=self.faults.on("queued_counter_stuck"))
         else:
             gate = BusyGuard(spec.id)
         return ModelEntry(spec, gate)
@@ -200,6 +203,10 @@ class Runtime:
         if not self.faults.on("retiring_resident"):
             entry.resident = False
         try:
+            if pool is not None and self.faults.on("retain_after_unload"):
+                # logically unloaded, but the weights stay allocated: each reload adds a copy
+                self.retained.append(pool.memory)
+                pool.memory = pool.memory[:0]
             if pool is not None:
                 teardown_pool(pool)
         finally:

@@ -70,7 +70,7 @@ class ModelSlots:
 
     def __init__(
         self, model_id: str, count: int, *, barging: bool = False,
-        overdue_suppressed: bool = False, serial: bool = False,
+        overdue_suppressed: bool = False, serial: bool = False, queued_counter_stuck: bool = False,
     ) -> None:
         self._id = model_id
         self._since: list[float | None] = [None] * count
@@ -81,6 +81,8 @@ class ModelSlots:
         self._barging = barging
         self._overdue_suppressed = overdue_suppressed
         self._serial = serial
+        self._queued_counter_stuck = queued_counter_stuck
+        self._stuck = 0  # timed-out waiters the faulty accounting still counts
 
     # -- requests -------------------------------------------------------------------------
     def acquire_run(self, timeout_ms: int) -> int:
@@ -163,7 +165,7 @@ class ModelSlots:
 
     def queued_requests(self) -> int:
         with self._cond:
-            return sum(not w.management for w in self._queue)
+            return sum(not w.management for w in self._queue) + self._stuck
 
     # -- internals ------------------------------------------------------------------------
     def _free_slot(self) -> int | None:
@@ -225,6 +227,8 @@ class ModelSlots:
             if waiter.expired or (remaining is not None and remaining <= 0):
                 if waiter in self._queue:
                     self._queue.remove(waiter)
+                if self._queued_counter_stuck and not waiter.management:
+                    self._stuck += 1
                 self._dispatch()
                 raise ServerBusyError(f"model '{self._id}': timed out waiting for a slot")
             self._cond.wait(None if remaining is None else remaining / 1000.0)
