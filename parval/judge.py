@@ -30,6 +30,7 @@ from parval.gates.model import (
 )
 from parval.gates.performance import build_performance
 from parval.gates.records import Records, load_records
+from parval.overhead import campaign_overhead
 from parval.status import Result, Status, blocked, combine, pending
 
 
@@ -111,7 +112,7 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
     plan_path = manifest["plan"]["path"]
     ctx = Context(rec, plan_snapshot, manifest, run_dir, plan_path)
     counts = ctx.counts
-    serial = serial_variation(rec)
+    serial = serial_variation(rec, run_dir=run_dir, tolerance=ctx.tolerance, volatile=ctx.volatile)
     model_level: list[Result] = [*judge_x(ctx), *judge_m1(ctx, serial), *judge_m4(ctx), *judge_m6(ctx)]
     effects = variation_effects(ctx)
     per_count: dict[int, list[Result]] = {}
@@ -122,23 +123,11 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
     everything = model_level + [r for rs in per_count.values() for r in rs]
     model_level += judge_q(ctx, everything)
     for n, rs in per_count.items():
-        rs.append(q5(rs, n))
+        rs.append(q5(rs, n, ctx=ctx))
 
-    # A comparator that cannot fail proves nothing: without a caught planted mismatch the
-    # comparison verdicts are BLOCKED. Serial variation makes them "parity unverified".
     neg = rec.kind("negative_control")
     caught = bool(neg) and neg[-1].get("caught") is True
-    for r in [*model_level, *[x for rs in per_count.values() for x in rs]]:
-        if r.id not in COMPARISON_IDS or r.status is Status.NOT_APPLICABLE:
-            continue
-        if not caught:
-            r.evidence["status_before_negative_control"] = str(r.status)
-            r.status, r.reason = Status.BLOCKED, ("negative control not caught (or not run): the comparator "
-                                                   "was not shown able to fail; " + r.reason)
-        elif serial[0] is not Status.PASS and r.status in (Status.PASS, Status.FAIL):
-            r.evidence["status_before_serial_check"] = str(r.status)
-            r.status = Status.PENDING
-            r.reason = f"parity unverified ({serial[1]}); " + r.reason
+    mask_comparisons([*model_level, *[x for rs in per_count.values() for x in rs]], caught, serial)
 
     protected = None
     prot_path = plan_snapshot.get("framework", {}).get("protected")
@@ -146,13 +135,18 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
         p = Path(prot_path)
         p = p if p.is_absolute() else Path(plan_path).parent / p
         protected = load_json(p) if p.exists() else None
-    fw_results, fw_info = framework_checks(_record_path(plan_snapshot, plan_path), manifest, protected)
+    fw_results, fw_info = framework_checks(_record_path(plan_snapshot, plan_path), manifest, protected,
+                                         plan=plan_snapshot, counts=counts)
 
     campaign_end = rec.kind("campaign_end")
     interrupted = not campaign_end or not campaign_end[-1].get("finished", False)
     shard = next((e.get("shard") for e in rec.events if e.get("kind") == "campaign_start"), None)
+    made_under, warnings = procedure_versions(manifest)
+    for r in model_level:
+        if r.id == "M1.manifest":
+            r.limitations.extend(warnings)
     d = adm.decide(counts, model_level, per_count, fw_results, interrupted=interrupted,
-                   missing="not collected by this run")
+                   missing="not collected by this run", not_run=adm.not_run_counts(rec.events))
     verdicts, admitted, admission_ready = d.verdicts, d.admitted, d.admission_ready
     flat, assertions, line, code = d.flat, d.assertions, d.line, d.exit_code
     model_status = combine(r.status for r in flat)
@@ -161,16 +155,20 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
     perf = build_performance(series, rejections, model_label=f"{plan_snapshot['server']['backend']}/{plan_snapshot['model']['id']}",
                              model_checks=str(model_status), framework_checks=fw_info["status"],
                              memory_verdict=str(mem_status))
+    perf["campaign_overhead"] = campaign_overhead(rec.events)
     evidence: dict[str, Any] = {
         "schema_version": 1,
-        "procedure_version": PROCEDURE_VERSION,
+        "procedure_version": made_under,
+        "judged_with_procedure_version": PROCEDURE_VERSION,
+        "procedure_version_differs": made_under != PROCEDURE_VERSION,
+        "warnings": warnings,
         "parval_version": __version__,
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "run": {
             "dir": str(run_dir), "plan": plan_path, "plan_sha256": manifest["plan"]["sha256"],
             "events_sha256": sha256_file(run_dir / EVENTS), "events": len(rec.events),
             "manifest_sha256": sha256_file(run_dir / MANIFEST), "interrupted": interrupted,
-            "shard": shard,
+            "shard": shard, "provenance": manifest.get("provenance"),
         },
         "identity": {
             "model": plan_snapshot["model"]["id"], "family": plan_snapshot["model"]["family"],
@@ -200,6 +198,45 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
         evidence["run"]["files_sha256"] = write_listing(run_dir)
         write_json(run_dir / EVIDENCE, evidence)
     return evidence
+
+
+def mask_comparisons(results: list[Result], caught: bool, serial: tuple[Status, str, dict[str, Any]]) -> None:
+    """A comparator that cannot fail proves nothing: without a caught planted mismatch the
+    comparison verdicts are BLOCKED. Serial variation makes them "parity unverified".
+    Only verdicts that rest on output comparison are masked: a FAIL on lifecycle evidence
+    (a lease left held, barging, an unload that did not wait, counters not drained) or on
+    request errors stands whatever the outputs do."""
+    for r in results:
+        if r.id not in COMPARISON_IDS or r.status is Status.NOT_APPLICABLE:
+            continue
+        if r.status is Status.FAIL and not output_failure(r):
+            continue
+        if not caught:
+            r.evidence["status_before_negative_control"] = str(r.status)
+            r.status, r.reason = Status.BLOCKED, ("negative control not caught (or not run): the comparator "
+                                                   "was not shown able to fail; " + r.reason)
+        elif serial[0] is not Status.PASS and r.status in (Status.PASS, Status.FAIL):
+            r.evidence["status_before_serial_check"] = str(r.status)
+            r.status = Status.PENDING
+            r.reason = f"parity unverified ({serial[1]}); " + r.reason
+
+
+def output_failure(r: Result) -> bool:
+    """Does this FAIL rest on output comparison only? Unmarked FAILs are lifecycle."""
+    return r.evidence.get("failure_kind") == "output"
+
+
+def procedure_versions(manifest: dict[str, Any]) -> tuple[str, list[str]]:
+    """The procedure version a run was made under (its manifest's), and a warning when
+    this parval judges under another one."""
+    made = manifest.get("procedure_version")
+    if not isinstance(made, str) or not made:
+        return "unknown", [f"the run's manifest names no procedure version; judged by parval {__version__} "
+                           f"implementing procedure {PROCEDURE_VERSION}"]
+    if made != PROCEDURE_VERSION:
+        return made, [f"run made under procedure {made}, re-judged by parval {__version__} implementing "
+                      f"procedure {PROCEDURE_VERSION}: assertions may differ from the procedure the run followed"]
+    return made, []
 
 
 def _record_path(plan: dict[str, Any], plan_path: str) -> str | None:

@@ -11,6 +11,7 @@ from typing import Any
 from parval import PROCEDURE_VERSION, __version__
 from parval.evidence import sha256_file, sha256_tree
 from parval.plan import Plan, resolve_executable
+from parval.provenance import detect as detect_provenance
 
 
 def _gpu_info() -> dict[str, Any]:
@@ -33,6 +34,34 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def driver_version(backend: str) -> str | None:
+    """The device driver's version where the OS exposes it; None where parval cannot read it."""
+    if backend == "cpu":
+        return "not applicable (cpu backend)"
+    sources = {"cuda": "/proc/driver/nvidia/version", "hip": "/sys/module/amdgpu/version",
+               "rocm": "/sys/module/amdgpu/version"}
+    where = sources.get(backend)
+    if where is None:
+        return None
+    try:
+        text = Path(where).read_text(errors="replace").strip()
+    except OSError:
+        return None
+    return text.splitlines()[0].strip() if text else None
+
+
+def build_identity(plan: Plan) -> dict[str, Any]:
+    """What parval cannot discover (source commits, build flags, quantization), as the plan
+    declares it; an item the plan leaves out stays None so M1.manifest can name it."""
+    declared = plan.identity
+    out: dict[str, Any] = {}
+    for role in ("baseline", "candidate"):
+        build = declared.get(role) or {}
+        out[role] = {"source_commit": build.get("source_commit"), "build_flags": build.get("build_flags")}
+    out["quantization"] = declared.get("quantization") or plan.model.get("quantization") or None
+    return out
 
 
 def build_manifest(plan: Plan) -> dict[str, Any]:
@@ -70,13 +99,17 @@ def build_manifest(plan: Plan) -> dict[str, Any]:
         },
         "fixtures": {str(p): sha256_file(p) for p in plan.fixture_files()},
         "requests": {r.name: r.body for r in plan.requests()},
+        "identity": build_identity(plan),
         "settings": {
             "server": plan.server,
             "counts": plan.counts,
             "starts_per_count": plan.starts_per_count,
             "waves": plan.waves,
             "compare": plan.compare,
+            # framework.reuse is judged from here when the judge is not given the plan.
+            "framework": plan.framework,
         },
+        "provenance": detect_provenance(),
         "platform": {
             "os": platform.platform(),
             "machine": platform.machine(),
@@ -86,6 +119,7 @@ def build_manifest(plan: Plan) -> dict[str, Any]:
             "backend": plan.server["backend"],
             "device": plan.server["device"],
             "threads": plan.server["threads"],
+            "driver": driver_version(plan.server["backend"]) or plan.identity.get("driver"),
             "gpu": _gpu_info(),
         },
     }

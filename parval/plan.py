@@ -118,6 +118,11 @@ class Plan:
         return dict(self.raw["framework"])
 
     @property
+    def identity(self) -> dict[str, Any]:
+        """What the plan declares about the builds and the model (`identity`, optional)."""
+        return dict(self.raw.get("identity") or {})
+
+    @property
     def status_poll_s(self) -> float:
         return float(self.raw["status_poll_ms"]) / 1000.0
 
@@ -158,6 +163,24 @@ class Plan:
             if isinstance(val, str) and not val.startswith(("data:", "/")):
                 out[key] = str(self.resolve(val))
         return out
+
+
+# The variation kind a request field implies when a variation names no `kind` (M3.variation).
+_KIND_OF_FIELD = {
+    "text": "length", "max_tokens": "length", "max_steps": "length", "duration_seconds": "length",
+    "seed": "seed",
+    "voice_ref": "reference", "voice_id": "reference", "reference_text": "reference",
+    "prosody_ref": "reference", "style_ref": "reference", "target_voice": "reference", "speaker": "reference",
+}
+VARIATION_KINDS = ("length", "seed", "reference", "preparation")
+
+
+def variation_kind(variation: dict[str, Any]) -> str:
+    """A plan variation's kind: its `kind`, else the kind its `changes` field implies."""
+    kind = variation.get("kind")
+    if isinstance(kind, str) and kind:
+        return kind
+    return _KIND_OF_FIELD.get(str(variation.get("changes", "")), "other")
 
 
 def _server(raw: dict[str, Any]) -> ServerSpec:

@@ -1,5 +1,6 @@
 """Judging recorded outputs against references: exact match, mismatches with both hashes,
-errors and indeterminate outcomes (which never count towards a PASS)."""
+errors and indeterminate outcomes (which never count towards a PASS). Outputs of attempts
+parval set aside (abandoned, superseded) are judged too, but only their failures count."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parval.gates.compare import max_abs_sample_diff
+from parval.gates.compare import within_tolerance
 from parval.gates.records import Records
 
 
@@ -56,18 +57,41 @@ class Tally:
             parts.append(f"{len(self.indeterminate)} indeterminate outcome(s)")
         if self.no_reference:
             parts.append(f"{len(self.no_reference)} output(s) without a same-history reference")
+        aside = [m for m in (*self.mismatches, *self.errors, *self.malformed) if "set_aside" in m]
+        if aside:
+            attempts = sorted({f"{m['run']} attempt {m.get('attempt')} ({m['set_aside']})" for m in aside})
+            parts.append(f"{len(aside)} of these in attempt(s) parval set aside: {', '.join(attempts[:5])}")
         if self.compared == 0:
             parts.append("nothing compared")
         return ", ".join(parts)
 
 
 def _where(e: dict[str, Any]) -> dict[str, Any]:
-    return {"run": e["run"], "phase": e["phase"], "wave": e["wave"], "req": e["req"],
-            "slot": e.get("slot"), "history": e.get("history"), "artifact": e.get("artifact")}
+    return {"run": e["run"], "attempt": e.get("attempt"), "phase": e["phase"], "wave": e["wave"],
+            "req": e["req"], "slot": e.get("slot"), "history": e.get("history"), "artifact": e.get("artifact")}
+
+
+def failure_key(m: dict[str, Any]) -> tuple[Any, ...]:
+    """Identity of one recorded failure (the same request judged by two assertions)."""
+    return (m.get("run"), m.get("attempt"), m.get("phase"), m.get("wave"), m.get("req"),
+            m.get("slot"), m.get("artifact"))
+
+
+def set_aside_failures(rec: Records, events: list[dict[str, Any]], *, run_dir: Path | None = None,
+                       tolerance: int | None = None, volatile: list[str] | None = None) -> Tally:
+    """Judge requests of set-aside attempts: keep only what failed (mismatches, request
+    errors, malformed replies), each marked with its attempt and why it was set aside.
+    Nothing here counts as compared or exact."""
+    t = judge_requests(rec, events, run_dir=run_dir, tolerance=tolerance, volatile=volatile)
+    out = Tally()
+    for name in ("mismatches", "errors", "malformed"):
+        for m in getattr(t, name):
+            getattr(out, name).append({**m, "set_aside": rec.set_aside_status(m["run"], m.get("attempt"))})
+    return out
 
 
 def judge_requests(rec: Records, events: list[dict[str, Any]], *, run_dir: Path | None = None,
-                   tolerance: int | None = None) -> Tally:
+                   tolerance: int | None = None, volatile: list[str] | None = None) -> Tally:
     t = Tally()
     for e in events:
         reply = e.get("reply") or {}
@@ -92,16 +116,34 @@ def judge_requests(rec: Records, events: list[dict[str, Any]], *, run_dir: Path 
         if out["canon"] == ref_canon:
             t.exact += 1
             continue
-        diff = None
-        if tolerance is not None and run_dir is not None and e.get("artifact") and ref.get("artifact"):
-            a = (run_dir / "artifacts" / f"{e['artifact']}.json").read_bytes()
-            b = (run_dir / "artifacts" / f"{ref['artifact']}.json").read_bytes()
-            diff = max_abs_sample_diff(a, b)
-            if diff is not None and diff <= tolerance:
+        diff: int | None = None
+        found: dict[str, Any] | None = None
+        if tolerance is not None:
+            found = tolerance_check(run_dir, e, ref, volatile or [], tolerance)
+            diff = found.get("max_abs_sample_diff")
+            if found.get("covered"):
                 t.tolerated += 1
                 continue
-        t.mismatches.append({**_where(e), "ref": key, "got_canon": out["canon"],
-                             "ref_canon": ref_canon, "ref_artifact": ref.get("artifact"),
-                             "got_audio": out.get("audio"), "ref_audio": (ref.get("output") or {}).get("audio"),
-                             "max_abs_sample_diff": diff})
+        m = {**_where(e), "ref": key, "got_canon": out["canon"],
+             "ref_canon": ref_canon, "ref_artifact": ref.get("artifact"),
+             "got_audio": out.get("audio"), "ref_audio": (ref.get("output") or {}).get("audio"),
+             "max_abs_sample_diff": diff}
+        if found is not None:
+            m["tolerance_check"] = found.get("why", "")
+        t.mismatches.append(m)
     return t
+
+
+def tolerance_check(run_dir: Path | None, e: dict[str, Any], ref: dict[str, Any], volatile: list[str],
+                    tolerance: int) -> dict[str, Any]:
+    """Does the declared tolerance cover the difference between two recorded requests'
+    raw replies? {"covered": bool, "why"/"max_abs_sample_diff": ...}"""
+    if run_dir is None or not e.get("artifact") or not ref.get("artifact"):
+        return {"covered": False, "why": "raw replies not available to apply the tolerance"}
+    try:
+        a = (run_dir / "artifacts" / f"{e['artifact']}.json").read_bytes()
+        b = (run_dir / "artifacts" / f"{ref['artifact']}.json").read_bytes()
+    except OSError as exc:
+        return {"covered": False, "why": f"raw reply unreadable: {exc}"}
+    covered, found = within_tolerance(a, b, volatile, tolerance)
+    return {"covered": covered, **found}

@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from parval.status import Result, blocked, failed, not_applicable, passed, pending
+from parval.status import Result, Status, blocked, failed, not_applicable, passed, pending
 
 # metric name -> (sample kind, sample key)
 METRICS: dict[str, tuple[str, str]] = {
@@ -412,6 +412,98 @@ def _tested_range(growth: list[dict[str, Any]], count: int) -> str:
     return f"tested range at count {count}: " + "; ".join(parts)
 
 
+MIN_UNLOAD_CYCLES = 2
+
+
+def _retention(sums: list[dict[str, Any]], metric: str, bound: float | None) -> dict[str, Any]:
+    """Idle level after each unload against the idle level before the first load.
+
+    An allocator that keeps freed weights cached shows a residue that may step up once and
+    then stays (not a leak); a server that keeps weights after a logical unload adds a copy
+    with every reload. So: settled (the last cycle-to-cycle change below the bound) is
+    PASS, reported with its size; growth beyond the bound on every cycle of every start,
+    over at least three cycles, is FAIL; anything between stays PENDING with the
+    diagnostic. Fewer than two cycles cannot tell them apart (PENDING)."""
+    rows = []
+    for s in sums:
+        ms = s["metrics"][metric]
+        episodes = ((ms or {}).get("retained_after_unload") or {}).get("episodes") or []
+        residues = [float(e["residue_mib"]) for e in episodes if e.get("residue_mib") is not None]
+        deltas = [round(b - a, 3) for a, b in zip(residues, residues[1:], strict=False)]
+        rows.append({"start_index": s["start_index"], "cycles": len(residues),
+                     "residues_mib": [_r(x) for x in residues], "growth_per_cycle_mib": deltas})
+    out: dict[str, Any] = {"metric": metric, "bound_mib": bound, "starts": rows}
+    short = [r for r in rows if r["cycles"] < MIN_UNLOAD_CYCLES]
+    if short:
+        out["status"] = "pending"
+        out["text"] = (f"{metric} retained after unload: " + "; ".join(
+            f"start {r['start_index']} has {r['cycles']} unload/reload cycle(s) with an idle level"
+            for r in short) + f" (at least {MIN_UNLOAD_CYCLES} are needed to tell a constant residue "
+            "from memory kept after each unload)")
+        return out
+    cycles = min(r["cycles"] for r in rows)
+    span = (f"{len(rows)} starts x {cycles}"
+            + ("+" if any(r["cycles"] > cycles for r in rows) else "") + " unload/reload cycles")
+
+    def listing(r: dict[str, Any]) -> str:
+        return f"start {r['start_index']} residues {', '.join(f'{x:+.1f}' for x in r['residues_mib'])} MiB"
+
+    last = [float(r["residues_mib"][-1]) for r in rows]
+    settled_text = (f"{metric} residue after unload settled at {min(last):+.1f} … {max(last):+.1f} MiB over "
+                    f"the idle level before the first load")
+    if bound is None:
+        out["status"] = "unjudged"
+        out["text"] = f"{settled_text.replace('settled at', 'last')} ({span})"
+        return out
+    growing = [r for r in rows if r["growth_per_cycle_mib"][-1] >= bound]
+    if not growing:
+        out["status"] = "pass"
+        out["text"] = (f"{settled_text}; the last cycle changed it by less than {bound:g} MiB in every "
+                       f"start ({span}; {'; '.join(listing(r) for r in rows)})")
+        return out
+    diag = "; ".join(
+        f"{listing(r)} (per cycle {', '.join(f'{d:+.1f}' for d in r['growth_per_cycle_mib'])} MiB, "
+        f"bound {bound:g} MiB)" for r in growing)
+    every = len(growing) == len(rows) and all(d >= bound for r in rows for d in r["growth_per_cycle_mib"])
+    if every and cycles >= MIN_UNLOAD_CYCLES + 1:
+        out["status"] = "fail"
+        out["text"] = (f"{metric} retained after unload grows with every unload/reload cycle in every "
+                       f"start (memory kept after a logical unload): {diag}; {span}")
+    else:
+        out["status"] = "pending"
+        out["text"] = (f"{metric} retained after unload still grew on the last cycle (investigate: "
+                       f"allocator caching settles, kept weights keep growing): {diag}; {span}")
+    return out
+
+
+def _retention_metrics(sums: list[dict[str, Any]], rule: StabilisationRule | None) -> list[str]:
+    """The rule's metric, plus per-process (else device-wide) GPU memory where sampled."""
+    first = rule.metric if rule else "host_rss"
+    metrics = [first] if all(s["metrics"][first] for s in sums) else []
+    if all(s["gpu_available"] for s in sums):
+        for gpu in ("gpu_process", "gpu_device"):
+            if all(s["metrics"][gpu] for s in sums):
+                if gpu not in metrics:
+                    metrics.append(gpu)
+                break
+    return metrics
+
+
+def _with_retention(r: Result, retention: list[dict[str, Any]]) -> Result:
+    """Combine the per-wave verdict with the retained-after-unload one."""
+    if not retention:
+        return r
+    texts = "; ".join(x["text"] for x in retention)
+    fails = [x["text"] for x in retention if x["status"] == "fail"]
+    unclear = [x["text"] for x in retention if x["status"] == "pending"]
+    if r.status is not Status.FAIL and fails:
+        return Result("M5.stable", Status.FAIL, "; ".join(fails) + f"; per-wave: {r.reason}", r.evidence)
+    if r.status is Status.PASS and unclear:
+        return Result("M5.stable", Status.PENDING, "; ".join(unclear) + f"; per-wave: {r.reason}", r.evidence)
+    r.reason = f"{r.reason}; {texts}"
+    return r
+
+
 def _assess_stable(
     count: int, sums: list[dict[str, Any]], rule: StabilisationRule | None, gpu_required: bool
 ) -> Result:
@@ -440,13 +532,20 @@ def _assess_stable(
         "retained_after_unload": residue,
     }
     limitations = [
-        "retained-after-unload residue is reported, not judged: a logical unload is not freed memory",
+        "retained-after-unload: the idle level after each unload is compared with the one before "
+        "the first load; a constant residue is reported, a residue growing from cycle to cycle is judged",
         "FAIL only when the per-wave peak rises on every wave in every start and exceeds the "
         "declared bound in every start; any other growth stays PENDING for investigation "
         "(allocator caching alone is not a leak)",
     ]
 
+    retention = [_retention(sums, m, rule.max_growth_mib if rule else None)
+                 for m in _retention_metrics(sums, rule)]
+    evidence["retention"] = retention
+
     def out(r: Result) -> Result:
+        if r.status is not Status.BLOCKED:
+            r = _with_retention(r, retention)
         r.limitations = limitations
         return r
 

@@ -1,5 +1,9 @@
-"""Recorded events, organised for the gates: only complete attempts of each start count
-(an interrupted start that was redone contributes nothing), and the reference table."""
+"""Recorded events, organised for the gates: one attempt of each start stands as its
+evidence (the last complete one, else one whose server died), and the reference table.
+
+Every other attempt is set aside (abandoned: interrupted, past a deadline, redone on
+`--resume`; or superseded by a later complete one). A set-aside attempt is never proof of
+a PASS, but what failed in it (a mismatch, a request error, a crash) still counts."""
 
 from __future__ import annotations
 
@@ -22,6 +26,8 @@ class Records:
     failures: list[dict[str, Any]] = field(default_factory=list)       # start_failed/aborted/timeout
     crashes: list[dict[str, Any]] = field(default_factory=list)
     refs: dict[str, dict[str, Any]] = field(default_factory=dict)      # ref key -> request event
+    # Attempts that do not stand: (run, attempt) -> {"run_start", "status", "events"}.
+    set_aside: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
 
     def kind(self, kind: str) -> list[dict[str, Any]]:
         """Events of one kind from complete attempts (or not tied to a start)."""
@@ -44,6 +50,27 @@ class Records:
 
     def waves(self, run: str) -> list[dict[str, Any]]:
         return [e for e in self.by_run.get(run, []) if e["kind"] == "wave"]
+
+    def set_aside_status(self, run: str, attempt: Any) -> str:
+        entry = self.set_aside.get((run, attempt)) if isinstance(attempt, int) else None
+        return str(entry["status"]) if entry else "unknown"
+
+    def set_aside_requests(self, run: str | None = None, phases: tuple[str, ...] | None = None,
+                           *, candidate_only: bool = True) -> list[dict[str, Any]]:
+        """Request events of set-aside attempts (of one start, or all), in recorded order.
+        By default only starts of the executable under test: a reference start's outputs
+        are references, not outputs to judge."""
+        out = []
+        for (name, _attempt), entry in self.set_aside.items():
+            if (run is not None and name != run) or (candidate_only and not entry["candidate"]):
+                continue
+            out += [e for e in entry["events"] if e.get("kind") == "request"
+                    and (phases is None or e.get("phase") in phases)]
+        return out
+
+    def set_aside_crashes(self) -> list[dict[str, Any]]:
+        return [{**e, "set_aside": entry["status"]} for entry in self.set_aside.values() if entry["candidate"]
+                for e in entry["events"] if e.get("kind") == "server_crash"]
 
     def count_runs(self, n: int) -> list[str]:
         return sorted(r for r, s in self.runs.items() if s.get("role") == "count" and s.get("count") == n)
@@ -75,15 +102,26 @@ def build_records(events: list[dict[str, Any]]) -> Records:
                 and (name, a["attempt"]) not in abandoned]
         # The last complete attempt stands. A start whose server died is judged too (a
         # crash is evidence); one that parval itself abandoned (interrupted, redone on
-        # resume) is not evidence at all.
+        # resume) never stands, but is kept below as set aside: its failures count.
         if complete:
             rec.runs[name] = complete[-1]
         elif died:
             rec.runs[name] = died[-1]
+    for name, attempts in starts.items():
+        chosen = rec.runs.get(name)
+        for a in attempts:
+            if chosen is not None and a["attempt"] == chosen["attempt"]:
+                continue
+            which = (name, a["attempt"])
+            status = "superseded" if which in ended and which not in abandoned else "abandoned"
+            rec.set_aside[which] = {"run_start": a, "status": status, "events": [],
+                                  "candidate": _candidate(a)}
     for e in events:
         kind = e.get("kind")
         if kind in ("start_failed", "start_aborted", "start_timeout", "wave_timeout"):
             rec.failures.append(e)
+        if "run" in e and "attempt" in e and (e["run"], e["attempt"]) in rec.set_aside:
+            rec.set_aside[(e["run"], e["attempt"])]["events"].append(e)
         if "run" in e and "attempt" in e and rec._chosen(e):
             rec.by_run.setdefault(e["run"], []).append(e)
             if kind == "run_end":
@@ -100,3 +138,8 @@ def build_records(events: list[dict[str, Any]]) -> Records:
             if key and out.get("valid") and key not in rec.refs and e["phase"] != "perf_serial":
                 rec.refs[key] = e
     return rec
+
+
+def _candidate(start: dict[str, Any]) -> bool:
+    """Did this start run the executable under test (not a baseline reference or replay)?"""
+    return start.get("exe_role") != "baseline" and start.get("role") != "history"

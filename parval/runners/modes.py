@@ -6,12 +6,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from parval.gates.compare import canonicalize, decode_wav_b64
 from parval.runners.start import Start
+
+CUT_ON_PURPOSE = "client disconnected on purpose"  # Client.sse's reason when it stops early
 
 if TYPE_CHECKING:
     from parval.runners.campaign import Campaign
@@ -65,19 +68,38 @@ async def streaming_checks(c: Campaign, st: Start, n: int) -> None:
         return results
 
     st.phases.set("streaming")
-    concurrent = await streams(False)
-    max_active = max((s.active or 0) for s in st.poller.samples[-200:]) if st.poller.samples else 0
-    disconnect = await streams(True)
+    windows: dict[str, dict[str, Any]] = {}
+
+    async def timed(label: str, stop_first: bool) -> list[tuple[Any, list[Any]]]:
+        t0 = time.monotonic()
+        batch = await streams(stop_first)
+        # Only this wave's samples: an earlier wave's leases must not count as overlap here.
+        window = st.poller.window(t0, time.monotonic())
+        actives = [s.active for s in window if s.ok and s.present and s.active is not None]
+        windows[label] = {"t0": t0, "max_active": max(actives) if actives else None,
+                          "counters_present": bool(actives), "polls": len(window)}
+        return batch
+
+    concurrent = await timed("concurrent", False)
+    disconnect = await timed("disconnect", True)
     drained = await st.drained(3.0)
     rows = []
     for label, batch in (("concurrent", concurrent), ("disconnect", disconnect)):
+        t0 = windows[label]["t0"]
         for i, (reply, events) in enumerate(batch):
             digest, size, done = _pcm_hash(events)
+            meant = label == "disconnect" and i == 0 and n > 1
             rows.append({"wave": label, "index": i, "status": reply.status, "outcome": reply.outcome,
-                         "pcm_sha256": digest, "bytes": size, "done": done,
-                         "disconnected": label == "disconnect" and i == 0 and n > 1})
+                         "error": reply.error, "pcm_sha256": digest, "bytes": size, "done": done,
+                         "events": len(events), "disconnected": meant,
+                         # Cut: the client closed the stream before the server ended it.
+                         "cut": meant and reply.error == CUT_ON_PURPOSE and not done,
+                         "t_send": round(reply.t_send - t0, 6), "t_done": round(reply.t_done - t0, 6)})
     c.log.append("m6_streaming", run=st.name, attempt=st.attempt, count=n, reference_pcm_sha256=ref,
-                 reference_problem=problem, streams=rows, max_active=max_active, drained=drained)
+                 reference_problem=problem, streams=rows, max_active=windows["concurrent"]["max_active"],
+                 max_active_disconnect=windows["disconnect"]["max_active"],
+                 counters_present=windows["concurrent"]["counters_present"],
+                 polls=windows["concurrent"]["polls"], drained=drained)
     st.phases.set("idle")
 
 

@@ -22,7 +22,7 @@ LEGACY_SLOTS_TEXT = "slots requires --parallel-jobs at server startup"
 
 async def x1_config_rejection(c: Campaign) -> None:
     """An unflagged candidate must refuse to start with any explicit slots field."""
-    for value in (1, None):
+    for value in SLOTS_FORMS:
         spec = c.launch("candidate", flagged=False, slots=value)
         directory = c.run_dir / "servers" / f"x1-config-slots-{value}-{c.log._seq}"
         server = spawn(spec, directory, f"x1-config-slots-{value}")
@@ -50,18 +50,42 @@ async def x1_registration_probe(c: Campaign, st: Start) -> None:
                      ok=reply.status == 400 and reply.error_message() == LEGACY_SLOTS_TEXT)
 
 
+CAPACITY_TEXT = "does not support the requested slots"
+
+
 async def x3_resize_probe(c: Campaign, st: Start) -> None:
-    """Resizing across one keeps the parallel lifecycle (slot fields stay, pool republishes)."""
+    """Resizing across one (1→2→1→2→1) keeps the parallel lifecycle: slot fields stay, the
+    pool republishes, and the first output after each resize equals the cold reference.
+
+    The plan's counts do not limit this: only the model's capacity does. A server that
+    refuses two slots with its capacity message makes the probe inapplicable, not failed."""
+    base = c.requests[0]
     steps: list[dict[str, Any]] = []
-    for slots in (2, 1, 2, 1):
-        if slots > max(c.plan.counts):
-            continue
+    refused: str | None = None
+    for i, slots in enumerate((2, 1, 2, 1)):
+        st.phases.set(f"x3_resize:{slots}")
         reply = await st.client.post("/v1/models/load", c.model_entry(slots=slots))
-        sample = await st.poller.wait_for(lambda s, n=slots: s.slots == n, 2.0)
-        steps.append({"slots": slots, "reply": reply.summary(),
-                      "status_fields": bool(sample and sample.active is not None)})
-    c.log.append("x3_resize_probe", run=st.name, steps=steps,
-                 ok=bool(steps) and all(s["reply"]["status"] == 200 and s["status_fields"] for s in steps))
+        message = reply.error_message() or ""
+        if i == 0 and reply.status == 400 and CAPACITY_TEXT in message:
+            refused = message
+            steps.append({"slots": slots, "reply": reply.summary(), "capacity_refused": True})
+            break
+        sample = await st.wait_status(lambda s, n=slots: s.slots == n, 2.0, needs=("slots",))
+        step: dict[str, Any] = {"slots": slots, "reply": reply.summary(),
+                                "status_fields": bool(sample and sample.active is not None),
+                                "slots_seen": sample.slots if sample else None}
+        if reply.status == 200:
+            # The resize rebuilt the pool: the next request is the first after a load.
+            out = await st.client.post(c.settings.route, c.body(base))
+            st.record("x3_after_resize", i, base.name, out, history=[], slot=0, resized_to=slots)
+            step["output_status"] = out.status
+        steps.append(step)
+        await st.check_alive(f"resize to {slots}")
+    st.reset_histories()
+    st.phases.set("idle")
+    ok = not refused and len(steps) == 4 and all(
+        s["reply"]["status"] == 200 and s["status_fields"] for s in steps)
+    c.log.append("x3_resize_probe", run=st.name, steps=steps, ok=ok, capacity_refused=refused)
 
 
 async def recovery_start(c: Campaign, n: int) -> None:
@@ -86,10 +110,12 @@ async def unload_during_first_load(c: Campaign, st: Start) -> None:
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(send)
-        during = await st.poller.wait_for(lambda s: (s.active or 0) >= 1 and s.loaded is False, 5.0)
+        during = await st.wait_status(lambda s: (s.active or 0) >= 1 and s.loaded is False, 5.0,
+                                       needs=("active", "loaded"))
         st.phases.set("unload")
         unload = await st.client.post("/v1/tasks/unload_models", {"model_ids": [c.plan.model_id]})
-    after = await st.poller.wait_for(lambda s: s.loaded is False and (s.active or 0) == 0, 2.0)
+    after = await st.wait_status(lambda s: s.loaded is False and (s.active or 0) == 0, 2.0,
+                                 needs=("active", "loaded"))
     await st.settle("unload")
     st.phases.set("reload")
     req = first["reply"]
@@ -155,7 +181,8 @@ async def unload_in_flight(c: Campaign, st: Start, n: int, which: str) -> None:
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(wave)
-        active = await st.poller.wait_for(lambda s: (s.active or 0) >= busy and bool(s.loaded), 5.0)
+        active = await st.wait_status(lambda s: (s.active or 0) >= busy and bool(s.loaded), 5.0,
+                                        needs=("active", "loaded"))
         tg.start_soon(manage)
         await anyio.sleep(0.01)
         tg.start_soon(late)
@@ -185,6 +212,14 @@ async def unload_in_flight(c: Campaign, st: Start, n: int, which: str) -> None:
 
 
 async def load_failure_retry(c: Campaign, st: Start, n: int) -> None:
+    """A failed load of the plan's own registration while healthy work is in flight, then
+    the retry of that same registration.
+
+    The broken entry keeps the model's id and every option and changes only the path; the
+    retry registers the plan's entry again. So the retried output comes from the very
+    registration the references were taken from (a server may make outputs depend on the
+    id or path). The healthy requests are admitted before the broken load and must finish
+    exact; afterwards the model's counters must drain (the failure released its lease)."""
     if c.plan.recovery["load_failure"] == "none":
         c.log.append("m4_load_failure", run=st.name, skipped="plan sets recovery.load_failure: none")
         return
@@ -192,17 +227,42 @@ async def load_failure_retry(c: Campaign, st: Start, n: int) -> None:
         c.log.append("m4_load_failure", run=st.name,
                      skipped="registration needs server.ui_management (a native-model-manager build)")
         return
+    await _unload_all(c, st)
+    base = c.requests[0]
     st.phases.set("load_failure")
-    new_id = f"{c.plan.model_id}-retry"
-    broken = c.model_entry(slots=n, id=new_id, path=str(c.run_dir / "missing-model.bin"))
-    fail = await st.client.post("/v1/models/load", broken)
-    good = await st.client.post("/v1/models/load", c.model_entry(slots=n, id=new_id))
-    out = await st.client.post(c.settings.route, c.body(c.requests[0], model_id=new_id))
-    st.record("load_retry", 0, c.requests[0].name, out, history=[])
-    cleanup = await st.client.post("/v1/tasks/unload_models", {"model_ids": [new_id]})
-    c.log.append("m4_load_failure", run=st.name, attempt=st.attempt, failure=fail.summary(),
-                 failed=fail.status is not None and fail.status >= 400, retry=good.summary(),
-                 retried=good.status == 200, cleanup=cleanup.summary())
+    broken = c.model_entry(slots=n, path=str(c.run_dir / "missing-model.bin"))
+    replies: list[Any] = []
+    failure: dict[str, Any] = {}
+
+    async def healthy() -> None:
+        replies.extend(await release_together(st.client, c.settings.route, [c.body(base)] * n))
+
+    async def fail() -> None:
+        failure["reply"] = await st.client.post("/v1/models/load", broken)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(healthy)
+        active = await st.wait_status(lambda s: (s.active or 0) >= 1, 5.0)
+        tg.start_soon(fail)
+    fail_reply = failure["reply"]
+    # Every healthy request ran on a fresh pool (unloaded just before): cold.
+    for reply in replies:
+        st.record("load_failure_alongside", 0, base.name, reply, history=[])
+    st.reset_histories()
+    await st.check_alive("failed load")
+    drained = await st.drained()
+    good = await st.client.post("/v1/models/load", c.model_entry(slots=n))
+    out = await st.client.post(c.settings.route, c.body(base))
+    st.record("load_retry", 0, base.name, out, history=[])
+    st.histories[0].append(base.name)
+    c.log.append("m4_load_failure", run=st.name, attempt=st.attempt, failure=fail_reply.summary(),
+                 failed=fail_reply.status is not None and fail_reply.status >= 400,
+                 retry=good.summary(), retried=good.status == 200,
+                 registration={"id": c.plan.model_id, "path": str(c.plan.model_path),
+                               "broken_path": broken["path"]},
+                 healthy_in_flight=active is not None, healthy=len(replies),
+                 healthy_done=[st.rel(r.t_done) for r in replies],
+                 failure_done=st.rel(fail_reply.t_done), drained=drained)
     await st.check_alive("load failure retry")
 
 
@@ -221,7 +281,8 @@ async def rejection_latency(c: Campaign, st: Start, n: int) -> None:
     for _ in range(3):
         async with anyio.create_task_group() as tg:
             tg.start_soon(wave)
-            await st.poller.wait_for(lambda s: (s.active or 0) >= n and bool(s.loaded), 5.0)
+            await st.wait_status(lambda s: (s.active or 0) >= n and bool(s.loaded), 5.0,
+                                 needs=("active", "loaded"))
             await anyio.sleep(0.01)
             probe = {**c.body(base), "busy_timeout_ms": 1}
             t0 = time.monotonic()

@@ -13,6 +13,7 @@ import yaml
 from parval import api
 from parval.assertions import FRAMEWORK_GATE
 from parval.plan import load_plan
+from tests.records_kit import CANDIDATE_COMMIT, UPSTREAM
 
 STANDIN = str(Path(sys.executable).parent / "parval-standin")
 MODEL_BYTES = b"".join(hashlib.sha256(f"test-model-{i}".encode()).digest() for i in range(512))
@@ -36,7 +37,15 @@ def plan_dict(tmp: Path, *, faults: list[str] | None = None, counts: list[int] |
         "model": {"id": "m", "family": "standin_tts", "task": "tts", "path": str(model),
                   "load_options": {"capacity": 4, "service_ms": 100, "load_ms": 80,
                                    "cache_sensitive": cache_sensitive},
-                  "cache_sensitive": cache_sensitive},
+                  "cache_sensitive": cache_sensitive, "variation_kinds": ["length", "seed"]},
+        # what parval cannot discover (M1.manifest), declared as a real plan would
+        "identity": {"baseline": {"source_commit": UPSTREAM, "build_flags": "none (Python stand-in)"},
+                     "candidate": {"source_commit": CANDIDATE_COMMIT, "build_flags": "none (Python stand-in)"},
+                     "quantization": "none"},
+        # only fields that vary across identical serial requests (Q2)
+        "compare": {"volatile_fields": [
+            {"path": "timing.wall_ms", "justification": "wall time differs on every run"},
+            {"path": "timing.rtf", "justification": "wall time over audio duration differs on every run"}]},
         "counts": counts or [1, 2, 4],
         "starts_per_count": starts,
         "waves": {"warm": warm, "mixed": mixed, "mixed_at_largest": ten, "serial_reuse": 2},
@@ -67,12 +76,12 @@ def write_framework(tmp: Path) -> None:
     passing verify-protected result, so that admission depends on the model gate alone."""
     exe = Path(STANDIN).resolve()
     sha = hashlib.sha256(exe.read_bytes()).hexdigest()
-    record = {"schema_version": 1, "record_id": "test-record",
-              "identity": {"candidate_sha256": sha, "backend": "cpu"},
-              "assertions": [{"id": f, "status": "PASS", "reason": "test record"} for f in FRAMEWORK_GATE]}
+    from tests.records_kit import framework_record, x4_json
+
+    record = framework_record(sha, record_id="fw-test-record")
+    assert len(record["assertions"]) == len(FRAMEWORK_GATE)
     (tmp / "framework.json").write_text(json.dumps(record))
-    (tmp / "x4.json").write_text(json.dumps({"assertion": "X4", "status": "PASS", "upstream": "0" * 40,
-                                             "changed": []}))
+    (tmp / "x4.json").write_text(json.dumps(x4_json()))
 
 
 def run(tmp: Path, plan: dict[str, Any]) -> dict[str, Any]:

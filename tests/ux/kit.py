@@ -32,7 +32,10 @@ PLAN: dict[str, Any] = {
     "model": {"id": "ux-tts", "family": "standin_tts", "task": "tts", "mode": "offline",
               "path": "model.bin", "lazy": True,
               "load_options": {"capacity": 4, "service_ms": 120, "load_ms": 20},
-              "cache_sensitive": False, "admit_modes": ["offline"]},
+              "cache_sensitive": False, "admit_modes": ["offline"], "variation_kinds": ["seed"]},
+    "identity": {"baseline": {"source_commit": "0" * 40, "build_flags": "none"},
+                 "candidate": {"source_commit": "1" * 40, "build_flags": "none"},
+                 "quantization": "none"},
     "counts": [1, 2],
     "starts_per_count": 3,
     "waves": {"warm": 1, "mixed": 2, "mixed_at_largest": 10, "serial_reuse": 1},
@@ -42,7 +45,9 @@ PLAN: dict[str, Any] = {
                         "request": {"text": "Hello from the UX tests.", "seed": 6}}],
         "invalid": {"text": "rejected", "max_tokens": -1},
     },
-    "compare": {"volatile_fields": [{"path": "timing", "justification": "wall time differs on every run"}]},
+    "compare": {"volatile_fields": [
+        {"path": "timing.wall_ms", "justification": "wall time differs on every run"},
+        {"path": "timing.rtf", "justification": "wall time over audio duration differs on every run"}]},
     "memory": {"gpu_required": False, "host_interval_ms": 20,
                "stabilisation": {"last_k_waves": 2, "max_growth_mib": 64}},
     "performance": {"warm_repeats": 3},
@@ -154,10 +159,9 @@ def write_framework(directory: Path) -> None:
     """A synthetic shared F1-F6 record for this stand-in and a passing X4 result, so that the
     verdict depends on the model gate alone (the framework helper's tests cover real ones)."""
     sha = hashlib.sha256(STANDIN.resolve().read_bytes()).hexdigest()
-    record = {"schema_version": 1, "record_id": "ux-synthetic",
-              "identity": {"candidate_sha256": sha, "backend": "cpu"},
-              "assertions": [{"id": f, "status": "PASS", "reason": "synthetic record (UX tests)"}
-                             for f in FRAMEWORK_GATE]}
+    from tests.records_kit import framework_record, x4_json
+
+    record = framework_record(sha, record_id="fw-ux-synthetic")
+    assert len(record["assertions"]) == len(FRAMEWORK_GATE)
     (directory / "framework.json").write_text(json.dumps(record))
-    (directory / "x4.json").write_text(json.dumps({"assertion": "X4", "status": "PASS",
-                                                  "upstream": "0" * 40, "changed": []}))
+    (directory / "x4.json").write_text(json.dumps(x4_json()))

@@ -1,0 +1,88 @@
+"""Serial variation or an uncaught negative control masks output-comparison verdicts only;
+a FAIL on lifecycle evidence stands. A tolerance declared in the plan is honoured by
+M1.serial_repeat as by the comparisons."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from parval.gates.exactness import Tally
+from parval.gates.model import exact_result, serial_variation
+from parval.judge import mask_comparisons
+from parval.status import Result, Status, failed, passed
+from tests.gates.cmp_events import SAMPLES, Events, tts_reply
+
+VARIES: tuple[Status, str, dict[str, Any]] = (Status.PENDING, "parity unverified: serial output varies", {})
+STEADY: tuple[Status, str, dict[str, Any]] = (Status.PASS, "identical", {})
+
+
+def verdicts(tmp_path: Path) -> dict[str, Result]:
+    ev = Events(tmp_path)
+    ctx = ev.context()
+    mismatch = Tally(compared=1, mismatches=[{"run": "count2-s1", "req": "base"}])
+    errors = Tally(compared=0, errors=[{"run": "count2-s1", "status": 500}])
+    return {
+        "output": exact_result("M2.exact", mismatch, "count 2", ctx),
+        "request": exact_result("M2.serial_reuse", errors, "serial", ctx),
+        "lease": failed("M4.invalid_alongside", "lease left held: active 1"),
+        "barging": failed("M4.targeted_unload", "a request sent after the unload was admitted"),
+        "pass": passed("M2.unload_reload", "3/3 exact"),
+        "other": failed("M2.drained", "not a comparison id"),
+    }
+
+
+def test_serial_variation_masks_output_fails_only(tmp_path: Path) -> None:
+    rs = verdicts(tmp_path)
+    mask_comparisons(list(rs.values()), True, VARIES)
+    assert rs["output"].status is Status.PENDING and rs["output"].evidence["status_before_serial_check"] == "FAIL"
+    assert rs["pass"].status is Status.PENDING
+    for k in ("lease", "barging", "request", "other"):
+        assert rs[k].status is Status.FAIL, k
+
+
+def test_uncaught_negative_control_blocks_output_verdicts_only(tmp_path: Path) -> None:
+    rs = verdicts(tmp_path)
+    mask_comparisons(list(rs.values()), False, STEADY)
+    assert rs["output"].status is Status.BLOCKED and rs["pass"].status is Status.BLOCKED
+    for k in ("lease", "barging", "request", "other"):
+        assert rs[k].status is Status.FAIL, k
+
+
+def test_nothing_masked_when_serial_output_is_steady(tmp_path: Path) -> None:
+    rs = verdicts(tmp_path)
+    mask_comparisons(list(rs.values()), True, STEADY)
+    assert rs["output"].status is Status.FAIL and rs["pass"].status is Status.PASS
+
+
+def nudged(by: int) -> np.ndarray[Any, Any]:
+    other = SAMPLES.copy()
+    other[100] += by
+    return other
+
+
+def baseline(tmp_path: Path, second: dict[str, Any]) -> Events:
+    ev = Events(tmp_path)
+    ev.baseline({"ref_cold": [tts_reply(), second], "ref_warm": [tts_reply(), tts_reply()],
+                 "ref_warm2": [tts_reply(), tts_reply()]})
+    return ev
+
+
+def test_serial_repeat_honours_the_declared_tolerance(tmp_path: Path) -> None:
+    within = baseline(tmp_path / "a", tts_reply(nudged(1)))
+    rec = within.records()
+    # Without a tolerance a one-LSB repeat difference is serial variation.
+    assert serial_variation(rec)[0] is Status.PENDING
+    st, reason, ev = serial_variation(rec, run_dir=within.run_dir, tolerance=1, volatile=within.volatile)
+    assert st is Status.PASS and "within the declared tolerance 1" in reason
+    assert len(ev["within_declared_tolerance"]) == 1
+    beyond = baseline(tmp_path / "b", tts_reply(nudged(5)))
+    st, reason, ev = serial_variation(beyond.records(), run_dir=beyond.run_dir, tolerance=1, volatile=beyond.volatile)
+    assert st is Status.PENDING and "beyond the declared tolerance" in reason
+    assert "exceeds" in ev["differences"][0]["tolerance_check"]
+    # A tolerance covers samples only: a different transcript is still variation.
+    text = baseline(tmp_path / "c", tts_reply(nudged(1), text="other"))
+    assert serial_variation(text.records(), run_dir=text.run_dir, tolerance=1, volatile=text.volatile)[0] \
+        is Status.PENDING

@@ -1,0 +1,71 @@
+"""Q1 needs compared runs; re-judging keeps the procedure version the run was made under."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from parval import PROCEDURE_VERSION
+from parval.gates.model import judge_q
+from parval.judge import judge_run, procedure_versions
+from parval.schemas_io import schema_errors
+from parval.status import Status
+from tests.conftest import SMALL_PLAN
+from tests.gates.cmp_events import Events, tts_reply
+
+
+def q1(ev: Events, model_id: str = "m") -> Any:
+    ctx = ev.context()
+    ctx.plan["model"]["id"] = model_id
+    return next(r for r in judge_q(ctx, []) if r.id == "Q1")
+
+
+def test_q1_with_no_compared_run_is_pending(tmp_path: Path) -> None:
+    ev = Events(tmp_path)
+    ev.baseline({"ref_cold": [tts_reply(), tts_reply()]})
+    r = q1(ev, model_id="not-registered-anywhere")
+    assert r.status is Status.PENDING and "no compared run" in r.reason
+    assert q1(ev).status is Status.PASS  # both baseline starts registered "m" the same way
+
+
+def test_q1_fails_when_settings_differ(tmp_path: Path) -> None:
+    ev = Events(tmp_path)
+    ev.baseline({"ref_cold": [tts_reply(), tts_reply()]})
+    a = ev.start("count2-s1", config={"models": [{"id": "m", "path": "other.bin"}]})
+    ev.end("count2-s1", a)
+    r = q1(ev)
+    assert r.status is Status.FAIL and "path" in r.reason
+
+
+def test_procedure_versions() -> None:
+    assert procedure_versions({"procedure_version": PROCEDURE_VERSION}) == (PROCEDURE_VERSION, [])
+    made, warn = procedure_versions({"procedure_version": "2020-01-01"})
+    assert made == "2020-01-01" and "2020-01-01" in warn[0] and PROCEDURE_VERSION in warn[0]
+    made, warn = procedure_versions({})
+    assert made == "unknown" and warn
+
+
+def run_dir(tmp_path: Path, version: str) -> Path:
+    ev = Events(tmp_path)
+    ev.baseline({"ref_cold": [tts_reply(), tts_reply()]})
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in ev.events))
+    (tmp_path / "plan.json").write_text(json.dumps(SMALL_PLAN))
+    (tmp_path / "manifest.json").write_text(json.dumps({
+        "procedure_version": version, "plan": {"path": str(tmp_path / "plan.yaml"), "sha256": "0" * 64},
+        "executables": {"baseline": {"sha256": "a" * 64}, "candidate": {"sha256": "b" * 64}},
+        "model": {"sha256": "c" * 64}}))
+    return tmp_path
+
+
+def test_rejudging_keeps_the_runs_procedure_version(tmp_path: Path) -> None:
+    ev = judge_run(run_dir(tmp_path / "old", "2020-01-01"), write=False)
+    assert ev["procedure_version"] == "2020-01-01"
+    assert ev["judged_with_procedure_version"] == PROCEDURE_VERSION and ev["procedure_version_differs"] is True
+    assert ev["warnings"] and "2020-01-01" in ev["warnings"][0]
+    manifest = next(a for a in ev["assertions"] if a["id"] == "M1.manifest")
+    assert any("2020-01-01" in line for line in manifest["limitations"])
+    same = judge_run(run_dir(tmp_path / "new", PROCEDURE_VERSION), write=False)
+    assert same["procedure_version"] == PROCEDURE_VERSION and not same["procedure_version_differs"]
+    assert same["warnings"] == []
+    assert schema_errors(ev, "evidence") == [] and schema_errors(same, "evidence") == []

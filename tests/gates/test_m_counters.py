@@ -1,0 +1,111 @@
+"""M2 on a server without slot counters (the legacy runtime): the verdict is FAIL, and the
+reason says what was observed (no counters), never that counters were non-zero."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from parval.gates.model import judge_m2
+from parval.status import Status
+from tests.gates.m_events import (
+    COUNTERLESS_DRAIN,
+    Events,
+    counterless_status,
+    counters_status,
+    plan,
+    tts_body,
+)
+
+RUNS = ("count2-s1", "count2-s2", "count2-s3")
+
+
+def count_starts(tmp_path: Path, *, status: dict[str, Any], drained: dict[str, Any] | None = None,
+                 unload: dict[str, Any] | None = None, overlap: bool = True,
+                 later_unload: dict[str, Any] | None = None) -> dict[str, Any]:
+    ev = Events(tmp_path)
+    ev.start("ref-baseline-a", role="reference")
+    ev.request("ref-baseline-a", "ref_cold", 0, "base", tts_body(1))
+    ev.request("ref-baseline-a", "ref_warm", 0, "base", tts_body(1))
+    ev.end("ref-baseline-a")
+    for run in RUNS:
+        ev.start(run, count=2)
+        for phase, wave, ref in (("cold_wave", 0, "base|cold"), ("warm_wave", 1, "base|warm"),
+                                 ("mixed_wave", 0, "base|warm"), ("reload_wave", 0, "base|cold")):
+            for i in range(2):
+                # Overlapping from the client: both sent before either finished.
+                t_send, t_done = (0.01 * i, 1.0) if overlap else (1.0 * i, 1.0 * i + 0.5)
+                ev.request(run, phase, wave, "base", tts_body(1), ref=ref, t_send=t_send, t_done=t_done)
+            ev.wave(run, phase, wave, 2, status=status, drained=drained,
+                    mode="together" if phase != "mixed_wave" else "ordered")
+        ev.append("probe", run=run, attempt=0, name="unload",
+                  **(unload or {"reply": {"status": 200, "outcome": "ok", "error": ""},
+                                "listed": True, "loaded_false": True}), cycle=0)
+        if later_unload is not None:
+            ev.append("probe", run=run, attempt=0, name="unload", cycle=1, **later_unload)
+        ev.end(run)
+    ctx = ev.context(plan())
+    return {r.id: r for r in judge_m2(ctx, 2)}
+
+
+def test_counterless_server_reasons_say_no_counters(tmp_path: Path) -> None:
+    res = count_starts(tmp_path, status=counterless_status(2), drained=COUNTERLESS_DRAIN,
+                       unload={"reply": {"status": 404, "outcome": "http_error", "error": "not found"},
+                               "listed": False, "loaded_false": False})
+    active, drained, unload = res["M2.observed_active"], res["M2.drained"], res["M2.unload_reload"]
+    assert active.status is Status.FAIL and "publishes no slot counters" in active.reason
+    assert drained.status is Status.FAIL and "publishes no slot counters" in drained.reason
+    assert "non-zero" not in drained.reason and "non-zero" not in active.reason
+    assert unload.status is Status.FAIL
+    assert "/v1/tasks/unload_models answered 404" in unload.reason and "3 start(s)" in unload.reason
+    assert "cleanly" not in unload.reason
+
+
+def test_counterless_server_that_does_not_overlap_still_fails_on_counters(tmp_path: Path) -> None:
+    res = count_starts(tmp_path, status=counterless_status(2), drained=COUNTERLESS_DRAIN, overlap=False)
+    assert res["M2.observed_active"].status is Status.FAIL
+    assert "publishes no slot counters" in res["M2.observed_active"].reason
+
+
+def test_unload_without_loaded_false_says_so(tmp_path: Path) -> None:
+    res = count_starts(tmp_path, status=counterless_status(2), drained=COUNTERLESS_DRAIN,
+                       unload={"reply": {"status": 200, "outcome": "ok", "error": ""},
+                               "listed": True, "loaded_false": False})
+    reason = res["M2.unload_reload"].reason
+    assert res["M2.unload_reload"].status is Status.FAIL
+    assert "never showed the model loaded:false" in reason and "may publish no `loaded`" in reason
+
+
+def test_counters_left_non_zero_are_reported_with_their_values(tmp_path: Path) -> None:
+    res = count_starts(tmp_path, status=counters_status(2),
+                       drained={"ok": False, "active": 1, "queued": 0, "fields_present": True})
+    d = res["M2.drained"]
+    assert d.status is Status.FAIL and "left counters non-zero" in d.reason and "active_slots 1" in d.reason
+    assert "publishes no slot counters" not in d.reason
+
+
+def test_clean_server_with_counters_passes(tmp_path: Path) -> None:
+    res = count_starts(tmp_path, status=counters_status(2))
+    for aid in ("M2.observed_active", "M2.drained", "M2.unload_reload", "M2.exact"):
+        assert res[aid].status is Status.PASS, (aid, res[aid].reason)
+
+
+def test_counters_present_but_never_n_while_client_overlapped_fails(tmp_path: Path) -> None:
+    status = {**counters_status(2), "max_active": 1, "max_active_loaded": 1}
+    res = count_starts(tmp_path, status=status)
+    a = res["M2.observed_active"]
+    assert a.status is Status.FAIL and "never showed active_slots == 2" in a.reason
+    assert "publishes no slot counters" not in a.reason
+    res = count_starts(tmp_path, status=status, overlap=False)
+    assert res["M2.observed_active"].status is Status.PENDING
+
+
+def test_a_later_unload_cycle_that_did_not_unload_fails(tmp_path: Path) -> None:
+    """Each start runs several unload/reload cycles; the second one failing is not hidden
+    by the first one succeeding."""
+    res = count_starts(tmp_path, status=counters_status(2),
+                       later_unload={"reply": {"status": 200, "outcome": "ok", "error": ""},
+                                     "listed": True, "loaded_false": False})
+    r = res["M2.unload_reload"]
+    assert r.status is Status.FAIL and "loaded:false" in r.reason
+    assert all(s["cycle"] == 1 for s in r.evidence["starts"])

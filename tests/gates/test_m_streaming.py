@@ -1,0 +1,112 @@
+"""M6.streaming needs concurrent streams (count >= 2, overlap observed by the server), one
+stream actually cut by its client, the others exact, the lease released. M6.offline needs
+offline comparisons made in this run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from parval.gates.model import judge_m6
+from parval.status import Status
+from tests.gates.m_events import Events, plan, tts_body
+
+REF = "r" * 64
+
+
+def stream(wave: str, i: int, *, sha: str = REF, done: bool = True, disconnected: bool = False,
+           cut: bool | None = None, t_send: float = 0.0, t_done: float = 1.0) -> dict[str, Any]:
+    s: dict[str, Any] = {"wave": wave, "index": i, "status": 200, "outcome": "ok", "pcm_sha256": sha,
+                         "bytes": 640, "done": done, "disconnected": disconnected, "t_send": t_send, "t_done": t_done}
+    if cut is not None:
+        s["cut"] = cut
+    return s
+
+
+def streaming_event(n: int = 2, *, streams: list[dict[str, Any]] | None = None, max_active: int | None = 2,
+                    counters: bool = True, drained: dict[str, Any] | None = None) -> dict[str, Any]:
+    if streams is None:
+        streams = [stream("concurrent", i, t_send=0.01 * i) for i in range(n)]
+        streams += [stream("disconnect", 0, sha="x" * 64, done=False, disconnected=True, cut=True)]
+        streams += [stream("disconnect", i) for i in range(1, n)]
+    return {"run": "modes", "attempt": 0, "count": n, "reference_pcm_sha256": REF, "reference_problem": "",
+            "streams": streams, "max_active": max_active, "counters_present": counters, "polls": 30,
+            "drained": drained or {"ok": True, "active": 0, "queued": 0, "fields_present": True}}
+
+
+def m6(tmp_path: Path, event: dict[str, Any] | None, *, offline: bool = True) -> dict[str, Any]:
+    ev = Events(tmp_path)
+    ev.start("ref-baseline-a", role="reference")
+    ev.request("ref-baseline-a", "ref_cold", 0, "base", tts_body(1))
+    ev.end("ref-baseline-a")
+    if offline:
+        ev.start("count1-s1", count=1)
+        ev.request("count1-s1", "cold_wave", 0, "base", tts_body(1), ref="base|cold")
+        ev.end("count1-s1")
+    if event is not None:
+        ev.start("modes", role="modes", count=event["count"])
+        ev.append("m6_streaming", **event)
+        ev.end("modes")
+    ctx = ev.context(plan(counts=[1], admit_modes=["offline", "streaming"]))
+    return {r.id: r for r in judge_m6(ctx)}
+
+
+def test_concurrent_streams_with_a_cut_pass(tmp_path: Path) -> None:
+    r = m6(tmp_path, streaming_event())["M6.streaming"]
+    assert r.status is Status.PASS, r.reason
+
+
+def test_one_stream_without_disconnect_is_pending(tmp_path: Path) -> None:
+    # Count one: a single stream, nothing cut (today's probe at n=1).
+    e = streaming_event(1, streams=[stream("concurrent", 0), stream("disconnect", 0)], max_active=1)
+    r = m6(tmp_path, e)["M6.streaming"]
+    assert r.status is Status.PENDING and "count 2 or more" in r.reason
+
+
+def test_disconnect_not_recorded_as_cut_is_pending(tmp_path: Path) -> None:
+    e = streaming_event()
+    for s in e["streams"]:
+        s.pop("cut", None)  # evidence from a probe that never recorded the cut
+    r = m6(tmp_path, e)["M6.streaming"]
+    assert r.status is Status.PENDING and "cut" in r.reason
+    e = streaming_event()
+    e["streams"][2].update(cut=False, done=True, pcm_sha256=REF)
+    r = m6(tmp_path, e)["M6.streaming"]
+    assert r.status is Status.PENDING and "whole stream" in r.reason
+
+
+def test_inexact_surviving_stream_fails(tmp_path: Path) -> None:
+    e = streaming_event()
+    e["streams"][3]["pcm_sha256"] = "y" * 64
+    r = m6(tmp_path, e)["M6.streaming"]
+    assert r.status is Status.FAIL and "differ from the offline audio" in r.reason
+
+
+def test_overlap_must_be_shown_by_the_server(tmp_path: Path) -> None:
+    r = m6(tmp_path, streaming_event(max_active=1))["M6.streaming"]
+    assert r.status is Status.FAIL and "never showed 2 active slots" in r.reason
+    e = streaming_event(max_active=None, counters=False,
+                        drained={"ok": False, "active": None, "queued": None, "fields_present": False})
+    r = m6(tmp_path, e)["M6.streaming"]
+    assert r.status is Status.PENDING and "publishes no slot counters" in r.reason
+    assert "lease left held" not in r.reason
+
+
+def test_lease_held_after_streams_fails(tmp_path: Path) -> None:
+    e = streaming_event(drained={"ok": False, "active": 1, "queued": 0, "fields_present": True})
+    r = m6(tmp_path, e)["M6.streaming"]
+    assert r.status is Status.FAIL and "lease left held" in r.reason
+
+
+def test_offline_needs_offline_comparisons(tmp_path: Path) -> None:
+    assert m6(tmp_path / "a", None, offline=False)["M6.offline"].status is Status.PENDING
+    r = m6(tmp_path / "b", None)["M6.offline"]
+    assert r.status is Status.PASS and r.evidence["compared"] == 1
+
+
+def test_streams_answered_with_errors_fail_naming_the_status(tmp_path: Path) -> None:
+    e = streaming_event()
+    for s in e["streams"]:
+        s.update(status=500, outcome="http_error", done=False, pcm_sha256="e" * 64, cut=False)
+    r = m6(tmp_path, e)["M6.streaming"]
+    assert r.status is Status.FAIL and "answered 500" in r.reason

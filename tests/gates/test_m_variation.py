@@ -1,0 +1,91 @@
+"""M3.variation: each variation kind the plan says the model supports needs a variation
+whose output *content* changes; echoed metadata (a reply repeating `seed: 99`) is not a
+changed output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from parval.gates.model import judge_m3, variation_effects
+from parval.status import Status
+from tests.gates.m_events import Events, plan, tts_body
+
+LONGER = {"name": "longer", "changes": "text", "request": {"text": "hello there, a longer one", "seed": 1}}
+SEED = {"name": "other_seed", "changes": "seed", "request": {"text": "hello", "seed": 99}}
+VOICE = {"name": "voice", "changes": "voice_ref", "request": {"text": "hello", "seed": 1, "voice_ref": "v.wav"}}
+
+
+def judge(tmp_path: Path, bodies: dict[str, dict[str, Any]], variations: list[dict[str, Any]],
+          kinds: list[str] | None, *, candidate: dict[str, dict[str, Any]] | None = None) -> Any:
+    """References from the baseline (`bodies`), mixed waves at count 2 from the candidate
+    (`candidate`, default the same bodies)."""
+    ev = Events(tmp_path)
+    ev.start("ref-baseline-a", role="reference")
+    for name, body in bodies.items():
+        ev.request("ref-baseline-a", "ref_cold", 0, name, body)
+        ev.request("ref-baseline-a", "ref_warm", 0, name, body)
+    ev.end("ref-baseline-a")
+    ev.start("count2-s1", count=2)
+    names = list(bodies)
+    for w in range(len(names)):
+        order = [names[(w + i) % len(names)] for i in range(2)]
+        for req in order:
+            ev.request("count2-s1", "mixed_wave", w, req, (candidate or bodies)[req], ref=f"{req}|warm")
+        ev.wave("count2-s1", "mixed_wave", w, 2, order=order)
+    ev.end("count2-s1")
+    ctx = ev.context(plan(variations=variations, variation_kinds=kinds))
+    return next(r for r in judge_m3(ctx, 2, variation_effects(ctx)) if r.id == "M3.variation")
+
+
+def test_echoed_seed_is_not_a_changed_output(tmp_path: Path) -> None:
+    # The reply echoes the seed it was given, but the audio is the same: the model ignored it.
+    bodies = {"base": tts_body(1, seed=1), "longer": tts_body(2, 320, seed=1), "other_seed": tts_body(1, seed=99)}
+    r = judge(tmp_path, bodies, [LONGER, SEED], ["length", "seed"])
+    assert r.status is Status.FAIL and "other_seed (seed)" in r.reason
+    assert "longer" not in r.reason
+
+
+def test_supported_kind_without_a_variation_is_pending(tmp_path: Path) -> None:
+    bodies = {"base": tts_body(1), "longer": tts_body(2, 320), "other_seed": tts_body(3)}
+    r = judge(tmp_path, bodies, [LONGER, SEED], ["length", "seed", "reference"])
+    assert r.status is Status.PENDING and "reference" in r.reason
+    assert "length" not in r.reason.split("kind(s)")[1].split(" in ")[0]
+
+
+def test_one_variation_is_not_enough_when_more_kinds_are_supported(tmp_path: Path) -> None:
+    bodies = {"base": tts_body(1), "longer": tts_body(2, 320)}
+    r = judge(tmp_path, bodies, [LONGER], ["length", "seed"])
+    assert r.status is Status.PENDING and "seed" in r.reason
+
+
+def test_undeclared_kinds_are_pending(tmp_path: Path) -> None:
+    bodies = {"base": tts_body(1), "longer": tts_body(2, 320)}
+    r = judge(tmp_path, bodies, [LONGER], None)
+    assert r.status is Status.PENDING and "model.variation_kinds" in r.reason
+
+
+def test_every_supported_kind_with_changed_content_passes(tmp_path: Path) -> None:
+    bodies = {"base": tts_body(1), "longer": tts_body(2, 320), "other_seed": tts_body(3), "voice": tts_body(4)}
+    r = judge(tmp_path, bodies, [LONGER, SEED, VOICE], ["length", "seed", "reference"])
+    assert r.status is Status.PASS, r.reason
+    kinds = {e["variation"]: e["kind"] for e in r.evidence["effects"]}
+    assert kinds == {"longer": "length", "other_seed": "seed", "voice": "reference"}
+
+
+def test_text_content_counts_as_output(tmp_path: Path) -> None:
+    # A reply with no audio: the transcript is the content; the echoed language is not.
+    asr = [{"name": "other_seed", "changes": "seed", "request": {"text": "hello", "seed": 2}}]
+    same = {"base": {"text": "a b c", "language": "en", "seed": 1, "timing": {}},
+            "other_seed": {"text": "a b c", "language": "en", "seed": 2, "timing": {}}}
+    assert judge(tmp_path / "a", same, asr, ["seed"]).status is Status.FAIL
+    changed = {**same, "other_seed": {"text": "a b d", "language": "en", "seed": 2, "timing": {}}}
+    assert judge(tmp_path / "b", changed, asr, ["seed"]).status is Status.PASS
+
+
+def test_variation_ignored_by_the_candidate_only_fails(tmp_path: Path) -> None:
+    bodies = {"base": tts_body(1), "other_seed": tts_body(3)}
+    # The candidate answers the seed variation with the base audio (and echoes the seed).
+    candidate = {"base": tts_body(1), "other_seed": tts_body(1, seed=99)}
+    r = judge(tmp_path, bodies, [SEED], ["seed"], candidate=candidate)
+    assert r.status is Status.FAIL and "other_seed" in r.reason
