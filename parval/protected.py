@@ -239,6 +239,10 @@ class ProtectedResult:
     warnings: list[str] = field(default_factory=list)
     config_source: str = "built-in defaults"
     version: str = __version__
+    # The candidate checkout's HEAD (None when it has no commit yet) and whether its working
+    # tree differed from HEAD: what ties this X4 result to one candidate build.
+    candidate_commit: str | None = None
+    candidate_dirty: bool = False
 
     @property
     def reason(self) -> str:
@@ -258,6 +262,8 @@ class ProtectedResult:
             "status": str(self.status),
             "upstream": self.upstream,
             "upstream_ref": self.upstream_ref,
+            "candidate_commit": self.candidate_commit,
+            "candidate_dirty": self.candidate_dirty,
             "repo": self.repo,
             "checked_paths": list(self.checked_paths),
             "changed": [c.to_json() for c in self.changed],
@@ -273,6 +279,8 @@ class ProtectedResult:
             f"{ASSERTION_ID} {self.status}: protected sources vs upstream {self.upstream}"
             f" ({self.upstream_ref})",
             f"  repo: {self.repo}",
+            f"  candidate commit: {self.candidate_commit or '(none)'}"
+            + (" (working tree has uncommitted changes)" if self.candidate_dirty else ""),
             f"  protected paths checked: {len(self.checked_paths)}; changed files: {len(self.changed)}",
         ]
         for c in self.changed:
@@ -605,6 +613,7 @@ def verify_protected(
         for p in _missing_at_upstream(root, sha, paths)
     ]
     status = Status.PASS if not changed and legacy_check.status is Status.PASS else Status.FAIL
+    head, dirty = _candidate_head(root)
     return ProtectedResult(
         status=status,
         upstream=sha,
@@ -615,7 +624,17 @@ def verify_protected(
         legacy_runtime=legacy_check,
         warnings=warnings,
         config_source=cfg.source,
+        candidate_commit=head,
+        candidate_dirty=dirty,
     )
+
+
+def _candidate_head(root: Path) -> tuple[str | None, bool]:
+    """(HEAD's commit id or None, whether tracked or untracked files differ from HEAD)."""
+    proc = _git_proc(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    head = proc.stdout.decode("ascii", "replace").strip() if proc.returncode == 0 else ""
+    status = _git(root, "status", "--porcelain", "--untracked-files=normal", "--ignore-submodules=none")
+    return (head or None), bool(status.strip())
 
 
 def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:

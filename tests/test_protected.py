@@ -419,3 +419,25 @@ def test_block_inserted_anywhere_passes(lines: list[str], pos: int, crlf: bool) 
         cand + "z\n", "".join(up_lines), LEGACY_REJECTION_BLOCK, path="r.cpp", limit=10_000
     )
     assert extra.status is Status.FAIL and "+z" in extra.hunk
+
+
+def test_result_names_the_candidate_commit_and_is_trusted_as_x4(repo: tuple[Path, str]) -> None:
+    """The X4 file ties itself to the candidate build (HEAD of --repo, dirty or not); model
+    evidence refuses one that does not, or one for another candidate commit."""
+    from parval.gates.framework_ref import x4_result
+
+    root, sha = repo
+    data = verify_protected(root, sha).to_json()
+    assert data["candidate_commit"] == sha and data["candidate_dirty"] is True  # edits not committed
+    jsonschema.validate(data, SCHEMA)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "candidate")
+    head = git(root, "rev-parse", "HEAD")
+    clean = verify_protected(root, sha).to_json()
+    assert clean["candidate_commit"] == head != sha and clean["candidate_dirty"] is False
+    assert clean["upstream"] == sha
+    assert f"candidate commit: {head}" in verify_protected(root, sha).to_text()
+    assert x4_result(clean, head[:12]).status is Status.PASS
+    assert x4_result(clean, sha).status is Status.PENDING
+    del clean["candidate_commit"]
+    assert x4_result(clean, None).status is Status.PENDING

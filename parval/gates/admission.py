@@ -13,8 +13,10 @@ PENDING_TEXT = "evidence collected; validation pending"
 
 def count_verdicts(model_level: list[Result], per_count: dict[int, list[Result]],
                    framework: list[Result]) -> dict[int, Status]:
-    base = combine([*(r.status for r in model_level), *(r.status for r in framework)])
-    return {n: combine([base, *(r.status for r in rs)]) for n, rs in per_count.items()}
+    # A framework entry scoped to one count (the record does not cover it) holds that count only.
+    base = combine([*(r.status for r in model_level), *(r.status for r in framework if r.count is None)])
+    return {n: combine([base, *(r.status for r in rs), *(r.status for r in framework if r.count == n)])
+            for n, rs in per_count.items()}
 
 
 def admitted_counts(counts: list[int], verdicts: dict[int, Status]) -> list[int]:
@@ -100,10 +102,33 @@ class Decision:
     exit_code: int
 
 
+def not_run_counts(events: list[dict[str, Any]]) -> dict[int, str]:
+    """Counts a `--fail-fast` campaign did not run, with the reason it recorded."""
+    return {int(e["count"]): str(e.get("reason") or "not run (--fail-fast)")
+            for e in events if e.get("kind") == "count_not_run" and e.get("count") is not None}
+
+
+def mark_not_run(per_count: dict[int, list[Result]], not_run: dict[int, str]) -> None:
+    """A count that was not run has no evidence: each of its entries is PENDING with the
+    reason it was not run (never PASS, never a FAIL it did not show)."""
+    for n, reason in not_run.items():
+        ids = [r.id for r in per_count.get(n, [])]
+        fresh = []
+        for id_ in dict.fromkeys(ids):
+            r = pending(id_, reason, not_run=True)
+            r.count = n
+            fresh.append(r)
+        per_count[n] = fresh
+
+
 def decide(counts: list[int], model_level: list[Result], per_count: dict[int, list[Result]],
-           framework: list[Result], *, interrupted: bool, missing: str) -> Decision:
+           framework: list[Result], *, interrupted: bool, missing: str,
+           not_run: dict[int, str] | None = None) -> Decision:
     """Count verdicts, admitted counts (Q6 appended to `model_level`), one entry per
-    assertion ID (`missing` explains IDs nobody collected), the verdict line and exit code."""
+    assertion ID (`missing` explains IDs nobody collected), the verdict line and exit code.
+    `not_run`: counts a --fail-fast campaign left out, each with its reason."""
+    if not_run:
+        mark_not_run(per_count, not_run)
     verdicts = count_verdicts(model_level, per_count, framework)
     admitted = admitted_counts(counts, verdicts)
     model_level.append(q6(counts, verdicts, admitted))

@@ -1,7 +1,16 @@
-"""framework_checks: the shared F1-F6 record a model's evidence references (E3, E4).
+"""framework_checks: the shared F1-F6 record a model's evidence references (E3, E4), and X4.
 
-No record, or a record for another executable or backend, makes every applicable F
-assertion PENDING — which blocks admission but is never a model FAIL."""
+A record is used only after it is shown to be one: it matches schemas/framework.schema.json,
+was made under this run's procedure version, is unchanged when it sits in a run directory
+with an integrity listing/chain, tested this candidate executable on this backend and
+platform (and source commit, when both name one), and covers every count this run admits:
+F1 FIFO and the first-load pool drain apply at every flagged count, count 1 included, so a
+count missing from `identity.counts` keeps those entries PENDING at that count (it cannot be
+admitted). Any failed check makes the framework entries PENDING with the reason; it is never
+a model FAIL. An X4 result must match schemas/protected.schema.json and name the candidate
+source commit and the upstream commit it compared; one that does not, or whose candidate
+commit differs from the plan's `identity.candidate.source_commit`, is PENDING.
+"""
 
 from __future__ import annotations
 
@@ -9,44 +18,66 @@ import json
 from pathlib import Path
 from typing import Any
 
+from parval import PROCEDURE_VERSION
 from parval.assertions import FRAMEWORK_GATE
+from parval.gates.framework_reuse import ReuseDecision
 from parval.status import Result, Status, combine, pending
+
+# The F entries whose evidence is per flagged count (F1 FIFO, first-load pool drain).
+COUNT_SCOPED: tuple[str, ...] = ("F1.fifo", "F2.first_publish")
+
+
+def record_file(path: Path) -> Path:
+    """`path` itself, or `path/record.json` when given the framework run directory."""
+    return path / "record.json" if path.is_dir() else path
 
 
 def load_record(path: Path) -> dict[str, Any] | None:
     """The record at `path`, or `path/record.json` when given the framework run directory."""
-    if path.is_dir():
-        path = path / "record.json"
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = json.loads(record_file(path).read_text("utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
 
 
 def framework_checks(record_path: str | None, manifest: dict[str, Any],
-                     protected: dict[str, Any] | None) -> tuple[list[Result], dict[str, Any]]:
-    """(F results + X4, the framework_checks object for the evidence)."""
+                     protected: dict[str, Any] | None, *, plan: dict[str, Any] | None = None,
+                     counts: list[int] | None = None) -> tuple[list[Result], dict[str, Any]]:
+    """(F results + X4, the framework_checks object for the evidence).
+
+    `counts` are the counts this model run may admit (default: the manifest's plan counts);
+    `plan` is the plan snapshot (its `identity.candidate.source_commit`, when present, must
+    match the record's and the X4 result's candidate commit; its `framework.reuse` asks for
+    a reviewed reuse of a record made for another build, see parval/gates/framework_reuse.py)."""
+    if plan is None:  # the manifest's copy of the plan settings this check reads
+        plan = {"framework": (manifest.get("settings") or {}).get("framework"),
+                "model": manifest.get("model"), "identity": manifest.get("identity")}
     cand = manifest.get("executables", {}).get("candidate", {}).get("sha256")
     backend = manifest.get("platform", {}).get("backend")
+    run_counts = sorted(int(n) for n in (counts if counts is not None
+                                         else (manifest.get("settings") or {}).get("counts") or []))
+    commit = candidate_commit(plan, manifest)
     results: list[Result] = []
-    info: dict[str, Any] = {"record": None, "scope": {"candidate_sha256": cand, "backend": backend}}
+    info: dict[str, Any] = {"record": None, "scope": {"candidate_sha256": cand, "backend": backend,
+                                                      "counts": run_counts, "candidate_commit": commit}}
+    reuse = _reuse(plan, manifest)
+    if reuse is not None:
+        info["reuse"] = reuse.to_json()
+        record_path = reuse.record
     record = load_record(Path(record_path)) if record_path else None
     reason = ""
-    if record_path is None:
+    if reuse is not None and not reuse.reused:
+        reason = reuse.reason
+    elif record_path is None:
         reason = "no framework record referenced (plan framework.record); run `parval framework PLAN`"
     elif record is None:
         reason = f"framework record {record_path} is missing or unreadable"
     else:
-        ident = record.get("identity", {})
-        info["record"] = {"path": record_path, "identity": ident, "id": record.get("record_id")}
-        if ident.get("candidate_sha256") != cand:
-            reason = (f"framework record is for another executable ({str(ident.get('candidate_sha256'))[:12]} "
-                      f"!= {str(cand)[:12]})")
-        elif ident.get("backend") != backend:
-            reason = f"framework record is for backend {ident.get('backend')}, this run uses {backend}"
-        elif (other := _other_machine(ident, manifest)) is not None:
-            reason = f"framework record is for platform {other}, this run uses {_machine(manifest)}"
+        ident = record.get("identity") if isinstance(record.get("identity"), dict) else {}
+        info["record"] = {"path": record_path, "identity": ident, "id": record.get("record_id"),
+                          "procedure_version": record.get("procedure_version")}
+        reason = reason or record_problem(record, record_file(Path(record_path)), manifest, commit, reuse)
         # Group summaries say where a pass is not a blanket pass (partial contract areas).
         if isinstance(record.get("groups"), dict):
             info["record"]["groups"] = {g: {k: v.get(k) for k in ("status", "coverage", "blanket_pass", "summary")}
@@ -54,23 +85,142 @@ def framework_checks(record_path: str | None, manifest: dict[str, Any],
         if isinstance(record.get("verdict"), dict):
             info["record"]["verdict"] = record["verdict"].get("line")
     if reason:
+        info["trusted"] = False
+        info["untrusted_reason"] = reason
         results = [pending(fid, reason) for fid in FRAMEWORK_GATE]
     else:
-        assert record is not None
+        assert record is not None and info["record"] is not None
+        info["trusted"] = True
+        rid = info["record"]["id"]
         by_id = {r["id"]: Result.from_json(r) for r in record.get("assertions", [])}
         for fid in FRAMEWORK_GATE:
             r = by_id.get(fid) or pending(fid, "not in the framework record")
-            r.evidence = {**r.evidence, "record": info["record"]["id"] if info["record"] else None}
+            r.evidence = {**r.evidence, "record": rid}
+            r.count = None
+            if reuse is not None:
+                r.evidence["reused_from"] = {"record": rid, "record_commit": reuse.record_commit}
+                r.limitations = [*r.limitations, reuse.reason]
+                if reuse.family in reuse.adapter_changes and not commit:
+                    r.limitations.append(
+                        f"the plan names no identity.candidate.source_commit, so this run is not shown "
+                        f"to be the {reuse.family} model gate on build {reuse.candidate_commit[:12]}")
             results.append(r)
-    if protected is not None:
-        x4 = Result.from_json(protected) if "id" in protected else _x4_from_protected(protected)
-    else:
-        x4 = pending("X4", "no verify-protected result attached (plan framework.protected); run "
-                     "`parval verify-protected --upstream <sha> --output x4.json`")
-    results.append(x4)
+        covered, missing, why = coverage(record, run_counts)
+        info["coverage"] = {"record_counts": covered, "run_counts": run_counts, "missing": missing,
+                            "count_scoped": list(COUNT_SCOPED)}
+        for n in missing:
+            for fid in COUNT_SCOPED:
+                r = pending(fid, f"framework record {rid} does not cover count {n} ({why}); F1 FIFO and "
+                            "the first-load pool drain apply at every flagged count, so count "
+                            f"{n} cannot be admitted on this record", record=rid, missing_counts=missing)
+                r.count = n
+                results.append(r)
+    results.append(x4_result(protected, commit))
     info["status"] = str(combine(r.status for r in results))
-    info["assertions"] = [r.id for r in results]
+    info["assertions"] = list(dict.fromkeys(r.id for r in results))
     return results, info
+
+
+# -- the record's checks --------------------------------------------------------------------
+def _reuse(plan: dict[str, Any] | None, manifest: dict[str, Any]) -> ReuseDecision | None:
+    from parval.gates.framework_reuse import decide
+
+    fw = (plan or {}).get("framework")
+    cfg = fw.get("reuse") if isinstance(fw, dict) else None
+    if not isinstance(cfg, dict):
+        return None
+    plan_path = (manifest.get("plan") or {}).get("path")
+    base = Path(plan_path).parent if plan_path else Path(".")
+    family = str(((plan or {}).get("model") or {}).get("family") or manifest.get("model", {}).get("family"))
+    return decide(cfg, base, family)
+
+
+def record_problem(record: dict[str, Any], path: Path, manifest: dict[str, Any],
+                   commit: str | None, reuse: ReuseDecision | None = None) -> str:
+    """Why this record cannot be used for this run ('' when it can), first problem only.
+
+    Under an accepted reuse the record is for another executable by design: instead of the
+    executable hash, its source commit must be the reviewed one and the plan's candidate
+    commit (when named) the one the review diffed to."""
+    from parval.schemas_io import schema_errors
+
+    errors = schema_errors(record, "framework")
+    if errors:
+        more = f" (+{len(errors) - 3} more)" if len(errors) > 3 else ""
+        return (f"framework record {path} does not match schemas/framework.schema.json: "
+                + "; ".join(errors[:3]) + more)
+    want = manifest.get("procedure_version") or PROCEDURE_VERSION
+    if record.get("procedure_version") != want:
+        return (f"framework record was made under procedure version {record.get('procedure_version')}, "
+                f"this run uses {want}: evidence of another procedure version is historical, not current")
+    tampered = integrity_problems(path)
+    if tampered:
+        return (f"framework record directory {path.parent} changed since it was recorded: "
+                + "; ".join(tampered[:5]))
+    ident = record["identity"]
+    cand = manifest.get("executables", {}).get("candidate", {}).get("sha256")
+    backend = manifest.get("platform", {}).get("backend")
+    recorded = ident.get("source_commit")
+    if reuse is not None:
+        if not isinstance(recorded, str) or not same_commit(recorded, reuse.record_commit):
+            return (f"framework record {path} names source commit {recorded}, not the reviewed "
+                    f"record commit {reuse.record_commit[:12]} (framework.reuse.record_commit)")
+        if commit and not same_commit(commit, reuse.candidate_commit):
+            return (f"framework.reuse diffed up to candidate commit {reuse.candidate_commit[:12]}, the plan "
+                    f"names {commit[:12]} (identity.candidate.source_commit)")
+    elif ident.get("candidate_sha256") != cand:
+        return (f"framework record is for another executable ({str(ident.get('candidate_sha256'))[:12]} "
+                f"!= {str(cand)[:12]})")
+    if ident.get("backend") != backend:
+        return f"framework record is for backend {ident.get('backend')}, this run uses {backend}"
+    if (other := _other_machine(ident, manifest)) is not None:
+        return f"framework record is for platform {other}, this run uses {_machine(manifest)}"
+    if reuse is None and commit and isinstance(recorded, str) and recorded and not same_commit(recorded, commit):
+        return (f"framework record was made from source commit {recorded[:12]}, the plan names "
+                f"candidate commit {commit[:12]}")
+    return ""
+
+
+def integrity_problems(path: Path) -> list[str]:
+    """A record inside a directory with files.sha256/chain.jsonl must match them exactly."""
+    from parval.evidence import sha256_file
+    from parval.integrity import CHAIN, LISTING, check_listing, read_chain
+
+    directory = path.parent
+    listing, chain = directory / LISTING, directory / CHAIN
+    if not listing.exists() and not chain.exists():
+        return []
+    links, problems = read_chain(directory)
+    sealed: dict[str, str] = {}
+    for link in links:
+        if link.get("kind") == "seal" and isinstance(link.get("derived"), dict):
+            sealed.update(link["derived"])
+    if not listing.exists():
+        return [*problems, f"missing: {LISTING}"]
+    judged = [link for link in links if link.get("kind") == "judge"]
+    if judged and judged[-1].get("files_sha256") != sha256_file(listing):
+        problems.append(f"modified: {LISTING}")
+    # Files sealed after the listing (derived files) are checked against the seal instead.
+    problems += [p for p in check_listing(directory) if p.removeprefix("added: ") not in sealed]
+    for name, digest in sorted(sealed.items()):
+        p = directory / name
+        if not p.exists():
+            problems.append(f"missing: {name}")
+        elif sha256_file(p) != digest:
+            problems.append(f"modified: {name}")
+    listed = {line.partition("  ")[2] for line in listing.read_text("utf-8", "replace").splitlines()}
+    if path.name not in listed and path.name not in sealed:
+        problems.append(f"{path.name} is in neither {LISTING} nor a seal of {CHAIN}")
+    return sorted(set(problems))
+
+
+def coverage(record: dict[str, Any], run_counts: list[int]) -> tuple[list[int], list[int], str]:
+    """(counts the record covers, run counts it does not cover, why)."""
+    raw = (record.get("identity") or {}).get("counts")
+    if not isinstance(raw, list) or not all(isinstance(n, int) and not isinstance(n, bool) for n in raw):
+        return [], list(run_counts), "the record has no identity.counts, so it covers no count"
+    covered = sorted(set(raw))
+    return covered, [n for n in run_counts if n not in covered], f"identity.counts is {covered}"
 
 
 def _machine(manifest: dict[str, Any]) -> Any:
@@ -86,11 +236,68 @@ def _other_machine(ident: dict[str, Any], manifest: dict[str, Any]) -> str | Non
     return None
 
 
+# -- candidate source commit ----------------------------------------------------------------
+def candidate_commit(plan: dict[str, Any] | None, manifest: dict[str, Any]) -> str | None:
+    """`identity.candidate.source_commit` from the plan snapshot (or the manifest's copy)."""
+    for source in (plan, manifest):
+        ident = source.get("identity") if isinstance(source, dict) else None
+        cand = ident.get("candidate") if isinstance(ident, dict) else None
+        value = cand.get("source_commit") if isinstance(cand, dict) else None
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def same_commit(a: str, b: str) -> bool:
+    """Full or abbreviated (>= 7 hex digits) commit ids naming the same commit."""
+    a, b = a.strip().lower(), b.strip().lower()
+    return min(len(a), len(b)) >= 7 and (a.startswith(b) or b.startswith(a))
+
+
+# -- X4 -------------------------------------------------------------------------------------
+def x4_result(protected: dict[str, Any] | None, commit: str | None) -> Result:
+    if protected is None:
+        return pending("X4", "no verify-protected result attached (plan framework.protected); run "
+                       "`parval verify-protected --upstream <sha> --output x4.json`")
+    from parval.schemas_io import schema_errors
+
+    if not isinstance(protected, dict):
+        return pending("X4", "the attached verify-protected result is not a JSON object")
+    # Either the verify-protected JSON itself or an X4 entry carrying it as evidence.
+    raw = protected.get("evidence") if "id" in protected and "assertion" not in protected else protected
+    raw = raw if isinstance(raw, dict) else {}
+    again = "re-run `parval verify-protected --repo <candidate checkout> --upstream <sha> --output x4.json`"
+    errors = schema_errors(raw, "protected")
+    if errors:
+        return pending("X4", "verify-protected result does not match schemas/protected.schema.json: "
+                       + "; ".join(errors[:3]) + f"; {again}")
+    cand = raw.get("candidate_commit")
+    if not isinstance(cand, str) or not cand:
+        return pending("X4", "verify-protected result does not name the candidate source commit it "
+                       f"checked (candidate_commit), so it cannot be tied to this build; {again}",
+                       upstream=raw.get("upstream"))
+    if commit and not same_commit(cand, commit):
+        return pending("X4", f"verify-protected checked candidate commit {cand[:12]}, the plan names "
+                       f"{commit[:12]} (identity.candidate.source_commit); {again} on that commit",
+                       upstream=raw.get("upstream"), candidate_commit=cand)
+    x4 = Result.from_json(protected) if "id" in protected and "assertion" not in protected \
+        else _x4_from_protected(raw)
+    x4.evidence = {**x4.evidence, "upstream": raw.get("upstream"), "candidate_commit": cand}
+    if raw.get("candidate_dirty"):
+        x4.limitations = [*x4.limitations, "the candidate working tree had uncommitted changes when "
+                          "checked: the commit alone does not reproduce it"]
+    if not commit:
+        x4.limitations = [*x4.limitations, "the plan names no candidate source commit "
+                          "(identity.candidate.source_commit) to tie this check to the tested build"]
+    return x4
+
+
 def _x4_from_protected(data: dict[str, Any]) -> Result:
     status = Status.PASS if data.get("status") == "PASS" else Status.FAIL
     changed = [c.get("path") for c in data.get("changed", [])]
     reason = ("protected files identical to upstream; legacy runtime differs only by the rejection block"
               if status is Status.PASS else f"changed protected files: {changed}; legacy runtime: "
               f"{(data.get('legacy_runtime') or {}).get('status')}")
-    return Result("X4", status, reason, {"upstream": data.get("upstream"), "changed": changed},
+    return Result("X4", status, reason, {"upstream": data.get("upstream"), "changed": changed,
+                                         "candidate_commit": data.get("candidate_commit")},
                   reproduction=f"parval verify-protected --upstream {data.get('upstream')}")

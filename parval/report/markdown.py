@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import shlex
+from pathlib import Path
 from typing import Any
 
 from parval.gates.performance import performance_table_markdown
+from parval.provenance import label
 from parval.status import Status, combine
 
 ICON = {"PASS": "✅", "FAIL": "❌", "PENDING": "⏳", "BLOCKED": "⛔", "UNSUPPORTED": "🚫",
@@ -47,7 +49,7 @@ def _short(h: Any, n: int = 16) -> str:
 
 # -- gathering the detailed (per count / model-level / framework) entries -------------------
 def detailed(ev: dict[str, Any]) -> list[tuple[int | None, dict[str, Any]]]:
-    """Every judged entry with its count (None for model-level and framework entries)."""
+    """Every judged entry with its count (None for model-level and most framework entries)."""
     out: list[tuple[int | None, dict[str, Any]]] = []
     for a in ev["model_checks"].get("model_level", []):
         out.append((None, a))
@@ -55,7 +57,7 @@ def detailed(ev: dict[str, Any]) -> list[tuple[int | None, dict[str, Any]]]:
         for a in c.get("assertions", []):
             out.append((int(n), a))
     for a in ev["framework_checks"].get("results", []):
-        out.append((None, a))
+        out.append((a.get("count"), a))  # a count the framework record does not cover
     return out
 
 
@@ -299,8 +301,51 @@ def _all_details(ev: dict[str, Any], cap: int) -> list[str]:
     return out
 
 
+# -- the framework record this evidence relies on ----------------------------------------------
+def framework_lines(ev: dict[str, Any]) -> list[str]:
+    """Which framework record was used (or why not), its count coverage and any reviewed reuse."""
+    fw = ev.get("framework_checks") or {}
+    rec, reuse, cov = fw.get("record"), fw.get("reuse"), fw.get("coverage")
+    if rec is None and reuse is None:
+        return []
+    out = ["### Framework record", ""]
+    if rec is not None:
+        out.append(f"Record `{_esc(rec.get('id'))}` ({_esc(rec.get('path'))}), procedure "
+                   f"{_esc(rec.get('procedure_version'))}: "
+                   + ("used" if fw.get("trusted") else f"not used: {_esc(fw.get('untrusted_reason'))}"))
+    if cov and cov.get("missing"):
+        out.append(f"Counts it does not cover (not admissible on it): {cov['missing']} "
+                   f"(record counts {cov.get('record_counts')}).")
+    if reuse is not None:
+        out += ["", f"Reuse: **{_esc(reuse.get('status'))}** — {_esc(reuse.get('reason'))}", "",
+                "Framework paths diffed (" + _esc(reuse.get("record_commit", ""))[:12] + " → "
+                + _esc(reuse.get("candidate_commit", ""))[:12] + "): "
+                + ", ".join(f"`{p}`" for p in reuse.get("framework_paths", []))]
+        for key, title in (("changed_framework", "changed framework files"), ("other_changed", "other changed files")):
+            files = reuse.get(key) or []
+            if files:
+                out.append(f"{title}: " + ", ".join(f"`{_esc(f)}`" for f in files[:20])
+                           + (f" (+{len(files) - 20} more)" if len(files) > 20 else ""))
+        for fam, files in sorted((reuse.get("adapter_changes") or {}).items()):
+            out.append(f"adapter-only changes in `{_esc(fam)}` (model gate required on the new build): "
+                       + ", ".join(f"`{_esc(f)}`" for f in files[:10]))
+    return [*out, ""]
+
+
 # -- the whole report ----------------------------------------------------------------------
-def _header(ev: dict[str, Any]) -> list[str]:
+def _provenance(ev: dict[str, Any], ctx: dict[str, Any]) -> Any:
+    """Where the evidence was made: the evidence's own record, else the one run's manifest."""
+    prov = (ev.get("run") or {}).get("provenance")
+    dirs = ctx.get("run_dirs") or []
+    if prov is None and len(dirs) == 1 and not ev.get("merged_from"):
+        try:
+            prov = json.loads((Path(dirs[0]) / "manifest.json").read_text("utf-8")).get("provenance")
+        except (OSError, ValueError, AttributeError):
+            prov = None
+    return prov
+
+
+def _header(ev: dict[str, Any], ctx: dict[str, Any] | None = None) -> list[str]:
     ident = ev["identity"]
     v = ev["verdict"]
     out = [
@@ -316,6 +361,9 @@ def _header(ev: dict[str, Any]) -> list[str]:
         f"{', '.join(map(str, v['admitted_counts'])) or 'none'} · exit code {v['exit_code']}",
         "",
     ]
+    prov = _provenance(ev, ctx or {})
+    if prov is not None:
+        out += [f"Evidence made: **{_esc(label(prov))}** (local and CI results are kept apart)", ""]
     if ev.get("merged_from"):
         out += [f"Merged from {len(ev['merged_from'])} runs (same executables, model files and fixtures):", "",
                 "| run | shard | counts | plan sha256 | that run alone |", "|---|---|---|---|---|"]
@@ -334,9 +382,9 @@ def _header(ev: dict[str, Any]) -> list[str]:
 def render_markdown(ev: dict[str, Any], *, plots: list[tuple[str, str]] | None = None,
                     plot_note: str | None = None, context: dict[str, Any] | None = None) -> str:
     ctx = context or {}
-    top = _header(ev)
+    top = _header(ev, ctx)
     top += ["### Checks (M1–M6 model gate, F1–F6 shared framework gate)", "", *check_table(ev), "",
-            other_line(ev), ""]
+            other_line(ev), "", *framework_lines(ev)]
     fails = [(n, a) for n, a in detailed(ev) if a["status"] == "FAIL"]
     unresolved = unresolved_lines(ev)
     if fails or unresolved:
@@ -365,11 +413,40 @@ def render_markdown(ev: dict[str, Any], *, plots: list[tuple[str, str]] | None =
     return head + "\n" + body
 
 
-def render_catalogue_markdown(root: str, rows: list[dict[str, Any]]) -> str:
-    admitted = sum(1 for r in rows if r.get("admission_ready"))
+CATALOGUE_HEAD = ["| run | model | family | task | backend | mode | admitted counts | blocking assertions | date | candidate sha256 |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+
+
+def render_catalogue_markdown(root: str, rows: list[dict[str, Any]],
+                              history: list[dict[str, Any]] | None = None) -> str:
+    """Current runs; then superseded runs and historical records, each apart (never current)."""
+    current = [r for r in rows if not r.get("superseded_by")]
+    superseded = [r for r in rows if r.get("superseded_by")]
+    admitted = sum(1 for r in current if r.get("admission_ready"))
     out = [f"**parval catalogue: {len(rows)} run(s) under `{_esc(root)}`, {admitted} admission-ready**", "",
-           "| run | model | family | task | backend | mode | admitted counts | blocking assertions | date | candidate sha256 |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           *CATALOGUE_HEAD, *_catalogue_rows(current)]
+    if superseded:
+        out += ["", f"Superseded runs ({len(superseded)}; kept, replaced by a newer run of the same "
+                "model/backend/task/mode/shard):", "", *CATALOGUE_HEAD, *_catalogue_rows(superseded)]
+        out += [f"- `{_esc(r['dir'])}` superseded by `{_esc(r['superseded_by'])}`" for r in superseded]
+    if history:
+        out += ["", f"Historical records ({len(history)}; imported with `parval import`, never count toward "
+                "admission):", "",
+                "| record | model | backend | procedure | entries | failures retained | limitations | "
+                "imported | tested candidate sha256 |", "|---|---|---|---|---|---|---|---|---|"]
+        for h in history:
+            if "error" in h:
+                out.append(f"| `{_esc(h['dir'])}` | ❌ {_esc(h['error'])} | | | | | | | |")
+                continue
+            fails = ", ".join(h["failures"][:4]) + (f" (+{len(h['failures']) - 4})" if len(h["failures"]) > 4 else "")
+            out.append(f"| `{_esc(h['dir'])}` | {_esc(h['model'])} | {_esc(h['backend'])} | "
+                       f"{_esc(h['procedure_version'])} | {h['entries']} | {_esc(fails) or '–'} | "
+                       f"{h['limitations']} | {_esc(h['imported_at'])} | {_short(h['candidate_sha256'], 12)} |")
+    return "\n".join(out) + "\n"
+
+
+def _catalogue_rows(rows: list[dict[str, Any]]) -> list[str]:
+    out: list[str] = []
     for r in rows:
         if "error" in r:
             out.append(f"| `{_esc(r['dir'])}` | ❌ {_esc(r['error'])} | | | | | | | | |")
@@ -378,7 +455,8 @@ def render_catalogue_markdown(root: str, rows: list[dict[str, Any]]) -> str:
         shown = ", ".join(block[:3]) + (f" (+{len(block) - 3} more)" if len(block) > 3 else "")
         counts = ", ".join(map(str, r["admitted_counts"])) or "none"
         shard = f" (shard {r['shard'][0]}/{r['shard'][1]})" if r.get("shard") else ""
-        out.append(f"| `{_esc(r['dir'])}`{shard} | {_esc(r['model'])} | {_esc(r['family'])} | {_esc(r['task'])} | "
+        made = f" ({_esc(label(r['provenance']))})" if r.get("provenance") else ""
+        out.append(f"| `{_esc(r['dir'])}`{shard}{made} | {_esc(r['model'])} | {_esc(r['family'])} | {_esc(r['task'])} | "
                    f"{_esc(r['backend'])} | {_esc(r['mode'])} | {counts} | {_esc(shown) or '–'} | "
                    f"{_esc(r['date'])} | {_short(r['candidate_sha256'], 12)} |")
-    return "\n".join(out) + "\n"
+    return out

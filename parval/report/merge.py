@@ -7,7 +7,9 @@ How merging works (documented in README, "Many runs, one verdict"):
    fixtures, the model id and the backend, and the evidence on the procedure version.
    Files are compared by content hash (their absolute paths may differ between boxes).
    Otherwise the merge is refused naming the field (exit 2): new executables or files
-   inherit no evidence.
+   inherit no evidence. The plan snapshots (`plan.json`) must agree on every field in
+   PLAN_FIELDS (what changes outputs or how they are judged), and the manifests on
+   provenance: local and CI evidence are never merged together.
 2. Per-count results are a union by count. A run contributes a count only if it ran it
    (its campaign's counts: the plan's counts, or its `--shard i/n` share of them). A count
    several runs ran combines assertion by assertion, worst wins: a failure in any run fails
@@ -54,6 +56,7 @@ class LoadedRun:
         if not manifest_path.exists():
             raise RunDirError(f"{run_dir}: no {MANIFEST}: not a parval run directory")
         self.manifest: dict[str, Any] = json.loads(manifest_path.read_text("utf-8"))
+        self.plan = _plan_snapshot(run_dir / "plan.json")
         events = read_events(run_dir / EVENTS) if (run_dir / EVENTS).exists() else []
         self.units = {str(e.get("unit")) for e in events if e.get("kind") in ("unit_begin", "unit_skipped")}
         start = next((e for e in events if e.get("kind") == "campaign_start"), None)
@@ -64,9 +67,21 @@ class LoadedRun:
         else:
             shard = evidence["run"].get("shard")
             self.counts = shard_counts(plan_counts, (int(shard[0]), int(shard[1])) if shard else None)
+        # Counts a --fail-fast run left out are not run: another run may supply them.
+        self.not_run = adm.not_run_counts(events)
+        self.counts = [n for n in self.counts if n not in self.not_run]
 
     def ran_unit(self, prefix: str) -> bool:
         return any(u == prefix or u.startswith(prefix + "-") for u in self.units)
+
+
+def _plan_snapshot(path: Path) -> dict[str, Any] | None:
+    """The run's plan snapshot; None when absent or unreadable (the merge is then refused)."""
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def shard_counts(counts: list[int], shard: tuple[int, int] | None) -> list[int]:
@@ -90,21 +105,63 @@ def merge_identity(manifest: dict[str, Any], evidence: dict[str, Any]) -> dict[s
 
     fields = {k: _by_content(v) for k, v in identity_fields(manifest).items()}
     fields["procedure_version"] = evidence.get("procedure_version")
+    # Local and CI evidence stay apart (E7): a merge never mixes them.
+    fields["provenance"] = (manifest.get("provenance") or {}).get("kind")
     return fields
+
+
+# Plan-snapshot fields that change what the server outputs or how outputs are judged: runs
+# that differ in any of them are not evidence of the same thing, whatever their manifests say.
+PLAN_FIELDS: tuple[str, ...] = (
+    "model.family", "model.task", "model.mode", "model.quantization", "model.lazy",
+    "model.load_options", "model.session_options", "model.default_request_options",
+    "model.entry_extra", "model.cache_sensitive", "requests",
+    "compare.volatile_fields", "compare.tolerance", "compare.quality_settings",
+    "server.backend", "server.threads", "server.extra_config",
+    "servers.baseline.args", "servers.candidate.args", "identity",
+)
+_ABSENT = object()
+
+
+def _dotted(data: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(data, dict) or part not in data:
+            return _ABSENT
+        data = data[part]
+    return data
+
+
+def plan_identity(plan: dict[str, Any] | None) -> dict[str, Any]:
+    """The output-affecting plan fields of one run (`plan.json`), by dotted name."""
+    if plan is None:
+        return {}
+    return {f: v for f in PLAN_FIELDS if (v := _dotted(plan, f)) is not _ABSENT}
 
 
 def check_mergeable(runs: list[LoadedRun]) -> None:
     first = runs[0]
     want = merge_identity(first.manifest, first.ev)
+    hint = ("merge only runs of the same executables, model files, fixtures and plan settings; "
+            "new executables or files inherit no evidence")
     for other in runs[1:]:
         got = merge_identity(other.manifest, other.ev)
         for key in want:
             if want[key] != got.get(key):
                 raise MergeRefused(
                     f"cannot merge {first.dir} and {other.dir}: they disagree on {key} "
-                    f"({_short(want[key])} vs {_short(got.get(key))})",
-                    hint="merge only runs of the same executables, model files and fixtures; "
-                    "new executables or files inherit no evidence")
+                    f"({_short(want[key])} vs {_short(got.get(key))})", hint=hint)
+        for run in (first, other):
+            if run.plan is None:
+                raise MergeRefused(f"cannot merge {run.dir}: it has no readable plan.json, so its plan "
+                                   "settings cannot be shown to match the other runs'", hint=hint)
+        plan_a, plan_b = plan_identity(first.plan), plan_identity(other.plan)
+        for key in PLAN_FIELDS:
+            a, b = plan_a.get(key, _ABSENT), plan_b.get(key, _ABSENT)
+            if a != b:
+                raise MergeRefused(
+                    f"cannot merge {first.dir} and {other.dir}: their plans disagree on {key} "
+                    f"({_short(None if a is _ABSENT else a)} vs {_short(None if b is _ABSENT else b)})",
+                    hint=hint)
 
 
 def _short(value: Any) -> str:
@@ -136,17 +193,22 @@ def _worst(results: list[Result]) -> Result:
     return worst
 
 
-def _combine_by_id(per_run: list[tuple[LoadedRun, list[Result]]], *, once: bool) -> list[Result]:
-    order: list[str] = []
-    by_id: dict[str, list[tuple[LoadedRun, Result]]] = {}
+def _combine_by_id(per_run: list[tuple[LoadedRun, list[Result]]], *, once: bool,
+                   by_count: bool = False) -> list[Result]:
+    """Worst wins per assertion ID (per ID and count with `by_count`: framework entries
+    scoped to one count, such as a count the record does not cover, stay scoped)."""
+    order: list[tuple[str, int | None]] = []
+    by_id: dict[tuple[str, int | None], list[tuple[LoadedRun, Result]]] = {}
     for run, results in per_run:
         for r in results:
-            if r.id not in by_id:
-                order.append(r.id)
-            by_id.setdefault(r.id, []).append((run, r))
+            key = (r.id, r.count if by_count else None)
+            if key not in by_id:
+                order.append(key)
+            by_id.setdefault(key, []).append((run, r))
     out = []
-    for id_ in order:
-        pairs = by_id[id_]
+    for key in order:
+        id_ = key[0]
+        pairs = by_id[key]
         unit = ONCE_PER_MODEL.get(id_.split(".", 1)[0]) if once else None
         if unit is not None:
             responsible = [r for run, r in pairs if run.ran_unit(unit)]
@@ -165,14 +227,16 @@ def merge_evidence(runs: list[LoadedRun]) -> dict[str, Any]:
     model_level = _combine_by_id(
         [(r, [x for x in _results(r.ev["model_checks"]["model_level"]) if x.id != "Q6"]) for r in runs],
         once=True)
-    fw = _combine_by_id([(r, _results(r.ev["framework_checks"]["results"])) for r in runs], once=False)
+    fw = _combine_by_id([(r, _results(r.ev["framework_checks"]["results"])) for r in runs], once=False,
+                        by_count=True)
     per_count: dict[int, list[Result]] = {}
     sources: dict[int, list[str]] = {}
     for n in counts:
         covering = [r for r in runs if n in r.counts]
         sources[n] = [str(r.dir) for r in covering]
         if not covering:
-            per_count[n] = [_count_pending(id_, n) for id_ in _per_count_ids(runs)]
+            why = next((r.not_run[n] for r in runs if n in r.not_run), None)
+            per_count[n] = [_count_pending(id_, n, why) for id_ in _per_count_ids(runs)]
             continue
         per_count[n] = _combine_by_id(
             [(r, _results(r.ev["model_checks"]["per_count"].get(str(n), {}).get("assertions", []), n))
@@ -196,7 +260,7 @@ def merge_evidence(runs: list[LoadedRun]) -> dict[str, Any]:
         "plan": r.ev["run"].get("plan"), "plan_sha256": r.ev["run"].get("plan_sha256"),
         "events_sha256": r.ev["run"].get("events_sha256"), "manifest_sha256": r.ev["run"].get("manifest_sha256"),
         "generated_at": r.ev.get("generated_at"), "interrupted": bool(r.ev["run"].get("interrupted")),
-        "verdict": r.ev["verdict"]["line"],
+        "verdict": r.ev["verdict"]["line"], "provenance": r.manifest.get("provenance"),
     } for r in runs]
     return {
         "schema_version": 1,
@@ -205,7 +269,8 @@ def merge_evidence(runs: list[LoadedRun]) -> dict[str, Any]:
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "run": {"dir": None, "merged": True, "plan": first["run"].get("plan"),
                 "plan_sha256": first["run"].get("plan_sha256"), "interrupted": interrupted,
-                "shard": None, "count_sources": {str(n): s for n, s in sources.items()}},
+                "shard": None, "count_sources": {str(n): s for n, s in sources.items()},
+                "provenance": runs[0].manifest.get("provenance")},
         "merged_from": merged_from,
         "identity": dict(first["identity"]),
         "verdict": {"line": line, "exit_code": code, "admitted_counts": admitted,
@@ -240,8 +305,9 @@ def _per_count_ids(runs: list[LoadedRun]) -> list[str]:
     return ids
 
 
-def _count_pending(id_: str, n: int) -> Result:
-    r = pending(id_, f"count {n} was not run by any of the merged runs")
+def _count_pending(id_: str, n: int, why: str | None = None) -> Result:
+    r = pending(id_, f"count {n} was not run by any of the merged runs"
+                + (f"; {why}" if why else ""))
     r.count = n
     return r
 
@@ -299,32 +365,76 @@ def catalogue_rows(root: Path) -> list[dict[str, Any]]:
             "exit_code": v.get("exit_code"), "blocking": blocking(ev),
             "date": ev.get("generated_at"), "candidate_sha256": ident.get("candidate_sha256"),
             "shard": (ev.get("run") or {}).get("shard"), "procedure_version": ev.get("procedure_version"),
+            "provenance": (ev.get("run") or {}).get("provenance") or _manifest_provenance(d),
         })
+    mark_superseded(rows)
     return rows
 
 
+def _manifest_provenance(run_dir: Path) -> Any:
+    try:
+        return json.loads((run_dir / MANIFEST).read_text("utf-8")).get("provenance")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def mark_superseded(rows: list[dict[str, Any]]) -> None:
+    """A run is superseded by a newer run of the same model, backend, task, mode, shard and
+    provenance (local and CI stay apart): both are kept, only the newest is current."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if "error" in r:
+            continue
+        key = json.dumps([r.get(k) for k in ("model", "family", "task", "backend", "mode", "shard")]
+                         + [(r.get("provenance") or {}).get("kind")], sort_keys=True)
+        groups.setdefault(key, []).append(r)
+    for members in groups.values():
+        members.sort(key=lambda r: str(r.get("date") or ""))
+        newest = members[-1]
+        for r in members:
+            r["superseded_by"] = None if r is newest else newest["dir"]
+
+
 def catalogue_exit(rows: list[dict[str, Any]]) -> int:
-    """0 every run admitted · 1 any run has a FAIL (or unreadable evidence) · 3 otherwise."""
+    """0 every current run admitted · 1 any current run has a FAIL (or unreadable evidence) ·
+    3 otherwise. Superseded runs are kept and shown, but judged by their replacements."""
+    rows = [r for r in rows if not r.get("superseded_by")]
     if any("error" in r or r.get("exit_code") == 1 for r in rows):
         return 1
     return 0 if all(r.get("exit_code") == 0 for r in rows) else 3
 
 
 def render_catalogue(root: Path, fmt: str) -> tuple[str, int]:
+    from parval.report.history import historical_rows
+
     rows = catalogue_rows(root)
+    history = historical_rows(root)
+    if not rows and history:
+        return _render_history_only(root, fmt, history), 3
     if not rows:
         raise RunDirError(f"{root}: no run directory (with an evidence.json) under it",
                           hint="point --catalogue at the directory holding your runs, e.g. runs/")
     code = catalogue_exit(rows)
     if fmt == "json":
-        return json.dumps({"catalogue": str(root), "runs": rows}, indent=2, sort_keys=True) + "\n", code
+        return json.dumps({"catalogue": str(root), "runs": rows, "historical": history},
+                          indent=2, sort_keys=True) + "\n", code
     if fmt == "junit":
         from parval.report.junit import render_catalogue_junit
 
         return render_catalogue_junit(rows), code
     from parval.report.markdown import render_catalogue_markdown
 
-    return render_catalogue_markdown(str(root), rows), code
+    return render_catalogue_markdown(str(root), rows, history), code
+
+
+def _render_history_only(root: Path, fmt: str, history: list[dict[str, Any]]) -> str:
+    """Only historical records under DIR: listed, never an admission (exit 3)."""
+    if fmt == "json":
+        return json.dumps({"catalogue": str(root), "runs": [], "historical": history},
+                          indent=2, sort_keys=True) + "\n"
+    from parval.report.markdown import render_catalogue_markdown
+
+    return render_catalogue_markdown(str(root), [], history)
 
 
 # -- entry point (called by write.render_report) ------------------------------------------

@@ -1,43 +1,52 @@
 """Model evidence reads framework_checks from the referenced record: its statuses when the
-record matches the candidate executable and backend, PENDING (never FAIL) otherwise."""
+record is shown to be one for this run (schema, procedure version, integrity, executable,
+backend, platform, source commit, counts), PENDING naming why (never FAIL) otherwise; X4
+only from a result that names both commits."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 from pathlib import Path
 from typing import Any
 
+from parval import PROCEDURE_VERSION
 from parval.assertions import FRAMEWORK_GATE
-from parval.gates.framework_ref import framework_checks
-from parval.status import Status
+from parval.gates import admission as adm
+from parval.gates.framework_ref import COUNT_SCOPED, framework_checks
+from parval.integrity import CHAIN, LISTING, seal_run, write_listing
+from parval.status import Result, Status
+from tests.records_kit import CANDIDATE_COMMIT, framework_record, x4_json
 
 SHA = "a" * 64
 
 
-def _manifest(sha: str = SHA, backend: str = "cpu") -> dict[str, Any]:
-    return {"executables": {"candidate": {"sha256": sha}},
-            "platform": {"backend": backend, "machine": platform.machine()}}
+def _manifest(sha: str = SHA, backend: str = "cpu", counts: list[int] | None = None) -> dict[str, Any]:
+    return {"procedure_version": PROCEDURE_VERSION, "executables": {"candidate": {"sha256": sha}},
+            "platform": {"backend": backend, "machine": platform.machine()},
+            "settings": {"counts": counts or [1, 2, 4]}}
 
 
-def _record(tmp: Path, **ident: Any) -> Path:
-    statuses = {aid: "PASS" for aid in FRAMEWORK_GATE}
-    statuses["F6.ctest"] = "PENDING"
-    statuses["F2.same_id"] = "FAIL"
-    record = {"schema_version": 1, "record_id": "fw-test",
-              "identity": {"candidate_sha256": SHA, "backend": "cpu",
-                           "platform": {"os": "x", "machine": platform.machine()}, **ident},
-              "assertions": [{"id": a, "status": s, "reason": "r", "evidence": {}, "limitations": []}
-                             for a, s in statuses.items()],
-              "groups": {"F2": {"status": "FAIL", "coverage": "partial", "blanket_pass": False,
-                                "summary": "F2 FAIL: 1 FAIL"}},
-              "verdict": {"line": "FAIL: F2.same_id"}}
+def _record(tmp: Path, **changes: Any) -> Path:
+    record = framework_record(SHA, record_id="fw-test", statuses={"F6.ctest": "PENDING", "F2.same_id": "FAIL"},
+                              **changes)
     (tmp / "record.json").write_text(json.dumps(record))
     return tmp / "record.json"
 
 
-def _by_id(results: list[Any]) -> dict[str, Any]:
-    return {r.id: r for r in results}
+def _write(tmp: Path, record: dict[str, Any], name: str = "record.json") -> Path:
+    (tmp / name).write_text(json.dumps(record))
+    return tmp / name
+
+
+def _by_id(results: list[Result]) -> dict[str, Result]:
+    return {r.id: r for r in results if r.count is None}
+
+
+def _all_f_pending(results: list[Result]) -> bool:
+    f = [r for r in results if r.id in FRAMEWORK_GATE]
+    return len(f) == len(FRAMEWORK_GATE) and all(r.status is Status.PENDING for r in f)
 
 
 def test_matching_record_supplies_its_statuses(tmp_path: Path) -> None:
@@ -48,8 +57,9 @@ def test_matching_record_supplies_its_statuses(tmp_path: Path) -> None:
     assert r["F2.same_id"].status is Status.FAIL
     assert r["F6.ctest"].status is Status.PENDING
     assert r["F1.fifo"].evidence["record"] == "fw-test"
+    assert info["trusted"] is True and info["coverage"]["missing"] == []
+    assert not [x for x in results if x.count is not None]
     assert info["record"]["groups"]["F2"]["blanket_pass"] is False
-    assert info["record"]["verdict"] == "FAIL: F2.same_id"
     # the run directory works as well as the file
     results_dir, _ = framework_checks(str(tmp_path), _manifest(), None)
     assert _by_id(results_dir)["F2.same_id"].status is Status.FAIL
@@ -64,9 +74,7 @@ def test_missing_or_foreign_record_is_pending_not_fail(tmp_path: Path) -> None:
         "other backend": framework_checks(str(path), _manifest(backend="cuda"), None),
     }
     for name, (results, _) in cases.items():
-        f = [r for r in results if r.id in FRAMEWORK_GATE]
-        assert len(f) == len(FRAMEWORK_GATE), name
-        assert all(r.status is Status.PENDING for r in f), name
+        assert _all_f_pending(results), name
     reasons = {n: _by_id(r)["F1.fifo"].reason for n, (r, _) in cases.items()}
     assert "another executable" in reasons["other executable"]
     assert "this run uses cuda" in reasons["other backend"]
@@ -75,13 +83,154 @@ def test_missing_or_foreign_record_is_pending_not_fail(tmp_path: Path) -> None:
 def test_record_for_another_machine_is_pending(tmp_path: Path) -> None:
     path = _record(tmp_path, platform={"os": "x", "machine": "not-" + platform.machine()})
     results, _ = framework_checks(str(path), _manifest(), None)
-    assert all(r.status is Status.PENDING for r in results if r.id in FRAMEWORK_GATE)
+    assert _all_f_pending(results)
     assert "platform" in _by_id(results)["F1.fifo"].reason
 
 
-def test_minimal_record_without_platform_still_matches(tmp_path: Path) -> None:
-    record = {"record_id": "min", "identity": {"candidate_sha256": SHA, "backend": "cpu"},
-              "assertions": [{"id": f, "status": "PASS", "reason": "r"} for f in FRAMEWORK_GATE]}
-    (tmp_path / "min.json").write_text(json.dumps(record))
-    results, _ = framework_checks(str(tmp_path / "min.json"), _manifest(), None)
-    assert all(r.status is Status.PASS for r in results if r.id in FRAMEWORK_GATE)
+def test_record_that_breaks_the_schema_is_pending(tmp_path: Path) -> None:
+    # A hand-made record with a passing F list but none of the record's structure.
+    minimal = {"record_id": "min", "identity": {"candidate_sha256": SHA, "backend": "cpu"},
+               "assertions": [{"id": f, "status": "PASS", "reason": "r"} for f in FRAMEWORK_GATE]}
+    results, info = framework_checks(str(_write(tmp_path, minimal, "min.json")), _manifest(), None)
+    assert _all_f_pending(results)
+    assert "schemas/framework.schema.json" in _by_id(results)["F1.fifo"].reason
+    assert info["trusted"] is False
+    bad_status = framework_record(SHA, statuses={"F1.fifo": "GREAT"})
+    results, _ = framework_checks(str(_write(tmp_path, bad_status)), _manifest(), None)
+    assert _all_f_pending(results) and "GREAT" in _by_id(results)["F1.fifo"].reason
+
+
+def test_record_of_another_procedure_version_is_pending(tmp_path: Path) -> None:
+    record = {**framework_record(SHA), "procedure_version": "2025-01-01"}
+    results, _ = framework_checks(str(_write(tmp_path, record)), _manifest(), None)
+    assert _all_f_pending(results)
+    assert "procedure version 2025-01-01" in _by_id(results)["F3.ownership"].reason
+
+
+def _sealed_record_dir(tmp: Path) -> Path:
+    """A framework run directory with the integrity listing and chain of a parval run."""
+    d = tmp / "fw-run"
+    d.mkdir()
+    (d / "events.jsonl").write_text('{"kind": "probe_begin"}\n')
+    _write(d, framework_record(SHA))
+    write_listing(d)
+    seal_run(d)
+    return d
+
+
+def test_tampered_record_directory_is_pending(tmp_path: Path) -> None:
+    d = _sealed_record_dir(tmp_path)
+    results, info = framework_checks(str(d), _manifest(), None)
+    assert info["trusted"] is True, info
+    assert _by_id(results)["F1.fifo"].status is Status.PASS
+    # A FAIL turned into a PASS after the record was listed.
+    record = json.loads((d / "record.json").read_text())
+    record["assertions"][0]["reason"] = "edited afterwards"
+    (d / "record.json").write_text(json.dumps(record))
+    results, info = framework_checks(str(d), _manifest(), None)
+    assert _all_f_pending(results)
+    reason = _by_id(results)["F1.fifo"].reason
+    assert "changed since it was recorded" in reason and "modified: record.json" in reason
+
+
+def test_record_outside_the_listing_or_with_a_broken_chain_is_pending(tmp_path: Path) -> None:
+    d = _sealed_record_dir(tmp_path)
+    (d / CHAIN).write_text((d / CHAIN).read_text().replace('"prev":null', '"prev":"x"'))
+    results, _ = framework_checks(str(d), _manifest(), None)
+    assert _all_f_pending(results) and CHAIN in _by_id(results)["F1.fifo"].reason
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "events.jsonl").write_text("{}\n")
+    write_listing(other)
+    _write(other, framework_record(SHA))  # written after the listing, never sealed
+    results, _ = framework_checks(str(other), _manifest(), None)
+    assert _all_f_pending(results) and "added: record.json" in _by_id(results)["F1.fifo"].reason
+    (other / LISTING).unlink()
+    results, _ = framework_checks(str(other), _manifest(), None)
+    assert _all_f_pending(results) and f"missing: {LISTING}" in _by_id(results)["F1.fifo"].reason
+
+
+def test_a_count_the_record_does_not_cover_cannot_be_admitted(tmp_path: Path) -> None:
+    path = _write(tmp_path, framework_record(SHA, counts=[2, 4]))
+    results, info = framework_checks(str(path), _manifest(counts=[1, 2, 4]), None,
+                                     plan={"identity": {"candidate": {"source_commit": CANDIDATE_COMMIT}}})
+    assert info["coverage"]["missing"] == [1]  # count 1 too: FIFO and pool drain apply there
+    scoped = [r for r in results if r.count is not None]
+    assert {(r.id, r.count) for r in scoped} == {(f, 1) for f in COUNT_SCOPED}
+    assert all(r.status is Status.PENDING and "does not cover count 1" in r.reason for r in scoped)
+    # Unscoped entries keep the record's statuses.
+    assert _by_id(results)["F1.fifo"].status is Status.PASS
+    # Admission: count 1 is not validated, so nothing is admitted (counts start at one).
+    fw = results[:-1] + [Result("X4", Status.PASS, "x4")]
+    per_count = {n: [Result("M2.exact", Status.PASS, "ok", count=n)] for n in (1, 2, 4)}
+    d = adm.decide([1, 2, 4], [], per_count, fw, interrupted=False, missing="-")
+    assert d.verdicts[1] is Status.PENDING and d.verdicts[2] is d.verdicts[4] is Status.PASS
+    assert d.admitted == [] and d.admission_ready is False
+    # A record covering 1 and 2 only admits 1 and 2.
+    results, _ = framework_checks(str(_write(tmp_path, framework_record(SHA, counts=[1, 2]))),
+                                  _manifest(counts=[1, 2, 4]), None)
+    fw = results[:-1] + [Result("X4", Status.PASS, "x4")]
+    d = adm.decide([1, 2, 4], [], {n: list(rs) for n, rs in per_count.items()}, fw, interrupted=False,
+                   missing="-")
+    assert d.admitted == [1, 2] and d.verdicts[4] is Status.PENDING and not d.admission_ready
+    # Everything covered: admitted.
+    results, _ = framework_checks(str(_write(tmp_path, framework_record(SHA, counts=[1, 2, 4]))),
+                                  _manifest(counts=[1, 2, 4]), None)
+    fw = results[:-1] + [Result("X4", Status.PASS, "x4")]
+    d = adm.decide([1, 2, 4], [], {n: list(rs) for n, rs in per_count.items()}, fw, interrupted=False,
+                   missing="-")
+    assert d.admitted == [1, 2, 4] and d.admission_ready is True
+
+
+def test_a_record_without_identity_counts_covers_no_count(tmp_path: Path) -> None:
+    path = _write(tmp_path, framework_record(SHA, counts=None))
+    results, info = framework_checks(str(path), _manifest(counts=[1, 2]), None)
+    assert info["coverage"]["missing"] == [1, 2]
+    scoped = [r for r in results if r.count is not None]
+    assert len(scoped) == 2 * len(COUNT_SCOPED)
+    assert all("no identity.counts" in r.reason for r in scoped)
+
+
+def test_record_from_another_source_commit_than_the_plan_names_is_pending(tmp_path: Path) -> None:
+    path = _write(tmp_path, framework_record(SHA, source_commit="2" * 40))
+    plan = {"identity": {"candidate": {"source_commit": CANDIDATE_COMMIT[:10]}}}
+    results, _ = framework_checks(str(path), _manifest(), None, plan=plan)
+    assert _all_f_pending(results) and "source commit 222222222222" in _by_id(results)["F1.fifo"].reason
+    results, _ = framework_checks(str(_write(tmp_path, framework_record(SHA, source_commit=CANDIDATE_COMMIT))),
+                                  _manifest(), None, plan=plan)
+    assert _by_id(results)["F1.fifo"].status is Status.PASS
+
+
+def test_x4_needs_both_commits_and_the_plans_candidate(tmp_path: Path) -> None:
+    path = _write(tmp_path, framework_record(SHA))
+    plan = {"identity": {"candidate": {"source_commit": CANDIDATE_COMMIT}}}
+
+    def x4(protected: dict[str, Any] | None, plan_: dict[str, Any] | None = plan) -> Result:
+        return _by_id(framework_checks(str(path), _manifest(), protected, plan=plan_)[0])["X4"]
+
+    good = x4(x4_json())
+    assert good.status is Status.PASS and good.evidence["candidate_commit"] == CANDIDATE_COMMIT
+    assert x4(x4_json("FAIL")).status is Status.FAIL
+    legacy = x4({"assertion": "X4", "status": "PASS", "upstream": "0" * 40, "changed": []})
+    assert legacy.status is Status.PENDING and "schemas/protected.schema.json" in legacy.reason
+    no_commit = x4(x4_json(candidate_commit=None))
+    assert no_commit.status is Status.PENDING and "candidate source commit" in no_commit.reason
+    no_upstream = {k: v for k, v in x4_json().items() if k != "upstream"}
+    assert x4(no_upstream).status is Status.PENDING and "upstream" in x4(no_upstream).reason
+    other = x4(x4_json(candidate_commit="3" * 40))
+    assert other.status is Status.PENDING and "the plan names" in other.reason
+    # Without a plan commit the result is used, with the missing tie stated.
+    unpinned = x4(x4_json(), None)
+    assert unpinned.status is Status.PASS and any("names no candidate" in x for x in unpinned.limitations)
+    # An X4 entry carrying the verify-protected JSON as evidence is checked the same way.
+    entry = {"id": "X4", "status": "PASS", "reason": "r", "evidence": x4_json(candidate_commit=None)}
+    assert x4(entry).status is Status.PENDING
+
+
+def test_protected_writer_output_is_accepted(tmp_path: Path) -> None:
+    """What verify-protected writes (with the candidate commit) is trusted as X4."""
+    data = x4_json()
+    data["candidate_commit"] = hashlib.sha1(b"c").hexdigest()
+    path = _write(tmp_path, framework_record(SHA))
+    results, _ = framework_checks(str(path), _manifest(), data)
+    assert _by_id(results)["X4"].status is Status.PASS
