@@ -34,7 +34,7 @@ class TimedEventLog(EventLog):
     """EventLog that notes how long each append took and when it returned."""
 
     def __init__(self, path: Path) -> None:
-        super().__init__(path)
+        super().__init__(path, sync_behind=True)  # as a campaign's log
         self.durations: list[float] = []
         self.kinds: list[str] = []
         self.returned: list[float] = []
@@ -168,6 +168,7 @@ async def run_campaign(workdir: Path, *, total_requests: int, n: int, starts: in
                 base = campaign.requests[0]
                 for w in range(waves_per_start):
                     await wave_together(campaign, st, "warm_wave", w, [base] * n)
+                log.sync()  # the listeners see the last wave's events before they go
                 del log.listeners[-2:]
                 server = st.server
                 first_sample = st.poller.samples[0].t if st.poller.samples else None
@@ -202,6 +203,17 @@ async def run_campaign(workdir: Path, *, total_requests: int, n: int, starts: in
     elapsed = time.monotonic() - t_begin
     log.close()
     judge_end = _time_judge(judge_run, run_dir, log)
+    from parval.evidence import read_events
+    from parval.overhead import campaign_overhead, overhead_beyond_starts_pct
+
+    overhead = campaign_overhead(read_events(run_dir / EVENTS), wall_s=elapsed) or {}
+    summary = _start_summary(per_start)
+    fixed_ms = [summary.get(k) for k in ("start_overhead_ms", "stop_overhead_ms")]
+    fixed_s = (sum(float(v) for v in fixed_ms if v is not None) / 1000.0
+               if all(v is not None for v in fixed_ms) else None)
+    if overhead:
+        overhead["per_start_fixed_s"] = rnd(fixed_s, 4)
+        overhead["beyond_starts_pct"] = overhead_beyond_starts_pct(overhead, fixed_s)
     controlled = _controlled_growth(run_dir, captured[-1] if captured else {"kind": "request"})
     peak = proc_status_kib("VmHWM")
     return {
@@ -209,7 +221,7 @@ async def run_campaign(workdir: Path, *, total_requests: int, n: int, starts: in
         "n": n, "starts": starts, "waves_per_start": waves_per_start, "service_ms": service_ms,
         "elapsed_s": round(elapsed, 3),
         "gap_ms": _dist(gaps), "gap_parts_ms": {k: _dist(v) for k, v in parts.items()},
-        "per_start": _start_summary(per_start), "starts_detail": per_start,
+        "per_start": summary, "starts_detail": per_start, "overhead": overhead,
         "rss": {"peak_mib": rnd(peak / 1024 if peak else None, 1),
                 "before_mib": rnd(rss_before / 1024 if rss_before else None, 1),
                 "peak_reset": peak_reset},

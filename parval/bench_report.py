@@ -9,6 +9,7 @@ POLL_TARGET_HZ = 100.0
 POLL_EFFECT_PCT = 1.0
 RSS_TARGET_MIB = 150.0
 GROWTH_RATIO = 1.5
+OVERHEAD_TARGET_PCT = 5.0
 
 
 def _series(data: dict[str, Any], method: str, n: int) -> dict[str, Any] | None:
@@ -50,6 +51,11 @@ def targets(data: dict[str, Any]) -> list[dict[str, Any]]:
     ps = camp["per_start"]
     out.append(_check("campaign.start_overhead", "per-start overhead beyond the server (ms)",
                       ps.get("overhead_ms"), "report only", None))
+    ov = camp.get("overhead") or {}
+    pct = ov.get("beyond_starts_pct")
+    out.append(_check("campaign.overhead", "campaign overhead beyond the per-start cost, "
+                      "% of server time", pct, f"< {OVERHEAD_TARGET_PCT:g}",
+                      None if pct is None else pct < OVERHEAD_TARGET_PCT))
     for mode in ("10ms", "5ms"):
         m = data["poll"]["modes"][mode]
         hz, eff = m["poll_hz"], m["effect_pct"]
@@ -149,6 +155,12 @@ def render(data: dict[str, Any]) -> str:
         ["  of which: next wave setup + staging + settle", _mp(gp, "next_wave_ms"), ""],
     ]
     out += _table(rows, ["figure (median / p95, ms)", "value", "target / result"])
+    ov = camp.get("overhead") or {}
+    if ov:
+        out.append(f"  campaign overhead: wall {_f(ov.get('wall_s'))} s vs server {_f(ov.get('server_s'))} s "
+                   f"(service {_f(ov.get('service_s'))} + readiness {_f(ov.get('readiness_s'))}), "
+                   f"x{_f(ov.get('ratio'))}; beyond {_f(ov.get('per_start_fixed_s'), 3)} s per start: "
+                   f"{_f(ov.get('beyond_starts_pct'))} % ({res('campaign.overhead')})")
     ps = camp["per_start"]
     rows = [[k.removesuffix("_ms").replace("_", " "), _f(v)] for k, v in ps.items()]
     out.append("  per start (median over starts, ms):")

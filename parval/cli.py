@@ -74,6 +74,8 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress; print only the verdict.")] = False,
     events_json: Annotated[bool, typer.Option("--events-json", help="Stream progress events as JSON lines on "
                                               "stdout (one object per line; README: Progress output).")] = False,
+    fail_fast: Annotated[bool, typer.Option("--fail-fast", help="Once a count has a FAIL, do not run the counts "
+                                            "above it (they cannot be admitted); the report lists them as not run.")] = False,
 ) -> None:
     """Run a whole validation campaign and write the evidence.
 
@@ -108,7 +110,7 @@ def run(
             run_dir = api.prepare_run_dir(loaded, out)
         listener, finish = make_listener(quiet=quiet, events_json=events_json)
         run_dir, evidence = api.run_plan(loaded, run_dir=run_dir, listeners=[listener],
-                                         shard=shard_t, skip_runs=skip)
+                                         shard=shard_t, skip_runs=skip, fail_fast=fail_fast)
         finish(evidence)
         write_reports(run_dir, evidence)
         seal_run(run_dir)
@@ -164,7 +166,7 @@ def report(
 ) -> None:
     """Render evidence as markdown (PR comment), JSON or JUnit XML; merge runs; catalogue runs.
 
-    Merging refuses (exit 2) runs whose manifests disagree on the executables, model files, fixtures, model id or backend, and names the field. The exit code is the verdict's: 0 admitted, 1 a required assertion FAILED (or the run directory was modified after judging), 3 evidence incomplete. With --catalogue: 0 every run admitted, 1 any run failed, 3 otherwise.
+    Merging refuses (exit 2) runs whose manifests disagree on the executables, model files, fixtures, model id, backend or provenance (local/CI), or whose plans disagree on what changes outputs (model options, quantization, requests, volatile fields, tolerance, threads), and names the field. The exit code is the verdict's: 0 admitted, 1 a required assertion FAILED (or the run directory was modified after judging), 3 evidence incomplete. With --catalogue: 0 every run admitted, 1 any run failed, 3 otherwise.
 
     Example: parval report runs/demo --format md --output report.md
 
@@ -225,6 +227,7 @@ def _register_optional() -> None:
         ("verify", "parval.verify_cmd", "verify_command"),
         ("init", "parval.init_cmd", "init_command"),
         ("bench", "parval.bench", "bench_command"),
+        ("import", "parval.report.history", "import_command"),
     ):
         try:
             mod = importlib.import_module(module)

@@ -10,6 +10,15 @@ reopened on the file (`--resume`) cuts it off, recording a `torn_tail_discarded`
 before appending. A damaged line anywhere else is corruption and is never skipped
 silently (`CorruptEventLog`). Whole files (evidence, manifest, reports, artifacts) are
 written atomically: temporary file in the same directory, fsync, rename, fsync directory.
+
+Sync-behind (`EventLog(path, sync_behind=True)`, what campaigns use): the replies and
+wave events of a wave (`DEFERRABLE`) are written and flushed to the OS at once, and a
+writer thread makes them durable (their artifacts first, then the log) while the next wave
+runs; listeners see them only once they are durable. Every other event is a barrier:
+`append` returns only when it and everything before it are on disk, so no start is marked
+complete (`run_end`, `unit_end`) and nothing is judged before its events are durable. A
+killed parval loses nothing (the data is in the OS already); only a power loss can lose
+the last wave's events, and then its start has no `run_end` and is redone on resume.
 """
 
 from __future__ import annotations
@@ -18,8 +27,9 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -54,10 +64,12 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes | str, *, sync_dir: bool = True) -> None:
+def atomic_write(path: Path, data: bytes | str, *, sync_dir: bool = True,
+                 sync_file: bool = True) -> None:
     """Write via a temporary file in the same directory, fsync, rename, fsync the directory:
     readers see the old file or the whole new one, never a partial write. `sync_dir=False`
-    leaves the directory fsync to the caller (one for many files)."""
+    leaves the directory fsync to the caller (one for many files); `sync_file=False` the
+    file's own fsync too (a writer thread does both, see `ArtifactStore`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -65,7 +77,8 @@ def atomic_write(path: Path, data: bytes | str, *, sync_dir: bool = True) -> Non
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
             fh.flush()
-            os.fsync(fh.fileno())
+            if sync_file:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -96,10 +109,88 @@ def sha256_tree(path: Path) -> str:
     return h.hexdigest()
 
 
-class EventLog:
-    """Append-only JSON-lines log; every event is flushed and fsynced before returning."""
+# The events of the release path (one wave's replies and its summary) that sync-behind
+# makes durable in the writer thread; every other kind is a barrier.
+DEFERRABLE = frozenset({"request", "wave", "wave_repeat"})
 
-    def __init__(self, path: Path) -> None:
+
+def fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class _Writer:
+    """The sync-behind thread: runs queued jobs (artifact fsyncs), fsyncs the log, then
+    hands the now-durable events to the listeners, in order."""
+
+    def __init__(self, fd: int, deliver: Callable[[dict[str, Any]], None]) -> None:
+        self._fd = fd
+        self._deliver = deliver
+        self._cond = threading.Condition()
+        self._jobs: list[Callable[[], None]] = []
+        self._events: list[dict[str, Any]] = []
+        self._busy = False
+        self._closed = False
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="parval-evidence-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, events: list[dict[str, Any]], jobs: list[Callable[[], None]]) -> None:
+        with self._cond:
+            self._events.extend(events)
+            self._jobs.extend(jobs)
+            self._cond.notify_all()
+
+    def drain(self) -> None:
+        """Wait until everything submitted is durable and delivered; re-raise its error."""
+        with self._cond:
+            while (self._events or self._jobs or self._busy) and self.error is None:
+                self._cond.wait()
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
+
+    def close(self) -> None:
+        try:
+            self.drain()
+        finally:
+            with self._cond:
+                self._closed = True
+                self._cond.notify_all()
+            self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not (self._events or self._jobs or self._closed):
+                    self._cond.wait()
+                if self._closed and not (self._events or self._jobs):
+                    return
+                events, self._events = self._events, []
+                jobs, self._jobs = self._jobs, []
+                self._busy = True
+            try:
+                for job in jobs:  # artifacts before the events that name them
+                    job()
+                os.fsync(self._fd)
+                for event in events:
+                    self._deliver(event)
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the appending thread
+                self.error = exc
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+
+class EventLog:
+    """Append-only JSON-lines log; every event is flushed and fsynced before returning
+    (with `sync_behind`, the release-path events are made durable by a writer thread)."""
+
+    def __init__(self, path: Path, *, sync_behind: bool = False) -> None:
         self.path = path
         existed = path.exists()
         discarded = _truncate_torn_tail(path) if existed else b""
@@ -111,6 +202,8 @@ class EventLog:
         self.listeners: list[Any] = []
         self._last: dict[str, dict[str, Any]] = {}
         self._group: list[dict[str, Any]] | None = None
+        self._store: ArtifactStore | None = None
+        self._writer = _Writer(self._fh.fileno(), self._notify) if sync_behind else None
         if discarded:
             self.append("torn_tail_discarded", bytes=len(discarded),
                         sha256=hashlib.sha256(discarded).hexdigest(),
@@ -131,10 +224,27 @@ class EventLog:
         if self._group is not None:
             self._group.append(event)
             return event
+        if self._writer is not None:
+            if kind in DEFERRABLE:
+                self._writer.submit([event], self._store_jobs())
+                return event
+            self._writer.drain()  # a barrier: everything before it is durable first
         os.fsync(self._fh.fileno())
-        for listener in self.listeners:
-            listener(event)
+        self._notify(event)
         return event
+
+    def _notify(self, event: dict[str, Any]) -> None:
+        for listener in list(self.listeners):  # the writer thread may call this
+            listener(event)
+
+    def _store_jobs(self) -> list[Callable[[], None]]:
+        job = self._store.take_sync_job() if self._store is not None else None
+        return [job] if job is not None else []
+
+    def sync(self) -> None:
+        """Wait until every event appended so far is durable and shown to the listeners."""
+        if self._writer is not None:
+            self._writer.drain()
 
     @contextmanager
     def group(self, store: ArtifactStore | None = None) -> Iterator[None]:
@@ -145,26 +255,40 @@ class EventLog:
             yield
             return
         self._group = []
+        behind = self._writer is not None and store is not None
         if store is not None:
             store.defer_dir_sync = True
+            store.defer_file_sync = behind
+            if behind:
+                self._store = store
         try:
             yield
         finally:
-            if store is not None:
-                store.defer_dir_sync = False
-                store.flush()
-            os.fsync(self._fh.fileno())
             pending, self._group = self._group, None
-            for event in pending:
-                for listener in self.listeners:
-                    listener(event)
+            if store is not None:
+                store.defer_dir_sync = store.defer_file_sync = False
+            if behind and self._writer is not None and all(e["kind"] in DEFERRABLE for e in pending):
+                self._writer.submit(pending, self._store_jobs())
+            else:
+                if self._writer is not None:
+                    self._writer.submit([], self._store_jobs())
+                    self._writer.drain()
+                if store is not None:
+                    store.flush()
+                os.fsync(self._fh.fileno())
+                for event in pending:
+                    self._notify(event)
 
     def last_of(self, kind: str) -> dict[str, Any] | None:
         """The last event of `kind` appended through this object (None if none)."""
         return self._last.get(kind)
 
     def close(self) -> None:
-        self._fh.close()
+        try:
+            if self._writer is not None:
+                self._writer.close()
+        finally:
+            self._fh.close()
 
 
 def _parse_line(line: bytes) -> dict[str, Any] | None:
@@ -236,15 +360,34 @@ class ArtifactStore:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         self.defer_dir_sync = False
+        self.defer_file_sync = False
         self._dirty = False
+        self._unsynced: list[Path] = []
 
     def put(self, data: bytes, ext: str = "bin") -> str:
         digest = hashlib.sha256(data).hexdigest()
         target = self.root / f"{digest}.{ext}"
         if not target.exists():
-            atomic_write(target, data, sync_dir=not self.defer_dir_sync)
-            self._dirty = self.defer_dir_sync
+            atomic_write(target, data, sync_dir=not self.defer_dir_sync,
+                         sync_file=not self.defer_file_sync)
+            self._dirty = self._dirty or self.defer_dir_sync
+            if self.defer_file_sync:
+                self._unsynced.append(target)
         return digest
+
+    def take_sync_job(self) -> Callable[[], None] | None:
+        """The fsyncs deferred so far (files, then the directory), for the writer thread."""
+        files, self._unsynced = self._unsynced, []
+        dirty, self._dirty = self._dirty, False
+        if not files and not dirty:
+            return None
+
+        def job() -> None:
+            for path in files:
+                fsync_file(path)
+            fsync_dir(self.root)
+
+        return job
 
     def flush(self) -> None:
         """Make the renames of deferred puts durable (one directory fsync)."""

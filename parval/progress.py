@@ -105,6 +105,13 @@ class ProgressState:
             if st.get("max_active") is not None:
                 self.last_active = (int(st["max_active"]), int(e.get("n") or 0))
             self.phase = f"{e.get('phase')} {e.get('wave')} done"
+        elif k == "unit_skipped" and e.get("not_run") and self.planned is not None:
+            m = _START.fullmatch(str(e.get("unit")))
+            if m and self.plan_raw is not None:  # a count start --fail-fast leaves out
+                self.planned -= start_requests(self.plan_raw, int(m.group(1)))
+        elif k == "wave_repeat":
+            if e.get("repeat") and self.planned is not None:
+                self.planned += int(e.get("n") or 0)  # a repeated wave adds its requests
         elif k in ("start_failed", "start_aborted", "start_timeout", "server_crash"):
             self.problems.append(f"{e.get('unit') or e.get('run')}: {k.replace('_', ' ')}")
 
@@ -158,6 +165,21 @@ class ProgressState:
         eta = self.eta()
         left = f", ~{fmt_duration(eta)} left" if eta is not None else ""
         return f"requests {self.finished_requests}{planned} ({self.failed} failed){left}"
+
+
+def start_requests(plan_raw: dict[str, Any], n: int) -> int:
+    """Requests the schedule plans for one fresh start at count n (0 if unknown)."""
+    from parval.plan import Plan
+    from parval.schedule import schedule_rows
+
+    try:
+        rows = schedule_rows(Plan(path=Path("plan.yaml"), raw=plan_raw, sha256=""))
+    except (KeyError, TypeError, ValueError):
+        return 0
+    for name, starts, _waves, requests in rows:
+        if name.startswith(f"count {n} (") and starts:
+            return requests // starts
+    return 0
 
 
 def planned_requests(plan_raw: dict[str, Any], counts: list[int] | None) -> int | None:

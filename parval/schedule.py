@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from parval.plan import Plan
+from parval.runners.phases import WAVE_ATTEMPTS
 
 
 def schedule_rows(plan: Plan) -> list[tuple[str, int, int, int]]:
@@ -42,9 +43,16 @@ def describe_schedule(plan: Plan) -> str:
     lines.append(f"{'total':<34} {total[0]:>6} {total[1]:>6} {total[2]:>9}")
     if plan.cache_sensitive:
         lines.append("plus one single-slot history replay per distinct slot history")
+    repeatable = sum(n * (w["warm"] + (w["mixed_at_largest"] if n == max(plan.counts) else w["mixed"]))
+                     * plan.starts_per_count for n in plan.counts if n > 1)
+    if repeatable:
+        lines.append(f"plus up to {repeatable * (WAVE_ATTEMPTS - 1)} requests of repeated waves: a warm "
+                     f"or mixed wave is repeated (at most {WAVE_ATTEMPTS - 1} times) only when the server "
+                     "publishes slot counters and the client's overlap was too short to show N leases")
     for n in plan.counts:
         mixed = w["mixed_at_largest"] if n == max(plan.counts) else w["mixed"]
-        if mixed * n < reqs:
+        mixes = mixed if n == 1 else (mixed + 1) // 2  # n>1: each mix also runs reversed
+        if mixes * n < reqs:
             lines.append(f"warning: at count {n}, {mixed} mixed wave(s) x {n} slot(s) cannot use all {reqs} "
                          "requests; M3.variation will stay PENDING there (raise waves.mixed)")
     if max(plan.counts) and w["mixed_at_largest"] < 10:

@@ -3,6 +3,7 @@ everything as events and never decides pass or fail (the gates do that)."""
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 from collections.abc import Callable
@@ -26,8 +27,13 @@ Unit = tuple[str, Callable[[], Any]]
 
 class Campaign:
     def __init__(self, plan: Plan, run_dir: Path, log: EventLog, *,
-                 shard: tuple[int, int] | None = None, skip_runs: set[str] | None = None) -> None:
+                 shard: tuple[int, int] | None = None, skip_runs: set[str] | None = None,
+                 fail_fast: bool = False) -> None:
         self.plan = plan
+        self.fail_fast = fail_fast
+        # --fail-fast: count -> why it is not run (a lower count already has a FAIL).
+        self.not_run: dict[int, str] = {}
+        self._cleared: set[int] = set()
         self.run_dir = run_dir
         self.log = log
         self.store = ArtifactStore(run_dir / "artifacts")
@@ -143,6 +149,43 @@ class Campaign:
         self.log.append("recovery_count", count=best, reason="largest consecutive count whose M2 passed")
         return best
 
+    def fail_fast_skip(self, unit: str) -> str | None:
+        """With --fail-fast: why a unit of a count above a count with a FAIL is not run
+        (admission is consecutive, so such a count cannot be admitted); None to run it.
+        Judged from the evidence recorded so far, with the gates' own functions."""
+        n = unit_count(unit)
+        if not self.fail_fast or n is None:
+            return None
+        if n not in self.not_run:
+            for lower in self.shard_counts():
+                if lower >= n or lower in self._cleared:
+                    continue
+                failed = self.count_failures(lower)
+                if not failed:
+                    self._cleared.add(lower)
+                    continue
+                reason = (f"not run (--fail-fast): count {lower} has a FAIL "
+                          f"({', '.join(failed[:4])}{'…' if len(failed) > 4 else ''}), so no count "
+                          "above it can be admitted")
+                for above in self.shard_counts():
+                    if above > lower and above not in self.not_run:
+                        self.not_run[above] = reason
+                        self.log.append("count_not_run", count=above, after_count=lower,
+                                        failed=failed, reason=reason)
+                break
+        return self.not_run.get(n)
+
+    def count_failures(self, n: int) -> list[str]:
+        """The per-count assertions (M2, M3) that FAIL at count n in the evidence so far."""
+        from parval.gates.model import Context, judge_m2, judge_m3, variation_effects
+        from parval.gates.records import build_records
+        from parval.status import Status
+
+        rec = build_records(read_events(self.log.path))
+        ctx = Context(rec, self.plan.raw, {}, self.run_dir, str(self.plan.path))
+        results = [*judge_m2(ctx, n), *judge_m3(ctx, n, variation_effects(ctx))]
+        return sorted({r.id for r in results if r.status is Status.FAIL})
+
     def shard_counts(self) -> list[int]:
         counts = self.plan.counts
         if self.shard is None:
@@ -155,7 +198,8 @@ class Campaign:
 
         self.log.append("campaign_start", plan=self.plan.name, plan_sha256=self.plan.sha256,
                         shard=list(self.shard) if self.shard else None,
-                        counts=self.shard_counts(), resumed=bool(self.skip_runs))
+                        counts=self.shard_counts(), resumed=bool(self.skip_runs),
+                        fail_fast=self.fail_fast)
         t0 = time.monotonic()
         finished = True
         interrupted_in: list[str | None] = []
@@ -172,6 +216,9 @@ class Campaign:
                                 break
                             if name in self.skip_runs:
                                 self.log.append("unit_skipped", unit=name, reason="completed before resume")
+                                continue
+                            if (why := self.fail_fast_skip(name)) is not None:
+                                self.log.append("unit_skipped", unit=name, reason=why, not_run=True)
                                 continue
                             current = name
                             self.log.append("unit_begin", unit=name)
@@ -248,6 +295,15 @@ class Campaign:
         return False
 
 
+_COUNT_UNIT = re.compile(r"count(\d+)-s\d+|history-(\d+)|independent-(\d+)")
+
+
+def unit_count(unit: str) -> int | None:
+    """The count a per-count unit belongs to (count2-s1, history-2, independent-2)."""
+    m = _COUNT_UNIT.fullmatch(unit)
+    return int(next(g for g in m.groups() if g)) if m else None
+
+
 def wave_bodies(c: Campaign, reqs: list[NamedRequest]) -> list[dict[str, Any]]:
     return [c.body(r) for r in reqs]
 
@@ -258,12 +314,12 @@ async def wave_together(c: Campaign, st: Start, phase: str, wave: int,
 
     A warm wave whose N leases were not seen at once is repeated (every attempt recorded
     and compared). Cold and reload waves are not: a repeat would no longer be cold."""
-    from parval.runners.phases import WAVE_ATTEMPTS, concurrency_shown
+    from parval.runners.phases import WAVE_ATTEMPTS, decide_repeat
 
     attempts = WAVE_ATTEMPTS if phase == "warm_wave" and len(reqs) > 1 else 1
     for retry in range(attempts):
         event = await _wave_together_once(c, st, phase, wave, reqs, retry)
-        if concurrency_shown(event, len(reqs)):
+        if attempts == 1 or not decide_repeat(c, st, event, len(reqs), retry):
             return
 
 

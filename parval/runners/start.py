@@ -26,7 +26,7 @@ from parval.runners.server import (
     spawn,
     wait_ready,
 )
-from parval.runners.status import StatusPoller, summarise_window
+from parval.runners.status import StatusPoller, StatusSample, summarise_window, taken_at
 from parval.runners.trace import read_trace
 
 
@@ -38,6 +38,15 @@ class StartAborted(Exception):
         super().__init__(message)
         self.log_tail = log_tail
 
+
+# Waiting for ordered admission: this many service times plus this many poll intervals,
+# at least ADMIT_FLOOR_S: a free slot's admission shows within a poll or two.
+ADMIT_SERVICE_TIMES = 4.0
+ADMIT_POLLS = 4
+ADMIT_FLOOR_S = 0.05
+_SAMPLE_FIELDS = ("active", "queued", "loaded", "slots", "max_parallel")
+_FIELD = {"active_slots": "active", "queued_requests": "queued", "slots": "slots",
+          "max_parallel_slots": "max_parallel", "loaded": "loaded"}
 
 # Outcomes that say nothing about what the server did with a request.
 _NO_ANSWER = (INDETERMINATE, CONNECT_ERROR)
@@ -78,6 +87,50 @@ class Start:
     crash_recorded: bool = False
     # Outcomes of the requests recorded since the last check_alive (stopped answering?).
     unchecked: list[str] = field(default_factory=list)
+    # Client-side durations of this start's successful warm requests (a service time).
+    latencies: list[float] = field(default_factory=list)
+    # Status fields seen so far, and how many samples have been looked at (incremental:
+    # asked on every wave, over a sample list that grows all through the start).
+    _fields_seen: set[str] = field(default_factory=set)
+    _scanned: int = 0
+
+    # -- what this server shows -------------------------------------------------------
+    @property
+    def counters_published(self) -> bool:
+        """Whether any status sample of this process carried the model's active_slots.
+        Until one does, nothing waits for counters (they would never come)."""
+        return self.published("active")
+
+    def published(self, field_name: str) -> bool:
+        """Whether any status sample of this process carried `field_name` (a StatusSample
+        attribute: active, queued, loaded, slots, max_parallel) for the model."""
+        samples = self.poller.samples
+        for s in samples[self._scanned:]:
+            if s.ok and s.present:
+                self._fields_seen.update(f for f in _SAMPLE_FIELDS if getattr(s, f) is not None)
+        self._scanned = len(samples)
+        return field_name in self._fields_seen
+
+    async def wait_status(self, predicate: Any, timeout_s: float,
+                          needs: tuple[str, ...] = ("active",)) -> StatusSample | None:
+        """`poller.wait_for`, but None at once when this process has never published a
+        field the predicate reads: a wait for a signal that cannot come costs the timeout."""
+        if not all(self.published(f) for f in needs):
+            return None
+        return await self.poller.wait_for(predicate, timeout_s)
+
+    def service_s(self) -> float | None:
+        """The shortest warm request this start has served so far (None before any)."""
+        return min(self.latencies) if self.latencies else None
+
+    def admit_timeout_s(self, ceiling_s: float) -> float:
+        """How long to wait for one admission to show in the counters: a few service
+        times measured in this start (plus a few polls), never more than `ceiling_s`."""
+        service = self.service_s()
+        if service is None:
+            return ceiling_s
+        return min(ceiling_s, max(ADMIT_FLOOR_S, ADMIT_SERVICE_TIMES * service
+                                  + ADMIT_POLLS * self.settings.poll_interval_s))
 
     # -- references -------------------------------------------------------------------
     def ref_key(self, req: str, history: list[str] | None) -> str | None:
@@ -104,6 +157,8 @@ class Start:
             artifact = self.store.put(reply.body, "json")
         if reply.outcome == OK and not expect_error:
             output = _canonical(reply.body, self.settings.volatile).to_json()
+            if history:  # warm: no load inside
+                self.latencies.append(max(0.0, reply.t_done - reply.t_send))
         self.unchecked.append(reply.outcome)
         return self.log.append(
             "request", run=self.name, attempt=self.attempt, phase=phase, wave=wave, req=req,
@@ -146,7 +201,13 @@ class Start:
         await anyio.sleep(max(0.05, 2 * interval))
 
     async def drained(self, timeout_s: float = 1.5) -> dict[str, Any]:
-        """active_slots == 0 and queued_requests == 0, allowing the status a short lag."""
+        """active_slots == 0 and queued_requests == 0, allowing the status a short lag.
+        A process that has published no counters is not waited for: they would not come."""
+        if not self.counters_published:
+            last = self.poller.latest
+            return {"ok": False, "active": None, "queued": None, "fields_present": False,
+                    "waited": False,
+                    "polls_ok": bool(last and last.ok and last.present)}
         seen = await self.poller.wait_for(
             lambda s: s.present and s.active == 0 and s.queued == 0, timeout_s)
         last = self.poller.latest
@@ -166,8 +227,20 @@ class Start:
             n=n, mode=mode, t_start=self.rel(t_start), t_end=self.rel(t_end),
             batch_s=round(max((r.t_done for r in replies), default=t_end) - t_start, 6),
             send_spread_ms=round((max(sends) - min(sends)) * 1000, 3) if sends else None,
-            status=status, drained=drained, **extra,
+            status=status, drained=drained, all_in_flight=self.all_in_flight(replies), **extra,
         )
+
+    def all_in_flight(self, replies: list[Reply]) -> dict[str, Any] | None:
+        """The window in which the client had every request of a wave in flight at once
+        (last send to first reply) and what the status polls wholly inside it showed."""
+        if len(replies) < 2:
+            return None
+        a = max(r.t_send for r in replies)
+        b = min(r.t_done for r in replies)
+        inside = [s for s in self.poller.window(a, b)
+                  if s.ok and s.present and s.active is not None and taken_at(s) >= a]
+        return {"ms": round(max(0.0, b - a) * 1000, 3), "polls": len(inside),
+                "max_active": max((s.active for s in inside if s.active is not None), default=None)}
 
     def trace_lines(self, offset: int) -> tuple[list[dict[str, Any]], int]:
         """Observer-trace lines written to stderr since byte `offset`."""
@@ -212,7 +285,15 @@ async def fresh_start(
             phases.set("idle")
             poller = StatusPoller(server.base_url, settings.model_id, settings.poll_interval_s)
             tg.start_soon(poller.run)
-            await poller.wait_for(lambda s: True, 5.0)
+            first = await poller.wait_for(lambda s: True, 5.0)
+            # Observed once here and acted on for the whole start: a process whose status
+            # lacks the slot counters is not waited for (drain, ordered admission, repeats).
+            log.append("slot_counters", run=name, attempt=attempt,
+                       published=bool(first and first.present and first.active is not None),
+                       model_listed=bool(first and first.present), observed="first status sample",
+                       fields=[k for k in ("active_slots", "queued_requests", "slots",
+                                           "max_parallel_slots", "loaded")
+                               if first is not None and getattr(first, _FIELD[k]) is not None])
             client = Client(server.base_url, max_connections=settings.max_wave + 4,
                             request_timeout_s=settings.request_timeout_s,
                             max_body_bytes=settings.max_body_bytes)

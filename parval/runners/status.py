@@ -6,6 +6,7 @@ busy wave client never stretch its interval (a short overlap of leases must not 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ class StatusSample:
     max_parallel: int | None = None
     slots: int | None = None
     present: bool = False
+    # When the poll that produced this sample was sent: the state it shows is no older.
+    t_sent: float | None = None
 
     def to_json(self) -> list[Any]:
         return [round(self.t, 6), self.active, self.queued, self.loaded, self.max_parallel]
@@ -67,6 +70,7 @@ class StatusPoller:
         return self.samples[-1] if self.samples else None
 
     async def poll_once(self, client: httpx.AsyncClient) -> StatusSample:
+        t_sent = time.monotonic()
         try:
             resp = await client.get(self.base_url + "/v1/models")
             sample = parse_models(resp.content, self.model_id) if resp.status_code == 200 else None
@@ -75,10 +79,14 @@ class StatusPoller:
         if sample is None:
             self.errors += 1
             sample = StatusSample(t=time.monotonic(), ok=False)
+        self.add(dataclasses.replace(sample, t_sent=t_sent))
+        return self.samples[-1]
+
+    def add(self, sample: StatusSample) -> None:
+        """Record a sample and wake the waiters."""
         self.samples.append(sample)
         self._changed.set()
         self._changed = anyio.Event()
-        return sample
 
     async def run(self) -> None:
         limits = httpx.Limits(max_connections=2, max_keepalive_connections=0)
@@ -89,17 +97,27 @@ class StatusPoller:
                 await anyio.sleep(max(0.0, self.interval_s - (time.monotonic() - t0)))
 
     async def wait_for(self, predicate: Any, timeout_s: float) -> StatusSample | None:
-        """Wait until a fresh sample satisfies `predicate`; None on timeout."""
+        """Wait until a sample taken after this call started satisfies `predicate`; None on
+        timeout. A sample polled before the call shows a state the caller may since have
+        changed (a request just sent, an unload just asked for), so it never counts."""
+        t_call = time.monotonic()
+        seen = len(self.samples)  # every sample already here was polled before the call
         with anyio.move_on_after(timeout_s):
             while True:
-                s = self.latest
-                if s is not None and s.ok and predicate(s):
-                    return s
+                fresh, seen = self.samples[seen:], len(self.samples)
+                for s in fresh:
+                    if s.ok and taken_at(s) >= t_call and predicate(s):
+                        return s
                 await self._changed.wait()
         return None
 
     def window(self, t0: float, t1: float) -> list[StatusSample]:
         return [s for s in self.samples if t0 <= s.t <= t1]
+
+
+def taken_at(s: StatusSample) -> float:
+    """When the poll behind a sample was sent (its receipt time for older samples)."""
+    return s.t_sent if s.t_sent is not None else s.t
 
 
 def summarise_window(samples: list[StatusSample], n: int) -> dict[str, Any]:

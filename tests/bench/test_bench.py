@@ -16,7 +16,7 @@ TARGET_IDS = {
     "skew.send_p95_n16", "skew.start_p95_n16", "skew.syn_retransmits", "skew.listen_overflows",
     "campaign.gap_median", "campaign.start_overhead", "poll.hz_10ms", "poll.effect_10ms",
     "poll.hz_5ms", "poll.effect_5ms", "campaign.peak_rss", "campaign.event_log_growth",
-    "campaign.artifacts_growth", "campaign.judge_growth",
+    "campaign.artifacts_growth", "campaign.judge_growth", "campaign.overhead",
 }
 
 
@@ -56,6 +56,12 @@ def test_quick_bench_writes_every_figure(tmp_path: Path) -> None:
                 "start_overhead_ms", "server_own_stop_ms", "stop_overhead_ms", "overhead_ms"):
         assert _number(camp["per_start"][key]), key
     assert _number(camp["rss"]["peak_mib"])
+    ov = camp["overhead"]
+    for key in ("wall_s", "server_s", "service_s", "readiness_s", "overhead_s", "ratio",
+                "per_start_fixed_s", "beyond_starts_pct"):
+        assert _number(ov[key]), key
+    assert ov["requests"] == camp["requests"] and ov["starts"] == camp["starts"]
+    assert "campaign overhead: wall" in result.output
     for key in ("event_log", "artifacts"):
         assert _number(camp[key]["first_ms"]) and _number(camp[key]["ratio"]), key
     for key in ("append", "put"):
