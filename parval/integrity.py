@@ -39,6 +39,7 @@ from parval.evidence import (
 )
 
 LISTING = "files.sha256"
+FRAMEWORK_RECORD = "record.json"  # `parval framework` writes this instead of evidence.json
 CHAIN = "chain.jsonl"
 # Derived from the evidence and written after judging: sealed separately, not listed.
 DERIVED = {LISTING, CHAIN, EVIDENCE, "report.md", "report.json", "report.xml"}
@@ -253,7 +254,8 @@ def verify_problems(run_dir: Path) -> tuple[list[str], dict[str, Any]]:
             evidence = json.loads(evidence_path.read_text("utf-8"))
         except (ValueError, UnicodeDecodeError):
             problems.append(f"modified: {EVIDENCE} (not valid JSON)")
-    else:
+    elif not (run_dir / FRAMEWORK_RECORD).exists():
+        # A framework run's verdict is record.json, which the listing itself covers.
         problems.append(f"missing: {EVIDENCE}")
     if isinstance(evidence, dict):
         problems.extend(_evidence_mismatch(evidence, events_sha, listing_sha, manifest_sha))

@@ -355,7 +355,32 @@ def test_f6_sanitizers_recorded_separately() -> None:
     assert "tsan not run: TSan is not supported by MSVC" in san.limitations
     failing = fake_run("tsan", {"t": "failed"})
     assert by_id([asan, failing])["F6.sanitizers"][0] is Status.FAIL
-    assert by_id([], sanitizers=[])["F6.sanitizers"][0] is Status.NOT_APPLICABLE
+    # No job requested is not a platform reason: PENDING until one is named.
+    assert by_id([], sanitizers=[])["F6.sanitizers"][0] is Status.PENDING
+    status, reason = by_id([], sanitizers=[], sanitizers_unavailable="MSVC build: no TSan, ASan not configured")["F6.sanitizers"]
+    assert status is Status.NOT_APPLICABLE and "MSVC build" in reason
+
+
+def test_f6_all_skipped_runs_prove_nothing() -> None:
+    skipped = {"session_pool_test": "skipped", "parallel_lifecycle_test": "skipped"}
+    got = by_id([fake_run("default", {**REQ, **skipped}), fake_run("asan", skipped), fake_run("tsan", skipped),
+                 fake_run("stress", {"stress_test": "skipped"}, meta={"seed": 1})],
+                required_tests=[])
+    assert got["F6.ctest"][0] is Status.PASS  # REQ passed: something ran
+    assert got["F6.sanitizers"][0] is Status.PENDING and "asan: not run (no test passed" in got["F6.sanitizers"][1]
+    assert got["F6.stress"][0] is Status.PENDING and "no test passed" in got["F6.stress"][1]
+    only_skipped = by_id([fake_run("default", skipped)], required_tests=[])["F6.ctest"]
+    assert only_skipped[0] is Status.PENDING and "no test passed (2 of 2 skipped)" in only_skipped[1]
+
+
+def test_f6_unrelated_common_failure_is_disclosed_not_failed() -> None:
+    run = fake_run("default", {**REQ, "audio_resample_test": "failed"})
+    res = {r.id: r for r in assess_f6([run])}["F6.ctest"]
+    assert res.status is Status.PASS
+    assert any("unrelated common-suite failure" in lim and "audio_resample_test" in lim for lim in res.limitations)
+    both = fake_run("default", {**REQ, "audio_resample_test": "failed", "session_pool_test": "failed"})
+    res = {r.id: r for r in assess_f6([both])}["F6.ctest"]
+    assert res.status is Status.FAIL and res.reason == "failed: session_pool_test"
 
 
 def test_f6_stress_failure_and_not_run() -> None:

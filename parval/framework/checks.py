@@ -10,7 +10,7 @@ sub-checks (FAIL > BLOCKED > PENDING > PASS) and carries the contract limitation
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,11 @@ class Check:
     def to_json(self) -> dict[str, Any]:
         return {"assertion": self.assertion, "name": self.name, "status": str(self.status),
                 "detail": self.detail, "evidence": self.evidence}
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Check:
+        return cls(str(raw["assertion"]), str(raw["name"]), Status(raw["status"]), str(raw["detail"]),
+                   dict(raw.get("evidence") or {}))
 
 
 class Verdict:
@@ -74,8 +79,9 @@ class Verdict:
 class Findings:
     """Every sub-check of one framework run, in the order the probes produced them."""
 
-    def __init__(self) -> None:
+    def __init__(self, record: Callable[[Check], object] | None = None) -> None:
         self.checks: list[Check] = []
+        self._record = record  # every sub-check is also an event, so the record can be rebuilt
 
     def add(self, assertion: str, name: str, status: Status, detail: str,
             **evidence: Any) -> Check:
@@ -83,6 +89,8 @@ class Findings:
             raise ValueError(f"unknown framework assertion {assertion}")
         check = Check(assertion, name, status, detail, dict(evidence))
         self.checks.append(check)
+        if self._record is not None:
+            self._record(check)
         return check
 
     def judge(self, assertion: str, name: str, verdict: Verdict, **evidence: Any) -> Check:

@@ -14,11 +14,13 @@ import anyio
 import typer
 
 from parval.errors import RunDirError
-from parval.evidence import EVENTS, EventLog
+from parval.evidence import EVENTS, MANIFEST, EventLog, write_json
 from parval.framework.context import Context
-from parval.framework.record import RECORD, build_record, write_record
-from parval.framework.runner import check_skips, parse_selection, results, run_probes
+from parval.framework.record import RECORD, assemble, record_inputs, write_record
+from parval.framework.runner import check_skips, judge, judge_inputs, parse_selection, run_probes
 from parval.framework.settings import load_options
+from parval.integrity import write_listing
+from parval.manifest import build_manifest
 from parval.plan import load_plan
 
 
@@ -65,14 +67,24 @@ def run_framework(plan_path: Path, *, out: Path | None = None, source_commit: st
             return await run_probes(ctx, selected)
 
         outcomes, runs = anyio.run(main)
-        res = results(ctx, selected, runs, only)
-        record = build_record(ctx, res, runs, started=started, outcomes=outcomes,
-                              selection=sorted(selected), source_commit=source_commit,
-                              argv=argv or ["parval", "framework", str(plan_path)])
+        for r in runs:
+            log.append("ctest_run", run=r.to_json())
+        # Judging reads only recorded events from here on (the same path as --rejudge).
+        inputs = judge_inputs(ctx, selected, only)
+        log.append("judge_inputs", **inputs)
+        rinputs = record_inputs(ctx, started=started, outcomes=outcomes, selection=sorted(selected),
+                                source_commit=source_commit,
+                                argv=argv or ["parval", "framework", str(plan_path)])
+        log.append("record_inputs", **rinputs)
+        record = assemble(rinputs, judge(ctx.findings.checks, runs, inputs), runs, ctx.findings.checks)
         write_record(run_dir, record)
         log.append("framework_end", record_id=record["record_id"], verdict=record["verdict"])
     finally:
         log.close()
+    # Like a model run: a manifest, and the listing/chain that `parval verify` and model
+    # runs referencing this record check it against.
+    write_json(run_dir / MANIFEST, build_manifest(plan))
+    write_listing(run_dir)
     return run_dir, record
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from parval.errors import PlanError
 from parval.evidence import EventLog
 from parval.framework.checks import Findings
+from parval.framework.preconditions import Capabilities, first_missing
 from parval.framework.settings import ProbeOptions, Timing
 from parval.gates.compare import canonicalize
 from parval.plan import Plan, resolve_executable
@@ -24,7 +25,7 @@ class Context:
         self.run_dir = run_dir
         self.log = log
         self.options = options
-        self.findings = Findings()
+        self.findings = Findings(lambda check: log.append("check", **check.to_json()))
         exe = resolve_executable(plan.candidate.executable, plan.base_dir)
         if exe is None:
             raise PlanError(f"servers.candidate.executable: '{plan.candidate.executable}' not found")
@@ -39,9 +40,20 @@ class Context:
         self.ui = bool(plan.server["ui_management"])
         self.timing: Timing | None = None
         self.capacity: int | None = None
-        # reference outputs: configuration tag -> canonical output hashes seen serially
-        self.refs: dict[str, set[str]] = {}
+        # Serial reference outputs per registration (model id + configuration tag) and
+        # phase ("cold": first request after a load, "warm", "warm2": repeated warm), so a
+        # cold output is never accepted because it equals a warm one or another model's.
+        self.refs: dict[str, dict[str, set[str]]] = {}
         self.notes: list[str] = []
+        self.caps = Capabilities(plan_ui_management=self.ui)
+
+    def unmet(self, assertion: str, name: str, *needs: str) -> bool:
+        """Record a sub-check left open by a missing precondition; True when one is missing."""
+        gap = first_missing(self.caps, needs)
+        if gap is None:
+            return False
+        self.findings.add(assertion, name, gap[0], gap[1], precondition=True)
+        return True
 
     # -- ids and entries --------------------------------------------------------------------
     @property
@@ -107,10 +119,42 @@ class Context:
         out = canonicalize(body, self.plan.volatile_fields)
         return out.canon if out.valid else None
 
-    def add_refs(self, tag: str, outputs: list[str | None]) -> set[str]:
-        seen = {o for o in outputs if o is not None}
-        self.refs.setdefault(tag, set()).update(seen)
-        return self.refs[tag]
+    @staticmethod
+    def ref_key(model: str, tag: str) -> str:
+        return f"{model}|{tag}"
 
-    def matches(self, tag: str, output: str | None) -> bool:
-        return output is not None and output in self.refs.get(tag, set())
+    def add_refs(self, model: str, tag: str, chain: list[str | None]) -> dict[str, set[str]]:
+        """A serial chain after a load: cold, warm, then repeated warm (cache-sensitive)."""
+        phases = self.refs.setdefault(self.ref_key(model, tag), {})
+        # A stateless model's history does not matter after the first request.
+        names = ["cold", "warm", "warm2" if self.plan.cache_sensitive else "warm"]
+        names += [names[-1]] * max(0, len(chain) - len(names))
+        for phase, out in zip(names, chain, strict=False):
+            if out is not None:
+                phases.setdefault(phase, set()).add(out)
+        return phases
+
+    def ref_outputs(self, model: str, tag: str) -> set[str]:
+        phases = self.refs.get(self.ref_key(model, tag), {})
+        return set().union(*phases.values()) if phases else set()
+
+    def reference(self, model: str, tag: str, phase: str | None) -> tuple[str | None, str]:
+        """The one reference output a flight of this registration and phase must equal, or
+        None with why it cannot be judged (no reference, or an ambiguous one)."""
+        phases = self.refs.get(self.ref_key(model, tag), {})
+        if not phases:
+            return None, f"no serial reference was recorded for {model} ({tag})"
+        if phase is None:
+            # The history of the flight is not forced: only a registration whose cold and
+            # warm outputs coincide has one reference for it.
+            seen = set().union(*phases.values())
+            want = "any phase"
+        else:
+            seen = phases.get(phase, set())
+            want = phase
+        if len(seen) == 1:
+            return next(iter(seen)), ""
+        if not seen:
+            return None, f"no {want} serial reference was recorded for {model} ({tag})"
+        return None, (f"the {want} serial references of {model} ({tag}) differ ({len(seen)} outputs), "
+                      "so the equivalent single-slot history cannot be told")

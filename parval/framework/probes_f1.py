@@ -11,6 +11,7 @@ import anyio
 
 from parval.framework.checks import Verdict
 from parval.framework.context import Context
+from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, LOADED, route_absent
 from parval.framework.rig import Flight, Rig, open_rig
 from parval.framework.scenarios import (
     all_ok,
@@ -75,24 +76,44 @@ async def first_wave(rig: Rig, model: str, n: int) -> tuple[Verdict, list[Flight
 
 async def calibrate(rig: Rig, model: str) -> Timing:
     """Cold latency, warm latency and idle unload time measured on this candidate."""
-    await reset(rig, [model])
+    unloaded = await reset(rig, [model])
     cold = await rig.run("calibrate-cold", model)
     warm = [await rig.run(f"calibrate-warm{i}", model) for i in range(2)]
     td = await rig.call("calibrate-unload", "POST", "/v1/tasks/unload_models", {"model_ids": [model]})
     d = statistics.median(f.reply.elapsed_s for f in warm if f.reply is not None)
     cold_s = cold.reply.elapsed_s if cold.reply else d
     t = Timing(service_s=max(d, 0.001), load_s=max(0.0, cold_s - d),
-               teardown_s=td.reply.elapsed_s if td.reply else 0.0)
-    rig.ctx.add_refs("base", [rig.output(cold), *(rig.output(f) for f in warm)])
-    if rig.ctx.plan.cache_sensitive:
-        third = await rig.run("calibrate-warm2", model)
-        rig.ctx.add_refs("base", [rig.output(third)])
+               teardown_s=td.reply.elapsed_s if td.reply and not route_absent(td.status) else 0.0)
+    # Without an unload the "cold" request ran on the first wave's pool: not a cold reference.
+    rig.ctx.add_refs(model, "base", [rig.output(cold) if unloaded else None, *(rig.output(f) for f in warm)])
     rig.ctx.log.append("calibration", rig=rig.name, timing=t.to_json(),
                        statuses=[f.status for f in (cold, *warm, td)])
     if any(f.status != 200 for f in (cold, *warm)):
         raise RuntimeError("calibration requests failed: " + ", ".join(
             f"{f.label}={f.status} {f.message()[:120]}" for f in (cold, *warm) if f.status != 200))
     return t
+
+
+async def discover(rig: Rig, model: str) -> None:
+    """What the candidate publishes and answers, from the calibration start itself."""
+    ctx = rig.ctx
+    caps = ctx.caps
+    samples = [x for s in rig.poller.samples if s.ok and (x := s.get(model)) is not None]
+    if samples:
+        caps.counters = any(x.active is not None and x.queued is not None for x in samples)
+        caps.loaded = any(x.loaded is not None for x in samples)
+    unload = next((f for f in rig.flights if f.label == "calibrate-unload"), None)
+    if unload is not None and unload.status is not None:
+        caps.bulk_status = unload.status
+        caps.bulk_unload = not route_absent(unload.status)
+    if ctx.ui:
+        # An invalid slots value: a server with the route rejects it without a state change.
+        reply = await rig.call("management-probe", "POST", "/v1/models/load",
+                               ctx.registration(ctx.entry(model, slots=0)))
+        caps.management_status = reply.status
+        if reply.status is not None:
+            caps.management = reply.status != 403 and not route_absent(reply.status)
+    ctx.log.append("capabilities", rig=rig.name, **caps.to_json())
 
 
 async def forced_order(rig: Rig, model: str, n: int) -> Verdict:
@@ -176,16 +197,23 @@ async def cap1_probe(ctx: Context) -> None:
     async with open_rig(ctx, "f1-cap1", spec, [model]) as rig:
         wave, first = await first_wave(rig, model, 1)
         ctx.timing = await calibrate(rig, model)
-        outputs_match(rig, wave, "base", first, "first-wave")
-        ctx.findings.judge("F2.first_publish", "first_publish@1", wave)
-        pool = Verdict()
-        pool.require(ctx.capacity is not None and ctx.capacity >= 1,
-                     f"a capacity was published (max_parallel_slots={ctx.capacity})")
-        pool.problems.extend(wave.problems)
-        pool.passed.extend(wave.passed)
-        ctx.findings.judge("F1.cap1_fifo", "cap1_pool", pool, capacity=ctx.capacity)
+        await discover(rig, model)
+        if not ctx.unmet("F2.first_publish", "first_publish@1", COUNTERS, LOADED):
+            outputs_match(rig, wave, "base", first, "first-wave")
+            ctx.findings.judge("F2.first_publish", "first_publish@1", wave)
+        if not ctx.unmet("F1.cap1_fifo", "cap1_pool", COUNTERS, LOADED):
+            pool = Verdict()
+            pool.require(ctx.capacity is not None and ctx.capacity >= 1,
+                         f"a capacity was published (max_parallel_slots={ctx.capacity})")
+            pool.problems.extend(wave.problems)
+            pool.passed.extend(wave.passed)
+            ctx.findings.judge("F1.cap1_fifo", "cap1_pool", pool, capacity=ctx.capacity)
+        else:
+            ctx.capacity = None
         if (short := ctx.timing.too_short(ctx.options.min_service_ms)) is not None:
             ctx.findings.add("F1.cap1_fifo", "forced_order@1", Status.PENDING, short)
+            return
+        if ctx.unmet("F1.cap1_fifo", "forced_order@1", COUNTERS, BULK_UNLOAD):
             return
         v = await forced_order(rig, model, 1)
         ctx.findings.judge("F1.cap1_fifo", "forced_order@1", v)

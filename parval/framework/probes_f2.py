@@ -15,6 +15,7 @@ import anyio
 
 from parval.framework.checks import Verdict
 from parval.framework.context import Context
+from parval.framework.preconditions import BULK_UNLOAD, MANAGEMENT
 from parval.framework.probes_f1 import tested_counts
 from parval.framework.rig import Flight, Rig, open_rig
 from parval.framework.scenarios import (
@@ -24,6 +25,8 @@ from parval.framework.scenarios import (
     model_count,
     occupy,
     outputs_match,
+    own_references,
+    references,
     registry_stalled,
     stagger_manager,
     timing,
@@ -46,10 +49,13 @@ async def unload_load_probe(ctx: Context) -> None:
     models = [ctx.entry(bulk_m, slots=n), ctx.entry(single_m, slots=n)]
     async with open_rig(ctx, "f2-unload-load", ctx.launch_spec(models, flagged=True),
                         [bulk_m, single_m]) as rig:
-        await unload_during_load(rig, bulk_m, "bulk_during_first_load", "POST", "/v1/tasks/unload_models",
-                                 {"model_ids": [bulk_m]})
-        await unload_during_load(rig, single_m, "targeted_during_first_load", "POST", "/v1/models/unload",
-                                 {"id": single_m})
+        if not ctx.unmet("F2.unload_vs_load", "bulk_during_first_load", BULK_UNLOAD):
+            await unload_during_load(rig, bulk_m, "bulk_during_first_load", "POST",
+                                     "/v1/tasks/unload_models", {"model_ids": [bulk_m]})
+        if not ctx.unmet("F2.unload_vs_load", "targeted_during_first_load", MANAGEMENT, BULK_UNLOAD):
+            await own_references(rig, single_m)
+            await unload_during_load(rig, single_m, "targeted_during_first_load", "POST",
+                                     "/v1/models/unload", {"id": single_m})
 
 
 async def unload_during_load(rig: Rig, model: str, name: str, method: str, path: str,
@@ -69,7 +75,7 @@ async def unload_during_load(rig: Rig, model: str, name: str, method: str, path:
         rig.ctx.findings.add("F2.unload_vs_load", name, Status.PENDING, NEEDS_UI)
         return
     all_ok(v, [first], "the first request")
-    outputs_match(rig, v, "base", [first], "the first request")
+    outputs_match(rig, v, "base", [first], "the first request", phase="cold")
     ok_reply = unload.status == 200 and (model in unloaded_ids(unload) or unload.json() == {"id": model, "loaded": False})
     v.require(ok_reply, f"the unload answered 200 naming the model (got {unload.status})")
     v.require(unload.t_done >= first.t_done - t.tol_s,
@@ -149,10 +155,9 @@ async def config_refs(rig: Rig, rc: Reconf) -> bool:
         if reply.status != 200:
             return False
         chain = [await rig.run(f"ref-opt{i}-{k}", rc.model) for k in range(2)]
-        rig.ctx.add_refs(f"opt{i}", [rig.output(f) for f in chain])
+        rig.ctx.add_refs(rc.model, f"opt{i}", [rig.output(f) for f in chain])
     await rc.to("config-base", None)
-    refs = rig.ctx.refs
-    sets = [refs.get("base", set()), refs.get("opt0", set()), refs.get("opt1", set())]
+    sets = [rig.ctx.ref_outputs(rc.model, tag) for tag in ("base", "opt0", "opt1")]
     return all(sets) and all(not (a & b) for i, a in enumerate(sets) for b in sets[i + 1:])
 
 
@@ -338,7 +343,8 @@ async def same_id(rig: Rig) -> None:
     v.require(fixed.status == 200, f"a retry with the good path loads (got {fixed.status})")
     ok = await rig.run("request-after-retry", sid)
     all_ok(v, [ok], "a request after the retry")
-    outputs_match(rig, v, "base", [ok], "after the retry")
+    await references(rig, sid, "base")  # its own registration: outputs may depend on the id
+    outputs_match(rig, v, "base", [ok], "after the retry", phase="cold")
     ctx.findings.judge("F2.same_id", "post_commit_failure", v, registered_path=entry.get("path"))
 
 

@@ -13,6 +13,7 @@ import anyio
 
 from parval.framework.checks import Verdict
 from parval.framework.context import Context
+from parval.framework.preconditions import BULK_UNLOAD, MANAGEMENT
 from parval.framework.probes_f1 import tested_counts
 from parval.framework.rig import Flight, Rig, open_rig
 from parval.framework.scenarios import (
@@ -82,6 +83,10 @@ async def timeout_checks(rig: Rig, n: int, runtime: str) -> None:
                 v.require(lat >= 0.8 * t.service_s, f"it waited for a slot ({lat * 1000:.0f} ms)")
             else:
                 _bounded(v, probe, bound_ms, expect, t.tol_s)
+            if rig.flagged:
+                # A waiter that gave up must leave the queue's accounting too.
+                v.require(await rig.drained([model], t.slack_s),
+                          "counters drained afterwards (no timed-out request stays counted as queued)")
         ctx.findings.judge("F1.timeouts", f"{name}@{runtime}", v, timeline=rig.timeline([*occupants, probe]))
 
     await case("request_ceiling", a, None, text, ceiling)
@@ -96,6 +101,8 @@ async def manager_timeout(rig: Rig, model: str, n: int, runtime: str, text: str,
     ctx = rig.ctx
     t = timing(rig)
     v = Verdict()
+    if ctx.unmet("F1.timeouts", f"manager_timeout@{runtime}", MANAGEMENT):
+        return
     spare = rig.flagged and n >= 2
     occupants = await occupy_any(rig, model, n - 1 if spare else n, v)
     manager = await rig.start("unload", "POST", "/v1/models/unload", {"id": model})
@@ -142,6 +149,8 @@ async def bulk_ignores_ceiling(rig: Rig, model: str, n: int, runtime: str, ceili
     ctx = rig.ctx
     t = timing(rig)
     v = Verdict()
+    if ctx.unmet("F1.timeouts", f"bulk_unbounded@{runtime}", BULK_UNLOAD):
+        return
     occupants = await occupy_any(rig, model, n, v)
     bulk = await rig.bulk("bulk-unload", [model])
     v.require(await rig.settle([*occupants, bulk], t.slack_s), "everything completed within bound")

@@ -9,6 +9,7 @@ from typing import Any
 
 from parval.framework.checks import Verdict
 from parval.framework.context import Context
+from parval.framework.preconditions import COUNTERS, LOADED, route_absent
 from parval.framework.rig import open_rig
 from parval.framework.scenarios import all_ok, outputs_match, timing
 from parval.status import Status
@@ -26,7 +27,7 @@ async def unsupported_probe(ctx: Context) -> None:
     async with open_rig(ctx, "f1-unsupported", ctx.launch_spec(entries, flagged=True),
                         [e["id"] for e in entries]) as rig:
         t = timing(rig)
-        if len(entries) == 2:
+        if len(entries) == 2 and not ctx.unmet("F1.unsupported", "count_over_capacity", COUNTERS, LOADED):
             v = Verdict()
             replies = [await rig.run(f"over-capacity{i}", over) for i in range(2)]
             for r in replies:
@@ -47,7 +48,14 @@ async def unsupported_probe(ctx: Context) -> None:
             route, body["request"] = "/v1/tasks/stream", ctx.base_request()
         else:
             route, body["requests"] = "/v1/tasks/batch", [ctx.base_request()]
+        if ctx.unmet("F1.unsupported", "unsupported_mode", COUNTERS):
+            return
         refused = await rig.call("unsupported-mode", "POST", route, body)
+        if route_absent(refused.status):
+            ctx.findings.add("F1.unsupported", "unsupported_mode", Status.UNSUPPORTED,
+                             f"the server has no {route} route (HTTP {refused.status}), so the mode "
+                             "refusal cannot be exercised", reply=refused.message()[:200])
+            return
         v.require(refused.status is not None and 400 <= refused.status < 600,
                   f"{route} on a {ctx.plan.model['mode']} model is refused with an error (got {refused.status})")
         v.require(await rig.drained([model], t.slack_s), "the refusal released its lease")

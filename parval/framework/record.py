@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import sys
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from parval.assertions import FRAMEWORK_GATE, group_of
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE
 from parval.evidence import sha256_file, write_json
 from parval.framework import contract
+from parval.framework.checks import Check
 from parval.framework.context import Context
 from parval.manifest import cpu_model
 from parval.runners.ctest import CTestRun
@@ -43,8 +45,9 @@ def identity(ctx: Context, source_commit: str | None) -> dict[str, Any]:
         "candidate_path": str(ctx.exe),
         "candidate_name": spec.executable,
         "candidate_args": list(spec.args),
-        "source_commit": source_commit or ctx.options.source_commit,
+        "source_commit": source_commit or ctx.options.source_commit or plan_commit(ctx),
         "backend": server["backend"],
+        "counts": covered_counts(ctx.findings.checks),
         "device": server["device"],
         "threads": server["threads"],
         "platform": {"os": platform.platform(), "machine": platform.machine(), "cpu": cpu_model(),
@@ -54,6 +57,29 @@ def identity(ctx: Context, source_commit: str | None) -> dict[str, Any]:
         "plan_name": ctx.plan.name,
         "probes_file": {"path": ctx.options.path, "sha256": ctx.options.sha256},
     }
+
+
+def plan_commit(ctx: Context) -> str | None:
+    ident = ctx.plan.raw.get("identity")
+    cand = ident.get("candidate") if isinstance(ident, dict) else None
+    value = cand.get("source_commit") if isinstance(cand, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def covered_counts(checks: list[Check]) -> list[int]:
+    """Flagged counts whose FIFO order and first-load pool drain both passed here (count 1
+    by the capacity-one probe): what a model run may rely on this record for."""
+    passed = {(c.assertion, c.name) for c in checks if c.status is Status.PASS}
+    counts = set()
+    for c in checks:
+        m = re.fullmatch(r"first_publish@(\d+)", c.name)
+        if c.assertion != "F2.first_publish" or m is None:
+            continue
+        n = int(m.group(1))
+        fifo = "F1.cap1_fifo" if n == 1 else "F1.fifo"
+        if (c.assertion, c.name) in passed and (fifo, f"forced_order@{n}") in passed:
+            counts.add(n)
+    return sorted(counts)
 
 
 def record_id(ident: dict[str, Any], stamp: str) -> str:
@@ -100,18 +126,47 @@ def verdict(results: list[Result]) -> dict[str, Any]:
 def build_record(ctx: Context, results: list[Result], runs: list[CTestRun], *, started: float,
                  outcomes: list[dict[str, Any]], selection: list[str], source_commit: str | None,
                  argv: list[str]) -> dict[str, Any]:
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))
-    ident = identity(ctx, source_commit)
+    inputs = record_inputs(ctx, started=started, outcomes=outcomes, selection=selection,
+                           source_commit=source_commit, argv=argv)
+    return assemble(inputs, results, runs, ctx.findings.checks)
+
+
+def assemble(inputs: dict[str, Any], results: list[Result], runs: list[CTestRun],
+             checks: list[Check]) -> dict[str, Any]:
+    """The record from its recorded inputs and the judged results (also for --rejudge)."""
     missing = [a for a in FRAMEWORK_GATE if a not in {r.id for r in results}]
     if missing:
         raise RuntimeError(f"framework record lacks {missing}")
+    ident = {**inputs["identity"], "counts": covered_counts(checks)}
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "parval-framework-record",
-        "record_id": record_id(ident, stamp),
+        "record_id": record_id(ident, inputs["created_at"]),
+        "procedure_version": inputs["procedure_version"],
+        "parval_version": inputs["parval_version"],
+        "created_at": inputs["created_at"],
+        "elapsed_s": inputs["elapsed_s"],
+        "identity": ident,
+        "scope": inputs["scope"],
+        "contract": inputs["contract"],
+        "assertions": [r.to_json() for r in results],
+        "groups": groups(results),
+        "probes": inputs["probes"],
+        "ctest_runs": [r.to_json() for r in runs],
+        "verdict": verdict(results),
+        "reproduction": inputs["reproduction"],
+    }
+
+
+def record_inputs(ctx: Context, *, started: float, outcomes: list[dict[str, Any]], selection: list[str],
+                  source_commit: str | None, argv: list[str]) -> dict[str, Any]:
+    """What the record states besides judged results, fixed when the probes end."""
+    ident = identity(ctx, source_commit)
+    ident.pop("counts")
+    return {
         "procedure_version": PROCEDURE_VERSION,
         "parval_version": __version__,
-        "created_at": stamp,
+        "created_at": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started)),
         "elapsed_s": round(time.time() - started, 3),
         "identity": ident,
         "scope": {
@@ -126,14 +181,11 @@ def build_record(ctx: Context, results: list[Result], runs: list[CTestRun], *, s
             "timing": ctx.timing.to_json() if ctx.timing else None,
             "selection": selection,
             "notes": ctx.notes,
+            "capabilities": ctx.caps.to_json(),
         },
         "contract": {"version": contract.CONTRACT_VERSION, "document": contract.CONTRACT_DOC,
                      "areas": contract.AREAS},
-        "assertions": [r.to_json() for r in results],
-        "groups": groups(results),
         "probes": outcomes,
-        "ctest_runs": [r.to_json() for r in runs],
-        "verdict": verdict(results),
         "reproduction": " ".join(argv),
     }
 

@@ -35,6 +35,7 @@ class Flight:
     method: str
     path: str
     t_send: float = 0.0
+    model: str | None = None  # the registration a run request addressed
     reply: Reply | None = None
     cancelled: bool = False
     done: anyio.Event = field(default_factory=anyio.Event)
@@ -177,7 +178,8 @@ class Rig:
     # -- flights --------------------------------------------------------------------------
     async def start(self, label: str, method: str, path: str, body: Any = None,
                     timeout_s: float | None = None) -> Flight:
-        flight = Flight(label, method, path)
+        model = body.get("model") if isinstance(body, dict) else None
+        flight = Flight(label, method, path, model=model if isinstance(model, str) else None)
         self.flights.append(flight)
         await self.tg.start(self._fly, flight, body, timeout_s)
         return flight
@@ -244,8 +246,12 @@ class Rig:
         return await self.poller.wait_for(predicate, timeout_s, after=after)
 
     async def drained(self, models: list[str], timeout_s: float) -> bool:
-        seen = await self.wait(lambda s: all(s.get(m) is not None and s.active(m) == 0
-                                             and s.queued(m) == 0 for m in models), timeout_s)
+        """Counters observed back at zero; absent counters never count as drained."""
+        def zero(s: Snapshot, m: str) -> bool:
+            x = s.get(m)
+            return x is not None and x.active == 0 and x.queued == 0
+
+        seen = await self.wait(lambda s: all(zero(s, m) for m in models), timeout_s)
         return seen is not None
 
     async def responsive(self, timeout_s: float) -> bool:

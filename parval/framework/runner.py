@@ -2,7 +2,11 @@
 servers and under its own deadline, then CTest, then one result per F assertion.
 
 A probe that cannot finish (server did not start, deadline, a parval error) leaves its
-assertions BLOCKED with the reason; it never turns into a PASS or a model FAIL.
+assertions BLOCKED with the reason; it never turns into a PASS or a model FAIL. A probe
+whose preconditions the calibration start found missing (slot counters, bulk unload,
+management routes) is not run: its assertions are PENDING/UNSUPPORTED naming them.
+Every sub-check is an event, and `judge` combines recorded sub-checks and CTest runs
+without a server (`parval report --rejudge`).
 """
 
 from __future__ import annotations
@@ -18,11 +22,12 @@ import anyio
 from parval.assertions import FRAMEWORK_GATE, group_of
 from parval.errors import ServerStartError, UsageError
 from parval.framework import contract
-from parval.framework.checks import assertion_result
+from parval.framework.checks import Check, Findings, assertion_result
 from parval.framework.context import Context
+from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, LOADED, MANAGEMENT, first_missing
 from parval.framework.probes_f1 import cap1_probe, fifo_probe, overdue_probe
 from parval.framework.probes_f2 import callback_probe, reconfigure_probe, unload_load_probe
-from parval.framework.probes_f3 import attach_ctest, failures_probe
+from parval.framework.probes_f3 import CTEST_EVIDENCE, attach_ctest, failures_probe
 from parval.framework.probes_f4 import disconnect_probe, shutdown_probe, stalled_io_probe
 from parval.framework.probes_f5 import bulk_probe, limit_probe
 from parval.framework.probes_f6 import ctest_runs
@@ -39,6 +44,9 @@ class Probe:
     name: str
     assertions: tuple[str, ...]
     run: Callable[[Context], Awaitable[None]]
+    # Preconditions every scenario of the probe rests on (parval.framework.preconditions);
+    # probes with mixed needs check them per scenario instead.
+    needs: tuple[str, ...] = ()
 
 
 async def _limit2(ctx: Context) -> None:
@@ -50,25 +58,27 @@ async def _limit1(ctx: Context) -> None:
 
 
 CALIBRATION = Probe("f1_cap1", ("F1.cap1_fifo", "F2.first_publish", "F1.fifo"), cap1_probe)
+SLOTS = (COUNTERS, LOADED)
 PROBES: tuple[Probe, ...] = (
     CALIBRATION,
-    Probe("f1_fifo", ("F1.fifo", "F2.first_publish"), fifo_probe),
-    Probe("f1_overdue", ("F1.overdue",), overdue_probe),
-    Probe("f1_timeouts", ("F1.timeouts",), flagged_timeouts_probe),
+    Probe("f1_fifo", ("F1.fifo", "F2.first_publish"), fifo_probe, SLOTS),
+    Probe("f1_overdue", ("F1.overdue",), overdue_probe, (*SLOTS, BULK_UNLOAD)),
+    Probe("f1_timeouts", ("F1.timeouts",), flagged_timeouts_probe, SLOTS),
     Probe("legacy", ("F1.legacy_admission", "F1.timeouts", "F2.first_publish", "F2.unload_vs_load"),
           legacy_probe),
     Probe("f1_unsupported", ("F1.unsupported",), unsupported_probe),
-    Probe("f2_unload_load", ("F2.unload_vs_load",), unload_load_probe),
+    Probe("f2_unload_load", ("F2.unload_vs_load",), unload_load_probe, SLOTS),
     Probe("f2_reconfigure", ("F2.reconfigure_queued", "F2.invalid_replacement", "F2.same_id", "F1.fifo"),
-          reconfigure_probe),
-    Probe("f2_callback", ("F2.callback_lease",), callback_probe),
-    Probe("f3_failures", ("F3.load_failures", "F3.ownership"), failures_probe),
-    Probe("f4_disconnect", ("F4.disconnect",), disconnect_probe),
-    Probe("f4_shutdown", ("F4.shutdown",), shutdown_probe),
+          reconfigure_probe, (*SLOTS, MANAGEMENT)),
+    Probe("f2_callback", ("F2.callback_lease",), callback_probe, SLOTS),
+    Probe("f3_failures", ("F3.load_failures", "F3.ownership"), failures_probe, SLOTS),
+    Probe("f4_disconnect", ("F4.disconnect",), disconnect_probe, SLOTS),
+    Probe("f4_shutdown", ("F4.shutdown",), shutdown_probe, SLOTS),
     Probe("f4_stalled_io", ("F4.shutdown",), stalled_io_probe),
-    Probe("f5_limit2", ("F5.two_models", "F5.retiring_residency"), _limit2),
-    Probe("f5_limit1", ("F5.two_models", "F5.retiring_residency"), _limit1),
-    Probe("f5_bulk", ("F5.bulk_ready_first", "F5.no_convoy", "F5.bulk_selections"), bulk_probe),
+    Probe("f5_limit2", ("F5.two_models", "F5.retiring_residency"), _limit2, (*SLOTS, BULK_UNLOAD)),
+    Probe("f5_limit1", ("F5.two_models", "F5.retiring_residency"), _limit1, (*SLOTS, BULK_UNLOAD)),
+    Probe("f5_bulk", ("F5.bulk_ready_first", "F5.no_convoy", "F5.bulk_selections"), bulk_probe,
+          (*SLOTS, BULK_UNLOAD)),
 )
 
 
@@ -113,14 +123,23 @@ async def run_probes(ctx: Context, selected: set[str]) -> tuple[list[dict[str, A
                                  "the calibration start failed, so no timing could be derived")
             outcomes.append({"probe": probe.name, "outcome": "blocked"})
             continue
+        gap = first_missing(ctx.caps, probe.needs)
+        if gap is not None:
+            for aid in probe.assertions:
+                if aid in selected:
+                    ctx.findings.add(aid, probe.name, gap[0], gap[1], precondition=True)
+            ctx.log.append("probe_skipped", probe=probe.name, status=str(gap[0]), reason=gap[1])
+            outcomes.append({"probe": probe.name, "outcome": "precondition", "error": gap[1],
+                             "assertions": list(probe.assertions)})
+            continue
         outcome = await _run_one(ctx, probe)
         outcomes.append(outcome)
         if probe is CALIBRATION and outcome["outcome"] != "ok":
             calibrated = False
     runs: list[CTestRun] = []
-    if selected & {a for a in FRAMEWORK_GATE if a.startswith(("F6.", "F3."))}:
+    if selected & {a for a in FRAMEWORK_GATE if a.startswith("F6.") or a in CTEST_EVIDENCE}:
         runs = await ctest_runs(ctx)
-        attach_ctest(ctx, runs)
+        attach_ctest(ctx, runs, selected)
     return outcomes, runs
 
 
@@ -152,27 +171,45 @@ async def _run_one(ctx: Context, probe: Probe) -> dict[str, Any]:
             "elapsed_s": elapsed, "assertions": list(probe.assertions)}
 
 
+def judge_inputs(ctx: Context, selected: set[str], only: str | None) -> dict[str, Any]:
+    """Everything besides the sub-checks and CTest runs that judging reads (recorded as an
+    event, so `parval report --rejudge` needs nothing else)."""
+    return {"selected": sorted(selected), "only": only, "plan_path": str(ctx.plan.path),
+            "required_tests": None if ctx.options.required_tests is None else list(ctx.options.required_tests),
+            "sanitizers": list(ctx.options.sanitizers),
+            "sanitizers_unavailable": ctx.options.sanitizers_unavailable}
+
+
 def results(ctx: Context, selected: set[str], runs: list[CTestRun], only: str | None) -> list[Result]:
-    """One Result per F assertion, in catalogue order."""
-    reproduction = f"parval framework {ctx.plan.path} --only {{id}}"
+    return judge(ctx.findings.checks, runs, judge_inputs(ctx, selected, only))
+
+
+def judge(checks: list[Check], runs: list[CTestRun], inputs: dict[str, Any]) -> list[Result]:
+    """One Result per F assertion, in catalogue order: a pure function of the recorded
+    sub-checks, CTest runs and judging inputs."""
+    findings = Findings()
+    findings.checks = list(checks)
+    selected = set(inputs["selected"])
+    only = inputs["only"]
+    reproduction = f"parval framework {inputs['plan_path']} --only {{id}}"
     out: list[Result] = []
     f6: dict[str, Result] = {}
     if runs:
-        required = ctx.options.required_tests
+        required = inputs["required_tests"]
         for r in assess_f6(runs, DEFAULT_REQUIRED_TESTS if required is None else required,
-                           ctx.options.sanitizers):
+                           inputs["sanitizers"], inputs["sanitizers_unavailable"]):
             r.limitations = [*contract.limitations(r.id), *r.limitations]
             r.evidence = {**r.evidence, "contract": contract.coverage_json(r.id)}
             f6[r.id] = r
     for aid in FRAMEWORK_GATE:
         if aid not in selected:
             r = Result(aid, Status.PENDING, f"not selected in this record (--only {only})",
-                       {"checks": [c.to_json() for c in ctx.findings.of(aid)]},
+                       {"checks": [c.to_json() for c in findings.of(aid)]},
                        reproduction.format(id=aid))
         elif aid in f6:
             r = f6[aid]
         else:
-            r = assertion_result(aid, ctx.findings.of(aid),
+            r = assertion_result(aid, findings.of(aid),
                                  unrun_reason="no probe produced evidence for this assertion",
                                  reproduction=reproduction.format(id=aid))
         out.append(r)

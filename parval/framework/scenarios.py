@@ -142,24 +142,61 @@ def unloaded_ids(flight: Flight) -> list[str]:
     return []
 
 
-async def reset(rig: Rig, models: list[str]) -> None:
-    """Unload (bulk, unbounded) and wait for drained counters before the next scenario."""
+async def reset(rig: Rig, models: list[str]) -> bool:
+    """Unload (bulk, unbounded) and wait for drained counters before the next scenario;
+    False when the server could not unload (no bulk route), so the models may be warm."""
     t = timing(rig)
-    await rig.call("reset", "POST", "/v1/tasks/unload_models", {"model_ids": models},
-                   timeout_s=t.slack_s + 30)
-    await rig.drained(models, t.slack_s)
+    if rig.ctx.caps.bulk_unload is False:
+        return False
+    reply = await rig.call("reset", "POST", "/v1/tasks/unload_models", {"model_ids": models},
+                           timeout_s=t.slack_s + 30)
+    # The legacy runtime publishes no slot counters: nothing to wait for there.
+    if reply.status == 200 and rig.flagged and rig.ctx.caps.counters is not False:
+        await rig.drained(models, t.slack_s)
+    return reply.status == 200
 
 
-async def references(rig: Rig, model: str, tag: str, *, cold: bool = True) -> set[str]:
-    """Serial outputs of the base request (cold then warm) recorded as references."""
-    if cold:
-        await reset(rig, [model])
+async def references(rig: Rig, model: str, tag: str, *, cold: bool = True) -> dict[str, set[str]]:
+    """Serial outputs of the base request right after a load (cold, warm, repeated warm for
+    cache-sensitive models), recorded as this registration's references."""
+    unloaded = await reset(rig, [model]) if cold else False
     chain = [await rig.run(f"ref-{tag}-{i}", model) for i in range(3 if rig.ctx.plan.cache_sensitive else 2)]
-    return rig.ctx.add_refs(tag, [rig.output(f) for f in chain])
+    outputs = [rig.output(f) for f in chain]
+    if not unloaded:  # the model may have been warm already: no cold reference from this chain
+        return rig.ctx.add_refs(model, tag, [None, *outputs])
+    return rig.ctx.add_refs(model, tag, outputs)
 
 
-def outputs_match(rig: Rig, v: Verdict, tag: str, flights: list[Flight], what: str) -> None:
+async def own_references(rig: Rig, model: str, tag: str = "base", *, unload: bool = True) -> None:
+    """References for a registration a probe derived (its outputs may depend on the id or
+    path), collected on this server unless already known; `unload` leaves it cold again."""
+    if not rig.ctx.refs.get(rig.ctx.ref_key(model, tag)):
+        await references(rig, model, tag)
+        if unload:
+            await reset(rig, [model])
+
+
+def outputs_match(rig: Rig, v: Verdict, tag: str, flights: list[Flight], what: str,
+                  *, phase: str | None = None) -> None:
+    """Each successful flight equals its own registration's reference for `phase` (None:
+    a history the probe did not force). A missing or ambiguous reference is not judged."""
     ok = [f for f in flights if f.status == 200]
-    wrong = [f.label for f in ok if not rig.ctx.matches(tag, rig.output(f))]
-    v.require(not wrong, f"{what} outputs equal the '{tag}' reference"
+    if not ok:  # nothing compared is no evidence of exact outputs
+        v.pend(f"{what}: no successful reply whose output could be compared")
+        return
+    wrong: list[str] = []
+    unjudged: list[str] = []
+    for f in ok:
+        model = f.model or rig.ctx.model_id
+        ref, why = rig.ctx.reference(model, tag, phase)
+        if ref is None:
+            unjudged.append(why)
+        elif rig.output(f) != ref:
+            wrong.append(f.label)
+    for why in sorted(set(unjudged)):
+        v.pend(f"{what} outputs not compared: {why}")
+    if len(unjudged) == len(ok):
+        return
+    ref_what = f"'{tag}' {phase} reference" if phase else f"'{tag}' reference"
+    v.require(not wrong, f"{what} outputs equal their registration's {ref_what}"
               + (f" (differ: {', '.join(wrong)})" if wrong else ""))

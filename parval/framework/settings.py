@@ -12,6 +12,7 @@ live in this optional YAML file instead of the plan schema:
     min_service_ms: 100                 # shorter warm requests cannot force orders
     stalled_io_grace_s: 3               # exit bound with stalled client sockets
     sanitizers: [asan, tsan]
+    sanitizers_unavailable: "..."       # with `sanitizers: []`: the platform reason (else PENDING)
     required_tests: [parallel_http_live_body_test, parallel_http_ownership_test]
     ctest_timeout_s: 1800
     stress: {regex: "stress", seed: 1234, repeat: 20}
@@ -32,7 +33,7 @@ DEFAULT_DISTINCT: tuple[dict[str, str], ...] = (
     {"parval_probe": "1"}, {"parval_probe": "2"}, {"parval_probe": "3"},
 )
 KNOWN_KEYS = {"source_commit", "distinct_session_options", "min_service_ms", "stalled_io_grace_s",
-              "sanitizers", "required_tests", "ctest_timeout_s", "stress", "skip"}
+              "sanitizers", "sanitizers_unavailable", "required_tests", "ctest_timeout_s", "stress", "skip"}
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class ProbeOptions:
     min_service_ms: float = 100.0
     stalled_io_grace_s: float = 3.0
     sanitizers: tuple[str, ...] = ("asan", "tsan")
+    sanitizers_unavailable: str | None = None
     required_tests: tuple[str, ...] | None = None
     ctest_timeout_s: float = 1800.0
     stress: Stress | None = None
@@ -94,6 +96,7 @@ def load_options(path: Path | None) -> ProbeOptions:
         min_service_ms=_positive(raw.get("min_service_ms", 100.0), where, "min_service_ms"),
         stalled_io_grace_s=_positive(raw.get("stalled_io_grace_s", 3.0), where, "stalled_io_grace_s"),
         sanitizers=tuple(str(s) for s in raw.get("sanitizers", ("asan", "tsan"))),
+        sanitizers_unavailable=_opt_str(raw.get("sanitizers_unavailable"), where, "sanitizers_unavailable"),
         required_tests=None if required is None else tuple(str(t) for t in required),
         ctest_timeout_s=_positive(raw.get("ctest_timeout_s", 1800.0), where, "ctest_timeout_s"),
         stress=stress_opt,

@@ -148,6 +148,13 @@ def render_report(runs: list[Path], *, fmt: str, catalogue: Path | None, redact:
         return render_many(runs, fmt=fmt, catalogue=catalogue, redact=redact,
                            image_base=output.parent if output is not None else None)
     run_dir = runs[0]
+    from parval.framework.rejudge import is_framework_run
+
+    if is_framework_run(run_dir):  # a shared framework record (parval framework)
+        from parval.framework.render import load_framework_record, render_framework
+
+        record, notes = load_framework_record(run_dir, rejudge)
+        return render_framework(record, fmt, notes), int(record["verdict"]["exit_code"])
     ev = load_run(run_dir, rejudge)
     problems = run_problems(run_dir, ev)
     if problems:

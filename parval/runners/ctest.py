@@ -36,6 +36,9 @@ DEFAULT_REQUIRED_TESTS: tuple[str, ...] = (
     "parallel_http_ownership_test",
 )
 DEFAULT_SANITIZERS: tuple[str, ...] = ("asan", "tsan")
+# The CTests relevant to the parallel scope (scheduler, sessions, slots, server/HTTP paths);
+# a failure outside it is an unrelated common-suite failure, disclosed separately.
+RELEVANT_TESTS = re.compile(r"parallel|slot|session|schedul|lifecycle|ownership|server|http|busy|registry|model_manag")
 DEFAULT_LABEL = "default"
 STRESS_LABEL = "stress"
 
@@ -458,13 +461,24 @@ def assess_f6(
     runs: list[CTestRun],
     required_tests: Sequence[str] = DEFAULT_REQUIRED_TESTS,
     sanitizers: Sequence[str] = DEFAULT_SANITIZERS,
+    sanitizers_unavailable: str | None = None,
 ) -> list[Result]:
-    """F6.ctest, F6.sanitizers and F6.stress from recorded runs (selected by label)."""
+    """F6.ctest, F6.sanitizers and F6.stress from recorded runs (selected by label).
+
+    `sanitizers_unavailable` is the platform/implementation reason no sanitizer job can run
+    here; without it an empty `sanitizers` list is PENDING, never NOT_APPLICABLE."""
     return [
         _assess_ctest(runs, required_tests),
-        _assess_sanitizers(runs, sanitizers),
+        _assess_sanitizers(runs, sanitizers, sanitizers_unavailable),
         _assess_stress(runs),
     ]
+
+
+def _nothing_ran(run: CTestRun) -> str | None:
+    """A run that 'passed' without one test passing proves nothing."""
+    if run.status == "passed" and run.counts["passed"] == 0:
+        return f"no test passed ({run.counts['skipped']} of {len(run.tests)} skipped)"
+    return None
 
 
 def _assess_ctest(runs: Sequence[CTestRun], required: Sequence[str]) -> Result:
@@ -473,16 +487,25 @@ def _assess_ctest(runs: Sequence[CTestRun], required: Sequence[str]) -> Result:
     if run is None:
         return Result(rid, Status.PENDING, "no default CTest run recorded")
     req_status = {name: (c.status if (c := run.case(name)) else "absent") for name in required}
-    evidence = {"run": run.to_json(), "required": req_status}
+    relevant = [c.name for c in run.failures if c.name in required or RELEVANT_TESTS.search(c.name)]
+    unrelated = [c.name for c in run.failures if c.name not in relevant]
+    evidence = {"run": run.to_json(), "required": req_status, "relevant_failures": relevant,
+                "unrelated_failures": unrelated, "relevant_pattern": RELEVANT_TESTS.pattern}
     limitations = _superseded_notes(DEFAULT_LABEL, earlier)
+    if unrelated:
+        limitations.append("unrelated common-suite failure(s), disclosed separately (outside the parallel "
+                           f"scope {RELEVANT_TESTS.pattern!r}): {', '.join(unrelated)}")
 
     def result(status: Status, reason: str) -> Result:
         return Result(rid, status, reason, evidence, run.reproduction, limitations)
 
     if run.status == "not_run":
         return result(Status.PENDING, f"default CTest run not run: {run.reason}")
-    if run.status in ("failed", "error"):
-        return result(Status.FAIL, run.reason)
+    if run.status == "error" or (run.status == "failed" and (relevant or not unrelated)):
+        reason = run.reason if not relevant else f"failed: {', '.join(relevant)}"
+        return result(Status.FAIL, reason)
+    if (empty := _nothing_ran(run)) is not None:
+        return result(Status.PENDING, f"default CTest run: {empty}")
     missing = [f"{n} ({s})" for n, s in req_status.items() if s != "passed"]
     if missing:
         return result(Status.PENDING, "required test(s) did not run: " + ", ".join(missing))
@@ -490,10 +513,14 @@ def _assess_ctest(runs: Sequence[CTestRun], required: Sequence[str]) -> Result:
     return result(Status.PASS, f"{run.reason}{req}")
 
 
-def _assess_sanitizers(runs: Sequence[CTestRun], sanitizers: Sequence[str]) -> Result:
+def _assess_sanitizers(runs: Sequence[CTestRun], sanitizers: Sequence[str],
+                       unavailable: str | None = None) -> Result:
     rid = "F6.sanitizers"
     if not sanitizers:
-        return not_applicable(rid, "no sanitizer jobs requested for this scope")
+        if unavailable:
+            return not_applicable(rid, f"no sanitizer job can run here: {unavailable}")
+        return Result(rid, Status.PENDING, "no sanitizer job requested and no platform reason given "
+                      "(ASan and TSan run separately where supported; name why they cannot here)")
     jobs: dict[str, dict[str, Any]] = {}
     statuses: list[Status] = []
     parts: list[str] = []
@@ -511,6 +538,8 @@ def _assess_sanitizers(runs: Sequence[CTestRun], sanitizers: Sequence[str]) -> R
                 "passed": Status.PASS,
                 "not_run": Status.PENDING,
             }.get(run.status, Status.FAIL)
+            if (empty := _nothing_ran(run)) is not None:
+                status, reason = Status.PENDING, empty
             if run.reproduction:
                 repro.append(run.reproduction)
         job["assessed"] = str(status)
@@ -543,6 +572,8 @@ def _assess_stress(runs: Sequence[CTestRun]) -> Result:
         limitations.append("no seed recorded with the stress run (meta['seed'])")
     status = {"passed": Status.PASS, "not_run": Status.PENDING}.get(run.status, Status.FAIL)
     reason = run.reason if status is not Status.PENDING else f"stress run not run: {run.reason}"
+    if (empty := _nothing_ran(run)) is not None:
+        status, reason = Status.PENDING, f"stress run: {empty}"
     if status is Status.PASS and seed is not None:
         reason += f"; seed {seed}"
     return Result(rid, status, reason, evidence, run.reproduction, limitations)

@@ -33,3 +33,17 @@ def test_regression_fails_exactly_its_assertion(tmp_path: Path, fault: str, targ
     for a in record["assertions"]:
         if a["status"] == "BLOCKED":
             assert "judged by" in a["reason"] or "barging" in a["reason"], a["reason"]
+
+
+def test_queued_counter_stuck_fails_timeouts(tmp_path: Path) -> None:
+    # A queued request that timed out stays in queued_requests: the accounting never drains.
+    _, record = run(tmp_path, faults=["queued_counter_stuck"], only="F1.timeouts")
+    res = by_id(record)
+    assert res["F1.timeouts"]["status"] == "FAIL", explain(record)
+    assert failing(record).keys() == {"F1.timeouts"}
+    assert "no timed-out request stays counted" in res["F1.timeouts"]["reason"]
+
+
+def test_timeouts_pass_on_the_clean_standin(tmp_path: Path) -> None:
+    _, record = run(tmp_path, only="F1.timeouts")
+    assert by_id(record)["F1.timeouts"]["status"] == "PASS", explain(record)

@@ -116,3 +116,24 @@ def test_rejudging_an_unmodified_run_keeps_it_verifiable(run_copy: Path) -> None
     problems, info = verify_problems(run_copy)
     # The re-judged evidence and its rewritten report are sealed, as after `parval run`.
     assert problems == [] and info["sealed"] is True
+
+
+def test_a_framework_record_directory_verifies_and_a_changed_record_is_named(tmp_path: Path) -> None:
+    """`parval framework` writes record.json (not evidence.json) beside events and manifest."""
+    from parval.integrity import verify_problems, write_listing
+
+    run = tmp_path / "fw"
+    run.mkdir()
+    (run / "events.jsonl").write_text('{"kind": "framework_start", "seq": 1}\n')
+    (run / "manifest.json").write_text('{"schema_version": 1}')
+    (run / "record.json").write_text('{"verdict": {"line": "ok"}}')
+    write_listing(run)
+    problems, _ = verify_problems(run)
+    assert problems == []
+    (run / "record.json").write_text('{"verdict": {"line": "admitted"}}')
+    problems, _ = verify_problems(run)
+    assert any("record.json" in p for p in problems)
+    # A model run directory without evidence.json is still incomplete.
+    (run / "record.json").unlink()
+    problems, _ = verify_problems(run)
+    assert "missing: evidence.json" in problems

@@ -1,0 +1,95 @@
+"""What a probe needs from the server before anything it observes can be judged.
+
+The calibration start finds out (and records as a `capabilities` event) whether the
+candidate publishes the parallel runtime's counters in `/v1/models`, whether the bulk
+unload route exists and whether the management routes are enabled by the plan and
+answered by the server. A probe whose need is missing is never run against it: its
+sub-checks are PENDING (the plan can enable it) or UNSUPPORTED (the server lacks it),
+naming what is missing, so a 404 or an absent field is never read as a violation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from parval.status import Status
+
+COUNTERS = "counters"
+LOADED = "loaded"
+BULK_UNLOAD = "bulk_unload"
+MANAGEMENT = "management"
+NEEDS = (COUNTERS, LOADED, BULK_UNLOAD, MANAGEMENT)
+
+# An HTTP status that says the route itself is not there (not the model, not the body).
+ROUTE_ABSENT = (404, 405, 501)
+
+
+@dataclass
+class Capabilities:
+    """None: not determined (the calibration start did not get that far)."""
+
+    counters: bool | None = None
+    loaded: bool | None = None
+    bulk_unload: bool | None = None
+    bulk_status: int | None = None
+    management: bool | None = None
+    management_status: int | None = None
+    plan_ui_management: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Capabilities:
+        known = {k: raw[k] for k in cls.__dataclass_fields__ if k in raw}
+        return cls(**known)
+
+
+def route_absent(status: int | None) -> bool:
+    return status in ROUTE_ABSENT
+
+
+def missing(caps: Capabilities, need: str) -> tuple[Status, str] | None:
+    """Why `need` is not met (status, text), or None when it is."""
+    if need == MANAGEMENT:
+        if not caps.plan_ui_management:
+            return Status.PENDING, ("needs the management routes (/v1/models/load, /v1/models/unload): "
+                                    "the plan sets server.ui_management: false")
+        if caps.management is None:
+            return Status.PENDING, "needs the management routes: their presence was not determined"
+        if not caps.management:
+            what = ("answered 403 (dynamic model management is disabled)" if caps.management_status == 403
+                    else f"has no /v1/models/load route (HTTP {caps.management_status})")
+            return Status.UNSUPPORTED, f"needs the management routes: the server {what}"
+        return None
+    if need == BULK_UNLOAD:
+        if caps.bulk_unload is None:
+            return Status.PENDING, "needs POST /v1/tasks/unload_models: its presence was not determined"
+        if not caps.bulk_unload:
+            return Status.UNSUPPORTED, (f"needs POST /v1/tasks/unload_models: the server has no such route "
+                                        f"(HTTP {caps.bulk_status})")
+        return None
+    if need == COUNTERS:
+        if caps.counters is None:
+            return Status.PENDING, "needs the slot counters in /v1/models: not determined"
+        if not caps.counters:
+            return Status.UNSUPPORTED, ("needs the slot counters (active_slots, queued_requests) in /v1/models: "
+                                        "the server publishes none (not the parallel runtime: a legacy build, "
+                                        "or --parallel-jobs ignored), so no order, lease or drain is observable")
+        return None
+    if need == LOADED:
+        if caps.loaded is None:
+            return Status.PENDING, "needs the `loaded` field in /v1/models: not determined"
+        if not caps.loaded:
+            return Status.UNSUPPORTED, ("needs the `loaded` field in /v1/models: the server does not publish it, "
+                                        "so publication and unload are not observable")
+        return None
+    raise ValueError(f"unknown need {need}")
+
+
+def first_missing(caps: Capabilities, needs: tuple[str, ...]) -> tuple[Status, str] | None:
+    """The strongest missing need (UNSUPPORTED before PENDING), or None."""
+    found = [m for m in (missing(caps, n) for n in needs) if m is not None]
+    found.sort(key=lambda m: 0 if m[0] is Status.UNSUPPORTED else 1)
+    return found[0] if found else None

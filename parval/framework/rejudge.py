@@ -1,0 +1,52 @@
+"""`parval report --rejudge FRAMEWORK_RUN`: the framework record again from its events alone.
+
+The probes record every sub-check (`check` events), the capabilities they found, the CTest
+runs (`ctest_run`) and what judging reads (`judge_inputs`, `record_inputs`); combining
+them into F assertions, groups, covered counts and the verdict is done again here, so a
+fix to those rules applies to an existing record without a server.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from parval.errors import RunDirError
+from parval.evidence import EVENTS, read_events
+from parval.framework.checks import Check
+from parval.framework.record import RECORD, assemble
+from parval.framework.runner import judge
+from parval.runners.ctest import CTestRun
+
+_META = ("seq", "t", "kind")
+
+
+def is_framework_run(path: Path) -> bool:
+    return path.is_dir() and (path / RECORD).is_file() and (path / EVENTS).is_file()
+
+
+def _fields(event: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in event.items() if k not in _META}
+
+
+def rejudge_framework(run_dir: Path) -> dict[str, Any]:
+    """The record rebuilt from `run_dir/events.jsonl`; RunDirError when it lacks the events."""
+    events = read_events(run_dir / EVENTS)
+    last: dict[str, dict[str, Any]] = {}
+    checks: list[Check] = []
+    runs: list[CTestRun] = []
+    for e in events:
+        kind = e.get("kind")
+        if kind == "check":
+            checks.append(Check.from_json(e))
+        elif kind == "ctest_run":
+            runs.append(CTestRun.from_json(e["run"]))
+        elif kind in ("judge_inputs", "record_inputs"):
+            last[str(kind)] = _fields(e)
+    missing = [k for k in ("judge_inputs", "record_inputs") if k not in last]
+    if missing:
+        raise RunDirError(f"{run_dir}: the framework events hold no {', '.join(missing)} "
+                          "(recorded by an older parval, or the run did not finish), so the record "
+                          "cannot be rebuilt from them")
+    results = judge(checks, runs, last["judge_inputs"])
+    return assemble(last["record_inputs"], results, runs, checks)

@@ -1,0 +1,63 @@
+"""`parval report FRAMEWORK_RUN`: a framework record as markdown, JSON or JUnit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from parval.framework.record import RECORD
+
+
+def load_framework_record(run_dir: Path, rejudge: bool) -> tuple[dict[str, Any], list[str]]:
+    """(record, notes): the stored record, or with `rejudge` the one rebuilt from the events
+    (a note names every top-level field that differs from the stored one)."""
+    stored: dict[str, Any] = json.loads((run_dir / RECORD).read_text("utf-8"))
+    if not rejudge:
+        return stored, []
+    from parval.framework.rejudge import rejudge_framework
+
+    record = rejudge_framework(run_dir)
+    changed = sorted(k for k in set(record) | set(stored) if record.get(k) != stored.get(k))
+    notes = [f"re-judged from events.jsonl; differs from the stored {RECORD} in: {', '.join(changed)}"
+             if changed else f"re-judged from events.jsonl: identical to the stored {RECORD}"]
+    return record, notes
+
+
+def render_framework(record: dict[str, Any], fmt: str, notes: list[str]) -> str:
+    if fmt == "json":
+        return json.dumps(record, indent=2, sort_keys=True) + "\n"
+    if fmt == "junit":
+        return _junit(record)
+    return _markdown(record, notes)
+
+
+def _markdown(record: dict[str, Any], notes: list[str]) -> str:
+    ident = record["identity"]
+    lines = [f"## Framework record {record['record_id']}", "",
+             f"**{record['verdict']['line']}**", "",
+             f"candidate `{ident['candidate_name']}` sha256 `{ident['candidate_sha256'][:16]}`, backend "
+             f"{ident['backend']}, source commit {ident.get('source_commit') or 'not recorded'}, procedure "
+             f"{record['procedure_version']}, counts covered: {ident.get('counts') or 'none'}", ""]
+    lines += [f"> {n}" for n in notes]
+    lines += ["", "| assertion | status | reason |", "|---|---|---|"]
+    for a in record["assertions"]:
+        reason = a["reason"].replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {a['id']} | {a['status']} | {reason[:300]} |")
+    lines += ["", *[f"- {g['summary']}" for g in record["groups"].values()], ""]
+    return "\n".join(lines)
+
+
+def _junit(record: dict[str, Any]) -> str:
+    cases = []
+    for a in record["assertions"]:
+        body = ""
+        if a["status"] == "FAIL":
+            body = f"<failure message={quoteattr(a['reason'][:500])}/>"
+        elif a["status"] not in ("PASS", "NOT_APPLICABLE"):
+            body = f"<skipped message={quoteattr(a['status'] + ': ' + a['reason'][:500])}/>"
+        cases.append(f'  <testcase classname="framework" name={quoteattr(a["id"])}>{body}</testcase>')
+    fails = sum(1 for a in record["assertions"] if a["status"] == "FAIL")
+    return (f'<?xml version="1.0" encoding="utf-8"?>\n<testsuite name={quoteattr(escape(record["record_id"]))} '
+            f'tests="{len(cases)}" failures="{fails}">\n' + "\n".join(cases) + "\n</testsuite>\n")
