@@ -75,10 +75,17 @@ async def registry_stalled(rig: Rig, manager: Flight) -> bool:
     """Read status while `manager` waits: True when the read could only be answered once the
     manager finished (a registry lock held across a management wait), or never."""
     t = timing(rig)
-    canary = await rig.start("status-canary", "GET", "/health", timeout_s=t.slack_s + 5)
-    await canary.wait(t.slack_s)
-    if not canary.finished or canary.status != 200:
-        return True
+    # Two reads a gap apart: the first may reach the registry before the manager takes its
+    # lock (a race, not evidence of a free registry); a held lock stalls the second.
+    for i in range(2):
+        if i:
+            await anyio.sleep(t.gap_s)
+        canary = await rig.start(f"status-canary{i}", "GET", "/health", timeout_s=t.slack_s + 5)
+        await canary.wait(t.slack_s)
+        if not canary.finished or canary.status != 200:
+            return True
+        if manager.finished:
+            break
     if not manager.finished:
         return False
     # Blocked reads are answered when the lock is released, within a few ms of the
