@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import jsonschema
@@ -22,6 +21,7 @@ from parval.protected import (
     verify_protected_command,
 )
 from parval.status import Status
+from tests.gitkit import git, isolated_git  # noqa: F401 (autouse fixture)
 
 SCHEMA = json.loads(
     (Path(__file__).resolve().parents[1] / "schemas" / "protected.schema.json").read_text()
@@ -47,24 +47,6 @@ UPSTREAM_FILES = {
     "app/server/runtime.cpp": UPSTREAM_RUNTIME,
     "app/server/main.cpp": "int server_main() { return 0; }\n",
 }
-
-
-@pytest.fixture(autouse=True)
-def _isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The user's global git config (autocrlf, hooks, signing) must not leak into the tests.
-    empty = tmp_path / "gitconfig"
-    empty.write_text("")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    for who in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{who}_NAME", "parval test")
-        monkeypatch.setenv(f"GIT_{who}_EMAIL", "test@example.invalid")
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout.strip()
 
 
 def write(repo: Path, rel: str, text: str | bytes) -> None:

@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import json
 import platform
-import subprocess
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from parval import PROCEDURE_VERSION
 from parval.assertions import FRAMEWORK_GATE
@@ -26,6 +23,7 @@ from parval.gates.framework_reuse import (
 )
 from parval.report.markdown import render_markdown
 from parval.status import Result, Status
+from tests.gitkit import git, isolated_git  # noqa: F401 (autouse fixture)
 from tests.records_kit import framework_record, x4_json
 
 OLD_EXE = "f" * 64  # the build the record was made for
@@ -40,20 +38,6 @@ FILES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    empty = tmp_path / "gitconfig"
-    empty.write_text("")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    for who in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{who}_NAME", "parval test")
-        monkeypatch.setenv(f"GIT_{who}_EMAIL", "test@example.invalid")
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True).stdout.strip()
 
 
 def _commit(repo: Path, changes: dict[str, str], message: str) -> str:
