@@ -1,6 +1,7 @@
 """Sub-checks and how they become F assertion results.
 
-A probe judges what it forced as one or more sub-checks. A sub-check is FAIL when the
+A probe records what it forced (an observation) and a pure judge over those facts decides
+one sub-check (parval.framework.observed). A sub-check is FAIL when the
 server broke the contract, BLOCKED when the forced situation could not be judged because
 something else got in the way (another defect, a stalled registry), PENDING when the
 situation could not be set up here (403 without ui_management, a too-short request), and
@@ -10,11 +11,10 @@ sub-checks (FAIL > BLOCKED > PENDING > PASS) and carries the contract limitation
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from parval.assertions import FRAMEWORK_GATE
 from parval.framework import contract
 from parval.status import Result, Status, combine
 
@@ -38,13 +38,17 @@ class Check:
 
 
 class Verdict:
-    """Collects what was required of one forced situation and why it could not be judged."""
+    """Collects what was required of one forced situation and why it could not be judged
+    (filled by a judge over recorded facts, parval.framework.observed)."""
 
     def __init__(self) -> None:
         self.problems: list[str] = []
         self.blockers: list[str] = []
+        self.unsupported_by: list[str] = []
         self.pendings: list[str] = []
         self.passed: list[str] = []
+        self.inapplicable: list[str] = []
+        self.verbatim: str | None = None  # a given sub-check's own text, shown as it is
 
     def require(self, condition: bool, text: str) -> bool:
         (self.passed if condition else self.problems).append(text)
@@ -56,48 +60,42 @@ class Verdict:
     def pend(self, text: str) -> None:
         self.pendings.append(text)
 
+    def unsupported(self, text: str) -> None:
+        """The server refuses the combination (it lacks the route or the counters)."""
+        self.unsupported_by.append(text)
+
+    def not_applicable(self, text: str) -> None:
+        """The case does not arise here (a platform or implementation reason)."""
+        self.inapplicable.append(text)
+
     @property
     def status(self) -> Status:
         if self.problems:
             return Status.FAIL
         if self.blockers:
             return Status.BLOCKED
+        if self.unsupported_by:
+            return Status.UNSUPPORTED
         if self.pendings:
             return Status.PENDING
+        if self.inapplicable and not self.passed:
+            return Status.NOT_APPLICABLE
         return Status.PASS
 
     def detail(self) -> str:
+        if self.verbatim is not None:
+            return self.verbatim
         if self.problems:
             return "violated: " + "; ".join(self.problems)
         if self.blockers:
             return "could not be judged: " + "; ".join(self.blockers)
+        if self.unsupported_by:
+            return "; ".join(self.unsupported_by)
         if self.pendings:
             return "not set up: " + "; ".join(self.pendings)
+        if self.inapplicable and not self.passed:
+            return "; ".join(self.inapplicable)
         return "; ".join(self.passed) or "ok"
-
-
-class Findings:
-    """Every sub-check of one framework run, in the order the probes produced them."""
-
-    def __init__(self, record: Callable[[Check], object] | None = None) -> None:
-        self.checks: list[Check] = []
-        self._record = record  # every sub-check is also an event, so the record can be rebuilt
-
-    def add(self, assertion: str, name: str, status: Status, detail: str,
-            **evidence: Any) -> Check:
-        if assertion not in FRAMEWORK_GATE:
-            raise ValueError(f"unknown framework assertion {assertion}")
-        check = Check(assertion, name, status, detail, dict(evidence))
-        self.checks.append(check)
-        if self._record is not None:
-            self._record(check)
-        return check
-
-    def judge(self, assertion: str, name: str, verdict: Verdict, **evidence: Any) -> Check:
-        return self.add(assertion, name, verdict.status, verdict.detail(), **evidence)
-
-    def of(self, assertion: str) -> list[Check]:
-        return [c for c in self.checks if c.assertion == assertion]
 
 
 def assertion_result(assertion: str, checks: Iterable[Check], *, unrun_reason: str,

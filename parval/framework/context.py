@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from parval.errors import PlanError
-from parval.evidence import EventLog
-from parval.framework.checks import Findings
+from parval.evidence import ArtifactStore, EventLog
+from parval.framework.findings import Findings
 from parval.framework.preconditions import Capabilities, first_missing
 from parval.framework.settings import ProbeOptions, Timing
 from parval.gates.compare import canonicalize
@@ -25,7 +25,15 @@ class Context:
         self.run_dir = run_dir
         self.log = log
         self.options = options
-        self.findings = Findings(lambda check: log.append("check", **check.to_json()))
+        self.findings = Findings(
+            lambda check: log.append("check", **check.to_json()),
+            lambda assertion, name, judge, facts, evidence: log.append(
+                "observation", assertion=assertion, name=name, judge=judge, facts=facts,
+                evidence=evidence))
+        # Raw reply bodies of every probe request, content-addressed (made durable at the end).
+        self.artifacts = ArtifactStore(run_dir / "artifacts")
+        self.artifacts.defer_dir_sync = True
+        self.artifacts.defer_file_sync = True
         exe = resolve_executable(plan.candidate.executable, plan.base_dir)
         if exe is None:
             raise PlanError(f"servers.candidate.executable: '{plan.candidate.executable}' not found")
@@ -49,10 +57,11 @@ class Context:
 
     def unmet(self, assertion: str, name: str, *needs: str) -> bool:
         """Record a sub-check left open by a missing precondition; True when one is missing."""
-        gap = first_missing(self.caps, needs)
-        if gap is None:
+        if first_missing(self.caps, needs) is None:
             return False
-        self.findings.add(assertion, name, gap[0], gap[1], precondition=True)
+        self.findings.observe(assertion, name, "precondition",
+                              {"capabilities": self.caps.to_json(), "needs": list(needs)},
+                              precondition=True)
         return True
 
     # -- ids and entries --------------------------------------------------------------------
@@ -134,27 +143,11 @@ class Context:
                 phases.setdefault(phase, set()).add(out)
         return phases
 
+    def refs_json(self) -> dict[str, dict[str, list[str]]]:
+        """Every reference known so far, as an observation records it."""
+        return {key: {phase: sorted(outs) for phase, outs in phases.items()}
+                for key, phases in self.refs.items()}
+
     def ref_outputs(self, model: str, tag: str) -> set[str]:
         phases = self.refs.get(self.ref_key(model, tag), {})
         return set().union(*phases.values()) if phases else set()
-
-    def reference(self, model: str, tag: str, phase: str | None) -> tuple[str | None, str]:
-        """The one reference output a flight of this registration and phase must equal, or
-        None with why it cannot be judged (no reference, or an ambiguous one)."""
-        phases = self.refs.get(self.ref_key(model, tag), {})
-        if not phases:
-            return None, f"no serial reference was recorded for {model} ({tag})"
-        if phase is None:
-            # The history of the flight is not forced: only a registration whose cold and
-            # warm outputs coincide has one reference for it.
-            seen = set().union(*phases.values())
-            want = "any phase"
-        else:
-            seen = phases.get(phase, set())
-            want = phase
-        if len(seen) == 1:
-            return next(iter(seen)), ""
-        if not seen:
-            return None, f"no {want} serial reference was recorded for {model} ({tag})"
-        return None, (f"the {want} serial references of {model} ({tag}) differ ({len(seen)} outputs), "
-                      "so the equivalent single-slot history cannot be told")

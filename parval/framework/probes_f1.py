@@ -1,6 +1,7 @@
 """F1 on the flagged runtime: capacity-one pool and calibration, the forced FIFO order at
 every tested count, the request-only queue, and overdue fail-fast (F1.fifo, F1.cap1_fifo,
-F1.overdue; first-wave publication evidence goes to F2.first_publish)."""
+F1.overdue; first-wave publication evidence goes to F2.first_publish). The probes record;
+parval.framework.judges_f1 judges."""
 
 from __future__ import annotations
 
@@ -9,22 +10,11 @@ import time
 
 import anyio
 
-from parval.framework.checks import Verdict
 from parval.framework.context import Context
+from parval.framework.observed import Facts, Obs
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, LOADED, route_absent
 from parval.framework.rig import Flight, Rig, open_rig
-from parval.framework.scenarios import (
-    all_ok,
-    enqueue,
-    no_overtaking,
-    occupy,
-    outputs_match,
-    reset,
-    stagger_manager,
-    timing,
-    trace_lines,
-    unloaded_ids,
-)
+from parval.framework.scenarios import enqueue, occupy, reset, stagger_manager, timing, trace_lines
 from parval.framework.settings import Timing
 from parval.status import Status
 
@@ -37,41 +27,26 @@ def tested_counts(ctx: Context) -> list[int]:
     return [n for n in ctx.plan.counts if n <= cap]
 
 
-async def first_wave(rig: Rig, model: str, n: int) -> tuple[Verdict, list[Flight]]:
-    """n+1 concurrent first requests on a fresh lazy model: one complete pool is published."""
+async def first_wave(rig: Rig, model: str, n: int) -> tuple[Facts, list[Flight]]:
+    """n+1 concurrent first requests on a fresh lazy model: one complete pool is published
+    (judged by judges_f1.first_wave)."""
     ctx = rig.ctx
-    v = Verdict()
+    obs = Obs(count=n)
     offset = rig.server.stderr_size()
     t0 = time.monotonic()
     flights = [await rig.start_run(f"first{i}", model) for i in range(n + 1)]
-    v.require(await rig.settle(flights, timing(rig).slack_s), "every first request completed")
-    all_ok(v, flights, "concurrent first requests")
-    window = [s for s in rig.poller.between(t0, time.monotonic()) if s.get(model)]
-    caps = [s.capacity(model) for s in window]
-    published = sorted({c for c in caps if c is not None})
-    appearances = sum(1 for a, b in zip(caps, caps[1:], strict=False) if a is None and b is not None)
-    v.require(len(published) <= 1 and appearances <= 1,
-              f"max_parallel_slots appeared once with one value (seen {published}, {appearances} appearance(s))")
-    loaded = [bool(s.loaded(model)) for s in window]
-    flips = sum(1 for a, b in zip(loaded, loaded[1:], strict=False) if a != b)
-    v.require(flips <= 1, f"loaded went false -> true once ({flips} change(s))")
-    max_active = max((s.active(model) for s in window), default=0)
-    v.require(max_active <= n, f"never more than {n} active slot(s) (max {max_active})")
-    traces = [t for t in trace_lines(rig, offset) if t.get("model") == model]
-    sessions = sorted({str(t.get("session")) for t in traces})
-    if traces:
-        v.require(len(sessions) <= n, f"{len(sessions)} distinct session(s) served {n} slot(s)")
-    if rig.flagged and window:
-        slots_field = {s.slots(model) for s in window}
-        v.require(slots_field == {n}, f"/v1/models reports slots={n} (saw {sorted(map(str, slots_field))})")
-        if published and ctx.capacity is None:
-            ctx.capacity = published[0]
+    obs["settled"] = await rig.settle(flights, timing(rig).slack_s)
+    obs["samples"] = rig.samples_of(model, t0)
+    obs["sessions"] = sorted({str(t.get("session")) for t in trace_lines(rig, offset)
+                              if t.get("model") == model})
+    obs["traced"] = any(t.get("model") == model for t in trace_lines(rig, offset))
+    facts = rig.observed(obs, flights)
+    published = sorted({row[4] for row in obs["samples"] if row[4] is not None})
+    if rig.flagged and published and ctx.capacity is None:
+        ctx.capacity = published[0]
     ctx.log.append("first_wave", rig=rig.name, model=model, count=n, capacity=published,
-                   max_active=max_active,
-                   waiting_on_init=max((s.active(model) for s in window if not s.loaded(model)), default=0),
-                   max_queued=max((s.queued(model) for s in window), default=0),
-                   sessions=sessions, timeline=rig.timeline(flights))
-    return v, flights
+                   sessions=obs["sessions"], timeline=rig.timeline(flights))
+    return facts, flights
 
 
 async def calibrate(rig: Rig, model: str) -> Timing:
@@ -116,45 +91,36 @@ async def discover(rig: Rig, model: str) -> None:
     ctx.log.append("capabilities", rig=rig.name, **caps.to_json())
 
 
-async def forced_order(rig: Rig, model: str, n: int) -> Verdict:
-    """Older queued request, then an unload, then staggered later requests."""
+async def forced_order(rig: Rig, model: str, n: int) -> Facts:
+    """Older queued request, then an unload, then staggered later requests (judged by
+    judges_f1.forced_order)."""
     t = timing(rig)
-    v = Verdict()
-    occupants = await occupy(rig, model, n, v)
-    older = await enqueue(rig, model, "older", 1, v)
+    obs = Obs(count=n)
+    occupants = await occupy(rig, model, n, obs)
+    older = await enqueue(rig, model, "older", 1, obs)
     manager = await rig.bulk("unload", [model])
-    await stagger_manager(rig, manager, v, "the unload")
+    await stagger_manager(rig, manager, obs, "the unload")
     later: list[Flight] = []
     for i in range(max(2, n)):
-        if v.blockers:
+        if obs.blocked:
             later.append(await rig.start_run(f"later{i}", model))
             continue
-        later.append(await enqueue(rig, model, f"later{i}", 2 + i, v))
+        later.append(await enqueue(rig, model, f"later{i}", 2 + i, obs))
         await anyio.sleep(t.gap_s)
     everything = [*occupants, older, manager, *later]
-    v.require(await rig.settle(everything, t.slack_s),
-              "every request and the unload completed within bound (no starvation or deadlock)")
-    if not v.blockers:
-        all_ok(v, [*occupants, older, *later], "requests")
-        v.require(manager.status == 200 and model in unloaded_ids(manager), "the unload answered 200 listing the model")
-        v.require(older.t_done <= manager.t_done + t.tol_s,
-                  f"the older queued request finished before the unload "
-                  f"({_ms(older.t_done - manager.t_done)} ms relative)")
-        early = [f.label for f in later if f.t_done < manager.t_done + t.tol_s]
-        v.require(not early, "later requests ran only after the unload"
-                  + (f" (barged: {', '.join(early)})" if early else ""))
-        no_overtaking(v, [*occupants, older, *later], t.tol_s, "requests in enqueue order")
-        outputs_match(rig, v, "base", [*occupants, older, *later], "all")
-    v.require(await rig.drained([model], t.slack_s), "counters drained afterwards")
+    obs["settled"] = await rig.settle(everything, t.slack_s)
+    obs["drained"] = await rig.drained([model], t.slack_s)
     rig.ctx.log.append("forced_order", rig=rig.name, model=model, count=n,
                        timeline=rig.timeline(everything))
-    return v
+    return rig.observed(obs, everything, occupants=[f.label for f in occupants],
+                        later=[f.label for f in later])
 
 
-async def request_only_queue(rig: Rig, model: str, n: int) -> Verdict:
-    """n staggered occupants, then n+1 requests queued one by one: FIFO admission."""
+async def request_only_queue(rig: Rig, model: str, n: int) -> Facts:
+    """n staggered occupants, then n+1 requests queued one by one: FIFO admission (judged by
+    judges_f1.request_only_queue)."""
     t = timing(rig)
-    v = Verdict()
+    obs = Obs(count=n)
     await reset(rig, [model])
     await rig.run("warm", model)
     base = rig.ctx.base_request()
@@ -163,28 +129,18 @@ async def request_only_queue(rig: Rig, model: str, n: int) -> Verdict:
     # Occupants a stagger apart free their slots a stagger apart; the whole enqueue phase
     # must fit before the first of them finishes.
     stagger = min(t.gap_s, 0.5 * t.service_s / n)
-    occupants = await occupy(rig, model, n, v, stagger_s=stagger)
+    occupants = await occupy(rig, model, n, obs, stagger_s=stagger)
     queued: list[Flight] = []
     for i in range(n + 1):
         request = {**base, "seed": 7100 + i} if marked else None
-        queued.append(await enqueue(rig, model, f"queued{i}", i + 1, v, request=request))
-    v.require(await rig.settle([*occupants, *queued], t.slack_s), "the queue drained within bound")
-    all_ok(v, [*occupants, *queued], "queued requests")
-    traces = [str(x.get("seed")) for x in trace_lines(rig, offset) if x.get("model") == model]
-    order = [s for s in traces if s.startswith("71") and len(s) == 4]
-    expected = [str(7100 + i) for i in range(n + 1)]
-    if marked and sorted(order) == sorted(expected):
-        v.require(order == expected, f"observer trace shows admission in enqueue order ({order})")
-    elif stagger < 0.025:
-        v.pend(f"no observer trace and slots free only {stagger * 1000:.0f} ms apart: completion "
-               "order cannot show admission order (use a validation build or a longer request)")
-    else:
-        # Without a trace: staggered slots free a stagger apart, so order shows in completions.
-        no_overtaking(v, [*occupants, *queued], stagger / 2, "queued requests")
-    v.require(await rig.drained([model], t.slack_s), "counters drained afterwards")
-    rig.ctx.log.append("request_only_queue", rig=rig.name, model=model, count=n, trace_order=order,
+        queued.append(await enqueue(rig, model, f"queued{i}", i + 1, obs, request=request))
+    obs["settled"] = await rig.settle([*occupants, *queued], t.slack_s)
+    obs["trace_seeds"] = [str(x.get("seed")) for x in trace_lines(rig, offset) if x.get("model") == model]
+    obs["drained"] = await rig.drained([model], t.slack_s)
+    rig.ctx.log.append("request_only_queue", rig=rig.name, model=model, count=n,
                        timeline=rig.timeline([*occupants, *queued]))
-    return v
+    return rig.observed(obs, [*occupants, *queued], marked=marked, stagger_s=stagger,
+                        occupants=[f.label for f in occupants], queued=[f.label for f in queued])
 
 
 # -- rigs ------------------------------------------------------------------------------------
@@ -195,19 +151,15 @@ async def cap1_probe(ctx: Context) -> None:
     ctx.timing = PROVISIONAL
     spec = ctx.launch_spec([ctx.entry()], flagged=True)
     async with open_rig(ctx, "f1-cap1", spec, [model]) as rig:
-        wave, first = await first_wave(rig, model, 1)
+        wave, _ = await first_wave(rig, model, 1)
         ctx.timing = await calibrate(rig, model)
         await discover(rig, model)
+        # The first wave is judged with the references and timing calibration just measured.
+        wave = {**wave, "refs": ctx.refs_json(), "timing": rig.timing_facts()}
         if not ctx.unmet("F2.first_publish", "first_publish@1", COUNTERS, LOADED):
-            outputs_match(rig, wave, "base", first, "first-wave")
-            ctx.findings.judge("F2.first_publish", "first_publish@1", wave)
+            ctx.findings.observe("F2.first_publish", "first_publish@1", "f1.first_wave", wave)
         if not ctx.unmet("F1.cap1_fifo", "cap1_pool", COUNTERS, LOADED):
-            pool = Verdict()
-            pool.require(ctx.capacity is not None and ctx.capacity >= 1,
-                         f"a capacity was published (max_parallel_slots={ctx.capacity})")
-            pool.problems.extend(wave.problems)
-            pool.passed.extend(wave.passed)
-            ctx.findings.judge("F1.cap1_fifo", "cap1_pool", pool, capacity=ctx.capacity)
+            ctx.findings.observe("F1.cap1_fifo", "cap1_pool", "f1.cap1_pool", wave)
         else:
             ctx.capacity = None
         if (short := ctx.timing.too_short(ctx.options.min_service_ms)) is not None:
@@ -215,12 +167,12 @@ async def cap1_probe(ctx: Context) -> None:
             return
         if ctx.unmet("F1.cap1_fifo", "forced_order@1", COUNTERS, BULK_UNLOAD):
             return
-        v = await forced_order(rig, model, 1)
-        ctx.findings.judge("F1.cap1_fifo", "forced_order@1", v)
+        order = await forced_order(rig, model, 1)
+        ctx.findings.observe("F1.cap1_fifo", "forced_order@1", "f1.forced_order", order)
         if not [n for n in tested_counts(ctx) if n >= 2]:
-            ctx.findings.judge("F1.fifo", "forced_order@1", v)
-            q = await request_only_queue(rig, model, 1)
-            ctx.findings.judge("F1.fifo", "request_only_queue@1", q)
+            ctx.findings.observe("F1.fifo", "forced_order@1", "f1.forced_order", order)
+            ctx.findings.observe("F1.fifo", "request_only_queue@1", "f1.request_only_queue",
+                                 await request_only_queue(rig, model, 1))
             ctx.findings.add("F1.fifo", "multi_slot", Status.PENDING,
                              f"capacity {ctx.capacity}: spare-slot FIFO needs a model with capacity >= 2 "
                              "(slot-validation fixture build)")
@@ -233,15 +185,15 @@ async def fifo_probe(ctx: Context) -> None:
     for n in counts:
         spec = ctx.launch_spec([ctx.entry(slots=n)], flagged=True)
         async with open_rig(ctx, f"f1-fifo-{n}", spec, [model]) as rig:
-            wave, first = await first_wave(rig, model, n)
-            outputs_match(rig, wave, "base", first, "first-wave")
-            ctx.findings.judge("F2.first_publish", f"first_publish@{n}", wave)
+            wave, _ = await first_wave(rig, model, n)
+            ctx.findings.observe("F2.first_publish", f"first_publish@{n}", "f1.first_wave", wave)
             if (short := timing(rig).too_short(ctx.options.min_service_ms)) is not None:
                 ctx.findings.add("F1.fifo", f"forced_order@{n}", Status.PENDING, short)
                 continue
-            ctx.findings.judge("F1.fifo", f"forced_order@{n}", await forced_order(rig, model, n))
-            ctx.findings.judge("F1.fifo", f"request_only_queue@{n}",
-                               await request_only_queue(rig, model, n))
+            ctx.findings.observe("F1.fifo", f"forced_order@{n}", "f1.forced_order",
+                                 await forced_order(rig, model, n))
+            ctx.findings.observe("F1.fifo", f"request_only_queue@{n}", "f1.request_only_queue",
+                                 await request_only_queue(rig, model, n))
     skipped = [n for n in ctx.plan.counts if n not in tested_counts(ctx)]
     if skipped:
         ctx.notes.append(f"plan counts {skipped} exceed the advertised capacity {ctx.capacity}; "
@@ -261,91 +213,64 @@ async def overdue_probe(ctx: Context) -> None:
     spec = ctx.launch_spec([ctx.entry(slots=n)], flagged=True)
     async with open_rig(ctx, f"f1-overdue-{n}", spec, [model]) as rig:
         await rig.run("warm", model)
-        ctx.findings.judge("F1.overdue", f"full_pool_manager@{n}",
-                           await overdue_case(rig, model, n, occupied=n, managers=1))
-        ctx.findings.judge("F1.overdue", f"two_managers@{n}",
-                           await overdue_case(rig, model, n, occupied=n, managers=2))
+        ctx.findings.observe("F1.overdue", f"full_pool_manager@{n}", "f1.overdue_case",
+                             await overdue_case(rig, model, n, occupied=n, managers=1))
+        ctx.findings.observe("F1.overdue", f"two_managers@{n}", "f1.overdue_case",
+                             await overdue_case(rig, model, n, occupied=n, managers=2))
         if n >= 2:
-            ctx.findings.judge("F1.overdue", f"spare_slots_manager@{n}",
-                               await overdue_case(rig, model, n, occupied=n - 1, managers=1))
-            ctx.findings.judge("F1.overdue", f"healthy_plus_overdue@{n}",
-                               await healthy_plus_overdue(rig, model, n))
+            ctx.findings.observe("F1.overdue", f"spare_slots_manager@{n}", "f1.overdue_case",
+                                 await overdue_case(rig, model, n, occupied=n - 1, managers=1))
+            ctx.findings.observe("F1.overdue", f"healthy_plus_overdue@{n}", "f1.healthy_plus_overdue",
+                                 await healthy_plus_overdue(rig, model, n))
         else:
             ctx.findings.add("F1.overdue", "spare_and_healthy_slots", Status.PENDING,
                              f"capacity {ctx.capacity}: spare-slot and healthy-plus-overdue cases need "
                              "a model with capacity >= 2 (slot-validation fixture build)")
 
 
-async def overdue_case(rig: Rig, model: str, n: int, *, occupied: int, managers: int) -> Verdict:
+async def overdue_case(rig: Rig, model: str, n: int, *, occupied: int, managers: int) -> Facts:
+    """Every occupied slot overdue, managers waiting, then a probe with a short bound (judged
+    by judges_f1.overdue_case)."""
     t = timing(rig)
-    v = Verdict()
+    obs = Obs(count=n, occupied=occupied, managers=managers)
     probe_ms = t.overdue_ms
     # Occupants admitted to a cold model hold leases through the load as well, which leaves
     # the load plus a service of runway for the managers and the probe.
     await reset(rig, [model])
-    occupants = await occupy(rig, model, occupied, v, loaded=False)
+    occupants = await occupy(rig, model, occupied, obs, loaded=False)
     await anyio.sleep(probe_ms / 1000 + t.gap_s)  # every occupied slot is now overdue for the probe
     mgrs = [await rig.bulk(f"unload{i}", [model]) for i in range(managers)]
     for m in mgrs:
-        await stagger_manager(rig, m, v, m.label)
+        await stagger_manager(rig, m, obs, m.label)
     probe = await rig.run("probe", model, busy_timeout_ms=probe_ms)
     everything = [*occupants, *mgrs, probe]
-    v.require(await rig.settle(everything, t.slack_s), "everything completed within bound")
-    msg = probe.message()
-    lat_ms = probe.reply.elapsed_s * 1000 if probe.reply else None
-    barged = probe.status == 200 and probe.t_done < min(m.t_done for m in mgrs)
-    if v.blockers:
-        pass
-    elif barged:
-        v.block("the probe took a spare slot ahead of the waiting manager, so the overdue rule "
-                "was never reached (FIFO barging; judged by F1.fifo)")
-    else:
-        v.require(probe.status == 503 and "all active slots exceeded busy_timeout_ms" in msg,
-                  f"probe rejected 503 'all active slots exceeded busy_timeout_ms' (got {probe.status}: {msg[:120]})")
-        # The text is decisive: only the check before enqueueing produces it (a probe that
-        # waited out its bound gets 'timed out waiting for a slot'); the latency bound only
-        # allows for a loaded machine.
-        v.require(lat_ms is not None and lat_ms < probe_ms + t.tol_s * 1000,
-                  f"rejected in {lat_ms if lat_ms is None else round(lat_ms, 1)} ms against its "
-                  f"{probe_ms} ms bound (fail-fast before enqueueing)")
-        all_ok(v, occupants, "occupants")
-    v.require(await rig.drained([model], t.slack_s), "counters drained afterwards")
+    obs["settled"] = await rig.settle(everything, t.slack_s)
+    obs["drained"] = await rig.drained([model], t.slack_s)
     rig.ctx.log.append("overdue_case", rig=rig.name, count=n, occupied=occupied, managers=managers,
-                       probe_ms=probe_ms, probe_latency_ms=lat_ms, message=msg[:200],
-                       timeline=rig.timeline(everything))
-    return v
+                       probe_ms=probe_ms, timeline=rig.timeline(everything))
+    return rig.observed(obs, everything, probe_ms=probe_ms, occupants=[f.label for f in occupants],
+                        manager_labels=[m.label for m in mgrs])
 
 
-async def healthy_plus_overdue(rig: Rig, model: str, n: int) -> Verdict:
-    """One overdue slot and n-1 fresh ones: the probe must wait (bounded), not fail fast.
+async def healthy_plus_overdue(rig: Rig, model: str, n: int) -> Facts:
+    """One overdue slot and n-1 fresh ones: the probe must wait (bounded), not fail fast
+    (judged by judges_f1.healthy_plus_overdue).
 
     Its bound is a third of a service: the fresh slots stay well inside it while the probe
     arrives, and the probe may time out or be served when the overdue slot frees."""
     t = timing(rig)
-    v = Verdict()
+    obs = Obs(count=n)
     probe_ms = max(t.overdue_ms, int(t.service_s * 1000 / 3))
     await rig.run("warm", model)
-    old = await occupy(rig, model, 1, v, label="overdue")
+    old = await occupy(rig, model, 1, obs, label="overdue")
     await anyio.sleep(probe_ms / 1000 + 0.01)
     t_fresh = time.monotonic()
     fresh = [await rig.start_run(f"healthy{i}", model) for i in range(n - 1)]
-    if await rig.wait(lambda s: s.active(model) >= n, t.service_s, after=t_fresh) is None:
-        v.block("the overdue slot freed before the full pool could be observed")
+    obs.wait(f"the full pool ({n} active) while the overdue slot was held",
+             await rig.wait(lambda s: s.active(model) >= n, t.service_s, after=t_fresh) is not None,
+             unseen="the overdue slot freed before the full pool could be observed")
     probe = await rig.run("probe", model, busy_timeout_ms=probe_ms)
-    v.require(await rig.settle([*old, *fresh, probe], t.slack_s), "everything completed within bound")
-    msg = probe.message()
-    lat_ms = probe.reply.elapsed_s * 1000 if probe.reply else 0.0
-    if not v.blockers:
-        served = probe.status == 200
-        v.require(served or (probe.status == 503 and "timed out waiting for a slot" in msg),
-                  f"probe waited: served or 503 'timed out waiting for a slot', never the fail-fast "
-                  f"rejection (got {probe.status}: {msg[:120]})")
-        v.require(served or lat_ms >= 0.9 * probe_ms, f"it waited {lat_ms:.0f} ms of its {probe_ms} ms bound")
-    v.require(await rig.drained([model], t.slack_s), "counters drained afterwards")
-    rig.ctx.log.append("healthy_plus_overdue", rig=rig.name, count=n, probe_ms=probe_ms,
-                       probe_latency_ms=round(lat_ms, 2), message=msg[:200])
-    return v
-
-
-def _ms(seconds: float) -> int:
-    return int(seconds * 1000) if seconds not in (float("inf"), float("-inf")) else 10**9
+    obs["settled"] = await rig.settle([*old, *fresh, probe], t.slack_s)
+    obs["drained"] = await rig.drained([model], t.slack_s)
+    rig.ctx.log.append("healthy_plus_overdue", rig=rig.name, count=n, probe_ms=probe_ms)
+    return rig.observed(obs, [*old, *fresh, probe], probe_ms=probe_ms)

@@ -1,5 +1,6 @@
 """F4: clients that go away (running, queued, waiting for the first load) and SIGTERM with
-work in flight or stalled sockets.
+work in flight or stalled sockets. The probes record (exit codes, drain times and replies
+included); parval.framework.judges_f4 judges.
 
 A disconnect cannot cancel backend work, so the contract asks for finite drain: counters
 return to zero and the next wave gets every slot with exact outputs. Shutdown must drain
@@ -13,11 +14,12 @@ import time
 
 import anyio
 
-from parval.framework.checks import Verdict
 from parval.framework.context import Context
+from parval.framework.judges_f4 import drain_policy
+from parval.framework.observed import Obs, flight, named
 from parval.framework.probes_f1 import tested_counts
 from parval.framework.rig import Flight, Rig, open_rig
-from parval.framework.scenarios import all_ok, enqueue, occupy, outputs_match, reset, timing
+from parval.framework.scenarios import enqueue, occupy, reset, timing
 from parval.status import Status
 
 
@@ -37,118 +39,112 @@ async def disconnect_probe(ctx: Context) -> None:
         await init_disconnect(rig, model, n)
 
 
-async def next_wave_exact(rig: Rig, model: str, n: int, v: Verdict) -> None:
-    """After disconnects: every slot is usable again and outputs are exact."""
+async def next_wave_exact(rig: Rig, model: str, n: int, obs: Obs) -> list[Flight]:
+    """After disconnects: a wave of n requests, and whether it held every slot at once
+    (judged by judges_f4.next_wave_exact)."""
     t = timing(rig)
     t0 = time.monotonic()
     wave = [await rig.start_run(f"next{i}", model) for i in range(n)]
     full = await rig.wait(lambda s: s.active(model) >= n, t.slack_s, after=t0)
-    v.require(await rig.settle(wave, t.slack_s), "the next wave completed")
-    v.require(full is not None, f"the next wave held all {n} slot(s) at once (no stranded lease)")
-    all_ok(v, wave, "the next wave")
-    outputs_match(rig, v, "base", wave, "the next wave")
+    obs["next_settled"] = await rig.settle(wave, t.slack_s)
+    obs["next_full"] = full is not None
+    obs["next_wave"] = [f.label for f in wave]
+    return wave
 
 
 async def running_disconnect(rig: Rig, model: str, n: int) -> None:
+    """Judged by judges_f4.running_disconnect."""
     t = timing(rig)
-    v = Verdict()
-    flights = await occupy(rig, model, n, v)
+    obs = Obs(count=n)
+    flights = await occupy(rig, model, n, obs)
     dropped = flights[: max(1, n // 2 + n % 2)]
     for f in dropped:
         f.cancel()
-    v.require(await rig.settle(flights, t.slack_s), "client tasks ended")
-    v.require(await rig.drained([model], t.slack_s), "counters drained after the dropped requests finished")
-    all_ok(v, [f for f in flights if f not in dropped], "the requests that stayed")
-    await next_wave_exact(rig, model, n, v)
-    rig.ctx.findings.judge("F4.disconnect", f"running_disconnect@{n}", v, dropped=len(dropped),
-                           timeline=rig.timeline(flights))
+    obs["settled"] = await rig.settle(flights, t.slack_s)
+    obs["drained"] = await rig.drained([model], t.slack_s)
+    wave = await next_wave_exact(rig, model, n, obs)
+    facts = rig.observed(obs, [*flights, *wave], occupants=[f.label for f in flights],
+                         dropped=[f.label for f in dropped])
+    rig.ctx.findings.observe("F4.disconnect", f"running_disconnect@{n}", "f4.running_disconnect", facts,
+                             dropped=len(dropped), timeline=rig.timeline(flights))
 
 
 async def queued_disconnect(rig: Rig, model: str, n: int) -> None:
+    """Judged by judges_f4.queued_disconnect."""
     t = timing(rig)
-    v = Verdict()
-    occupants = await occupy(rig, model, n, v)
+    obs = Obs(count=n)
+    occupants = await occupy(rig, model, n, obs)
     queued: list[Flight] = []
     for i in range(2):
-        queued.append(await enqueue(rig, model, f"queued{i}", i + 1, v))
+        queued.append(await enqueue(rig, model, f"queued{i}", i + 1, obs))
     for f in queued:
         f.cancel()
-    v.require(await rig.settle([*occupants, *queued], t.slack_s), "client tasks ended")
-    v.require(await rig.drained([model], t.slack_s),
-              "queued_requests and active_slots drained (abandoned waiters ran or were removed)")
-    all_ok(v, occupants, "occupants")
-    await next_wave_exact(rig, model, n, v)
-    rig.ctx.findings.judge("F4.disconnect", f"queued_disconnect@{n}", v,
-                           timeline=rig.timeline([*occupants, *queued]))
+    obs["settled"] = await rig.settle([*occupants, *queued], t.slack_s)
+    obs["drained"] = await rig.drained([model], t.slack_s)
+    wave = await next_wave_exact(rig, model, n, obs)
+    facts = rig.observed(obs, [*occupants, *queued, *wave], occupants=[f.label for f in occupants],
+                         queued=[f.label for f in queued])
+    rig.ctx.findings.observe("F4.disconnect", f"queued_disconnect@{n}", "f4.queued_disconnect", facts,
+                             timeline=rig.timeline([*occupants, *queued]))
 
 
 async def init_disconnect(rig: Rig, model: str, n: int) -> None:
+    """Judged by judges_f4.init_disconnect."""
     t = timing(rig)
-    v = Verdict()
+    obs = Obs(count=n)
     await reset(rig, [model])
     first = await rig.start_run("cold", model)
     during = await rig.wait(lambda s: s.active(model) >= 1 and s.loaded(model) is False, t.slack_s)
-    if during is None or first.finished:
-        v.pend("the first load finished before the client could leave during it")
+    # Captured now: whether the client could still leave while the first load ran.
+    obs["load_seen"] = during is not None
+    obs["first_finished"] = first.finished
+    obs["left_during_load"] = during is not None and not first.finished
     first.cancel()
-    v.require(await rig.settle([first], t.slack_s), "the client task ended")
-    v.require(await rig.drained([model], t.slack_s), "the abandoned load finished and released its lease")
-    await next_wave_exact(rig, model, n, v)
-    rig.ctx.findings.judge("F4.disconnect", "init_disconnect", v)
+    obs["settled"] = await rig.settle([first], t.slack_s)
+    obs["drained"] = await rig.drained([model], t.slack_s)
+    wave = await next_wave_exact(rig, model, n, obs)
+    rig.ctx.findings.observe("F4.disconnect", "init_disconnect", "f4.init_disconnect",
+                             rig.observed(obs, [first, *wave]))
 
 
 async def shutdown_probe(ctx: Context) -> None:
-    """SIGTERM with n running requests and one queued: finite work drains, exit 0."""
+    """SIGTERM with n running requests and one queued: finite work drains, exit 0 (judged by
+    judges_f4.sigterm_inflight)."""
     t = ctx.timing
     assert t is not None
     n = max(tested_counts(ctx))
     model = ctx.model_id
     async with open_rig(ctx, "f4-shutdown", ctx.launch_spec([ctx.entry(slots=n)], flagged=True),
                         [model]) as rig:
-        v = Verdict()
+        obs = Obs(count=n, grace_s=ctx.grace_s)
         await rig.run("warm", model)
-        running = await occupy(rig, model, n, v)
-        queued = await enqueue(rig, model, "queued", 1, v)
+        running = await occupy(rig, model, n, obs)
+        queued = await enqueue(rig, model, "queued", 1, obs)
         t_term = time.monotonic()
         rig.stop_info = await rig.server.stop(ctx.grace_s)
         drain_s = time.monotonic() - t_term
-        await rig.settle([*running, queued], 10.0)
+        obs["settled"] = await rig.settle([*running, queued], 10.0)
         info = rig.stop_info
-        v.require(not info.get("killed"), f"the server exited by itself within {ctx.grace_s:g} s "
-                  "(a SIGKILL is never a graceful drain)")
-        v.require(info.get("exit_code") == 0, f"exit code 0 (got {info.get('exit_code')})")
-        policy = shutdown_policy(v, running, queued)
+        stopped_line = "audiocpp_server stopped" in _stdout(rig)
+        facts = rig.observed(obs, [*running, queued], stop=info, drain_s=drain_s,
+                             t_term=rig.rel(t_term), running=[f.label for f in running],
+                             queued=queued.label, stopped_line=stopped_line)
+        policy = drain_policy(named(facts, *facts["running"]), flight(facts, queued.label))
         delivered = [f for f in (*running, queued) if f.status == 200]
-        outputs_match(rig, v, "base", delivered, "delivered responses")
-        ctx.findings.judge("F4.shutdown", f"sigterm_inflight@{n}", v, drain_s=round(drain_s, 4),
-                           stop=info, delivered=len(delivered), in_flight=n + 1, policy=policy,
-                           stopped_line="audiocpp_server stopped" in _stdout(rig),
-                           timeline=rig.timeline([*running, queued]))
-
-
-def shutdown_policy(v: Verdict, running: list[Flight], queued: Flight) -> dict[str, list[str]]:
-    """The documented drain policy: shutdown waits for finite in-flight work. Every request
-    admitted before SIGTERM is answered 200; a queued one is answered or rejected with an
-    HTTP error; none may lose its connection without a reply. Returns which was which."""
-    policy: dict[str, list[str]] = {"answered": [], "rejected": [], "no_reply": []}
-    for f in (*running, queued):
-        key = "answered" if f.status == 200 else ("no_reply" if f.status is None else "rejected")
-        policy[key].append(f.label)
-    v.require(not policy["no_reply"], "every request in flight at SIGTERM got an HTTP reply"
-              + (f" (connection dropped without one: {', '.join(policy['no_reply'])})" if policy["no_reply"] else ""))
-    lost = [f"{f.label}={f.status}" for f in running if f.status not in (200, None)]
-    v.require(not lost, "every running request was drained (answered 200)"
-              + (f" (rejected: {', '.join(lost)})" if lost else ""))
-    return policy
+        ctx.findings.observe("F4.shutdown", f"sigterm_inflight@{n}", "f4.sigterm_inflight", facts,
+                             drain_s=round(drain_s, 4), stop=info, delivered=len(delivered),
+                             in_flight=n + 1, policy=policy, stopped_line=stopped_line,
+                             timeline=rig.timeline([*running, queued]))
 
 
 async def stalled_io_probe(ctx: Context) -> None:
     """SIGTERM with a stalled header and a stalled body connection: the listener must cancel
-    socket I/O and exit by itself (no finite work is pending)."""
+    socket I/O and exit by itself (no finite work is pending; judged by
+    judges_f4.stalled_socket_io)."""
     model = ctx.model_id
     bound = ctx.options.stalled_io_grace_s
     async with open_rig(ctx, "f4-stalled-io", ctx.launch_spec([ctx.entry()], flagged=True), [model]) as rig:
-        v = Verdict()
+        obs = Obs(bound_s=bound)
         host, port = rig.server.host, rig.server.port
         header = await anyio.connect_tcp(host, port)
         await header.send(b"POST /v1/tasks/run HTTP/1.1\r\nHost: parval\r\n")
@@ -162,10 +158,10 @@ async def stalled_io_probe(ctx: Context) -> None:
         for stream in (header, body):
             await stream.aclose()
         info = rig.stop_info
-        v.require(not info.get("killed") and info.get("exit_code") == 0,
-                  f"exited 0 by itself within {bound:g} s with stalled header/body sockets "
-                  f"(killed={info.get('killed')}, exit={info.get('exit_code')}, {drain_s:.2f} s)")
-        ctx.findings.judge("F4.shutdown", "stalled_socket_io", v, drain_s=round(drain_s, 4), stop=info)
+        facts = rig.observed(obs, [], stop=info, drain_s=drain_s, t_term=rig.rel(t_term),
+                             sockets=["stalled header", "stalled body"])
+        ctx.findings.observe("F4.shutdown", "stalled_socket_io", "f4.stalled_socket_io", facts,
+                             drain_s=round(drain_s, 4), stop=info)
 
 
 def _stdout(rig: Rig) -> str:

@@ -4,47 +4,60 @@ session_options so cross-model contamination shows in the outputs.
 Residency probes run with max_loaded_models 1 and 2; the bulk probes without a limit.
 A retiring model is caught between its logical unload (status shows loaded=false) and the
 end of its teardown (the unload has not answered yet); a first load is caught while the
-status shows its request active and the model not loaded.
+status shows its request active and the model not loaded. The probes record;
+parval.framework.judges_f5 judges.
 """
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import anyio
 
-from parval.framework.checks import Verdict
 from parval.framework.context import Context
+from parval.framework.observed import Facts, Obs
 from parval.framework.probes_f1 import tested_counts
 from parval.framework.rig import Flight, Rig, open_rig
-from parval.framework.scenarios import (
-    STALLED,
-    all_ok,
-    outputs_match,
-    references,
-    registry_stalled,
-    reset,
-    timing,
-    unloaded_ids,
-)
+from parval.framework.scenarios import canaries, references, reset, timing
 from parval.status import Status
 
-BUSY_LIMIT_TEXT = "every loaded model is busy"
+Models = list[tuple[str, int | None, str]]
 
 
-def five_models(ctx: Context) -> list[tuple[str, int | None, str]]:
+def five_models(ctx: Context) -> Models:
     """(id, distinct session_options index, reference tag) for A, B and M."""
     return [(ctx.model_id, None, "base"), (ctx.derived_id("b"), 2, "opt2"), (ctx.derived_id("m"), 1, "opt1")]
 
 
-async def _refs(rig: Rig, models: list[tuple[str, int | None, str]]) -> None:
+async def _refs(rig: Rig, models: Models) -> None:
     for mid, _, tag in models:
         await references(rig, mid, tag)
     await reset(rig, [m for m, _, _ in models])
 
 
-def _tags(models: list[tuple[str, int | None, str]]) -> dict[str, str]:
+def _tags(models: Models) -> dict[str, str]:
     return {m: tag for m, _, tag in models}
+
+
+def joint_samples(rig: Rig, models: list[str], t0: float, t1: float | None = None) -> list[list[Any]]:
+    """Status samples of several models at once as [t, {model: [active, queued, loaded] or
+    None (absent)}] rows, a row only where something changed (judges_f5.joint reads them)."""
+    rows: list[list[Any]] = []
+    last: dict[str, Any] | None = None
+    for s in rig.poller.between(t0, time.monotonic() if t1 is None else t1):
+        values: dict[str, Any] = {}
+        for m in models:
+            x = s.get(m)
+            values[m] = None if x is None else [x.active, x.queued, x.loaded]
+        if values != last:
+            rows.append([rig.rel(s.t), values])
+            last = values
+    return rows
+
+
+def _labels(flights: list[Flight]) -> list[str]:
+    return [f.label for f in flights]
 
 
 async def limit_probe(ctx: Context, limit: int) -> None:
@@ -59,75 +72,58 @@ async def limit_probe(ctx: Context, limit: int) -> None:
         distinct = len({frozenset(ctx.ref_outputs(mid, tag)) for mid, _, tag in models}) == len(models)
         if not distinct:
             ctx.notes.append("F5: derived models gave identical outputs; contamination is not observable")
-        await together(rig, models, n, limit)
+        ctx.findings.observe("F5.two_models", f"together@limit{limit}", "f5.together",
+                             await together(rig, models, n, limit))
         if limit == 2:
             await warm_during_cold(rig, models)
-            await unload_together(rig, models, n)
+            ctx.findings.observe("F5.two_models", "unload_together@limit2", "f5.unload_together",
+                                 await unload_together(rig, models, n))
         else:
-            await alternate(rig, models)
+            ctx.findings.observe("F5.two_models", "alternate@limit1", "f5.alternate",
+                                 await alternate(rig, models))
         await retiring(rig, models, limit)
 
 
-async def together(rig: Rig, models: list[tuple[str, int | None, str]], n: int, limit: int) -> None:
-    """n cold requests to each of A and B at once."""
+async def together(rig: Rig, models: Models, n: int, limit: int) -> Facts:
+    """n cold requests to each of A and B at once (judged by judges_f5.together)."""
     t = timing(rig)
-    v = Verdict()
+    obs = Obs(limit=limit, count=n)
     (a, _, _), (b, _, _) = models[0], models[1]
-    tags = _tags(models)
     t0 = time.monotonic()
     owned = [(m, await rig.start_run(f"{m}-{i}", m)) for i in range(n) for m in (a, b)]
     flights = [f for _, f in owned]
-    v.require(await rig.settle(flights, t.slack_s), "every request completed (no deadlock)")
-    window = rig.poller.between(t0, time.monotonic())
-    if limit >= 2:
-        all_ok(v, flights, "requests")
-        both = [s for s in window if s.active(a) >= 1 and s.active(b) >= 1]
-        v.require(bool(both), "both models held slots at the same time")
-    else:
-        odd = [f"{f.label}={f.status}" for f in flights if f.status != 200 and not
-               (f.status == 503 and BUSY_LIMIT_TEXT in f.message())]
-        v.require(not odd, "each request answered 200 or 503 'max_loaded_models ... every loaded model is busy'"
-                  + (f" (got {', '.join(odd)})" if odd else ""))
-        v.require(any(f.status == 200 for f in flights), "at least one request was served")
-        both = [s for s in window if s.loaded(a) and s.loaded(b)]
-        v.require(not both, "never two models loaded under max_loaded_models=1")
-    for m in (a, b):
-        mine = [f for owner, f in owned if owner == m]
-        # Under limit 1 one model may be refused every time (the busy 503 above).
-        if limit >= 2 or any(f.status == 200 for f in mine):
-            outputs_match(rig, v, tags[m], mine, m)
-    v.require(await rig.drained([a, b], t.slack_s), "counters drained afterwards")
-    rig.ctx.findings.judge("F5.two_models", f"together@limit{limit}", v, timeline=rig.timeline(flights))
+    obs["settled"] = await rig.settle(flights, t.slack_s)
+    obs["joint"] = joint_samples(rig, [a, b], t0)
+    obs["drained"] = await rig.drained([a, b], t.slack_s)
+    return rig.observed(obs, flights, models=[a, b], tags=_tags(models))
 
 
-async def warm_during_cold(rig: Rig, models: list[tuple[str, int | None, str]]) -> None:
-    """A warm model is not held up by another model's guarded cold load."""
+async def warm_during_cold(rig: Rig, models: Models) -> None:
+    """A warm model is not held up by another model's guarded cold load (judged by
+    judges_f5.warm_during_cold)."""
     t = timing(rig)
-    v = Verdict()
-    (a, _, _), (b, _, tb) = models[0], models[1]
+    (a, _, _), (b, _, _) = models[0], models[1]
     if t.load_s < 2 * t.gap_s:
         rig.ctx.findings.add("F5.two_models", "warm_during_cold@limit2", Status.PENDING,
                              f"the load takes {t.load_s * 1000:.0f} ms: too fast to overlap with")
         return
+    obs = Obs()
     await reset(rig, [a])
     await rig.run("warm-b", b)
     cold = await rig.start_run("cold-a", a)
     during = await rig.wait(lambda s: s.active(a) >= 1 and s.loaded(a) is False, t.slack_s)
+    obs["cold_load_seen"] = during is not None
     warm = await rig.start_run("warm-b", b)
-    v.require(await rig.settle([cold, warm], t.slack_s), "both completed")
-    if during is None:
-        v.pend("the cold load finished before it could be observed")
-    all_ok(v, [cold, warm], "requests")
-    lat = warm.reply.elapsed_s if warm.reply else float("inf")
-    v.require(lat < t.service_s + t.load_s / 2 and warm.t_done < cold.t_done,
-              f"the warm model answered in {lat * 1000:.0f} ms without waiting for the cold load")
-    outputs_match(rig, v, tb, [warm], "the warm model")
-    rig.ctx.findings.judge("F5.two_models", "warm_during_cold@limit2", v, timeline=rig.timeline([cold, warm]))
+    obs["settled"] = await rig.settle([cold, warm], t.slack_s)
+    rig.ctx.findings.observe("F5.two_models", "warm_during_cold@limit2", "f5.warm_during_cold",
+                             rig.observed(obs, [cold, warm], tags=_tags(models)))
 
 
-async def unload_together(rig: Rig, models: list[tuple[str, int | None, str]], n: int) -> None:
+async def unload_together(rig: Rig, models: Models, n: int) -> Facts:
+    """A bulk unload of both models waits for both models' admitted work (judged by
+    judges_f5.unload_together)."""
     t = timing(rig)
-    v = Verdict()
+    obs = Obs(count=n)
     (a, _, _), (b, _, _) = models[0], models[1]
     for m in (a, b):
         await rig.run(f"warm-{m}", m)
@@ -137,46 +133,40 @@ async def unload_together(rig: Rig, models: list[tuple[str, int | None, str]], n
     seen = await rig.wait(lambda s: s.active(a) >= 1 and s.active(b) >= 1
                           and s.active(a) + s.queued(a) >= n and s.active(b) + s.queued(b) >= n,
                           t.slack_s)
-    if seen is None:
-        v.block("never observed both models' requests admitted")
+    obs.wait("both models' requests admitted", seen is not None)
     bulk = await rig.bulk("unload-both", [a, b])
-    v.require(await rig.settle([*running, bulk], t.slack_s), "everything completed (no deadlock)")
-    all_ok(v, [*running, bulk], "requests and the unload")
-    v.require(sorted(unloaded_ids(bulk)) == sorted([a, b]), f"both listed once ({unloaded_ids(bulk)})")
-    v.require(bulk.t_done >= max(f.t_done for f in running) - t.tol_s, "the unload waited for both models' work")
+    obs["settled"] = await rig.settle([*running, bulk], t.slack_s)
     end = await rig.wait(lambda s: not s.loaded(a) and not s.loaded(b) and s.active(a) == 0
                          and s.active(b) == 0, t.slack_s)
-    v.require(end is not None, "both ended unloaded with drained counters")
-    rig.ctx.findings.judge("F5.two_models", "unload_together@limit2", v, timeline=rig.timeline([*running, bulk]))
+    obs["ended_unloaded"] = end is not None
+    return rig.observed(obs, [*running, bulk], models=[a, b], running=_labels(running))
 
 
-async def alternate(rig: Rig, models: list[tuple[str, int | None, str]]) -> None:
-    """Limit 1: alternating requests evict the idle other model each time."""
+async def alternate(rig: Rig, models: Models) -> Facts:
+    """Limit 1: alternating requests evict the idle other model each time (judged by
+    judges_f5.alternate)."""
     t = timing(rig)
-    v = Verdict()
-    (a, _, ta), (b, _, tb) = models[0], models[1]
+    obs = Obs()
+    (a, _, _), (b, _, _) = models[0], models[1]
     t0 = time.monotonic()
     seq = [await rig.run(f"alt{i}-{m}", m) for i, m in enumerate((a, b, a))]
-    all_ok(v, seq, "alternating requests")
-    outputs_match(rig, v, ta, [seq[0], seq[2]], a)
-    outputs_match(rig, v, tb, [seq[1]], b)
-    both = [s for s in rig.poller.between(t0, time.monotonic()) if s.loaded(a) and s.loaded(b)]
-    v.require(not both, "never two models loaded under max_loaded_models=1")
+    obs["joint"] = joint_samples(rig, [a, b], t0)
     snap = await rig.wait(lambda s: s.loaded(a) is True and s.loaded(b) is False, t.slack_s)
-    v.require(snap is not None, "the last load evicted the idle other model")
-    rig.ctx.findings.judge("F5.two_models", "alternate@limit1", v, timeline=rig.timeline(seq))
+    obs["evicted"] = snap is not None
+    return rig.observed(obs, seq, models=[a, b], tags=_tags(models), sequence=_labels(seq))
 
 
-async def retiring(rig: Rig, models: list[tuple[str, int | None, str]], limit: int) -> None:
-    """A model in teardown neither blocks nor evicts an unrelated keeper."""
+async def retiring(rig: Rig, models: Models, limit: int) -> None:
+    """A model in teardown neither blocks nor evicts an unrelated keeper (judged by
+    judges_f5.retiring)."""
     t = timing(rig)
-    v = Verdict()
     name = f"retiring@limit{limit}"
     if t.teardown_s < 2 * t.gap_s:
         rig.ctx.findings.add("F5.retiring_residency", name, Status.PENDING,
                              f"an idle unload takes {t.teardown_s * 1000:.0f} ms: too fast to load another "
                              "model while it retires (give the model a slower teardown)")
         return
+    obs = Obs(limit=limit)
     (a, _, _), (b, _, _), (m, _, tm) = models
     await reset(rig, [a, b, m])
     keeper: str | None = None
@@ -189,22 +179,19 @@ async def retiring(rig: Rig, models: list[tuple[str, int | None, str]], limit: i
         await rig.run("load-retiring", retire)
     unload = await rig.bulk("unload-retiring", [retire])
     window = await rig.wait(lambda s: s.loaded(retire) is False, t.slack_s)
-    if window is None or unload.finished:
-        v.pend("the unload finished before another load could be sent during its teardown")
+    # Read right then: was the incoming load sent while the retiring model was in teardown?
+    obs["teardown_window"] = window is not None and not unload.finished
     t_inc = time.monotonic()
     incoming = await rig.run("incoming", m)
     inc_done = time.monotonic()
-    v.require(await rig.settle([unload], t.slack_s), "the unload completed")
-    v.require(incoming.status == 200, f"the incoming load was served during the teardown "
-              f"(got {incoming.status}: {incoming.message()[:100]})")
-    outputs_match(rig, v, tm, [incoming], "the incoming model")
+    obs["settled"] = await rig.settle([unload], t.slack_s)
     if keeper is not None:
-        lost = [s for s in rig.poller.between(t_inc, inc_done) if s.loaded(keeper) is False]
+        obs["keeper_samples"] = rig.samples_of(keeper, t_inc, inc_done)
         end = await rig.wait(lambda s: s.get(keeper) is not None, 2.0)
-        v.require(not lost and end is not None and end.loaded(keeper) is True,
-                  "the keeper stayed loaded (not evicted because of the retiring model)")
-    rig.ctx.findings.judge("F5.retiring_residency", name, v, timeline=rig.timeline([unload, incoming]),
-                           teardown_window=window is not None and not unload.finished)
+        obs["keeper_end_loaded"] = end.loaded(keeper) if end is not None else None
+    rig.ctx.findings.observe("F5.retiring_residency", name, "f5.retiring",
+                             rig.observed(obs, [unload, incoming], keeper=keeper, incoming_tag=tm),
+                             teardown_window=obs["teardown_window"])
 
 
 async def bulk_probe(ctx: Context) -> None:
@@ -216,83 +203,78 @@ async def bulk_probe(ctx: Context) -> None:
     spec = ctx.launch_spec(entries, flagged=True, max_loaded_models=0)
     async with open_rig(ctx, "f5-bulk", spec, [m for m, _, _ in models]) as rig:
         await _refs(rig, models)
-        await ready_first(rig, models)
+        first = await ready_first(rig, models)
+        ctx.findings.observe("F5.bulk_ready_first", "ready_idle_first", "f5.ready_first", first,
+                             freed_at=first["freed_at"], published_at=first["published_at"])
         if (short := t.too_short(ctx.options.min_service_ms)) is not None:
             ctx.findings.add("F5.no_convoy", "no_convoy", Status.PENDING, short)
         else:
-            await no_convoy(rig, models, n)
-        await selections(rig, models, n)
+            ctx.findings.observe("F5.no_convoy", "unrelated_progress", "f5.no_convoy",
+                                 await no_convoy(rig, models, n))
+        ctx.findings.observe("F5.bulk_selections", "reversed_overlapping_duplicate", "f5.selections",
+                             await selections(rig, models, n))
 
 
-async def ready_first(rig: Rig, models: list[tuple[str, int | None, str]]) -> None:
-    """Bulk [B loading, A ready idle] frees A before B's first load finishes."""
+async def ready_first(rig: Rig, models: Models) -> Facts:
+    """Bulk [B loading, A ready idle] frees A before B's first load finishes (judged by
+    judges_f5.ready_first)."""
     t = timing(rig)
-    v = Verdict()
-    (a, _, _), (b, _, tb) = models
+    obs = Obs()
+    (a, _, _), (b, _, _) = models
     await reset(rig, [a, b])
     await rig.run("warm-a", a)
     cold = await rig.start_run("first-b", b)
     during = await rig.wait(lambda s: s.active(b) >= 1 and s.loaded(b) is False, t.slack_s)
-    if during is None or cold.finished:
-        v.pend("the first load finished before the bulk unload could be sent during it")
+    obs["first_load_seen"] = during is not None and not cold.finished
     bulk = await rig.bulk("unload-b-a", [b, a])
     await anyio.sleep(t.gap_s)
-    if not bulk.finished and await registry_stalled(rig, bulk):
-        v.block(STALLED.format(what="the bulk unload"))
+    waiting = not bulk.finished
+    registry: dict[str, Any] = {"what": "the bulk unload", "manager": bulk.label, "still_waiting": waiting}
+    if waiting:
+        registry["canaries"] = await canaries(rig, bulk)
+        registry["manager_t_done"] = rig.rel(bulk.t_done) if bulk.finished else None
+    obs["registry"] = registry
     freed = await rig.wait(lambda s: s.loaded(a) is False, t.slack_s, after=bulk.t_send)
-    v.require(await rig.settle([cold, bulk], t.slack_s), "everything completed (no deadlock)")
-    published = next((s.t for s in rig.poller.between(during.t if during else 0.0, time.monotonic())
-                      if s.loaded(b)), None)
-    all_ok(v, [cold, bulk], "the first request and the bulk unload")
-    outputs_match(rig, v, tb, [cold], b, phase="cold")
-    freed_first = freed is not None and freed.t < cold.t_done and (published is None or freed.t < published)
-    v.require(bool(v.blockers) or freed_first, "the ready idle model was freed before the first load finished")
-    v.require(unloaded_ids(bulk) == [a, b], f"reply lists the ready model first ({unloaded_ids(bulk)})")
+    obs["freed_at"] = rig.rel(freed.t) if freed is not None else None
+    obs["settled"] = await rig.settle([cold, bulk], t.slack_s)
+    # B's status from the moment its first load was seen: when did it publish the model?
+    obs["b_samples"] = rig.samples_of(b, during.t if during is not None else rig.t0)
+    published = next((row[0] for row in obs["b_samples"] if row[3]), None)
+    obs["published_at"] = published
     end = await rig.wait(lambda s: not s.loaded(a) and not s.loaded(b) and s.active(b) == 0, t.slack_s)
-    v.require(end is not None, "both ended unloaded with drained counters")
-    rig.ctx.findings.judge("F5.bulk_ready_first", "ready_idle_first", v, timeline=rig.timeline([cold, bulk]),
-                           freed_at=rig.rel(freed.t) if freed else None,
-                           published_at=rig.rel(published) if published else None)
+    obs["ended_unloaded"] = end is not None
+    return rig.observed(obs, [cold, bulk], models=[a, b], tags=_tags(models))
 
 
-async def no_convoy(rig: Rig, models: list[tuple[str, int | None, str]], n: int) -> None:
-    """While A's bulk unload waits for its work, status and a warm B request progress."""
+async def no_convoy(rig: Rig, models: Models, n: int) -> Facts:
+    """While A's bulk unload waits for its work, status and a warm B request progress
+    (judged by judges_f5.no_convoy)."""
     t = timing(rig)
-    v = Verdict()
-    (a, _, _), (b, _, tb) = models
+    obs = Obs(count=n)
+    (a, _, _), (b, _, _) = models
     for m in (a, b):
         await rig.run(f"warm-{m}", m)
     busy = [await rig.start_run(f"a-{i}", a) for i in range(2 * n)]  # two services of work on A
-    if await rig.wait(lambda s: s.active(a) >= n and s.queued(a) >= n, t.slack_s) is None:
-        v.block("never observed A full with queued work")
+    obs.wait("A full with queued work",
+             await rig.wait(lambda s: s.active(a) >= n and s.queued(a) >= n, t.slack_s) is not None)
     bulk = await rig.bulk("unload-a", [a])
     await anyio.sleep(t.gap_s)
-    if bulk.finished:
-        v.pend("A's work finished before the unrelated reads could be sent during the unload")
+    obs["bulk_waiting"] = not bulk.finished
     status = await rig.start("status", "GET", "/v1/models")
     health = await rig.start("health", "GET", "/health")
     warm = await rig.start_run("warm-b", b)
-    v.require(await rig.settle([*busy, bulk, status, health, warm], t.slack_s), "everything completed")
-    for f, what in ((status, "GET /v1/models"), (health, "GET /health"), (warm, "the warm request to B")):
-        v.require(f.status == 200 and f.t_done < bulk.t_done,
-                  f"{what} answered before A's unload finished ({_lead(f, bulk)})")
-    outputs_match(rig, v, tb, [warm], "the warm model")
-    rig.ctx.findings.judge("F5.no_convoy", "unrelated_progress", v,
-                           timeline=rig.timeline([*busy, bulk, status, health, warm]))
+    obs["settled"] = await rig.settle([*busy, bulk, status, health, warm], t.slack_s)
+    return rig.observed(obs, [*busy, bulk, status, health, warm], models=[a, b], tags=_tags(models),
+                        busy=_labels(busy))
 
 
-def _lead(f: Flight, bulk: Flight) -> str:
-    if f.reply is None or bulk.reply is None:
-        return "no reply"
-    return f"{(bulk.t_done - f.t_done) * 1000:.0f} ms before it"
-
-
-async def selections(rig: Rig, models: list[tuple[str, int | None, str]], n: int) -> None:
-    """Reversed, overlapping and duplicate bulk selections at once, with work running."""
+async def selections(rig: Rig, models: Models, n: int) -> Facts:
+    """Reversed, overlapping and duplicate bulk selections at once, with work running
+    (judged by judges_f5.selections)."""
     ctx = rig.ctx
     t = timing(rig)
-    v = Verdict()
-    (a, _, ta), (b, _, tb) = models
+    obs = Obs(count=n)
+    (a, _, _), (b, _, _) = models
     unknown = ctx.derived_id("unknown")
     for m in (a, b):
         await rig.run(f"warm-{m}", m)
@@ -304,20 +286,11 @@ async def selections(rig: Rig, models: list[tuple[str, int | None, str]], n: int
         await rig.bulk("bulk-dup", [a, a, b, unknown, b]),
         await rig.start("unload-all", "POST", "/v1/tasks/unload_all_models", {}),
     ]
-    v.require(await rig.settle([*running, *bulks], t.slack_s),
-              f"every selection finished within {t.slack_s:.1f} s (no deadlock)")
-    all_ok(v, [*running, *bulks], "requests and bulk unloads")
-    for f in bulks:
-        ids = unloaded_ids(f)
-        v.require(sorted(ids) == sorted([a, b]), f"{f.label} listed each model once ({ids})")
-    dup = bulks[2].json()
-    v.require(isinstance(dup, dict) and dup.get("not_found") == [unknown], "the unknown id is in not_found")
+    obs["settled"] = await rig.settle([*running, *bulks], t.slack_s)
     end = await rig.wait(lambda s: not s.loaded(a) and not s.loaded(b) and s.active(a) == 0
                          and s.active(b) == 0 and s.queued(a) == 0 and s.queued(b) == 0, t.slack_s)
-    v.require(end is not None, "both ended unloaded with drained counters")
+    obs["ended_unloaded"] = end is not None
     after = [await rig.run(f"after-{m}", m) for m in (a, b)]
-    all_ok(v, after, "requests after the selections")
-    outputs_match(rig, v, ta, [after[0]], a)
-    outputs_match(rig, v, tb, [after[1]], b)
-    rig.ctx.findings.judge("F5.bulk_selections", "reversed_overlapping_duplicate", v,
-                           timeline=rig.timeline([*running, *bulks]))
+    return rig.observed(obs, [*running, *bulks, *after], models=[a, b], tags=_tags(models),
+                        unknown=unknown, running=_labels(running), bulks=_labels(bulks),
+                        after=_labels(after))

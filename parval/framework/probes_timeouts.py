@@ -4,24 +4,20 @@ timing out (and waking the request behind it), and bulk unload ignoring the ceil
 
 Two models share one server: `A` with a short per-model `busy_timeout_ms` ceiling and `Z`
 with ceiling 0 (unbounded). Every occupant is fresh when a bounded probe arrives, so the
-probe takes the waiting path, not the overdue fail-fast path (that is F1.overdue).
+probe takes the waiting path, not the overdue fail-fast path (that is F1.overdue). The
+probes record; parval.framework.judges_timeouts judges.
 """
 
 from __future__ import annotations
 
 import anyio
 
-from parval.framework.checks import Verdict
 from parval.framework.context import Context
+from parval.framework.observed import Obs
 from parval.framework.preconditions import BULK_UNLOAD, MANAGEMENT
 from parval.framework.probes_f1 import tested_counts
 from parval.framework.rig import Flight, Rig, open_rig
-from parval.framework.scenarios import (
-    STALLED,
-    all_ok,
-    timing,
-    unloaded_ids,
-)
+from parval.framework.scenarios import timing
 from parval.status import Status
 
 FLAGGED_TIMEOUT = "timed out waiting for a slot"
@@ -35,28 +31,19 @@ def timeout_models(ctx: Context) -> tuple[str, str]:
     return ctx.model_id, ctx.derived_id("t0")
 
 
-async def occupy_any(rig: Rig, model: str, n: int, v: Verdict) -> list[Flight]:
+async def occupy_any(rig: Rig, model: str, n: int, obs: Obs) -> list[Flight]:
     """Hold n slots (flagged, observed) or the one legacy lock (no slot fields: a gap)."""
     t = timing(rig)
     if rig.flagged:
         flights = [await rig.start_run(f"occupant{i}", model) for i in range(n)]
-        if await rig.wait(lambda s: s.active(model) >= n and bool(s.loaded(model)), t.slack_s) is None:
-            v.block(f"never observed {n} active slot(s)")
+        seen = await rig.wait(lambda s: s.active(model) >= n and bool(s.loaded(model)), t.slack_s)
+        obs.wait(f"{n} active slot(s)", seen is not None)
         return flights
     flight = await rig.start_run("occupant0", model)
     # Long enough for it to take the lock, short enough that it is not yet "wedged" for the
     # ceiling-bounded caller that follows.
     await anyio.sleep(min(t.gap_s, t.ceiling_ms / 3000))
     return [flight]
-
-
-def _bounded(v: Verdict, probe: Flight, bound_ms: int, text: str, tol_s: float) -> None:
-    msg = probe.message()
-    v.require(probe.status == 503 and text in msg,
-              f"503 '{text}' (got {probe.status}: {msg[:120]})")
-    lat = probe.reply.elapsed_s if probe.reply else 0.0
-    v.require(0.9 * bound_ms / 1000 <= lat < bound_ms / 1000 + tol_s + 0.05,
-              f"gave up after {lat * 1000:.0f} ms for a {bound_ms} ms bound")
 
 
 async def timeout_checks(rig: Rig, n: int, runtime: str) -> None:
@@ -71,23 +58,17 @@ async def timeout_checks(rig: Rig, n: int, runtime: str) -> None:
 
     async def case(name: str, model: str, body_timeout: int | None, expect: str | None,
                    bound_ms: int) -> None:
-        v = Verdict()
-        occupants = await occupy_any(rig, model, n, v)
+        """One bounded (or unbounded) probe behind fresh occupants (judged by
+        judges_timeouts.case)."""
+        obs = Obs(case=name, expect=expect, bound_ms=bound_ms, probe=f"probe-{name}")
+        occupants = await occupy_any(rig, model, n, obs)
         probe = await rig.run(f"probe-{name}", model, busy_timeout_ms=body_timeout)
-        v.require(await rig.settle(occupants, t.slack_s), "occupants completed")
-        if not v.blockers:
-            all_ok(v, occupants, "occupants")
-            if expect is None:
-                v.require(probe.status == 200, f"unbounded probe completed 200 (got {probe.status})")
-                lat = probe.reply.elapsed_s if probe.reply else 0.0
-                v.require(lat >= 0.8 * t.service_s, f"it waited for a slot ({lat * 1000:.0f} ms)")
-            else:
-                _bounded(v, probe, bound_ms, expect, t.tol_s)
-            if rig.flagged:
-                # A waiter that gave up must leave the queue's accounting too.
-                v.require(await rig.drained([model], t.slack_s),
-                          "counters drained afterwards (no timed-out request stays counted as queued)")
-        ctx.findings.judge("F1.timeouts", f"{name}@{runtime}", v, timeline=rig.timeline([*occupants, probe]))
+        obs["settled"] = await rig.settle(occupants, t.slack_s)
+        if not obs.blocked and rig.flagged:
+            # A waiter that gave up must leave the queue's accounting too.
+            obs["drained"] = await rig.drained([model], t.slack_s)
+        facts = rig.observed(obs, [*occupants, probe], occupants=[f.label for f in occupants])
+        ctx.findings.observe("F1.timeouts", f"{name}@{runtime}", "timeouts.case", facts)
 
     await case("request_ceiling", a, None, text, ceiling)
     await case("request_override", z, ceiling, override_text, ceiling)
@@ -100,11 +81,11 @@ async def timeout_checks(rig: Rig, n: int, runtime: str) -> None:
 async def manager_timeout(rig: Rig, model: str, n: int, runtime: str, text: str, ceiling: int) -> None:
     ctx = rig.ctx
     t = timing(rig)
-    v = Verdict()
     if ctx.unmet("F1.timeouts", f"manager_timeout@{runtime}", MANAGEMENT):
         return
     spare = rig.flagged and n >= 2
-    occupants = await occupy_any(rig, model, n - 1 if spare else n, v)
+    obs = Obs(expect=text, bound_ms=ceiling, model=model, count=n, spare=spare)
+    occupants = await occupy_any(rig, model, n - 1 if spare else n, obs)
     manager = await rig.start("unload", "POST", "/v1/models/unload", {"id": model})
     later: Flight | None = None
     if spare:
@@ -112,14 +93,12 @@ async def manager_timeout(rig: Rig, model: str, n: int, runtime: str, text: str,
         # A spare slot exists, yet the request must queue behind the waiting manager.
         later = await rig.start_run("behind-manager", model)
         snap = await rig.wait(lambda s: s.queued(model) >= 1 or s.active(model) >= n, t.slack_s)
-        if snap is None:
-            v.block("the request behind the manager was never observed queued")
-        elif snap.queued(model) < 1 and not manager.finished:
-            v.block("the request behind the manager took the spare slot instead of queueing (FIFO "
-                    "barging, judged by F1.fifo)")
-        elif snap.queued(model) < 1:
-            v.block(STALLED.format(what="the targeted unload") + " (the request reached the "
-                    "scheduler only after the manager gave up)")
+        obs.wait("the request behind the manager queued", snap is not None,
+                 unseen="the request behind the manager was never observed queued")
+        if snap is not None:
+            # What the sample that ended the wait showed, and whether the manager was done then.
+            obs["behind"] = {"t": rig.rel(snap.t), "queued": snap.queued(model),
+                             "active": snap.active(model), "manager_finished": manager.finished}
     await manager.done.wait()
     if manager.status == 403:
         ctx.findings.add("F1.timeouts", f"manager_timeout@{runtime}", Status.PENDING,
@@ -129,39 +108,30 @@ async def manager_timeout(rig: Rig, model: str, n: int, runtime: str, text: str,
     woke = None
     if later is not None:
         woke = await rig.wait(lambda s: s.active(model) >= n, t.slack_s)
-    done_first = min(f.t_done for f in occupants) if occupants else float("inf")
+    obs["woke_t"] = rig.rel(woke.t) if woke is not None else None
+    # The first occupant completion known when the wake-up was seen (None: none yet).
+    obs["occupants_first_done"] = rig.rel(min((f.t_done for f in occupants), default=float("inf")))
     flights = [*occupants, manager, *([later] if later else [])]
-    v.require(await rig.settle(flights, t.slack_s), "everything completed within bound")
-    if not v.blockers:
-        _bounded(v, manager, ceiling, text, t.tol_s)
-        all_ok(v, [*occupants, *([later] if later else [])], "requests")
-        snap = rig.poller.latest
-        v.require(snap is not None and snap.loaded(model) is not False,
-                  "the model stayed loaded (the timed-out unload did nothing)")
-        if later is not None:
-            v.require(woke is not None and woke.t < done_first,
-                      "the manager giving up woke the request queued behind it (it took the spare "
-                      "slot before the occupants finished)")
-    ctx.findings.judge("F1.timeouts", f"manager_timeout@{runtime}", v, timeline=rig.timeline(flights))
+    obs["settled"] = await rig.settle(flights, t.slack_s)
+    snap_end = rig.poller.latest
+    obs["end_sampled"] = snap_end is not None
+    obs["end_loaded"] = snap_end.loaded(model) if snap_end is not None else None
+    facts = rig.observed(obs, flights, occupants=[f.label for f in occupants],
+                         later=later.label if later is not None else None)
+    ctx.findings.observe("F1.timeouts", f"manager_timeout@{runtime}", "timeouts.manager_timeout", facts)
 
 
 async def bulk_ignores_ceiling(rig: Rig, model: str, n: int, runtime: str, ceiling: int) -> None:
     ctx = rig.ctx
     t = timing(rig)
-    v = Verdict()
     if ctx.unmet("F1.timeouts", f"bulk_unbounded@{runtime}", BULK_UNLOAD):
         return
-    occupants = await occupy_any(rig, model, n, v)
+    obs = Obs(bound_ms=ceiling, model=model)
+    occupants = await occupy_any(rig, model, n, obs)
     bulk = await rig.bulk("bulk-unload", [model])
-    v.require(await rig.settle([*occupants, bulk], t.slack_s), "everything completed within bound")
-    if not v.blockers:
-        lat = bulk.reply.elapsed_s if bulk.reply else 0.0
-        v.require(bulk.status == 200 and model in unloaded_ids(bulk),
-                  f"bulk unload answered 200 listing the model (got {bulk.status})")
-        v.require(lat * 1000 > ceiling, f"it waited {lat * 1000:.0f} ms, beyond the {ceiling} ms ceiling "
-                  "(bulk waits are unbounded)")
-    ctx.findings.judge("F1.timeouts", f"bulk_unbounded@{runtime}", v,
-                       timeline=rig.timeline([*occupants, bulk]))
+    obs["settled"] = await rig.settle([*occupants, bulk], t.slack_s)
+    facts = rig.observed(obs, [*occupants, bulk], occupants=[f.label for f in occupants])
+    ctx.findings.observe("F1.timeouts", f"bulk_unbounded@{runtime}", "timeouts.bulk_unbounded", facts)
 
 
 async def flagged_timeouts_probe(ctx: Context) -> None:

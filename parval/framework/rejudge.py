@@ -1,9 +1,12 @@
 """`parval report --rejudge FRAMEWORK_RUN`: the framework record again from its events alone.
 
-The probes record every sub-check (`check` events), the capabilities they found, the CTest
-runs (`ctest_run`) and what judging reads (`judge_inputs`, `record_inputs`); combining
-them into F assertions, groups, covered counts and the verdict is done again here, so a
-fix to those rules applies to an existing record without a server.
+The probes record what every forced situation showed (`observation` events: request
+timelines, reply hashes with the raw bodies in artifacts/, status samples, trace lines,
+bounded waits, timing and references), the CTest runs (`ctest_run`) and what judging reads
+(`judge_inputs`, `record_inputs`). Here every sub-check is judged again from its
+observation by the registered pure judge (the `check` events the run wrote are not read),
+then combined into F assertions, groups, covered counts and the verdict, so a fix to a
+judge or to those rules applies to an existing record without a server.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 from parval.errors import RunDirError
 from parval.evidence import EVENTS, read_events
 from parval.framework.checks import Check
+from parval.framework.judges import run_judge
 from parval.framework.record import RECORD, assemble
 from parval.framework.runner import judge
 from parval.runners.ctest import CTestRun
@@ -29,6 +33,17 @@ def _fields(event: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in event.items() if k not in _META}
 
 
+def rejudge_observation(event: dict[str, Any]) -> Check:
+    """The sub-check the registered judge gives for one recorded observation."""
+    facts = dict(event["facts"])
+    try:
+        verdict = run_judge(str(event["judge"]), facts)
+    except KeyError as exc:
+        raise RunDirError(f"observation {event.get('seq')}: {exc.args[0]}") from None
+    evidence = {"judge": event["judge"], **(event.get("evidence") or {})}
+    return Check(str(event["assertion"]), str(event["name"]), verdict.status, verdict.detail(), evidence)
+
+
 def rejudge_framework(run_dir: Path) -> dict[str, Any]:
     """The record rebuilt from `run_dir/events.jsonl`; RunDirError when it lacks the events."""
     events = read_events(run_dir / EVENTS)
@@ -37,8 +52,8 @@ def rejudge_framework(run_dir: Path) -> dict[str, Any]:
     runs: list[CTestRun] = []
     for e in events:
         kind = e.get("kind")
-        if kind == "check":
-            checks.append(Check.from_json(e))
+        if kind == "observation":
+            checks.append(rejudge_observation(e))
         elif kind == "ctest_run":
             runs.append(CTestRun.from_json(e["run"]))
         elif kind in ("judge_inputs", "record_inputs"):

@@ -27,6 +27,7 @@ from parval.runners.status import StatusSample, parse_models
 
 if TYPE_CHECKING:
     from parval.framework.context import Context
+    from parval.framework.observed import Obs
 
 
 @dataclass
@@ -264,6 +265,65 @@ class Rig:
         if flight.reply is None or flight.status != 200:
             return None
         return self.ctx.canon(flight.reply.body)
+
+    def fact(self, f: Flight) -> dict[str, Any]:
+        """One flight as an observation records it (parval.framework.observed.FlightFact):
+        the raw reply body goes to the artifacts, a run reply's canonical output hash and a
+        small management reply's JSON into the fact itself."""
+        out: dict[str, Any] = {"label": f.label, "model": f.model, "method": f.method, "path": f.path,
+                               "t_send": self.rel(f.t_send), "finished": f.finished,
+                               "t_done": self.rel(f.t_done) if f.reply is not None else None,
+                               "status": f.status, "cancelled": f.cancelled}
+        r = f.reply
+        if r is None:
+            return out
+        out["ms"] = round(r.elapsed_s * 1000, 3)
+        out["outcome"] = r.outcome
+        if r.error:
+            out["error"] = r.error[:300]
+        if r.body:
+            out["artifact"] = self.ctx.artifacts.put(r.body, "body")
+        if f.path == self.ctx.route and r.status == 200:
+            out["output"] = self.output(f)
+        else:
+            out["message"] = f.message()[:300]
+            if len(r.body) <= 8192:
+                out["json"] = r.json()
+        return out
+
+    def samples_of(self, model: str, t0: float, t1: float | None = None) -> list[list[Any]]:
+        """Status samples of `model` in a window as [t, active, queued, loaded, max_parallel,
+        slots] rows, a row only where something changed (parval.framework.observed.Sample)."""
+        rows: list[list[Any]] = []
+        last: list[Any] | None = None
+        for s in self.poller.between(t0, time.monotonic() if t1 is None else t1):
+            x = s.get(model)
+            if x is None:
+                continue
+            values = [x.active, x.queued, x.loaded, x.max_parallel, x.slots]
+            if values != last:
+                rows.append([self.rel(s.t), *values])
+                last = values
+        return rows
+
+    def observed(self, obs: Obs, flights: list[Flight], **facts: Any) -> dict[str, Any]:
+        """The facts of one forced situation, completed with what every judge may read:
+        the rig, the measured timing, the references known now and the flights."""
+        obs.facts.update(facts)
+        obs.facts.update({
+            "rig": self.name, "flagged": self.flagged, "model_id": self.ctx.model_id,
+            "timing": self.timing_facts(), "refs": self.ctx.refs_json(),
+            "flights": [self.fact(f) for f in flights],
+        })
+        return obs.facts
+
+    def timing_facts(self) -> dict[str, Any] | None:
+        """The measured timing, exact (observed.timing_of reads it back)."""
+        t = self.ctx.timing
+        if t is None:
+            return None
+        return {**t.to_json(), "service_ms": t.service_s * 1000, "load_ms": t.load_s * 1000,
+                "teardown_ms": t.teardown_s * 1000}
 
     def timeline(self, flights: list[Flight]) -> list[dict[str, Any]]:
         return [{"label": f.label, "t_send": self.rel(f.t_send), "t_done": self.rel(f.t_done),

@@ -5,8 +5,9 @@ A probe that cannot finish (server did not start, deadline, a parval error) leav
 assertions BLOCKED with the reason; it never turns into a PASS or a model FAIL. A probe
 whose preconditions the calibration start found missing (slot counters, bulk unload,
 management routes) is not run: its assertions are PENDING/UNSUPPORTED naming them.
-Every sub-check is an event, and `judge` combines recorded sub-checks and CTest runs
-without a server (`parval report --rejudge`).
+Every sub-check is a judge's verdict over a recorded observation (parval.framework.observed),
+and `judge` combines sub-checks and CTest runs without a server (`parval report --rejudge`
+re-runs the judges over the observations first).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ import anyio
 from parval.assertions import FRAMEWORK_GATE, group_of
 from parval.errors import ServerStartError, UsageError
 from parval.framework import contract
-from parval.framework.checks import Check, Findings, assertion_result
+from parval.framework.checks import Check, assertion_result
 from parval.framework.context import Context
+from parval.framework.findings import Findings
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, LOADED, MANAGEMENT, first_missing
 from parval.framework.probes_f1 import cap1_probe, fifo_probe, overdue_probe
 from parval.framework.probes_f2 import callback_probe, reconfigure_probe, unload_load_probe
@@ -127,7 +129,9 @@ async def run_probes(ctx: Context, selected: set[str]) -> tuple[list[dict[str, A
         if gap is not None:
             for aid in probe.assertions:
                 if aid in selected:
-                    ctx.findings.add(aid, probe.name, gap[0], gap[1], precondition=True)
+                    ctx.findings.observe(aid, probe.name, "precondition",
+                                         {"capabilities": ctx.caps.to_json(), "needs": list(probe.needs)},
+                                         precondition=True)
             ctx.log.append("probe_skipped", probe=probe.name, status=str(gap[0]), reason=gap[1])
             outcomes.append({"probe": probe.name, "outcome": "precondition", "error": gap[1],
                              "assertions": list(probe.assertions)})

@@ -1,5 +1,6 @@
 """Building blocks the probes share: occupying slots, queueing behind them, staggering
-managers, reading observer traces and judging completion order.
+managers, reading observer traces (what they saw goes into an `Obs`; judging is in
+parval.framework.observed and the judges_* modules).
 
 Orders are forced, not assumed: work is only sent after the server reports what came
 before it (active or queued). Managers are invisible in `/v1/models`, so the one thing a
@@ -14,7 +15,7 @@ from typing import Any
 
 import anyio
 
-from parval.framework.checks import Verdict
+from parval.framework.observed import Obs
 from parval.framework.rig import Flight, Rig, Snapshot
 from parval.framework.settings import Timing
 from parval.runners.trace import read_trace
@@ -33,7 +34,7 @@ def queued_at_least(model: str, k: int) -> Callable[[Snapshot], bool]:
     return lambda s: s.queued(model) >= k
 
 
-async def occupy(rig: Rig, model: str, n: int, v: Verdict, *, label: str = "occupant",
+async def occupy(rig: Rig, model: str, n: int, obs: Obs, *, label: str = "occupant",
                  stagger_s: float | None = None, loaded: bool = True) -> list[Flight]:
     """n requests holding n slots (observed). With `stagger_s` they are admitted one by one
     that far apart, so their slots also free one by one. `loaded=False` accepts slots
@@ -47,88 +48,58 @@ async def occupy(rig: Rig, model: str, n: int, v: Verdict, *, label: str = "occu
     if stagger_s is None:
         for i in range(n):
             flights.append(await rig.start_run(f"{label}{i}", model))
-        if await rig.wait(held(n), t.slack_s) is None:
-            v.block(f"never observed {n} active slot(s) for {model}")
+        obs.wait(f"{n} active slot(s) for {model}", await rig.wait(held(n), t.slack_s) is not None)
         return flights
     for i in range(n):
         flights.append(await rig.start_run(f"{label}{i}", model))
-        if await rig.wait(held(i + 1), t.slack_s) is None:
-            v.block(f"never observed {i + 1} active slot(s) for {model}")
+        if not obs.wait(f"{i + 1} active slot(s) for {model}",
+                        await rig.wait(held(i + 1), t.slack_s) is not None):
             break
         await anyio.sleep(stagger_s)
     return flights
 
 
-async def enqueue(rig: Rig, model: str, label: str, want_queued: int, v: Verdict, *,
+async def enqueue(rig: Rig, model: str, label: str, want_queued: int, obs: Obs, *,
                   request: dict[str, Any] | None = None, busy_timeout_ms: int | None = None,
                   observe_s: float | None = None) -> Flight:
     """Send one request and wait until `queued_requests` shows it waiting."""
     t = timing(rig)
     flight = await rig.start_run(label, model, request=request, busy_timeout_ms=busy_timeout_ms)
     seen = await rig.wait(queued_at_least(model, want_queued), observe_s or t.slack_s)
-    if seen is None:
-        v.block(f"{label} never observed queued (queued_requests >= {want_queued})")
+    obs.wait(f"{label} queued (queued_requests >= {want_queued})", seen is not None)
     return flight
 
 
-async def registry_stalled(rig: Rig, manager: Flight) -> bool:
-    """Read status while `manager` waits: True when the read could only be answered once the
-    manager finished (a registry lock held across a management wait), or never."""
+async def canaries(rig: Rig, manager: Flight) -> list[dict[str, Any]]:
+    """Status reads while `manager` waits (judged by `observed.stalled`). Two reads a gap
+    apart: the first may reach the registry before the manager takes its lock (a race, not
+    evidence of a free registry); a held lock stalls the second."""
     t = timing(rig)
-    # Two reads a gap apart: the first may reach the registry before the manager takes its
-    # lock (a race, not evidence of a free registry); a held lock stalls the second.
+    reads: list[dict[str, Any]] = []
     for i in range(2):
         if i:
             await anyio.sleep(t.gap_s)
         canary = await rig.start(f"status-canary{i}", "GET", "/health", timeout_s=t.slack_s + 5)
         await canary.wait(t.slack_s)
-        if not canary.finished or canary.status != 200:
-            return True
-        if manager.finished:
+        reads.append(rig.fact(canary))
+        if not canary.finished or canary.status != 200 or manager.finished:
             break
-    if not manager.finished:
-        return False
-    # Blocked reads are answered when the lock is released, within a few ms of the
-    # manager's own reply (either order); a free registry answers long before it.
-    window = max(0.005, 0.2 * (manager.t_done - canary.t_send))
-    return canary.t_done >= manager.t_done - window
+    return reads
 
 
-STALLED = ("status reads stalled while {what} waited (registry lock held across a management "
-           "wait; judged by F5.no_convoy), so the forced order could not be observed")
-
-
-async def stagger_manager(rig: Rig, flight: Flight, v: Verdict, what: str) -> None:
-    """After sending a manager: give it a gap to enqueue, then it must still be waiting,
-    and status reads must still answer (a stalled registry confounds the scenario)."""
+async def stagger_manager(rig: Rig, flight: Flight, obs: Obs, what: str) -> None:
+    """After sending a manager: give it a gap to enqueue, then record whether it still
+    waits and whether status reads still answer (a stalled registry confounds the scenario)."""
     t = timing(rig)
     await anyio.sleep(t.gap_s)
-    if v.blockers:  # the scenario is already unjudgeable; do not pile consequences on it
+    entry: dict[str, Any] = {"what": what, "manager": flight.label}
+    obs.facts.setdefault("staggers", []).append(entry)
+    if obs.blocked:  # the scenario is already unjudgeable; do not pile consequences on it
+        entry["skipped"] = True
         return
-    v.require(not flight.finished, f"{what} was still waiting for older work after the stagger")
-    if await registry_stalled(rig, flight):
-        v.block(STALLED.format(what=what))
-
-
-def all_ok(v: Verdict, flights: list[Flight], what: str) -> bool:
-    bad = [f"{f.label}={f.status}" for f in flights if f.status != 200]
-    return v.require(not bad, f"{what} answered 200" + (f" (got {', '.join(bad)})" if bad else ""))
-
-
-def no_overtaking(v: Verdict, ordered: list[Flight], tol_s: float, what: str) -> None:
-    """In FIFO admission an earlier-enqueued identical request finishes no later than a
-    later one (within `tol_s`, under a service time)."""
-    worst: tuple[float, str, str] | None = None
-    for i, early in enumerate(ordered):
-        for late in ordered[i + 1:]:
-            lead = early.t_done - late.t_done
-            if lead > tol_s and (worst is None or lead > worst[0]):
-                worst = (lead, early.label, late.label)
-    if worst is None:
-        v.require(True, f"{what}: no later request finished ahead of an earlier one")
-    else:
-        v.require(False, f"{what}: {worst[2]} finished {worst[0] * 1000:.0f} ms before the "
-                         f"earlier-enqueued {worst[1]} (overtaken)")
+    entry["still_waiting"] = not flight.finished
+    entry["canaries"] = await canaries(rig, flight)
+    entry["manager_t_done"] = rig.rel(flight.t_done) if flight.finished else None
 
 
 def trace_lines(rig: Rig, offset: int = 0) -> list[dict[str, Any]]:
@@ -140,13 +111,6 @@ def model_count(health: Any) -> int | None:
     """`models` from a GET /health body (registered entries, loading ones included)."""
     value = health.get("models") if isinstance(health, dict) else None
     return value if isinstance(value, int) else None
-
-
-def unloaded_ids(flight: Flight) -> list[str]:
-    body = flight.json()
-    if isinstance(body, dict) and isinstance(body.get("unloaded"), list):
-        return [str(x) for x in body["unloaded"]]
-    return []
 
 
 async def reset(rig: Rig, models: list[str]) -> bool:
@@ -181,29 +145,3 @@ async def own_references(rig: Rig, model: str, tag: str = "base", *, unload: boo
         await references(rig, model, tag)
         if unload:
             await reset(rig, [model])
-
-
-def outputs_match(rig: Rig, v: Verdict, tag: str, flights: list[Flight], what: str,
-                  *, phase: str | None = None) -> None:
-    """Each successful flight equals its own registration's reference for `phase` (None:
-    a history the probe did not force). A missing or ambiguous reference is not judged."""
-    ok = [f for f in flights if f.status == 200]
-    if not ok:  # nothing compared is no evidence of exact outputs
-        v.pend(f"{what}: no successful reply whose output could be compared")
-        return
-    wrong: list[str] = []
-    unjudged: list[str] = []
-    for f in ok:
-        model = f.model or rig.ctx.model_id
-        ref, why = rig.ctx.reference(model, tag, phase)
-        if ref is None:
-            unjudged.append(why)
-        elif rig.output(f) != ref:
-            wrong.append(f.label)
-    for why in sorted(set(unjudged)):
-        v.pend(f"{what} outputs not compared: {why}")
-    if len(unjudged) == len(ok):
-        return
-    ref_what = f"'{tag}' {phase} reference" if phase else f"'{tag}' reference"
-    v.require(not wrong, f"{what} outputs equal their registration's {ref_what}"
-              + (f" (differ: {', '.join(wrong)})" if wrong else ""))

@@ -70,7 +70,7 @@ def test_f6_failing_common_test_fails(tmp_path: Path) -> None:
 
 def _ctx() -> Context:
     ctx = Context.__new__(Context)
-    from parval.framework.checks import Findings
+    from parval.framework.findings import Findings
 
     ctx.findings = Findings()
     return ctx

@@ -12,8 +12,11 @@ from typing import Any
 from typer.testing import CliRunner
 
 from parval.cli import app
-from parval.framework.checks import Check, Findings, Verdict
+from parval.framework.checks import Check, Verdict
 from parval.framework.context import Context
+from parval.framework.findings import Findings
+from parval.framework.judges_f4 import shutdown_policy
+from parval.framework.observed import FlightFact, outputs_match
 from parval.framework.preconditions import (
     BULK_UNLOAD,
     COUNTERS,
@@ -22,12 +25,8 @@ from parval.framework.preconditions import (
     first_missing,
 )
 from parval.framework.probes_f3 import attach_ctest
-from parval.framework.probes_f4 import shutdown_policy
 from parval.framework.record import covered_counts
 from parval.framework.rejudge import rejudge_framework
-from parval.framework.rig import Flight
-from parval.framework.scenarios import outputs_match
-from parval.runners.client import Reply
 from parval.runners.ctest import CTestCase, CTestRun
 from parval.status import Status
 
@@ -43,48 +42,45 @@ def bare_ctx(cache_sensitive: bool = False) -> Any:
     return ctx
 
 
-def flight(label: str, model: str, status: int | None, out: str = "") -> Flight:
-    f = Flight(label, "POST", "/v1/tasks/run", model=model)
-    if status is not None:
-        f.reply = Reply("POST", "/v1/tasks/run", status, out.encode(), 0.0, 1.0, "ok")
-    return f
+def fact(label: str, model: str, status: int | None, out: str = "") -> FlightFact:
+    return FlightFact({"label": label, "model": model, "t_send": 0.0,
+                       "t_done": None if status is None else 1.0, "status": status,
+                       "output": out if status == 200 else None})
 
 
-def fake_rig(ctx: Any) -> Any:
-    return SimpleNamespace(ctx=ctx, output=lambda f: f.reply.body.decode() if f.status == 200 else None)
+def refs(ctx: Any) -> dict[str, Any]:
+    return {"model_id": "m", "refs": ctx.refs_json()}
 
 
 def test_cold_output_is_compared_with_the_cold_reference_only() -> None:
     ctx = bare_ctx()
     ctx.add_refs("m", "base", ["COLD", "WARM", "WARM"])
-    rig = fake_rig(ctx)
     v = Verdict()
     # A cold request that returned the warm output matches "a" reference but not its own.
-    outputs_match(rig, v, "base", [flight("first", "m", 200, "WARM")], "first", phase="cold")
+    outputs_match(v, refs(ctx), "base", [fact("first", "m", 200, "WARM")], "first", phase="cold")
     assert v.status is Status.FAIL
     v = Verdict()
-    outputs_match(rig, v, "base", [flight("first", "m", 200, "COLD")], "first", phase="cold")
+    outputs_match(v, refs(ctx), "base", [fact("first", "m", 200, "COLD")], "first", phase="cold")
     assert v.status is Status.PASS
     # A request whose history the probe did not force cannot be judged when cold != warm.
     v = Verdict()
-    outputs_match(rig, v, "base", [flight("any", "m", 200, "WARM")], "any")
+    outputs_match(v, refs(ctx), "base", [fact("any", "m", 200, "WARM")], "any")
     assert v.status is Status.PENDING and "differ" in v.detail()
 
 
 def test_each_registration_needs_its_own_reference() -> None:
     ctx = bare_ctx()
     ctx.add_refs("m", "base", ["A", "A"])
-    rig = fake_rig(ctx)
     v = Verdict()
     # The derived id's output depends on its registration: never compared with m's.
-    outputs_match(rig, v, "base", [flight("after-retry", "m-retry", 200, "B")], "after", phase="cold")
+    outputs_match(v, refs(ctx), "base", [fact("after-retry", "m-retry", 200, "B")], "after", phase="cold")
     assert v.status is Status.PENDING and "no serial reference was recorded for m-retry" in v.detail()
     ctx.add_refs("m-retry", "base", ["B", "B"])
     v = Verdict()
-    outputs_match(rig, v, "base", [flight("after-retry", "m-retry", 200, "B")], "after", phase="cold")
+    outputs_match(v, refs(ctx), "base", [fact("after-retry", "m-retry", 200, "B")], "after", phase="cold")
     assert v.status is Status.PASS
     v = Verdict()
-    outputs_match(rig, v, "base", [flight("x", "m-retry", 200, "A")], "after", phase="cold")
+    outputs_match(v, refs(ctx), "base", [fact("x", "m-retry", 200, "A")], "after", phase="cold")
     assert v.status is Status.FAIL
 
 
@@ -92,7 +88,7 @@ def test_no_successful_reply_is_no_output_evidence() -> None:
     ctx = bare_ctx()
     ctx.add_refs("m", "base", ["A", "A"])
     v = Verdict()
-    outputs_match(fake_rig(ctx), v, "base", [], "delivered responses")
+    outputs_match(v, refs(ctx), "base", [], "delivered responses")
     assert v.status is Status.PENDING
 
 
@@ -119,7 +115,8 @@ def _run(tests: dict[str, str]) -> CTestRun:
 
 def test_http_evidence_alone_never_passes_ctest_only_areas() -> None:
     ctx = bare_ctx()
-    ctx.findings.add("F3.load_failures", "registration_failure_retry", Status.PASS, "ok")
+    # An HTTP sub-check that passed (as its judge would have decided it).
+    ctx.findings.checks.append(Check("F3.load_failures", "registration_failure_retry", Status.PASS, "ok"))
     attach_ctest(ctx, [])
     got = {(c.assertion, c.name): c for c in ctx.findings.checks}
     for aid, name in (("F3.load_failures", "primary_injection"), ("F3.ownership", "resource_lifetime"),
@@ -141,16 +138,17 @@ def test_http_evidence_alone_never_passes_ctest_only_areas() -> None:
 
 
 def test_shutdown_needs_a_reply_for_every_request_in_flight() -> None:
-    running = [flight("r0", "m", 200, "A"), flight("r1", "m", 200, "A")]
+    running = [fact("r0", "m", 200, "A"), fact("r1", "m", 200, "A")]
     v = Verdict()
-    policy = shutdown_policy(v, running, flight("queued", "m", 503, "{}"))
+    policy = shutdown_policy(v, running, fact("queued", "m", 503, "{}"))
     assert v.status is Status.PASS and policy["rejected"] == ["queued"]
     v = Verdict()
-    policy = shutdown_policy(v, running, flight("queued", "m", None))  # connection dropped
+    policy = shutdown_policy(v, running, fact("queued", "m", None))  # connection dropped
     assert v.status is Status.FAIL and policy["no_reply"] == ["queued"]
+    assert "connection dropped without one: queued" in v.detail()
     v = Verdict()
-    shutdown_policy(v, [flight("r0", "m", 503, "{}")], flight("queued", "m", 200, "A"))
-    assert v.status is Status.FAIL  # running work was not drained
+    shutdown_policy(v, [fact("r0", "m", 503, "{}")], fact("queued", "m", 200, "A"))
+    assert v.status is Status.FAIL and "rejected: r0=503" in v.detail()  # running work was not drained
 
 
 def test_covered_counts_need_fifo_and_first_publish_passed() -> None:

@@ -10,7 +10,8 @@ import pytest
 from parval.assertions import FRAMEWORK_GATE
 from parval.errors import UsageError
 from parval.framework import contract
-from parval.framework.checks import Findings, Verdict, assertion_result
+from parval.framework.checks import Check, Verdict, assertion_result
+from parval.framework.findings import Findings
 from parval.framework.record import groups, verdict
 from parval.framework.runner import PROBES, parse_selection
 from parval.framework.settings import ProbeOptions, Timing, load_options
@@ -48,10 +49,8 @@ def test_every_http_assertion_has_a_probe() -> None:
     ([Status.BLOCKED, Status.FAIL, Status.PASS], Status.FAIL),
 ])
 def test_assertion_combines_its_sub_checks(statuses: list[Status], expected: Status) -> None:
-    f = Findings()
-    for i, s in enumerate(statuses):
-        f.add("F1.fifo", f"c{i}", s, "detail")
-    r = assertion_result("F1.fifo", f.of("F1.fifo"), unrun_reason="x", reproduction="r")
+    checks = [Check("F1.fifo", f"c{i}", s, "detail") for i, s in enumerate(statuses)]
+    r = assertion_result("F1.fifo", checks, unrun_reason="x", reproduction="r")
     assert r.status is expected
     assert r.evidence["contract"]["cells"]
     if expected is not Status.PASS:
@@ -62,13 +61,36 @@ def test_no_sub_check_is_pending_and_na_becomes_a_limitation() -> None:
     r = assertion_result("F5.no_convoy", [], unrun_reason="nothing ran", reproduction="r")
     assert r.status is Status.PENDING and r.reason == "nothing ran"
     f = Findings()
-    f.add("F1.unsupported", "a", Status.PASS, "ok")
     f.add("F1.unsupported", "b", Status.NOT_APPLICABLE, "no queue capacity")
-    r = assertion_result("F1.unsupported", f.of("F1.unsupported"), unrun_reason="x", reproduction="r")
+    checks = [Check("F1.unsupported", "a", Status.PASS, "ok"), *f.of("F1.unsupported")]
+    r = assertion_result("F1.unsupported", checks, unrun_reason="x", reproduction="r")
     assert r.status is Status.PASS
     assert any("b not applicable: no queue capacity" in line for line in r.limitations)
     with pytest.raises(ValueError):
-        f.add("F9.nope", "x", Status.PASS, "")
+        f.add("F9.nope", "x", Status.PENDING, "")
+
+
+@pytest.mark.parametrize("status", [Status.PASS, Status.FAIL, Status.UNSUPPORTED])
+def test_a_verdict_on_the_server_comes_only_from_a_judge_over_observed_facts(status: Status) -> None:
+    # `add` records sub-checks that judge no server behaviour; a PASS or FAIL given there
+    # would be a conclusion without the facts a rejudge needs.
+    with pytest.raises(ValueError, match="come from a judge"):
+        Findings().add("F1.fifo", "x", status, "decided in the probe")
+
+
+def test_observations_are_recorded_and_judged_as_json() -> None:
+    seen: list[tuple[str, str, str, dict[str, object], dict[str, object]]] = []
+    f = Findings(observe=lambda *event: seen.append(event))
+    caps = {"counters": False, "loaded": True, "bulk_unload": True, "plan_ui_management": True}
+    check = f.observe("F1.fifo", "forced_order@2", "precondition",
+                      {"capabilities": caps, "needs": ("counters",)}, precondition=True)
+    assert check.status is Status.UNSUPPORTED and "publishes none" in check.detail
+    assert check.evidence == {"judge": "precondition", "precondition": True}
+    [(aid, name, key, facts, evidence)] = seen
+    assert (aid, name, key) == ("F1.fifo", "forced_order@2", "precondition")
+    assert facts["needs"] == ["counters"]  # as the event holds it: JSON lists, not tuples
+    with pytest.raises(KeyError, match="no framework judge"):
+        f.observe("F1.fifo", "x", "f9.unknown", {})
 
 
 def test_verdict_order_of_findings() -> None:

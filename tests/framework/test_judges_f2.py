@@ -1,0 +1,271 @@
+"""The F2 judges over synthetic observations: each passes what a correct server shows and
+fails exactly the misbehaviour it exists to catch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parval.framework.judges import run_judge
+from parval.status import Status
+
+from .factkit import OUT, config_refs, facts, fl, load_reply, manager, stagger
+
+OPT0, OPT1 = "out-opt0", "out-opt1"
+REFS = config_refs(base=OUT, opt0=OPT0, opt1=OPT1)
+RECONFIGURED = {"id": "m", "loaded": True, "reconfigured": True}
+
+
+def flight_of(f: dict[str, Any], label: str) -> dict[str, Any]:
+    return next(x for x in f["flights"] if x["label"] == label)
+
+
+# -- unload during the first load -------------------------------------------------------------
+
+def unload_load(unload_done: float = 0.45, **over: Any) -> dict[str, Any]:
+    """The first request loads (0.0 -> 0.40); the unload sent at 0.1 waits for it."""
+    base: dict[str, Any] = {"model": "m", "in_progress": True, "stall": None, "ended_unloaded": True,
+                            "samples": [[0.01, 1, 0, False, None, 2], [0.3, 1, 0, True, 4, 2]]}
+    base.update(over)
+    return facts([fl("first", 0.0, 0.40), manager("unload", 0.1, unload_done)], **base)
+
+
+def test_unload_during_load_passes_an_unload_that_waited() -> None:
+    v = run_judge("f2.unload_during_load", unload_load())
+    assert v.status is Status.PASS, v.detail()
+    targeted = unload_load()
+    flight_of(targeted, "unload")["json"] = {"id": "m", "loaded": False}
+    assert run_judge("f2.unload_during_load", targeted).status is Status.PASS
+
+
+def test_unload_during_load_fails_an_unload_that_did_not_wait_for_the_load() -> None:
+    v = run_judge("f2.unload_during_load", unload_load(unload_done=0.15))
+    assert v.status is Status.FAIL
+    assert "waited for the load in progress and its request (250 ms early)" in v.detail()
+
+
+def test_unload_during_load_fails_a_model_left_loaded_or_an_unnamed_unload() -> None:
+    v = run_judge("f2.unload_during_load", unload_load(ended_unloaded=False))
+    assert v.status is Status.FAIL and "ended unloaded" in v.detail()
+    f = unload_load()
+    flight_of(f, "unload")["json"] = {"unloaded": []}
+    v = run_judge("f2.unload_during_load", f)
+    assert v.status is Status.FAIL and "naming the model" in v.detail()
+
+
+def test_unload_during_load_is_pending_or_blocked_when_the_situation_was_not_forced() -> None:
+    v = run_judge("f2.unload_during_load", unload_load(in_progress=False))
+    assert v.status is Status.PENDING and "before it could be observed" in v.detail()
+    stall = {"canaries": [{"t_send": 0.2, "t_done": 0.449, "status": 200}], "manager_t_done": 0.45}
+    v = run_judge("f2.unload_during_load", unload_load(stall=stall))
+    assert v.status is Status.BLOCKED and "judged by F5.no_convoy" in v.detail()
+
+
+# -- reconfiguration with queued work ---------------------------------------------------------
+
+def barrier(older_output: str = OPT0, later_done: float = 0.75) -> dict[str, Any]:
+    """Under opt0: two occupants, an older queued request, a reconfiguration to base, later."""
+    return facts([fl("occupant0", 0.0, 0.30, output=OPT0), fl("occupant1", 0.0, 0.30, output=OPT0),
+                  fl("older", 0.05, 0.45, output=older_output),
+                  load_reply("reconfigure-base", 0.10, 0.60, json=RECONFIGURED),
+                  fl("later", 0.2, later_done)],
+                 count=2, occupants=["occupant0", "occupant1"], refs=REFS,
+                 staggers=[stagger("the reconfiguration", "reconfigure-base")],
+                 waits=[{"what": "2 active slot(s) for m", "seen": True}])
+
+
+def test_queued_before_barrier_passes_work_bound_on_each_side_of_the_barrier() -> None:
+    v = run_judge("f2.queued_before_barrier", barrier())
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_queued_before_barrier_fails_an_older_request_that_bound_the_new_configuration() -> None:
+    # lease_binding: the waiter queued before the barrier runs with the new configuration.
+    v = run_judge("f2.queued_before_barrier", barrier(older_output=OUT))
+    assert v.status is Status.FAIL
+    assert "previous config) outputs equal their registration's 'opt0' reference (differ: older)" in v.detail()
+
+
+def test_queued_before_barrier_fails_a_reconfiguration_not_reported() -> None:
+    f = barrier()
+    flight_of(f, "reconfigure-base")["json"] = {"id": "m", "loaded": True}
+    v = run_judge("f2.queued_before_barrier", f)
+    assert v.status is Status.FAIL and "reconfigured=true" in v.detail()
+
+
+def test_queued_before_barrier_blocks_a_later_request_that_barged() -> None:
+    v = run_judge("f2.queued_before_barrier", barrier(later_done=0.50))
+    assert v.status is Status.BLOCKED and "judged by F1.fifo" in v.detail()
+
+
+def not_undone(ended_unloaded: bool = True, older_done: float = 0.45) -> dict[str, Any]:
+    return facts([fl("occupant0", 0.0, 0.30), fl("occupant1", 0.0, 0.30), fl("older", 0.05, older_done),
+                  load_reply("unload", 0.10, 0.60, json={"id": "m", "loaded": False})],
+                 count=2, occupants=["occupant0", "occupant1"], ended_unloaded=ended_unloaded,
+                 staggers=[stagger("the unload", "unload")])
+
+
+def test_unload_not_undone_passes_and_fails_a_model_reloaded_by_an_older_waiter() -> None:
+    assert run_judge("f2.unload_not_undone", not_undone()).status is Status.PASS
+    v = run_judge("f2.unload_not_undone", not_undone(ended_unloaded=False))
+    assert v.status is Status.FAIL and "no older waiter reloaded it" in v.detail()
+
+
+def test_unload_not_undone_fails_an_older_request_run_after_the_unload() -> None:
+    v = run_judge("f2.unload_not_undone", not_undone(older_done=0.80))
+    assert v.status is Status.FAIL and "the older request ran before the unload" in v.detail()
+
+
+def overlapping(m2_done: float = 0.75, later_output: str = OPT1) -> dict[str, Any]:
+    return facts([fl("occupant0", 0.0, 0.30), fl("occupant1", 0.0, 0.30),
+                  load_reply("reconfigure-opt0", 0.05, 0.60, json=RECONFIGURED),
+                  load_reply("reconfigure-opt1", 0.10, m2_done, json=RECONFIGURED),
+                  fl("later", 0.2, 0.95, output=later_output)],
+                 count=2, occupants=["occupant0", "occupant1"], refs=REFS,
+                 staggers=[stagger("the first reconfiguration", "reconfigure-opt0"),
+                           stagger("the second reconfiguration", "reconfigure-opt1")])
+
+
+def test_overlapping_managers_passes_enqueue_order() -> None:
+    v = run_judge("f2.overlapping_managers", overlapping())
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_overlapping_managers_fails_managers_out_of_order_or_the_wrong_configuration() -> None:
+    v = run_judge("f2.overlapping_managers", overlapping(m2_done=0.55))
+    assert v.status is Status.FAIL and "the managers completed in enqueue order" in v.detail()
+    v = run_judge("f2.overlapping_managers", overlapping(later_output=OPT0))
+    assert v.status is Status.FAIL and "'opt1' reference (differ: later)" in v.detail()
+
+
+# -- invalid replacements ---------------------------------------------------------------------
+
+def kept(what: str, after: str, slots: int = 2) -> dict[str, Any]:
+    return {"what": what, "after": after,
+            "sample": {"slots": slots, "loaded": True, "max_parallel": 4}}
+
+
+def over_capacity(status: int = 400, message: str = "does not support the requested slots (capacity=4)",
+                  slots_after: int = 2) -> dict[str, Any]:
+    body = {"error": {"type": "invalid_request_error", "message": message}} if status == 400 else RECONFIGURED
+    return facts([load_reply("resize-over-capacity", 0.0, 0.01, status=status, json=body, message=message),
+                  fl("after-slots=5", 0.02, 0.2)],
+                 count=2, capacity=4, kept=[kept("slots=5", "after-slots=5", slots_after)])
+
+
+def test_unsupported_count_passes_a_rejection_naming_the_capacity() -> None:
+    v = run_judge("f2.unsupported_count", over_capacity())
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_unsupported_count_fails_an_accepted_count_or_a_changed_registration() -> None:
+    v = run_judge("f2.unsupported_count", over_capacity(status=200, message=""))
+    assert v.status is Status.FAIL and "400 invalid_request_error naming capacity=4" in v.detail()
+    v = run_judge("f2.unsupported_count", over_capacity(slots_after=5))
+    assert v.status is Status.FAIL and "saw slots=5" in v.detail()
+
+
+NONE_ACCEPTED = object()
+STRING_TWO = "2"
+
+
+def metadata(accepted: Any = NONE_ACCEPTED) -> dict[str, Any]:
+    values: list[Any] = [0, 17, 1.5, STRING_TWO, None, True]
+    text = "model slots must be an integer between 1 and 16"
+    forms = [load_reply(f"slots-{x!r}", 0.1, 0.11, status=200 if x is accepted else 400,
+                        message="" if x is accepted else text) for x in values]
+    return facts([load_reply("bad-task", 0.0, 0.01, status=500, message="unknown task"),
+                  fl("after-an invalid task", 0.02, 0.2), *forms,
+                  fl("after-invalid slots values", 0.3, 0.45)],
+                 count=2, capacity=4,
+                 forms=[{"slots": x, "label": f"slots-{x!r}"} for x in values],
+                 kept=[kept("an invalid task", "after-an invalid task"),
+                       kept("invalid slots values", "after-invalid slots values")])
+
+
+def test_invalid_metadata_passes_every_rejection() -> None:
+    v = run_judge("f2.invalid_metadata", metadata())
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_invalid_metadata_fails_an_accepted_string_slots_value() -> None:
+    v = run_judge("f2.invalid_metadata", metadata(accepted=STRING_TWO))
+    assert v.status is Status.FAIL and "slots='2' rejected 400" in v.detail()
+
+
+def resize(shown: bool = True, json: Any = RECONFIGURED) -> dict[str, Any]:
+    return facts([load_reply("resize-1", 0.0, 0.2, json=json), fl("after-resize", 0.3, 0.45),
+                  load_reply("resize-2", 0.5, 0.7, json=RECONFIGURED)],
+                 count=2, other=1, resize_shown=shown)
+
+
+def test_valid_resize_passes_and_fails_a_resize_that_never_showed() -> None:
+    assert run_judge("f2.valid_resize", resize()).status is Status.PASS
+    v = run_judge("f2.valid_resize", resize(shown=False))
+    assert v.status is Status.FAIL and "/v1/models shows slots=1, loaded" in v.detail()
+    v = run_judge("f2.valid_resize", resize(json={"id": "m", "loaded": True}))
+    assert v.status is Status.FAIL and "resize 2 -> 1 answered 200 reconfigured=true" in v.detail()
+
+
+# -- same-ID publication ----------------------------------------------------------------------
+
+def same(after: int = 2, listed: int = 1) -> dict[str, Any]:
+    return facts([load_reply("register0", 0.0, 0.3), load_reply("register1", 0.0, 0.31)],
+                 sid="m-same", models_before=1, models_after=after,
+                 listed_ids=["m", *["m-same"] * listed])
+
+
+def test_concurrent_same_id_passes_one_entry_and_fails_a_duplicate() -> None:
+    assert run_judge("f2.concurrent_same_id", same()).status is Status.PASS
+    v = run_judge("f2.concurrent_same_id", same(after=3, listed=2))
+    assert v.status is Status.FAIL
+    assert "model count +2" in v.detail() and "lists m-same once" in v.detail()
+
+
+def post_commit(entry_loaded: Any = False, drained: bool = True, broken: int = 500) -> dict[str, Any]:
+    return facts([load_reply("reconfigure-missing", 0.0, 0.1, status=broken),
+                  fl("request-while-broken", 0.2, 0.21, status=500, model="m-same", message="load failed"),
+                  load_reply("reconfigure-good", 0.3, 0.5),
+                  fl("request-after-retry", 0.6, 0.9, model="m-same")],
+                 sid="m-same", entry_loaded=entry_loaded, drained=drained,
+                 refs={**REFS, "m-same|base": {"cold": [OUT], "warm": [OUT]}})
+
+
+def test_post_commit_failure_passes_a_clean_failure_and_retry() -> None:
+    v = run_judge("f2.post_commit_failure", post_commit())
+    assert v.status is Status.PASS, v.detail()
+    assert "after the retry outputs equal their registration's 'base' cold reference" in v.detail()
+
+
+def test_post_commit_failure_fails_a_partial_pool_a_held_lease_or_a_silent_success() -> None:
+    v = run_judge("f2.post_commit_failure", post_commit(entry_loaded=True))
+    assert v.status is Status.FAIL and "no partial pool" in v.detail()
+    v = run_judge("f2.post_commit_failure", post_commit(drained=False))
+    assert v.status is Status.FAIL and "released its lease" in v.detail()
+    v = run_judge("f2.post_commit_failure", post_commit(broken=200))
+    assert v.status is Status.FAIL and "fails after commit is an error" in v.detail()
+
+
+# -- deferred callbacks -----------------------------------------------------------------------
+
+def batch(batch_done: float | None = 0.50, drained: bool = True,
+          events: list[Any] | None = None) -> dict[str, Any]:
+    done = [{"type": "task.batch.result"}, {"type": "task.batch.done"}, "[DONE]"]
+    return facts([manager("unload", 0.3, 0.55), fl("after", 0.9, 1.05)],
+                 model="m", held=True, batch_t_done=batch_done,
+                 events=done if events is None else events, drained=drained)
+
+
+def test_native_batch_passes_a_lease_held_through_the_exchange() -> None:
+    v = run_judge("f2.native_batch", batch())
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_native_batch_fails_an_unload_that_did_not_wait_or_a_lease_kept_after_a_drop() -> None:
+    v = run_judge("f2.native_batch", batch(batch_done=None))
+    assert v.status is Status.FAIL and "waited for the whole batch exchange" in v.detail()
+    v = run_judge("f2.native_batch", batch(batch_done=0.80))
+    assert v.status is Status.FAIL and "waited for the whole batch exchange" in v.detail()
+    v = run_judge("f2.native_batch", batch(drained=False))
+    assert v.status is Status.FAIL and "abandoned after one event released its lease" in v.detail()
+    v = run_judge("f2.native_batch", batch(events=[{"type": "task.batch.result"}]))
+    assert v.status is Status.FAIL and "with its done event" in v.detail()

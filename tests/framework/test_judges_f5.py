@@ -1,0 +1,263 @@
+"""The F5 judges over synthetic observations: each passes what a correct server shows and
+fails exactly the misbehaviour it exists to catch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parval.framework.judges import run_judge
+from parval.status import Status
+
+from .factkit import OUT_B, fl, joint_row, manager, two_model_facts
+
+BUSY = "max_loaded_models=1: every loaded model is busy"
+
+
+def run_b(label: str, t_send: float, t_done: float | None, **kw: Any) -> dict[str, Any]:
+    return fl(label, t_send, t_done, model="m-b", output=OUT_B, **kw)
+
+
+# -- together ---------------------------------------------------------------------------------
+
+def together(limit: int, b_status: int = 200, *, both_active: bool = True,
+             both_loaded: bool = False) -> dict[str, Any]:
+    b_kw: dict[str, Any] = {} if b_status == 200 else {"status": b_status, "message": BUSY}
+    flights = [fl("m-0", 0.0, 0.45), run_b("m-b-0", 0.0, 0.50, **b_kw)]
+    rows = [joint_row(0.01, m=[1, 0, False], m_b=[1 if both_active else 0, 0, False]),
+            joint_row(0.30, m=[1, 0, True], m_b=[1 if both_active else 0, 0, both_loaded]),
+            joint_row(0.60, m=[0, 0, True], m_b=[0, 0, both_loaded])]
+    return two_model_facts(flights, limit=limit, count=1, joint=rows)
+
+
+def test_together_passes_two_models_served_side_by_side() -> None:
+    v = run_judge("f5.together", together(2, both_loaded=True))
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_together_fails_models_that_never_held_slots_at_the_same_time() -> None:
+    v = run_judge("f5.together", together(2, both_active=False, both_loaded=True))
+    assert v.status is Status.FAIL and "both models held slots" in v.detail()
+
+
+def test_together_fails_a_model_serving_the_other_models_output() -> None:
+    f = together(2)
+    f["flights"][1]["output"] = "out-base"  # B answered with A's session
+    v = run_judge("f5.together", f)
+    assert v.status is Status.FAIL and "differ: m-b-0" in v.detail()
+
+
+def test_together_under_limit_one_accepts_the_busy_refusal() -> None:
+    v = run_judge("f5.together", together(1, 503, both_active=False))
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_together_under_limit_one_fails_two_loaded_models_or_another_error() -> None:
+    v = run_judge("f5.together", together(1, both_loaded=True))
+    assert v.status is Status.FAIL and "never two models loaded" in v.detail()
+    f = together(1, 500, both_active=False)
+    f["flights"][1]["message"] = "internal error"
+    v = run_judge("f5.together", f)
+    assert v.status is Status.FAIL and "m-b-0=500" in v.detail()
+
+
+# -- warm_during_cold ---------------------------------------------------------------------------
+
+def warm_cold(warm_done: float = 0.26, *, seen: bool = True) -> dict[str, Any]:
+    return two_model_facts([fl("cold-a", 0.0, 0.40), run_b("warm-b", 0.10, warm_done)],
+                           cold_load_seen=seen)
+
+
+def test_warm_during_cold_passes_a_warm_model_answering_at_once() -> None:
+    v = run_judge("f5.warm_during_cold", warm_cold())
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_warm_during_cold_fails_a_warm_request_held_up_by_the_cold_load() -> None:
+    v = run_judge("f5.warm_during_cold", warm_cold(0.55))
+    assert v.status is Status.FAIL and "without waiting for the cold load" in v.detail()
+
+
+def test_warm_during_cold_is_pending_when_the_cold_load_was_not_seen() -> None:
+    v = run_judge("f5.warm_during_cold", warm_cold(seen=False))
+    assert v.status is Status.PENDING and "cold load finished before" in v.detail()
+
+
+# -- unload_together ----------------------------------------------------------------------------
+
+def unload_both(bulk_done: float = 0.50, ids: list[str] | None = None) -> dict[str, Any]:
+    flights = [fl("m-run0", 0.0, 0.30), run_b("m-b-run0", 0.0, 0.32),
+               manager("unload-both", 0.05, bulk_done, unloaded=["m", "m-b"] if ids is None else ids)]
+    return two_model_facts(flights, count=1, running=["m-run0", "m-b-run0"], ended_unloaded=True,
+                           waits=[{"what": "both models' requests admitted", "seen": True}])
+
+
+def test_unload_together_passes_an_unload_behind_both_models_work() -> None:
+    v = run_judge("f5.unload_together", unload_both())
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_unload_together_fails_an_unload_that_did_not_wait_or_lists_twice() -> None:
+    v = run_judge("f5.unload_together", unload_both(bulk_done=0.10))
+    assert v.status is Status.FAIL and "waited for both models' work" in v.detail()
+    v = run_judge("f5.unload_together", unload_both(ids=["m", "m-b", "m"]))
+    assert v.status is Status.FAIL and "both listed once" in v.detail()
+
+
+def test_unload_together_is_blocked_when_the_admission_was_not_seen() -> None:
+    f = unload_both()
+    f["waits"][0]["seen"] = False
+    v = run_judge("f5.unload_together", f)
+    assert v.status is Status.BLOCKED and "never observed both models' requests admitted" in v.detail()
+
+
+# -- alternate ------------------------------------------------------------------------------------
+
+def alternating(*, evicted: bool = True, both_loaded: bool = False) -> dict[str, Any]:
+    flights = [fl("alt0-m", 0.0, 0.4), run_b("alt1-m-b", 0.4, 0.9), fl("alt2-m", 0.9, 1.4)]
+    rows = [joint_row(0.2, m=[1, 0, True], m_b=[0, 0, False]),
+            joint_row(0.6, m=[0, 0, both_loaded], m_b=[1, 0, True]),
+            joint_row(1.2, m=[1, 0, True], m_b=[0, 0, False])]
+    return two_model_facts(flights, sequence=["alt0-m", "alt1-m-b", "alt2-m"], joint=rows, evicted=evicted)
+
+
+def test_alternate_passes_each_load_evicting_the_idle_other_model() -> None:
+    v = run_judge("f5.alternate", alternating())
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_alternate_fails_two_loaded_models_or_no_eviction() -> None:
+    v = run_judge("f5.alternate", alternating(both_loaded=True))
+    assert v.status is Status.FAIL and "never two models loaded" in v.detail()
+    v = run_judge("f5.alternate", alternating(evicted=False))
+    assert v.status is Status.FAIL and "evicted the idle other model" in v.detail()
+
+
+# -- retiring -------------------------------------------------------------------------------------
+
+def retiring(incoming_status: int = 200, *, keeper_lost: bool = False, window: bool = True,
+             keeper: str | None = "m") -> dict[str, Any]:
+    kw: dict[str, Any] = {} if incoming_status == 200 else {"status": incoming_status,
+                                                             "message": "max_loaded_models reached"}
+    flights = [manager("unload-retiring", 0.0, 0.20, unloaded=["m-b"]),
+               fl("incoming", 0.05, 0.45, model="m-m", output="out-m", **kw)]
+    f = two_model_facts(flights, limit=2 if keeper else 1, teardown_window=window, keeper=keeper,
+                        incoming_tag="opt1")
+    f["refs"]["m-m|opt1"] = {"cold": ["out-m"], "warm": ["out-m"]}
+    if keeper:
+        f["keeper_samples"] = [[0.06, 0, 0, True, 1, 1], *([[0.3, 0, 0, False, 1, 1]] if keeper_lost else [])]
+        f["keeper_end_loaded"] = not keeper_lost
+    return f
+
+
+def test_retiring_passes_a_load_served_during_teardown_with_the_keeper_kept() -> None:
+    assert run_judge("f5.retiring", retiring()).status is Status.PASS
+    assert run_judge("f5.retiring", retiring(keeper=None)).status is Status.PASS
+
+
+def test_retiring_fails_a_refused_load_or_an_evicted_keeper() -> None:
+    v = run_judge("f5.retiring", retiring(503))
+    assert v.status is Status.FAIL and "incoming load was served during the teardown (got 503" in v.detail()
+    v = run_judge("f5.retiring", retiring(keeper_lost=True))
+    assert v.status is Status.FAIL and "the keeper stayed loaded" in v.detail()
+
+
+def test_retiring_is_pending_without_a_teardown_window() -> None:
+    v = run_judge("f5.retiring", retiring(window=False))
+    assert v.status is Status.PENDING and "before another load could be sent" in v.detail()
+
+
+# -- ready_first -------------------------------------------------------------------------------
+
+def ready(freed_at: float | None = 0.12, ids: list[str] | None = None,
+          registry: dict[str, Any] | None = None) -> dict[str, Any]:
+    flights = [run_b("first-b", 0.0, 0.40), manager("unload-b-a", 0.05, 0.45,
+                                                    unloaded=["m", "m-b"] if ids is None else ids)]
+    return two_model_facts(flights, first_load_seen=True, freed_at=freed_at, published_at=0.25,
+                           ended_unloaded=True, registry=registry or {
+                               "what": "the bulk unload", "manager": "unload-b-a", "still_waiting": True,
+                               "canaries": [{"t_send": 0.09, "t_done": 0.092, "status": 200}],
+                               "manager_t_done": None})
+
+
+def test_ready_first_passes_the_ready_model_freed_first() -> None:
+    v = run_judge("f5.ready_first", ready())
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_ready_first_fails_a_bulk_that_waited_for_the_unpublished_load() -> None:
+    v = run_judge("f5.ready_first", ready(freed_at=0.30))  # after B was published at 0.25
+    assert v.status is Status.FAIL and "freed before the first load finished" in v.detail()
+    v = run_judge("f5.ready_first", ready(ids=["m-b", "m"]))
+    assert v.status is Status.FAIL and "lists the ready model first" in v.detail()
+
+
+def test_ready_first_is_blocked_by_a_stalled_registry() -> None:
+    stalled = {"what": "the bulk unload", "manager": "unload-b-a", "still_waiting": True,
+               "canaries": [{"t_send": 0.09, "t_done": 0.449, "status": 200}], "manager_t_done": 0.45}
+    v = run_judge("f5.ready_first", ready(freed_at=0.46, registry=stalled))
+    assert v.status is Status.BLOCKED and "judged by F5.no_convoy" in v.detail()
+
+
+# -- no_convoy --------------------------------------------------------------------------------
+
+def convoy(status_done: float = 0.12, *, waiting: bool = True) -> dict[str, Any]:
+    flights = [fl("a-0", 0.0, 0.3), fl("a-1", 0.0, 0.45), manager("unload-a", 0.05, 0.5),
+               fl("status", 0.1, status_done, path="/v1/models", json={"data": []}),
+               fl("health", 0.1, 0.11, path="/health", json={"status": "ok"}),
+               run_b("warm-b", 0.1, 0.26)]
+    return two_model_facts(flights, count=1, busy=["a-0", "a-1"], bulk_waiting=waiting,
+                           waits=[{"what": "A full with queued work", "seen": True}])
+
+
+def test_no_convoy_passes_reads_and_a_warm_request_during_the_unload() -> None:
+    v = run_judge("f5.no_convoy", convoy())
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_no_convoy_fails_a_status_read_held_until_the_unload_finished() -> None:
+    v = run_judge("f5.no_convoy", convoy(0.501))
+    assert v.status is Status.FAIL
+    assert "GET /v1/models answered before A's unload finished (-1 ms before it)" in v.detail()
+
+
+def test_no_convoy_is_pending_or_blocked_when_the_situation_was_not_forced() -> None:
+    v = run_judge("f5.no_convoy", convoy(waiting=False))
+    assert v.status is Status.PENDING and "A's work finished before" in v.detail()
+    f = convoy()
+    f["waits"][0]["seen"] = False
+    v = run_judge("f5.no_convoy", f)
+    assert v.status is Status.BLOCKED and "never observed A full with queued work" in v.detail()
+
+
+# -- selections ---------------------------------------------------------------------------------
+
+def selection(dup_ids: list[str] | None = None, not_found: list[str] | None = None) -> dict[str, Any]:
+    dup = manager("bulk-dup", 0.12, 0.55, unloaded=dup_ids or ["m", "m-b"])
+    dup["json"]["not_found"] = ["m-unknown"] if not_found is None else not_found
+    flights = [fl("m-run0", 0.0, 0.4), run_b("m-b-run0", 0.0, 0.42),
+               manager("bulk-ab", 0.1, 0.5, unloaded=["m", "m-b"]),
+               manager("bulk-ba", 0.11, 0.5, unloaded=["m-b", "m"]), dup,
+               fl("unload-all", 0.13, 0.55, path="/v1/tasks/unload_all_models", json={"unloaded": ["m", "m-b"]}),
+               fl("after-m", 0.7, 1.1), run_b("after-m-b", 1.1, 1.5)]
+    return two_model_facts(flights, count=1, unknown="m-unknown", running=["m-run0", "m-b-run0"],
+                           bulks=["bulk-ab", "bulk-ba", "bulk-dup", "unload-all"],
+                           after=["after-m", "after-m-b"], ended_unloaded=True)
+
+
+def test_selections_pass_each_model_listed_once() -> None:
+    v = run_judge("f5.selections", selection())
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_selections_fail_a_duplicate_listed_twice_or_a_lost_unknown_id() -> None:
+    v = run_judge("f5.selections", selection(dup_ids=["m", "m", "m-b"]))
+    assert v.status is Status.FAIL and "bulk-dup listed each model once" in v.detail()
+    v = run_judge("f5.selections", selection(not_found=[]))
+    assert v.status is Status.FAIL and "the unknown id is in not_found" in v.detail()
+
+
+def test_selections_fail_a_deadlock() -> None:
+    f = selection()
+    f["settled"] = False
+    v = run_judge("f5.selections", f)
+    assert v.status is Status.FAIL and "(no deadlock)" in v.detail()

@@ -1,0 +1,140 @@
+"""The legacy-runtime judges over synthetic observations: each passes what the original
+guard shows and fails exactly the misbehaviour it exists to catch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parval.framework.judges import run_judge
+from parval.framework.judges_legacy import LEGACY_SLOTS_TEXT
+from parval.status import Status
+
+from .factkit import facts, fl, manager
+
+
+def first(**extra: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {"model": "m", "loaded_published": True, "end_loaded": True, "flagged": False}
+    return facts([fl(f"first{i}", 0.0, 0.35 + 0.15 * i) for i in range(3)], **{**base, **extra})
+
+
+def test_first_session_passes_one_published_session() -> None:
+    v = run_judge("legacy.first_session", first())
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_first_session_fails_an_unpublished_model_or_a_wrong_output() -> None:
+    v = run_judge("legacy.first_session", first(end_loaded=False))
+    assert v.status is Status.FAIL and "the model ended loaded" in v.detail()
+    f = first()
+    f["flights"][2]["output"] = "other"
+    v = run_judge("legacy.first_session", f)
+    assert v.status is Status.FAIL and "differ: first2" in v.detail()
+
+
+def test_first_session_stays_pending_without_a_loaded_field() -> None:
+    v = run_judge("legacy.first_session", first(loaded_published=False, end_loaded=None))
+    assert v.status is Status.PENDING and "no `loaded` field" in v.detail()
+
+
+def skip(bulk_done: float = 0.035, unloaded: list[str] | None = None, **extra: Any) -> dict[str, Any]:
+    """The first load in progress (0.2 s load + 0.15 s service) when the bulk unload is sent."""
+    base: dict[str, Any] = {"model": "m", "during_loaded": False, "ended_loaded": True, "flagged": False}
+    base.update(extra)
+    return facts([fl("first", 0.0, 0.35), manager("bulk-unload", 0.03, bulk_done,
+                                                  unloaded=[] if unloaded is None else unloaded)], **base)
+
+
+def test_unpublished_skip_passes_an_immediate_unload_that_skips_the_load() -> None:
+    v = run_judge("legacy.unpublished_skip", skip())
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_unpublished_skip_fails_an_unload_that_waited_for_the_load() -> None:
+    v = run_judge("legacy.unpublished_skip", skip(bulk_done=0.36, unloaded=["m"]))
+    assert v.status is Status.FAIL
+    assert "without the unpublished model (unloaded=['m'])" in v.detail()
+    assert "it did not wait for the load in progress" in v.detail()
+
+
+def test_unpublished_skip_fails_a_lost_load_and_blocks_on_a_published_one() -> None:
+    v = run_judge("legacy.unpublished_skip", skip(ended_loaded=False))
+    assert v.status is Status.FAIL and "the skipped load was published" in v.detail()
+    v = run_judge("legacy.unpublished_skip", skip(during_loaded=True))
+    assert v.status is Status.BLOCKED and "already published" in v.detail()
+
+
+def serial(done: list[float | None]) -> dict[str, Any]:
+    return facts([fl(f"concurrent{i}", 0.0, d) for i, d in enumerate(done)], flagged=False)
+
+
+def test_guard_serializes_passes_completions_a_service_apart() -> None:
+    v = run_judge("legacy.guard_serializes", serial([0.15, 0.30, 0.45]))
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_guard_serializes_fails_concurrent_execution() -> None:
+    v = run_judge("legacy.guard_serializes", serial([0.15, 0.16, 0.30]))
+    assert v.status is Status.FAIL and "completions a service apart ([10, 140] ms)" in v.detail()
+    f = serial([0.15, 0.30, None])
+    f["settled"] = False
+    v = run_judge("legacy.guard_serializes", f)
+    assert v.status is Status.FAIL and "every request completed" in v.detail()
+
+
+def wedged(status: int, message: str, done: float) -> dict[str, Any]:
+    # factkit.TIMING: the overdue bound is 30 ms, the tolerance 75 ms.
+    return facts([fl("holder", 0.0, 0.15), fl("probe", 0.06, done, status=status, message=message)],
+                 bound_ms=30, flagged=False)
+
+
+def test_wedged_text_passes_an_immediate_wedged_rejection() -> None:
+    ok = wedged(503, "current inference has run 60 ms (> 30 ms); likely wedged", 0.062)
+    v = run_judge("legacy.wedged_text", ok)
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_wedged_text_fails_a_caller_that_waited_instead() -> None:
+    late = wedged(503, "timed out after 30 ms waiting for the inference lock", 0.20)
+    v = run_judge("legacy.wedged_text", late)
+    assert v.status is Status.FAIL
+    assert "likely wedged' (got 503: timed out after 30 ms" in v.detail()
+    assert "rejected in 140 ms against its 30 ms bound" in v.detail()
+
+
+def test_status_fields_fails_any_slot_field_or_no_entry() -> None:
+    ok = facts([], entries=[["created", "id", "object"], ["id", "object"]])
+    assert run_judge("legacy.status_fields", ok).status is Status.PASS
+    bad = facts([], entries=[["id", "object", "slots"], ["id", "queued_requests"]])
+    v = run_judge("legacy.status_fields", bad)
+    assert v.status is Status.FAIL and "(found ['queued_requests', 'slots'])" in v.detail()
+    assert run_judge("legacy.status_fields", facts([], entries=[])).status is Status.FAIL
+
+
+def forms(results: list[dict[str, Any]], before: int | None = 3, after: int | None = 3) -> dict[str, Any]:
+    return facts([], results=results, models_before=before, models_after=after)
+
+
+REJECTED: list[dict[str, Any]] = [{"slots": s, "status": 400, "message": LEGACY_SLOTS_TEXT} for s in (1, 2, None, False, "4")]
+
+
+def test_registration_forms_passes_every_form_rejected() -> None:
+    v = run_judge("legacy.registration_forms", forms(REJECTED))
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_registration_forms_fails_an_accepted_form_or_a_registered_model() -> None:
+    accepted = [*REJECTED[:4], {"slots": "4", "status": 200, "message": ""}]
+    v = run_judge("legacy.registration_forms", forms(accepted, after=4))
+    assert v.status is Status.FAIL
+    assert "slots='4' rejected 400" in v.detail() and "(3 -> 4)" in v.detail()
+    assert run_judge("legacy.registration_forms", forms(REJECTED, after=4)).status is Status.FAIL
+
+
+def test_config_forms_fails_a_start_that_accepted_the_slots_key() -> None:
+    ok = {"starts": [{"slots": s, "exit_code": 1, "exited": True, "message": True} for s in (1, None)]}
+    assert run_judge("legacy.config_forms", ok).status is Status.PASS
+    # What the real legacy server shows: it starts (and is stopped: exit 0).
+    seen = {"starts": [{"slots": s, "exit_code": 0, "exited": False, "message": False} for s in (1, None)]}
+    v = run_judge("legacy.config_forms", seen)
+    assert v.status is Status.FAIL
+    assert "config slots=1: startup failed" in v.detail() and "config slots=None" in v.detail()

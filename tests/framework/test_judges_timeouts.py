@@ -1,0 +1,132 @@
+"""The F1.timeouts judges over synthetic observations: each passes what a correct server
+shows and fails exactly the misbehaviour it exists to catch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parval.framework.judges import run_judge
+from parval.framework.probes_timeouts import FLAGGED_TIMEOUT
+from parval.status import Status
+
+from .factkit import facts, fl, manager
+
+# factkit.TIMING: a 150 ms service, so the ceiling is 75 ms and the tolerance 75 ms.
+CEILING = 75
+
+
+def case(*, expect: str | None = FLAGGED_TIMEOUT, probe_done: float = 0.11, status: int = 503,
+         message: str = FLAGGED_TIMEOUT, **extra: Any) -> dict[str, Any]:
+    """One occupant holding the slot, then a probe with a 75 ms bound (or none)."""
+    return facts([fl("occupant0", 0.0, 0.15),
+                  fl("probe-x", 0.03, probe_done, status=status, message=message)],
+                 case="x", expect=expect, bound_ms=CEILING if expect else 0, probe="probe-x",
+                 occupants=["occupant0"], waits=[{"what": "1 active slot(s)", "seen": True}], **extra)
+
+
+def test_bounded_probe_passes_when_it_gives_up_after_its_bound() -> None:
+    v = run_judge("timeouts.case", case())
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_bounded_probe_fails_a_timed_out_waiter_still_counted_as_queued() -> None:
+    v = run_judge("timeouts.case", case(drained=False))
+    assert v.status is Status.FAIL
+    assert "no timed-out request stays counted as queued" in v.detail()
+
+
+def test_bounded_probe_fails_a_rejection_before_the_bound_or_with_another_text() -> None:
+    v = run_judge("timeouts.case", case(probe_done=0.032))
+    assert v.status is Status.FAIL and "gave up after 2 ms for a 75 ms bound" in v.detail()
+    v = run_judge("timeouts.case", case(message="all active slots exceeded busy_timeout_ms"))
+    assert v.status is Status.FAIL and f"503 '{FLAGGED_TIMEOUT}'" in v.detail()
+
+
+def test_legacy_runtime_needs_no_counters_but_its_own_text() -> None:
+    text = "timed out after 75 ms waiting for the inference lock"
+    f = case(expect=text, message=text, flagged=False)
+    del f["drained"]
+    assert run_judge("timeouts.case", f).status is Status.PASS
+    f = case(expect=text, message=FLAGGED_TIMEOUT, flagged=False)
+    assert run_judge("timeouts.case", f).status is Status.FAIL
+
+
+def test_unbounded_probe_must_wait_and_be_served() -> None:
+    ok = case(expect=None, probe_done=0.30, status=200)
+    assert run_judge("timeouts.case", ok).status is Status.PASS
+    v = run_judge("timeouts.case", case(expect=None, probe_done=0.06, status=503))
+    assert v.status is Status.FAIL and "unbounded probe completed 200 (got 503)" in v.detail()
+
+
+def test_unseen_occupancy_blocks_and_drain_is_not_read() -> None:
+    f = case()
+    f["waits"][0]["seen"] = False
+    del f["drained"]
+    v = run_judge("timeouts.case", f)
+    assert v.status is Status.BLOCKED and "never observed 1 active slot(s)" in v.detail()
+
+
+def unload(t_done: float, status: int = 503, message: str = FLAGGED_TIMEOUT) -> dict[str, Any]:
+    return fl("unload", 0.01, t_done, status=status, model="", path="/v1/models/unload",
+              message=message)
+
+
+def mgr(*, behind: dict[str, Any] | None = None, woke_t: float | None = 0.095,
+        end_loaded: bool | None = True, unload_done: float = 0.09) -> dict[str, Any]:
+    """Count 2, one occupant, a targeted unload timing out after 80 ms, a request behind it."""
+    return facts([fl("occupant0", 0.0, 0.30), unload(unload_done), fl("behind-manager", 0.04, 0.245)],
+                 expect=FLAGGED_TIMEOUT, bound_ms=CEILING, model="m", count=2, spare=True,
+                 occupants=["occupant0"], later="behind-manager",
+                 behind=behind or {"t": 0.05, "queued": 1, "active": 1, "manager_finished": False},
+                 woke_t=woke_t, occupants_first_done=None, end_sampled=True, end_loaded=end_loaded,
+                 waits=[{"what": "1 active slot(s)", "seen": True},
+                        {"what": "the request behind the manager queued", "seen": True}])
+
+
+def test_manager_timeout_passes_a_manager_that_gives_up_and_wakes_the_waiter() -> None:
+    v = run_judge("timeouts.manager_timeout", mgr())
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_manager_timeout_fails_a_waiter_left_asleep_after_the_manager_gave_up() -> None:
+    v = run_judge("timeouts.manager_timeout", mgr(woke_t=None))
+    assert v.status is Status.FAIL and "woke the request queued behind it" in v.detail()
+    f = mgr(woke_t=0.31)
+    f["occupants_first_done"] = 0.30
+    assert run_judge("timeouts.manager_timeout", f).status is Status.FAIL
+
+
+def test_manager_timeout_fails_an_unload_that_acted_or_never_timed_out() -> None:
+    v = run_judge("timeouts.manager_timeout", mgr(end_loaded=False))
+    assert v.status is Status.FAIL and "the model stayed loaded" in v.detail()
+    f = mgr(unload_done=0.31)
+    f["flights"][1] = unload(0.31, status=200, message="")
+    v = run_judge("timeouts.manager_timeout", f)
+    assert v.status is Status.FAIL and "503 'timed out waiting for a slot' (got 200" in v.detail()
+
+
+def test_manager_timeout_is_blocked_by_barging_or_a_stalled_registry() -> None:
+    barged = {"t": 0.05, "queued": 0, "active": 2, "manager_finished": False}
+    v = run_judge("timeouts.manager_timeout", mgr(behind=barged))
+    assert v.status is Status.BLOCKED and "FIFO barging, judged by F1.fifo" in v.detail()
+    late = {**barged, "manager_finished": True}
+    v = run_judge("timeouts.manager_timeout", mgr(behind=late))
+    assert v.status is Status.BLOCKED and "judged by F5.no_convoy" in v.detail()
+
+
+def bulk(done: float, unloaded: list[str] | None = None) -> dict[str, Any]:
+    return facts([fl("occupant0", 0.0, 0.30), manager("bulk-unload", 0.01, done, unloaded=unloaded)],
+                 bound_ms=CEILING, model="m", occupants=["occupant0"],
+                 waits=[{"what": "1 active slot(s)", "seen": True}])
+
+
+def test_bulk_unload_passes_waiting_beyond_the_ceiling() -> None:
+    v = run_judge("timeouts.bulk_unbounded", bulk(0.31))
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_bulk_unload_fails_when_bounded_by_the_ceiling_or_not_unloading() -> None:
+    v = run_judge("timeouts.bulk_unbounded", bulk(0.05))
+    assert v.status is Status.FAIL and "beyond the 75 ms ceiling" in v.detail()
+    v = run_judge("timeouts.bulk_unbounded", bulk(0.31, unloaded=[]))
+    assert v.status is Status.FAIL and "listing the model" in v.detail()

@@ -1,0 +1,97 @@
+"""`parval report --rejudge FRAMEWORK_RUN`: every sub-check is judged again from its recorded
+observation, so the record comes back from the observations alone and a changed judge
+changes the rebuilt record."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from parval.errors import RunDirError
+from parval.framework.checks import Verdict
+from parval.framework.observed import JUDGES
+from parval.framework.rejudge import rejudge_framework
+
+from .helpers import by_id, run
+
+
+@pytest.fixture(scope="module")
+def cap1(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    return run(tmp_path_factory.mktemp("cap1"), only="F1.cap1_fifo")
+
+
+def events(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+def copy_without(run_dir: Path, dest: Path, kinds: set[str]) -> Path:
+    shutil.copytree(run_dir, dest)
+    kept = [line for line in (run_dir / "events.jsonl").read_text().splitlines()
+            if json.loads(line)["kind"] not in kinds]
+    (dest / "events.jsonl").write_text("\n".join(kept) + "\n")
+    return dest
+
+
+def test_every_sub_check_comes_from_an_observation_with_raw_facts(cap1: tuple[Path, dict[str, Any]]) -> None:
+    run_dir, record = cap1
+    observations = [e for e in events(run_dir) if e["kind"] == "observation"]
+    checks = [e for e in events(run_dir) if e["kind"] == "check"]
+    assert len(observations) == len(checks) > 0
+    order = next(e for e in observations if e["name"] == "forced_order@1")
+    assert order["judge"] == "f1.forced_order"
+    facts = order["facts"]
+    # The raw timeline, reply hashes with their bodies stored, waits and timing: not a verdict.
+    assert {f["label"] for f in facts["flights"]} >= {"occupant0", "older", "unload", "later0", "later1"}
+    for f in facts["flights"]:
+        if f.get("artifact"):
+            assert (run_dir / "artifacts" / f"{f['artifact']}.body").is_file()
+    assert facts["waits"] and facts["timing"]["service_ms"] > 0 and facts["refs"]
+    assert "status" not in facts and "detail" not in facts
+    assert by_id(record)["F1.cap1_fifo"]["status"] == "PASS"
+
+
+def test_the_record_comes_back_from_the_observations_alone(cap1: tuple[Path, dict[str, Any]],
+                                                          tmp_path: Path) -> None:
+    run_dir, record = cap1
+    assert rejudge_framework(run_dir) == record
+    # The derived `check` events are not read: without them the record is the same.
+    bare = copy_without(run_dir, tmp_path / "bare", {"check"})
+    assert rejudge_framework(bare) == record
+
+
+def test_a_changed_judge_changes_the_rebuilt_record(cap1: tuple[Path, dict[str, Any]],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    run_dir, record = cap1
+    seen: list[dict[str, Any]] = []
+
+    def strict(facts: dict[str, Any]) -> Verdict:
+        seen.append(facts)
+        v = Verdict()
+        v.require(False, "the later requests finished too soon")
+        return v
+
+    monkeypatch.setitem(JUDGES, "f1.forced_order", strict)
+    rebuilt = rejudge_framework(run_dir)
+    assert seen and seen[0]["flights"]
+    res = by_id(rebuilt)["F1.cap1_fifo"]
+    assert res["status"] == "FAIL" and "finished too soon" in res["reason"]
+    assert rebuilt["verdict"]["exit_code"] == 1 != record["verdict"]["exit_code"]
+
+
+def test_an_observation_no_judge_knows_is_refused(cap1: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    run_dir, _ = cap1
+    copy = copy_without(run_dir, tmp_path / "copy", set())
+    lines = (copy / "events.jsonl").read_text().splitlines()
+    for i, line in enumerate(lines):
+        e = json.loads(line)
+        if e["kind"] == "observation" and e["judge"] == "f1.forced_order":
+            e["judge"] = "f1.renamed"
+            lines[i] = json.dumps(e)
+            break
+    (copy / "events.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(RunDirError, match="no framework judge named 'f1.renamed'"):
+        rejudge_framework(copy)
