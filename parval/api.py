@@ -1,4 +1,5 @@
-"""Library entry points: run a plan, judge a run. No printing here."""
+"""Library entry points: run a plan (campaign, then judging), finalize a run (reports and
+the integrity seal), load evidence. No printing here; parval/commands/ prints."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ from typing import Any
 
 import anyio
 
-from parval.evidence import EVENTS, MANIFEST, EventLog, new_run_dir, write_json
 from parval.judge import judge_run
-from parval.manifest import build_manifest
-from parval.plan import Plan
+from parval.plan.load import Plan
+from parval.report.render import write_reports
+from parval.rundir.events import EventLog
+from parval.rundir.files import write_json
+from parval.rundir.integrity import seal_run
+from parval.rundir.layout import EVENTS, MANIFEST, new_run_dir
+from parval.rundir.manifest import build_manifest
 from parval.runners.campaign import Campaign
 
 Listener = Callable[[dict[str, Any]], None]
@@ -42,6 +47,12 @@ def run_plan(plan: Plan, *, out: Path | None = None, run_dir: Path | None = None
     finally:
         log.close()
     return run_dir, judge_run(run_dir)
+
+
+def finalize(run_dir: Path, evidence: dict[str, Any]) -> None:
+    """report.md (and memory plots) next to the evidence, then the seal `parval verify` checks."""
+    write_reports(run_dir, evidence)
+    seal_run(run_dir)
 
 
 def load_evidence(run_dir: Path) -> dict[str, Any]:

@@ -10,28 +10,25 @@ from pathlib import Path
 from typing import Any
 
 from parval import PROCEDURE_VERSION, __version__
-from parval.evidence import EVENTS, EVIDENCE, MANIFEST, sha256_file, write_json
 from parval.gates import admission as adm
+from parval.gates.campaign_cost import campaign_overhead
+from parval.gates.context import Context
+from parval.gates.execution_path import judge_execution_path
 from parval.gates.framework_ref import framework_checks
+from parval.gates.m1_baseline import judge_m1, serial_variation
+from parval.gates.m2_concurrency import judge_m2
+from parval.gates.m3_mixed_waves import judge_m3, variation_effects
+from parval.gates.m4_recovery import judge_m4
+from parval.gates.m6_modes import judge_m6
+from parval.gates.masking import mask_comparisons, negative_control_caught
 from parval.gates.memory import StabilisationRule, StartMemory, assess_m5
-from parval.gates.model import (
-    COMPARISON_IDS,
-    Context,
-    judge_m1,
-    judge_m2,
-    judge_m3,
-    judge_m4,
-    judge_m6,
-    judge_q,
-    judge_x,
-    q5,
-    serial_variation,
-    variation_effects,
-)
 from parval.gates.performance import build_performance
+from parval.gates.quality import judge_quality, q5_intermittent
 from parval.gates.records import Records, load_records
-from parval.overhead import campaign_overhead
-from parval.status import Result, Status, blocked, combine, pending
+from parval.rundir.events import campaign_shard
+from parval.rundir.files import sha256_file, write_json
+from parval.rundir.layout import EVENTS, EVIDENCE, MANIFEST
+from parval.status import Result, combine, pending
 
 
 def load_json(path: Path) -> dict[str, Any]:
@@ -39,7 +36,8 @@ def load_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def memory_results(rec: Records, run_dir: Path, plan: dict[str, Any], counts: list[int]) -> list[Result]:
+def memory_results(rec: Records, run_dir: Path, plan: dict[str, Any],
+                   counts: list[int]) -> list[Result]:
     mem = plan["memory"]
     starts: list[StartMemory] = []
     for n in counts:
@@ -53,7 +51,8 @@ def memory_results(rec: Records, run_dir: Path, plan: dict[str, Any], counts: li
             samples = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] \
                 if path.exists() else []
             info = end.get("memory") or {}
-            starts.append(StartMemory(n, i, samples, str(info.get("gpu", "unavailable: not sampled")),
+            gpu = str(info.get("gpu", "unavailable: not sampled"))
+            starts.append(StartMemory(n, i, samples, gpu,
                                       {"gpu_interval_s": info.get("gpu_interval_s", 0.0),
                                        "host_interval_s": info.get("host_interval_s", 0.0)},
                                       guard_stop=info.get("guard_stop")))
@@ -71,16 +70,21 @@ def memory_results(rec: Records, run_dir: Path, plan: dict[str, Any], counts: li
     return results
 
 
+def _new_series(name: str, count: int) -> dict[str, Any]:
+    return {"series": name, "count": count, "cold_s": None, "repeats": [], "estimate": False}
+
+
 def performance_series(rec: Records) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     series: dict[tuple[str, int], dict[str, Any]] = {}
     for e in rec.kind("perf"):
-        s = series.setdefault((e["series"], e["count"]), {"series": e["series"], "count": e["count"],
-                                                          "cold_s": None, "repeats": [], "estimate": False})
-        s["repeats"].append({"batch_s": e["batch_s"], "latencies_s": e["latencies_s"], "failures": e["failures"]})
+        s = series.setdefault((e["series"], e["count"]), _new_series(e["series"], e["count"]))
+        s["repeats"].append({"batch_s": e["batch_s"], "latencies_s": e["latencies_s"],
+                             "failures": e["failures"]})
     # Cold start/first load, kept apart from the warm figures: the first request of the
     # fresh one-slot reference processes.
     for (name, _n), s in series.items():
-        run = {"base_one_slot_serial": "ref-baseline-a", "candidate_one_slot_serial": "ref-candidate-cap1"}.get(name)
+        run = {"base_one_slot_serial": "ref-baseline-a",
+               "candidate_one_slot_serial": "ref-candidate-cap1"}.get(name)
         cold = [r for r in rec.requests(run, ("ref_cold",)) if r["req"] == "base"] if run else []
         if cold:
             s["cold_s"] = round(cold[0]["t_done"] - cold[0]["t_send"], 6)
@@ -88,8 +92,7 @@ def performance_series(rec: Records) -> tuple[list[dict[str, Any]], list[dict[st
         if start.get("role") != "count" or run not in rec.ends:
             continue
         n = start["count"]
-        s = series.setdefault(("candidate_n_slots", n), {"series": "candidate_n_slots", "count": n,
-                                                         "cold_s": None, "repeats": [], "estimate": False})
+        s = series.setdefault(("candidate_n_slots", n), _new_series("candidate_n_slots", n))
         reqs = rec.requests(run)
         for w in rec.waves(run):
             lat = [round(r["t_done"] - r["t_send"], 6) for r in reqs
@@ -99,8 +102,10 @@ def performance_series(rec: Records) -> tuple[list[dict[str, Any]], list[dict[st
             if w["phase"] == "cold_wave" and s["cold_s"] is None:
                 s["cold_s"] = w["batch_s"]
             elif w["phase"] == "warm_wave":
-                s["repeats"].append({"batch_s": w["batch_s"], "latencies_s": lat, "failures": fails})
-    rejections = [{"count": e["count"], "latencies_ms": e["latencies_ms"], "statuses": e.get("statuses")}
+                s["repeats"].append({"batch_s": w["batch_s"], "latencies_s": lat,
+                                     "failures": fails})
+    rejections = [{"count": e["count"], "latencies_ms": e["latencies_ms"],
+                   "statuses": e.get("statuses")}
                   for e in rec.kind("rejection_latency")]
     return list(series.values()), rejections
 
@@ -113,7 +118,8 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
     ctx = Context(rec, plan_snapshot, manifest, run_dir, plan_path)
     counts = ctx.counts
     serial = serial_variation(rec, run_dir=run_dir, tolerance=ctx.tolerance, volatile=ctx.volatile)
-    model_level: list[Result] = [*judge_x(ctx), *judge_m1(ctx, serial), *judge_m4(ctx), *judge_m6(ctx)]
+    model_level: list[Result] = [*judge_execution_path(ctx), *judge_m1(ctx, serial),
+                                 *judge_m4(ctx), *judge_m6(ctx)]
     effects = variation_effects(ctx)
     per_count: dict[int, list[Result]] = {}
     for n in counts:
@@ -121,13 +127,13 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
     for r in memory_results(rec, run_dir, plan_snapshot, counts):
         per_count.setdefault(r.count or 0, []).append(r)
     everything = model_level + [r for rs in per_count.values() for r in rs]
-    model_level += judge_q(ctx, everything)
+    model_level += judge_quality(ctx, everything)
     for n, rs in per_count.items():
-        rs.append(q5(rs, n, ctx=ctx))
+        rs.append(q5_intermittent(ctx, rs, n))
 
     neg = rec.kind("negative_control")
-    caught = bool(neg) and neg[-1].get("caught") is True
-    mask_comparisons([*model_level, *[x for rs in per_count.values() for x in rs]], caught, serial)
+    mask_comparisons([*model_level, *[x for rs in per_count.values() for x in rs]],
+                     negative_control_caught(rec), serial)
 
     protected = None
     prot_path = plan_snapshot.get("framework", {}).get("protected")
@@ -135,12 +141,13 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
         p = Path(prot_path)
         p = p if p.is_absolute() else Path(plan_path).parent / p
         protected = load_json(p) if p.exists() else None
-    fw_results, fw_info = framework_checks(_record_path(plan_snapshot, plan_path), manifest, protected,
-                                         plan=plan_snapshot, counts=counts)
+    fw_results, fw_info = framework_checks(_record_path(plan_snapshot, plan_path), manifest,
+                                           protected, plan=plan_snapshot, counts=counts)
 
     campaign_end = rec.kind("campaign_end")
     interrupted = not campaign_end or not campaign_end[-1].get("finished", False)
-    shard = next((e.get("shard") for e in rec.events if e.get("kind") == "campaign_start"), None)
+    found = campaign_shard(rec.events)
+    shard = list(found) if found else None
     made_under, warnings = procedure_versions(manifest)
     for r in model_level:
         if r.id == "M1.manifest":
@@ -152,7 +159,8 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
     model_status = combine(r.status for r in flat)
     series, rejections = performance_series(rec)
     mem_status = combine(r.status for r in flat if r.id.startswith("M5."))
-    perf = build_performance(series, rejections, model_label=f"{plan_snapshot['server']['backend']}/{plan_snapshot['model']['id']}",
+    label = f"{plan_snapshot['server']['backend']}/{plan_snapshot['model']['id']}"
+    perf = build_performance(series, rejections, model_label=label,
                              model_checks=str(model_status), framework_checks=fw_info["status"],
                              memory_verdict=str(mem_status))
     perf["campaign_overhead"] = campaign_overhead(rec.events)
@@ -193,37 +201,11 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
         "failures": [*rec.failures, *[{k: v for k, v in c.items()} for c in rec.crashes]],
     }
     if write:
-        from parval.integrity import write_listing
+        from parval.rundir.integrity import write_listing
 
         evidence["run"]["files_sha256"] = write_listing(run_dir)
         write_json(run_dir / EVIDENCE, evidence)
     return evidence
-
-
-def mask_comparisons(results: list[Result], caught: bool, serial: tuple[Status, str, dict[str, Any]]) -> None:
-    """A comparator that cannot fail proves nothing: without a caught planted mismatch the
-    comparison verdicts are BLOCKED. Serial variation makes them "parity unverified".
-    Only verdicts that rest on output comparison are masked: a FAIL on lifecycle evidence
-    (a lease left held, barging, an unload that did not wait, counters not drained) or on
-    request errors stands whatever the outputs do."""
-    for r in results:
-        if r.id not in COMPARISON_IDS or r.status is Status.NOT_APPLICABLE:
-            continue
-        if r.status is Status.FAIL and not output_failure(r):
-            continue
-        if not caught:
-            r.evidence["status_before_negative_control"] = str(r.status)
-            r.status, r.reason = Status.BLOCKED, ("negative control not caught (or not run): the comparator "
-                                                   "was not shown able to fail; " + r.reason)
-        elif serial[0] is not Status.PASS and r.status in (Status.PASS, Status.FAIL):
-            r.evidence["status_before_serial_check"] = str(r.status)
-            r.status = Status.PENDING
-            r.reason = f"parity unverified ({serial[1]}); " + r.reason
-
-
-def output_failure(r: Result) -> bool:
-    """Does this FAIL rest on output comparison only? Unmarked FAILs are lifecycle."""
-    return r.evidence.get("failure_kind") == "output"
 
 
 def procedure_versions(manifest: dict[str, Any]) -> tuple[str, list[str]]:
@@ -231,11 +213,12 @@ def procedure_versions(manifest: dict[str, Any]) -> tuple[str, list[str]]:
     this parval judges under another one."""
     made = manifest.get("procedure_version")
     if not isinstance(made, str) or not made:
-        return "unknown", [f"the run's manifest names no procedure version; judged by parval {__version__} "
-                           f"implementing procedure {PROCEDURE_VERSION}"]
+        return "unknown", ["the run's manifest names no procedure version; judged by parval "
+                           f"{__version__} implementing procedure {PROCEDURE_VERSION}"]
     if made != PROCEDURE_VERSION:
-        return made, [f"run made under procedure {made}, re-judged by parval {__version__} implementing "
-                      f"procedure {PROCEDURE_VERSION}: assertions may differ from the procedure the run followed"]
+        return made, [f"run made under procedure {made}, re-judged by parval {__version__} "
+                      f"implementing procedure {PROCEDURE_VERSION}: assertions may differ from "
+                      "the procedure the run followed"]
     return made, []
 
 
@@ -246,5 +229,3 @@ def _record_path(plan: dict[str, Any], plan_path: str) -> str | None:
     p = Path(rp)
     return str(p if p.is_absolute() else Path(plan_path).parent / p)
 
-
-__all__ = ["judge_run", "blocked"]

@@ -26,7 +26,7 @@ from types import FrameType
 from typing import Any
 
 from parval.errors import EXIT_SIGINT, EXIT_SIGTERM
-from parval.runners.server import kill_all_servers
+from parval.server.reaper import kill_all_servers
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
 # Extra time after the grace period before the timer thread SIGKILLs what is left.

@@ -7,7 +7,7 @@ import platform
 from typing import Any
 
 from parval import PROCEDURE_VERSION
-from parval.assertions import FRAMEWORK_GATE
+from parval.procedure.catalogue import FRAMEWORK_GATE
 
 UPSTREAM = "0" * 40
 CANDIDATE_COMMIT = "1" * 40

@@ -12,13 +12,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from parval.runners.ctest import (
-    CTestCase,
-    CTestRun,
-    assess_f6,
-    parse_ctest_stdout,
-    run_ctest,
-)
+from parval.framework.ctest import CTestCase, CTestRun, parse_ctest_stdout
+from parval.framework.ctest_run import run_ctest
+from parval.framework.judges_f6 import assess_f6
 from parval.status import Status
 
 SCHEMA = json.loads(

@@ -6,13 +6,10 @@ from typing import Any
 
 import pytest
 
-from parval.gates.memory import (
-    StabilisationRule,
-    StartMemory,
-    assess_m5,
-    preflight_estimate,
-    summarise_start,
-)
+from parval.gates.m5 import assess_m5
+from parval.gates.m5_preflight import preflight_estimate
+from parval.gates.m5_rules import StabilisationRule
+from parval.gates.m5_samples import StartMemory, summarise_start
 from parval.status import Result, Status
 
 UNAVAILABLE = "unavailable: NVML init failed: NVML Shared Library Not Found"
@@ -357,7 +354,9 @@ def test_allocator_caching_that_steps_up_once_then_stays_passes() -> None:
 
 def test_residue_growing_every_cycle_fails() -> None:
     # weights kept after each logical unload: every reload adds another 64 MiB copy
-    starts = [make_start(start_index=i, residue=64.0, residue_growth=64.0, cycles=3) for i in range(3)]
+    starts = [
+        make_start(start_index=i, residue=64.0, residue_growth=64.0, cycles=3) for i in range(3)
+    ]
     r = by_id(assess_m5(starts, RULE, gpu_required=False))["M5.stable"]
     assert r.status is Status.FAIL
     assert "grows with every unload/reload cycle" in r.reason
@@ -366,7 +365,9 @@ def test_residue_growing_every_cycle_fails() -> None:
 
 def test_growth_over_two_cycles_only_is_pending_not_fail() -> None:
     # one step up cannot tell caching from a kept copy: not PASS, but not proven either
-    starts = [make_start(start_index=i, residue=64.0, residue_growth=64.0, cycles=2) for i in range(3)]
+    starts = [
+        make_start(start_index=i, residue=64.0, residue_growth=64.0, cycles=2) for i in range(3)
+    ]
     r = by_id(assess_m5(starts, RULE, gpu_required=False))["M5.stable"]
     assert r.status is Status.PENDING and "investigate" in r.reason
 

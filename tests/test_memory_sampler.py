@@ -16,9 +16,10 @@ from typing import Any
 import anyio
 import pytest
 
-from parval.runners import memory as memory_runner
-from parval.runners.memory import MemoryConfig, MemorySampler, PhaseTracker, host_tree_memory
-from parval.runners.nvml import GpuDevice, NvmlDevice, open_device
+from parval.server import host_memory
+from parval.server.host_memory import host_tree_memory
+from parval.server.memory import MemoryConfig, MemorySampler, PhaseTracker
+from parval.server.nvml import GpuDevice, NvmlDevice, open_device
 
 STEP_MIB = 64
 
@@ -91,7 +92,7 @@ def test_phase_tracker_records_changes_only() -> None:
 def test_host_tree_memory_includes_descendants(
     children_files: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(memory_runner, "_HAS_CHILDREN_FILES", children_files)
+    monkeypatch.setattr(host_memory, "_HAS_CHILDREN_FILES", children_files)
     code = f"""
     import subprocess, sys, time
     grand = subprocess.Popen([sys.executable, "-c",

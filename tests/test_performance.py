@@ -6,12 +6,8 @@ from typing import Any
 
 import pytest
 
-from parval.gates.performance import (
-    TABLE_COLUMNS,
-    build_performance,
-    performance_table_markdown,
-    saved_pct,
-)
+from parval.gates.performance import TABLE_COLUMNS, build_performance, saved_pct
+from parval.report.performance_md import performance_table_markdown
 
 
 def rec(

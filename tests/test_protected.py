@@ -12,14 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from parval.commands.verify_protected import verify_protected_command
 from parval.errors import GitError, UsageError
-from parval.protected import (
-    LEGACY_REJECTION_BLOCK,
-    ProtectedConfig,
-    check_legacy_runtime,
-    verify_protected,
-    verify_protected_command,
-)
+from parval.protected.check import verify_protected
+from parval.protected.config import LEGACY_REJECTION_BLOCK, ProtectedConfig
+from parval.protected.legacy import check_legacy_runtime
 from parval.status import Status
 from tests.gitkit import git, isolated_git  # noqa: F401 (autouse fixture)
 
@@ -298,13 +295,26 @@ def test_schema_rejects_inconsistent_pass(repo: tuple[Path, str]) -> None:
         jsonschema.validate(data, SCHEMA)
 
 
-def test_to_result(repo: tuple[Path, str]) -> None:
+def test_the_gates_x4_builder_judges_the_json(repo: tuple[Path, str]) -> None:
+    """The one X4 builder (the gate's) judges what verify-protected writes: it says how
+    many protected paths were checked, keeps the whole result as evidence and reproduces
+    with --repo."""
+    from parval.gates.framework_ref import x4_result
+
     root, sha = repo
+    data = verify_protected(root, sha).to_json()
+    ok = x4_result(data, sha)
+    assert ok.status is Status.PASS
+    assert f"{len(data['checked_paths'])} protected path(s) identical to upstream" in ok.reason
+    assert ok.evidence == data
+    assert any("as git sees them" in x for x in ok.limitations)
+    assert any("uncommitted changes" in x for x in ok.limitations)  # the edits are not committed
     write(root, "app/server/http.cpp", "changed\n")
-    res = verify_protected(root, sha).to_result()
+    data = verify_protected(root, sha).to_json()
+    res = x4_result(data, sha)
     assert res.id == "X4" and res.status is Status.FAIL
-    assert "app/server/http.cpp" in res.reason
-    assert sha in res.reproduction
+    assert "1 protected file(s) changed: app/server/http.cpp" in res.reason
+    assert f"--repo {root}" in res.reproduction and sha in res.reproduction
     assert res.evidence["changed"][0]["path"] == "app/server/http.cpp"
     assert res.to_json()["status"] == "FAIL"
 
@@ -410,7 +420,8 @@ def test_result_names_the_candidate_commit_and_is_trusted_as_x4(repo: tuple[Path
 
     root, sha = repo
     data = verify_protected(root, sha).to_json()
-    assert data["candidate_commit"] == sha and data["candidate_dirty"] is True  # edits not committed
+    # the edits are not committed
+    assert data["candidate_commit"] == sha and data["candidate_dirty"] is True
     jsonschema.validate(data, SCHEMA)
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "candidate")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from parval.provenance import detect, label
+from parval.rundir.provenance import detect, label
 
 
 def test_ci_services_and_plain_ci_are_ci() -> None:
@@ -25,8 +25,8 @@ def test_no_or_false_ci_variables_are_local() -> None:
 
 
 def test_the_manifest_records_where_the_run_was_made(monkeypatch: pytest.MonkeyPatch) -> None:
-    from parval.manifest import build_manifest
-    from parval.plan import load_plan
+    from parval.plan.load import load_plan
+    from parval.rundir.manifest import build_manifest
 
     plan = load_plan(Path(__file__).resolve().parents[1] / "plans" / "demo.yaml")
     for var in ("CI", "GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE", "JENKINS_URL", "TF_BUILD", "CIRCLECI"):

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from parval.bench_util import (
+from parval.bench.util import (
     MODEL_ID,
     FileGrowthWatcher,
     median,
@@ -25,7 +25,9 @@ from parval.bench_util import (
     standin_executable,
     write_model,
 )
-from parval.evidence import EVENTS, ArtifactStore, EventLog
+from parval.rundir.artifacts import ArtifactStore
+from parval.rundir.events import EventLog
+from parval.rundir.layout import EVENTS
 
 START_GRACE_S = 10.0
 
@@ -127,8 +129,9 @@ async def run_campaign(workdir: Path, *, total_requests: int, n: int, starts: in
                        service_ms: float, poll_ms: float = 5.0) -> dict[str, Any]:
     from parval import api
     from parval.judge import judge_run
-    from parval.plan import load_plan
-    from parval.runners.campaign import Campaign, wave_together
+    from parval.plan.load import load_plan
+    from parval.runners.campaign import Campaign
+    from parval.runners.phases import wave_together
 
     plan = load_plan(bench_plan(workdir, service_ms=service_ms, poll_ms=poll_ms))
     run_dir = api.prepare_run_dir(plan, workdir / "run")
@@ -203,8 +206,8 @@ async def run_campaign(workdir: Path, *, total_requests: int, n: int, starts: in
     elapsed = time.monotonic() - t_begin
     log.close()
     judge_end = _time_judge(judge_run, run_dir, log)
-    from parval.evidence import read_events
-    from parval.overhead import campaign_overhead, overhead_beyond_starts_pct
+    from parval.gates.campaign_cost import campaign_overhead, overhead_beyond_starts_pct
+    from parval.rundir.events import read_events
 
     overhead = campaign_overhead(read_events(run_dir / EVENTS), wall_s=elapsed) or {}
     summary = _start_summary(per_start)

@@ -9,9 +9,9 @@ from typing import Any
 
 import anyio
 
-from parval.bench_util import MODEL_ID, median, model_entry, percentile, rnd, running_standin
-from parval.runners.client import OK, Client
-from parval.runners.status import StatusPoller
+from parval.bench.util import MODEL_ID, median, model_entry, percentile, rnd, running_standin
+from parval.server.client import OK, Client
+from parval.server.status import StatusPoller
 
 ROUTE = "/v1/tasks/run"
 MODES: dict[str, float | None] = {"off": None, "10ms": 0.010, "5ms": 0.005}

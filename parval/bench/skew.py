@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 
-from parval.bench_util import (
+from parval.bench.util import (
     MODEL_ID,
     TraceReader,
     counter_delta,
@@ -31,9 +31,9 @@ from parval.bench_util import (
     spread_ms,
     tcp_listen_counters,
 )
-from parval.runners.client import OK, Client
-from parval.runners.status import StatusPoller
-from parval.runners.waves import release_together
+from parval.server.client import OK, Client
+from parval.server.status import StatusPoller
+from parval.server.waves import release_together
 
 ROUTE = "/v1/tasks/run"
 METHODS = ("parval", "baseline")

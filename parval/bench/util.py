@@ -16,8 +16,8 @@ from typing import Any
 import anyio
 
 from parval.errors import ServerStartError
-from parval.plan import resolve_executable
-from parval.runners.server import LaunchSpec, ServerProcess, spawn, wait_ready
+from parval.plan.load import resolve_executable
+from parval.server.process import LaunchSpec, ServerProcess, spawn, wait_ready
 
 MODEL_BYTES = b"parval bench stand-in model\n" * 64
 MODEL_ID = "bench-tts"

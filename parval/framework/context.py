@@ -8,15 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from parval.errors import PlanError
-from parval.evidence import ArtifactStore, EventLog
 from parval.framework.findings import Findings
 from parval.framework.preconditions import Capabilities, first_missing
 from parval.framework.settings import ProbeOptions, Timing
 from parval.gates.compare import canonicalize
-from parval.plan import Plan, resolve_executable
-from parval.runners.server import LaunchSpec, server_config
-
-OMIT = "omit"
+from parval.plan.load import OMIT, Plan, model_entry, resolve_executable
+from parval.rundir.artifacts import ArtifactStore
+from parval.rundir.events import EventLog
+from parval.server.launch import launch_spec
+from parval.server.process import LaunchSpec
+from parval.status import Status
 
 
 class Context:
@@ -64,6 +65,15 @@ class Context:
                               precondition=True)
         return True
 
+    def too_short(self, assertion: str, name: str) -> bool:
+        """Record a sub-check PENDING when a warm request is too short to force an order
+        (the measured timing decides); True when it is."""
+        assert self.timing is not None
+        if (short := self.timing.too_short(self.options.min_service_ms)) is None:
+            return False
+        self.findings.add(assertion, name, Status.PENDING, short)
+        return True
+
     # -- ids and entries --------------------------------------------------------------------
     @property
     def model_id(self) -> str:
@@ -85,22 +95,8 @@ class Context:
 
         Entries are always lazy: first-request and first-load probes need a cold model.
         """
-        m = self.plan.model
-        entry: dict[str, Any] = {
-            "id": model_id or m["id"], "family": m["family"], "task": m["task"], "mode": m["mode"],
-            "path": str(self.plan.model_path), "lazy": True,
-        }
-        for key in ("load_options", "default_request_options"):
-            if m[key]:
-                entry[key] = copy.deepcopy(m[key])
-        opts = self.session_options(distinct)
-        if opts:
-            entry["session_options"] = opts
-        entry.update(copy.deepcopy(m["entry_extra"]))
-        if slots != OMIT:
-            entry["slots"] = slots
-        entry.update(overrides)
-        return entry
+        return model_entry(self.plan, model_id=model_id, lazy=True, slots=slots,
+                           session_options=self.session_options(distinct), **overrides)
 
     @staticmethod
     def registration(entry: dict[str, Any]) -> dict[str, Any]:
@@ -111,14 +107,8 @@ class Context:
 
     def launch_spec(self, models: list[dict[str, Any]], *, flagged: bool,
                     ui: bool | None = None, **server: Any) -> LaunchSpec:
-        spec = self.plan.candidate
-        env = dict(spec.env)
-        # Observer traces (validation builds) let probes see which session served whom.
-        env.setdefault("AUDIOCPP_SLOT_VALIDATION_OBSERVER", "1")
-        settings = {**self.plan.server, **server}
-        cfg = server_config(settings, models[0], models)
-        return LaunchSpec(self.exe, cfg, flagged and spec.knows_parallel_jobs, tuple(spec.args),
-                          env, ui_management=self.ui if ui is None else ui)
+        return launch_spec(self.plan, "candidate", models, flagged=flagged,
+                           ui_management=self.ui if ui is None else ui, server=server)
 
     # -- requests and outputs ---------------------------------------------------------------
     def base_request(self) -> dict[str, Any]:

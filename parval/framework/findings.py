@@ -8,10 +8,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from parval.assertions import FRAMEWORK_GATE
-from parval.evidence import dumps
 from parval.framework.checks import Check
 from parval.framework.judges import run_judge
+from parval.procedure.catalogue import FRAMEWORK_GATE
+from parval.rundir.files import dumps
 from parval.status import Status
 
 # (assertion, sub-check name, judge key, facts, evidence the check carries)

@@ -5,20 +5,9 @@ recorded facts."""
 from __future__ import annotations
 
 from parval.framework.checks import Verdict
-from parval.framework.observed import (
-    Facts,
-    all_ok,
-    flight,
-    ms,
-    named,
-    no_overtaking,
-    outputs_match,
-    samples,
-    timing_of,
-    unloaded_ids,
-    waits,
-)
-from parval.framework.observed import flights as all_flights
+from parval.framework.facts import Facts, flight, named, samples, timing_of
+from parval.framework.facts import flights as all_flights
+from parval.framework.observed import all_ok, ms, no_overtaking, outputs_match, unloaded_ids, waits
 from parval.framework.observed import judge as register
 
 

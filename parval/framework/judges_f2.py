@@ -7,19 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from parval.framework.checks import Verdict
-from parval.framework.observed import (
-    STALLED,
-    Facts,
-    FlightFact,
-    all_ok,
-    flight,
-    named,
-    outputs_match,
-    stalled,
-    timing_of,
-    unloaded_ids,
-    waits,
-)
+from parval.framework.facts import Facts, FlightFact, flight, named, stalled, timing_of
+from parval.framework.observed import STALLED, all_ok, outputs_match, unloaded_ids, waits
 from parval.framework.observed import judge as register
 
 SLOTS_RANGE_TEXT = "model slots must be an integer between 1 and 16"
@@ -61,17 +50,22 @@ def _reconfigured(v: Verdict, manager: FlightFact, what: str, *, body_in_text: b
               f"{what} answered 200 reconfigured=true (got {got})")
 
 
+def _opening(f: Facts, *labels: str) -> tuple[Verdict, list[FlightFact], list[FlightFact]]:
+    """What the queued-work judges share: waits honoured, the occupants and the named
+    flights, everything settled within bound."""
+    v = Verdict()
+    waits(v, f)
+    occupants = named(f, *f["occupants"])
+    flights = [flight(f, label) for label in labels]
+    v.require(bool(f["settled"]), "everything completed within bound")
+    return v, occupants, flights
+
+
 @register("f2.queued_before_barrier")
 def queued_before_barrier(f: Facts) -> Verdict:
     """Work queued before a reconfiguration binds the previous configuration; work after
     the barrier binds the new one."""
-    v = Verdict()
-    waits(v, f)
-    occupants = named(f, *f["occupants"])
-    older = flight(f, "older")
-    manager = flight(f, "reconfigure-base")
-    later = flight(f, "later")
-    v.require(bool(f["settled"]), "everything completed within bound")
+    v, occupants, (older, manager, later) = _opening(f, "older", "reconfigure-base", "later")
     if not v.blockers:
         all_ok(v, [*occupants, older, later], "requests")
         _reconfigured(v, manager, "the reconfiguration")
@@ -89,12 +83,7 @@ def unload_not_undone(f: Facts) -> Verdict:
     """A request queued before a targeted unload runs first, and does not reload the model
     after the unload."""
     t = timing_of(f)
-    v = Verdict()
-    waits(v, f)
-    occupants = named(f, *f["occupants"])
-    older = flight(f, "older")
-    manager = flight(f, "unload")
-    v.require(bool(f["settled"]), "everything completed within bound")
+    v, occupants, (older, manager) = _opening(f, "older", "unload")
     if not v.blockers:
         all_ok(v, [*occupants, older, manager], "requests and the unload")
         outputs_match(v, f, "base", [*occupants, older], "requests")
@@ -108,13 +97,7 @@ def unload_not_undone(f: Facts) -> Verdict:
 def overlapping_managers(f: Facts) -> Verdict:
     """F1.fifo: two reconfigurations queued behind work, then a request, complete in
     enqueue order and the request binds the last manager's configuration."""
-    v = Verdict()
-    waits(v, f)
-    occupants = named(f, *f["occupants"])
-    m1 = flight(f, "reconfigure-opt0")
-    m2 = flight(f, "reconfigure-opt1")
-    later = flight(f, "later")
-    v.require(bool(f["settled"]), "everything completed within bound")
+    v, occupants, (m1, m2, later) = _opening(f, "reconfigure-opt0", "reconfigure-opt1", "later")
     if not v.blockers:
         all_ok(v, [*occupants, m1, m2, later], "requests and managers")
         v.require(m1.t_done < m2.t_done, "the managers completed in enqueue order")

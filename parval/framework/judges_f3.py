@@ -9,7 +9,8 @@ import re
 from dataclasses import dataclass
 
 from parval.framework.checks import Verdict
-from parval.framework.observed import Facts, all_ok, flight, named, outputs_match, waits
+from parval.framework.facts import Facts, flight, named
+from parval.framework.observed import all_ok, outputs_match, waits
 from parval.framework.observed import judge as register
 
 
@@ -83,23 +84,21 @@ class CTestEvidence:
     what: str
 
 
+# (assertion, sub-check, CTest name pattern, what only that CTest shows)
+_CTEST_ROWS = (
+    ("F3.load_failures", "primary_injection", r"session_pool|parallel_lifecycle|model_slots|slot_validation",
+     "primary, null-primary and partial-clone load-failure injection (contract T12/T17)"),
+    ("F3.ownership", "resource_lifetime", r"ownership|session_pool|parallel_lifecycle",
+     "resource lifetime, cache and RNG privacy of sessions"),
+    ("F2.callback_lease", "stream_and_unstarted_callbacks", r"slot_validation|live_body|callback|stream",
+     "stream callbacks and abandoned unstarted deferred callbacks (contract T14/T18)"),
+    ("F5.no_convoy", "blocked_metadata", r"slot_validation",
+     "metadata blocked during bulk/status work (the AUDIOCPP_SLOT_VALIDATION hooks)"),
+    ("F5.retiring_residency", "blocked_teardown", r"slot_validation",
+     "teardown blocked while a model retires (the AUDIOCPP_SLOT_VALIDATION hooks)"),
+)
 CTEST_EVIDENCE: dict[str, CTestEvidence] = {
-    "F3.load_failures": CTestEvidence(
-        "primary_injection", re.compile(r"session_pool|parallel_lifecycle|model_slots|slot_validation"),
-        "primary, null-primary and partial-clone load-failure injection (contract T12/T17)"),
-    "F3.ownership": CTestEvidence(
-        "resource_lifetime", re.compile(r"ownership|session_pool|parallel_lifecycle"),
-        "resource lifetime, cache and RNG privacy of sessions"),
-    "F2.callback_lease": CTestEvidence(
-        "stream_and_unstarted_callbacks", re.compile(r"slot_validation|live_body|callback|stream"),
-        "stream callbacks and abandoned unstarted deferred callbacks (contract T14/T18)"),
-    "F5.no_convoy": CTestEvidence(
-        "blocked_metadata", re.compile(r"slot_validation"),
-        "metadata blocked during bulk/status work (the AUDIOCPP_SLOT_VALIDATION hooks)"),
-    "F5.retiring_residency": CTestEvidence(
-        "blocked_teardown", re.compile(r"slot_validation"),
-        "teardown blocked while a model retires (the AUDIOCPP_SLOT_VALIDATION hooks)"),
-}
+    aid: CTestEvidence(name, re.compile(pattern), what) for aid, name, pattern, what in _CTEST_ROWS}
 
 
 def ctest_cases(f: Facts) -> list[tuple[str, str]]:

@@ -11,7 +11,8 @@ graceful drain.
 from __future__ import annotations
 
 from parval.framework.checks import Verdict
-from parval.framework.observed import Facts, FlightFact, all_ok, flight, named, outputs_match, waits
+from parval.framework.facts import Facts, FlightFact, flight, named
+from parval.framework.observed import all_ok, outputs_match, waits
 from parval.framework.observed import judge as register
 
 

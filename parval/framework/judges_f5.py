@@ -9,21 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from parval.framework.checks import Verdict
-from parval.framework.observed import (
-    STALLED,
-    Facts,
-    FlightFact,
-    all_ok,
-    flight,
-    named,
-    outputs_match,
-    samples,
-    stalled,
-    timing_of,
-    unloaded_ids,
-    waits,
-)
-from parval.framework.observed import flights as all_flights
+from parval.framework.facts import Facts, FlightFact, flight, named, samples, stalled, timing_of
+from parval.framework.facts import flights as all_flights
+from parval.framework.observed import STALLED, all_ok, outputs_match, unloaded_ids, waits
 from parval.framework.observed import judge as register
 
 BUSY_LIMIT_TEXT = "every loaded model is busy"

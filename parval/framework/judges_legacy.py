@@ -8,15 +8,9 @@ from __future__ import annotations
 import math
 
 from parval.framework.checks import Verdict
-from parval.framework.observed import (
-    Facts,
-    all_ok,
-    flight,
-    outputs_match,
-    timing_of,
-    unloaded_ids,
-)
-from parval.framework.observed import flights as all_flights
+from parval.framework.facts import Facts, flight, timing_of
+from parval.framework.facts import flights as all_flights
+from parval.framework.observed import all_ok, outputs_match, unloaded_ids
 from parval.framework.observed import judge as register
 
 LEGACY_SLOTS_TEXT = "slots requires --parallel-jobs at server startup"

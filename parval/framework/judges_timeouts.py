@@ -6,18 +6,8 @@ functions of the recorded facts."""
 from __future__ import annotations
 
 from parval.framework.checks import Verdict
-from parval.framework.observed import (
-    INF,
-    STALLED,
-    Facts,
-    FlightFact,
-    all_ok,
-    flight,
-    named,
-    timing_of,
-    unloaded_ids,
-    waits,
-)
+from parval.framework.facts import INF, Facts, FlightFact, flight, named, timing_of
+from parval.framework.observed import STALLED, all_ok, unloaded_ids, waits
 from parval.framework.observed import judge as register
 
 

@@ -6,7 +6,8 @@ Pure functions of the recorded facts."""
 from __future__ import annotations
 
 from parval.framework.checks import Verdict
-from parval.framework.observed import Facts, all_ok, flight, outputs_match, samples, with_prefix
+from parval.framework.facts import Facts, flight, samples, with_prefix
+from parval.framework.observed import all_ok, outputs_match
 from parval.framework.observed import judge as register
 from parval.framework.preconditions import route_absent
 

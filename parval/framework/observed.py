@@ -1,4 +1,4 @@
-"""Probes record, checks judge: what one forced situation showed, as JSON facts.
+"""Probes record, judges decide: the registry of pure judges and what they share.
 
 A probe drives the server and writes down what it saw (an `observation` event): every
 request's send and completion times, status, error text and output hash, the status
@@ -13,19 +13,15 @@ This module and the `judges_*` modules import nothing that talks to a server.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any
 
 from parval.framework.checks import Verdict
+from parval.framework.facts import INF, Facts, FlightFact, stalled
 from parval.framework.preconditions import Capabilities, first_missing
-from parval.framework.settings import Timing
 from parval.status import Status
 
-Facts = dict[str, Any]
 Judge = Callable[[Facts], Verdict]
 JUDGES: dict[str, Judge] = {}
 
-INF = float("inf")
 
 
 def judge(key: str) -> Callable[[Judge], Judge]:
@@ -45,161 +41,10 @@ def run_judge(key: str, facts: Facts) -> Verdict:
     return fn(facts)
 
 
-# -- facts a probe collects ------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class FlightFact:
-    """One request as recorded: times relative to the rig start (None: never finished)."""
-
-    raw: dict[str, Any]
-
-    @property
-    def label(self) -> str:
-        return str(self.raw["label"])
-
-    @property
-    def model(self) -> str | None:
-        m = self.raw.get("model")
-        return m if isinstance(m, str) else None
-
-    @property
-    def status(self) -> int | None:
-        s = self.raw.get("status")
-        return s if isinstance(s, int) else None
-
-    @property
-    def t_send(self) -> float:
-        return float(self.raw["t_send"])
-
-    @property
-    def t_done(self) -> float:
-        t = self.raw.get("t_done")
-        return INF if t is None else float(t)
-
-    @property
-    def finished(self) -> bool:
-        return self.raw.get("t_done") is not None or bool(self.raw.get("finished"))
-
-    @property
-    def elapsed_s(self) -> float | None:
-        ms = self.raw.get("ms")
-        return None if ms is None else float(ms) / 1000
-
-    @property
-    def message(self) -> str:
-        return str(self.raw.get("message") or "")
-
-    @property
-    def output(self) -> str | None:
-        o = self.raw.get("output")
-        return o if isinstance(o, str) else None
-
-    @property
-    def cancelled(self) -> bool:
-        return bool(self.raw.get("cancelled"))
-
-    def json(self) -> Any:
-        return self.raw.get("json")
-
-
-def flights(facts: Facts, key: str = "flights") -> list[FlightFact]:
-    return [FlightFact(f) for f in facts.get(key) or []]
-
-
-def named(facts: Facts, *labels: str) -> list[FlightFact]:
-    """The recorded flights with these labels, in that order (missing ones left out)."""
-    by = {f.label: f for f in flights(facts)}
-    return [by[x] for x in labels if x in by]
-
-
-def flight(facts: Facts, label: str) -> FlightFact:
-    found = named(facts, label)
-    if not found:
-        raise KeyError(f"observation has no flight {label!r}")
-    return found[0]
-
-
-def with_prefix(facts: Facts, prefix: str) -> list[FlightFact]:
-    return [f for f in flights(facts) if f.label.startswith(prefix)]
-
-
-def timing_of(facts: Facts) -> Timing:
-    t = facts["timing"]
-    return Timing(float(t["service_ms"]) / 1000, float(t["load_ms"]) / 1000, float(t["teardown_ms"]) / 1000)
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One status sample of one model: [t, active, queued, loaded, max_parallel, slots]."""
-
-    t: float
-    active: int | None
-    queued: int | None
-    loaded: bool | None
-    capacity: int | None
-    slots: Any
-
-
-def samples(facts: Facts, key: str = "samples") -> list[Sample]:
-    return [Sample(*row) for row in facts.get(key) or []]
-
-
-class Obs:
-    """The collector a probe fills while it forces a situation (no judgement here).
-
-    `wait` records a bounded wait and whether it saw what it waited for; a probe reads
-    `blocked` only to stop forcing a situation that can no longer be judged."""
-
-    def __init__(self, **facts: Any) -> None:
-        self.facts: Facts = {"waits": [], **facts}
-
-    def wait(self, what: str, seen: bool, *, unseen: str | None = None) -> bool:
-        """A bounded wait for `what`; `unseen` is the text when it was not seen (default
-        "never observed <what>")."""
-        entry: dict[str, Any] = {"what": what, "seen": bool(seen)}
-        if unseen is not None:
-            entry["unseen"] = unseen
-        self.facts["waits"].append(entry)
-        return bool(seen)
-
-    @property
-    def blocked(self) -> bool:
-        return any(not w["seen"] for w in self.facts["waits"]) or any(
-            stalled(s) for s in self.facts.get("staggers", []))
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.facts[key] = value
-
-    def __getitem__(self, key: str) -> Any:
-        return self.facts[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.facts.get(key, default)
-
-
 # -- pure building blocks of judges ----------------------------------------------------------
 
 STALLED = ("status reads stalled while {what} waited (registry lock held across a management "
            "wait; judged by F5.no_convoy), so the forced order could not be observed")
-
-
-def stalled(stagger: dict[str, Any]) -> bool:
-    """From the status canaries read while a manager waited: True when a read could only be
-    answered once the manager finished (a registry lock held across a management wait)."""
-    canaries = stagger.get("canaries") or []
-    if not canaries:
-        return False
-    for c in canaries:
-        if c.get("t_done") is None or c.get("status") != 200:
-            return True
-    manager_done = stagger.get("manager_t_done")
-    if manager_done is None:  # still waiting after the reads: the registry answered freely
-        return False
-    last = canaries[-1]
-    # Blocked reads are answered when the lock is released, within a few ms of the
-    # manager's own reply (either order); a free registry answers long before it.
-    window = max(0.005, 0.2 * (float(manager_done) - float(last["t_send"])))
-    return float(last["t_done"]) >= float(manager_done) - window
 
 
 def waits(v: Verdict, facts: Facts) -> None:

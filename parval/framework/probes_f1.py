@@ -11,7 +11,7 @@ import time
 import anyio
 
 from parval.framework.context import Context
-from parval.framework.observed import Facts, Obs
+from parval.framework.facts import Facts, Obs
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, LOADED, route_absent
 from parval.framework.rig import Flight, Rig, open_rig
 from parval.framework.scenarios import enqueue, occupy, reset, stagger_manager, timing, trace_lines
@@ -162,8 +162,7 @@ async def cap1_probe(ctx: Context) -> None:
             ctx.findings.observe("F1.cap1_fifo", "cap1_pool", "f1.cap1_pool", wave)
         else:
             ctx.capacity = None
-        if (short := ctx.timing.too_short(ctx.options.min_service_ms)) is not None:
-            ctx.findings.add("F1.cap1_fifo", "forced_order@1", Status.PENDING, short)
+        if ctx.too_short("F1.cap1_fifo", "forced_order@1"):
             return
         if ctx.unmet("F1.cap1_fifo", "forced_order@1", COUNTERS, BULK_UNLOAD):
             return
@@ -187,8 +186,7 @@ async def fifo_probe(ctx: Context) -> None:
         async with open_rig(ctx, f"f1-fifo-{n}", spec, [model]) as rig:
             wave, _ = await first_wave(rig, model, n)
             ctx.findings.observe("F2.first_publish", f"first_publish@{n}", "f1.first_wave", wave)
-            if (short := timing(rig).too_short(ctx.options.min_service_ms)) is not None:
-                ctx.findings.add("F1.fifo", f"forced_order@{n}", Status.PENDING, short)
+            if ctx.too_short("F1.fifo", f"forced_order@{n}"):
                 continue
             ctx.findings.observe("F1.fifo", f"forced_order@{n}", "f1.forced_order",
                                  await forced_order(rig, model, n))
@@ -203,10 +201,7 @@ async def fifo_probe(ctx: Context) -> None:
 async def overdue_probe(ctx: Context) -> None:
     """Overdue work fails fast even with spare slots or waiting managers; a healthy slot
     permits bounded waiting."""
-    t = ctx.timing
-    assert t is not None
-    if (short := t.too_short(ctx.options.min_service_ms)) is not None:
-        ctx.findings.add("F1.overdue", "overdue", Status.PENDING, short)
+    if ctx.too_short("F1.overdue", "overdue"):
         return
     n = max(tested_counts(ctx))
     model = ctx.model_id

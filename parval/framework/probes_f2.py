@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 
 from parval.framework.context import Context
-from parval.framework.observed import Facts, Obs
+from parval.framework.facts import Facts, Obs
 from parval.framework.preconditions import BULK_UNLOAD, MANAGEMENT
 from parval.framework.probes_f1 import tested_counts
 from parval.framework.rig import Flight, Rig, open_rig

@@ -15,19 +15,15 @@ import time
 import anyio
 
 from parval.framework.context import Context
+from parval.framework.facts import Obs, flight, named
 from parval.framework.judges_f4 import drain_policy
-from parval.framework.observed import Obs, flight, named
 from parval.framework.probes_f1 import tested_counts
 from parval.framework.rig import Flight, Rig, open_rig
 from parval.framework.scenarios import enqueue, occupy, reset, timing
-from parval.status import Status
 
 
 async def disconnect_probe(ctx: Context) -> None:
-    t = ctx.timing
-    assert t is not None
-    if (short := t.too_short(ctx.options.min_service_ms)) is not None:
-        ctx.findings.add("F4.disconnect", "disconnect", Status.PENDING, short)
+    if ctx.too_short("F4.disconnect", "disconnect"):
         return
     n = max(tested_counts(ctx))
     model = ctx.model_id

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 
 from parval.framework.context import Context
-from parval.framework.observed import Facts, Obs
+from parval.framework.facts import Facts, Obs
 from parval.framework.probes_f1 import tested_counts
 from parval.framework.rig import Flight, Rig, open_rig
 from parval.framework.scenarios import canaries, references, reset, timing
@@ -206,9 +206,7 @@ async def bulk_probe(ctx: Context) -> None:
         first = await ready_first(rig, models)
         ctx.findings.observe("F5.bulk_ready_first", "ready_idle_first", "f5.ready_first", first,
                              freed_at=first["freed_at"], published_at=first["published_at"])
-        if (short := t.too_short(ctx.options.min_service_ms)) is not None:
-            ctx.findings.add("F5.no_convoy", "no_convoy", Status.PENDING, short)
-        else:
+        if not ctx.too_short("F5.no_convoy", "no_convoy"):
             ctx.findings.observe("F5.no_convoy", "unrelated_progress", "f5.no_convoy",
                                  await no_convoy(rig, models, n))
         ctx.findings.observe("F5.bulk_selections", "reversed_overlapping_duplicate", "f5.selections",

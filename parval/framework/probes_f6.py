@@ -1,5 +1,5 @@
 """F6: the common CTests, the ASan/TSan builds and a seeded stress job, through
-parval/runners/ctest.py. A job without a build directory is listed as not run, with the
+parval/framework/ctest_run.py. A job without a build directory is listed as not run, with the
 reason, and its assertion stays PENDING."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import functools
 import anyio
 
 from parval.framework.context import Context
-from parval.runners.ctest import DEFAULT_LABEL, STRESS_LABEL, CTestRun, run_ctest
+from parval.framework.ctest import DEFAULT_LABEL, STRESS_LABEL, CTestRun
+from parval.framework.ctest_run import run_ctest
 
 STRESS_SEED_ENV = "AUDIOCPP_STRESS_SEED"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import anyio
 
 from parval.framework.context import Context
-from parval.framework.observed import Obs
+from parval.framework.facts import Obs
 from parval.framework.preconditions import BULK_UNLOAD, MANAGEMENT
 from parval.framework.probes_f1 import tested_counts
 from parval.framework.rig import Flight, Rig, open_rig
@@ -137,8 +137,7 @@ async def bulk_ignores_ceiling(rig: Rig, model: str, n: int, runtime: str, ceili
 async def flagged_timeouts_probe(ctx: Context) -> None:
     t = ctx.timing
     assert t is not None
-    if (short := t.too_short(ctx.options.min_service_ms)) is not None:
-        ctx.findings.add("F1.timeouts", "timeouts@flagged", Status.PENDING, short)
+    if ctx.too_short("F1.timeouts", "timeouts@flagged"):
         return
     n = max(tested_counts(ctx))
     a, z = timeout_models(ctx)

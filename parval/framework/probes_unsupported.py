@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from parval.framework.context import Context
-from parval.framework.observed import Obs
+from parval.framework.facts import Obs
 from parval.framework.preconditions import COUNTERS, LOADED, route_absent
 from parval.framework.rig import Rig, open_rig
 from parval.framework.scenarios import timing

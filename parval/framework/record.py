@@ -19,15 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from parval import PROCEDURE_VERSION, __version__
-from parval.assertions import FRAMEWORK_GATE, group_of
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE
-from parval.evidence import sha256_file, write_json
 from parval.framework import contract
 from parval.framework.checks import Check
 from parval.framework.context import Context
-from parval.manifest import cpu_model
-from parval.runners.ctest import CTestRun
-from parval.schemas_io import schema_errors
+from parval.framework.ctest import CTestRun
+from parval.plan.schemas import schema_errors
+from parval.procedure.catalogue import FRAMEWORK_GATE, group_of
+from parval.rundir.files import sha256_file, write_json
+from parval.rundir.manifest import cpu_model
 from parval.status import Result, Status, combine
 
 RECORD = "record.json"

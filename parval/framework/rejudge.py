@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from parval.errors import RunDirError
-from parval.evidence import EVENTS, read_events
 from parval.framework.checks import Check
+from parval.framework.ctest import CTestRun
 from parval.framework.judges import run_judge
 from parval.framework.record import RECORD, assemble
 from parval.framework.runner import judge
-from parval.runners.ctest import CTestRun
+from parval.rundir.events import read_events
+from parval.rundir.layout import EVENTS
 
 _META = ("seq", "t", "kind")
 

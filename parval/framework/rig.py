@@ -21,13 +21,14 @@ import anyio
 import httpx
 from anyio.abc import TaskGroup, TaskStatus
 
-from parval.runners.client import Client, Reply
-from parval.runners.server import LaunchSpec, ServerProcess, spawn, wait_ready
-from parval.runners.status import StatusSample, parse_models
+from parval.procedure.server_facts import ROUTE_MODELS
+from parval.server.client import Client, Reply
+from parval.server.process import LaunchSpec, ServerProcess, spawn, wait_ready
+from parval.server.status import PollLoop, StatusSample, parse_models
 
 if TYPE_CHECKING:
     from parval.framework.context import Context
-    from parval.framework.observed import Obs
+    from parval.framework.facts import Obs
 
 
 @dataclass
@@ -103,45 +104,34 @@ class Snapshot:
         return s.slots if s else None
 
 
-class ModelsPoller:
-    """GET /v1/models in a loop, one snapshot of every model per poll (observational)."""
+class ModelsPoller(PollLoop[Snapshot]):
+    """One snapshot of every watched model per poll (observational)."""
+
+    read_timeout_s = 30.0
 
     def __init__(self, base_url: str, model_ids: list[str], interval_s: float) -> None:
-        self.base_url = base_url
+        super().__init__(base_url, interval_s)
         self.model_ids = list(model_ids)
-        self.interval_s = interval_s
-        self.samples: list[Snapshot] = []
-        self.errors = 0
-        self._changed = anyio.Event()
 
-    @property
-    def latest(self) -> Snapshot | None:
-        return self.samples[-1] if self.samples else None
-
-    async def run(self) -> None:
-        limits = httpx.Limits(max_connections=2, max_keepalive_connections=0)
-        async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(30.0)) as client:
-            while True:
-                t0 = time.monotonic()
-                models: dict[str, StatusSample] = {}
-                ok = False
-                try:
-                    resp = await client.get(self.base_url + "/v1/models")
-                    if resp.status_code == 200:
-                        ok = True
-                        for mid in self.model_ids:
-                            sample = parse_models(resp.content, mid)
-                            if sample is not None and sample.present:
-                                models[mid] = sample
-                except httpx.HTTPError:
-                    pass
-                if not ok:
-                    self.errors += 1
-                t1 = time.monotonic()
-                self.samples.append(Snapshot(t1, ok, t1 - t0, models))
-                self._changed.set()
-                self._changed = anyio.Event()
-                await anyio.sleep(max(0.0, self.interval_s - (time.monotonic() - t0)))
+    async def poll_once(self, client: httpx.AsyncClient) -> Snapshot:
+        t0 = time.monotonic()
+        models: dict[str, StatusSample] = {}
+        ok = False
+        try:
+            resp = await client.get(self.base_url + ROUTE_MODELS)
+            if resp.status_code == 200:
+                ok = True
+                for mid in self.model_ids:
+                    sample = parse_models(resp.content, mid)
+                    if sample is not None and sample.present:
+                        models[mid] = sample
+        except httpx.HTTPError:
+            pass
+        if not ok:
+            self.errors += 1
+        t1 = time.monotonic()
+        self.add(Snapshot(t1, ok, t1 - t0, models))
+        return self.samples[-1]
 
     async def wait_for(self, predicate: Callable[[Snapshot], bool], timeout_s: float,
                        *, after: float | None = None) -> Snapshot | None:
@@ -159,19 +149,20 @@ class ModelsPoller:
         return [s for s in self.samples if t0 <= s.t <= t1 and s.ok]
 
 
+@dataclass
 class Rig:
-    def __init__(self, ctx: Context, name: str, server: ServerProcess, client: Client,
-                 poller: ModelsPoller, tg: TaskGroup, flagged: bool) -> None:
-        self.ctx = ctx
-        self.name = name
-        self.server = server
-        self.client = client
-        self.poller = poller
-        self.tg = tg
-        self.flagged = flagged
-        self.t0 = time.monotonic()
-        self.flights: list[Flight] = []
-        self.stop_info: dict[str, Any] | None = None
+    """One fresh candidate server of a probe, its client, poller and flights."""
+
+    ctx: Context
+    name: str
+    server: ServerProcess
+    client: Client
+    poller: ModelsPoller
+    tg: TaskGroup
+    flagged: bool
+    t0: float = field(default_factory=time.monotonic)
+    flights: list[Flight] = field(default_factory=list)
+    stop_info: dict[str, Any] | None = None
 
     def rel(self, t: float) -> float | None:
         return None if t == float("inf") else round(t - self.t0, 4)

@@ -20,12 +20,13 @@ from typing import Any
 
 import anyio
 
-from parval.assertions import FRAMEWORK_GATE, group_of
 from parval.errors import ServerStartError, UsageError
 from parval.framework import contract
 from parval.framework.checks import Check, assertion_result
 from parval.framework.context import Context
+from parval.framework.ctest import CTestRun
 from parval.framework.findings import Findings
+from parval.framework.judges_f6 import DEFAULT_REQUIRED_TESTS, assess_f6
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, LOADED, MANAGEMENT, first_missing
 from parval.framework.probes_f1 import cap1_probe, fifo_probe, overdue_probe
 from parval.framework.probes_f2 import callback_probe, reconfigure_probe, unload_load_probe
@@ -36,8 +37,8 @@ from parval.framework.probes_f6 import ctest_runs
 from parval.framework.probes_legacy import legacy_probe
 from parval.framework.probes_timeouts import flagged_timeouts_probe
 from parval.framework.probes_unsupported import unsupported_probe
-from parval.runners.ctest import DEFAULT_REQUIRED_TESTS, CTestRun, assess_f6
-from parval.runners.groups import real_error
+from parval.procedure.catalogue import FRAMEWORK_GATE, group_of
+from parval.server.groups import real_error
 from parval.status import Result, Status
 
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import anyio
 
-from parval.framework.observed import Obs
+from parval.framework.facts import Obs
 from parval.framework.rig import Flight, Rig, Snapshot
 from parval.framework.settings import Timing
-from parval.runners.trace import read_trace
+from parval.server.trace import read_trace
 
 
 def timing(rig: Rig) -> Timing:

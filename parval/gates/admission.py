@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from parval.assertions import all_ids
+from parval.procedure.catalogue import all_ids
 from parval.status import Result, Status, combine, pending
 
 PENDING_TEXT = "evidence collected; validation pending"

@@ -15,12 +15,13 @@ commit differs from the plan's `identity.candidate.source_commit`, is PENDING.
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
 from parval import PROCEDURE_VERSION
-from parval.assertions import FRAMEWORK_GATE
 from parval.gates.framework_reuse import ReuseDecision
+from parval.procedure.catalogue import FRAMEWORK_GATE
 from parval.status import Result, Status, combine, pending
 
 # The F entries whose evidence is per flagged count (F1 FIFO, first-load pool drain).
@@ -142,7 +143,7 @@ def record_problem(record: dict[str, Any], path: Path, manifest: dict[str, Any],
     Under an accepted reuse the record is for another executable by design: instead of the
     executable hash, its source commit must be the reviewed one and the plan's candidate
     commit (when named) the one the review diffed to."""
-    from parval.schemas_io import schema_errors
+    from parval.plan.schemas import schema_errors
 
     errors = schema_errors(record, "framework")
     if errors:
@@ -183,8 +184,8 @@ def record_problem(record: dict[str, Any], path: Path, manifest: dict[str, Any],
 
 def integrity_problems(path: Path) -> list[str]:
     """A record inside a directory with files.sha256/chain.jsonl must match them exactly."""
-    from parval.evidence import sha256_file
-    from parval.integrity import CHAIN, LISTING, check_listing, read_chain
+    from parval.rundir.files import sha256_file
+    from parval.rundir.integrity import CHAIN, LISTING, check_listing, read_chain, sealed_problems
 
     directory = path.parent
     listing, chain = directory / LISTING, directory / CHAIN
@@ -202,12 +203,7 @@ def integrity_problems(path: Path) -> list[str]:
         problems.append(f"modified: {LISTING}")
     # Files sealed after the listing (derived files) are checked against the seal instead.
     problems += [p for p in check_listing(directory) if p.removeprefix("added: ") not in sealed]
-    for name, digest in sorted(sealed.items()):
-        p = directory / name
-        if not p.exists():
-            problems.append(f"missing: {name}")
-        elif sha256_file(p) != digest:
-            problems.append(f"modified: {name}")
+    problems += sealed_problems(directory, sealed)
     listed = {line.partition("  ")[2] for line in listing.read_text("utf-8", "replace").splitlines()}
     if path.name not in listed and path.name not in sealed:
         problems.append(f"{path.name} is in neither {LISTING} nor a seal of {CHAIN}")
@@ -259,7 +255,7 @@ def x4_result(protected: dict[str, Any] | None, commit: str | None) -> Result:
     if protected is None:
         return pending("X4", "no verify-protected result attached (plan framework.protected); run "
                        "`parval verify-protected --upstream <sha> --output x4.json`")
-    from parval.schemas_io import schema_errors
+    from parval.plan.schemas import schema_errors
 
     if not isinstance(protected, dict):
         return pending("X4", "the attached verify-protected result is not a JSON object")
@@ -281,7 +277,7 @@ def x4_result(protected: dict[str, Any] | None, commit: str | None) -> Result:
                        f"{commit[:12]} (identity.candidate.source_commit); {again} on that commit",
                        upstream=raw.get("upstream"), candidate_commit=cand)
     x4 = Result.from_json(protected) if "id" in protected and "assertion" not in protected \
-        else _x4_from_protected(raw)
+        else x4_from_protected(raw)
     x4.evidence = {**x4.evidence, "upstream": raw.get("upstream"), "candidate_commit": cand}
     if raw.get("candidate_dirty"):
         x4.limitations = [*x4.limitations, "the candidate working tree had uncommitted changes when "
@@ -292,12 +288,22 @@ def x4_result(protected: dict[str, Any] | None, commit: str | None) -> Result:
     return x4
 
 
-def _x4_from_protected(data: dict[str, Any]) -> Result:
+def x4_from_protected(data: dict[str, Any]) -> Result:
+    """The X4 verdict on one schema-valid verify-protected result, which it keeps whole as
+    evidence: the one builder, for `parval run`, `parval report` and the command's output."""
     status = Status.PASS if data.get("status") == "PASS" else Status.FAIL
-    changed = [c.get("path") for c in data.get("changed", [])]
-    reason = ("protected files identical to upstream; legacy runtime differs only by the rejection block"
-              if status is Status.PASS else f"changed protected files: {changed}; legacy runtime: "
-              f"{(data.get('legacy_runtime') or {}).get('status')}")
-    return Result("X4", status, reason, {"upstream": data.get("upstream"), "changed": changed,
-                                         "candidate_commit": data.get("candidate_commit")},
-                  reproduction=f"parval verify-protected --upstream {data.get('upstream')}")
+    changed = [str(c.get("path")) for c in data.get("changed") or []]
+    if changed:
+        more = f" (+{len(changed) - 10} more)" if len(changed) > 10 else ""
+        found = f"{len(changed)} protected file(s) changed: {', '.join(changed[:10])}{more}"
+    else:
+        found = f"{len(data.get('checked_paths') or [])} protected path(s) identical to upstream"
+    legacy = data.get("legacy_runtime") or {}
+    reason = f"{found}; legacy runtime {legacy.get('path')}: {legacy.get('reason')}"
+    repo = shlex.quote(str(data.get("repo") or "."))
+    return Result("X4", status, reason, dict(data),
+                  reproduction=f"parval verify-protected --repo {repo} "
+                               f"--upstream {data.get('upstream')}",
+                  limitations=["protected files are compared as git sees them (after clean "
+                               "filters such as core.autocrlf); files ignored by .gitignore are "
+                               "not checked"])

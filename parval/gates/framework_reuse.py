@@ -95,12 +95,12 @@ class ReuseDecision:
 
 def changed_files(repo: Path, old: str, new: str) -> tuple[str, str, list[str]]:
     """(old sha, new sha, every path that differs between the two commits)."""
-    from parval.protected import _git, _repo_root, _resolve_commit
+    from parval.protected.git import git_output, repo_root, resolve_commit
 
-    root = _repo_root(repo)
-    a, b = _resolve_commit(root, old), _resolve_commit(root, new)
-    out = _git(root, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff",
-               "--ignore-submodules=none", a, b, "--")
+    root = repo_root(repo)
+    a, b = resolve_commit(root, old), resolve_commit(root, new)
+    out = git_output(root, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff",
+                     "--ignore-submodules=none", a, b, "--")
     return a, b, sorted(os.fsdecode(p) for p in out.split(b"\0") if p)
 
 

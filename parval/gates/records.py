@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parval.evidence import read_events
+from parval.rundir.events import read_events
 
 COUNT_PHASES = ("cold_wave", "warm_wave", "mixed_wave", "reload_wave", "serial_reuse")
 

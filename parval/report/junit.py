@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from parval.report.markdown import campaign_command, detailed
+from parval.report.failures_md import campaign_command
+from parval.report.md_base import detailed
 
 SKIPPED = ("PENDING", "BLOCKED", "UNSUPPORTED", "NOT_APPLICABLE")
 

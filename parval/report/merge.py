@@ -34,8 +34,10 @@ from typing import Any
 
 from parval import PROCEDURE_VERSION, __version__
 from parval.errors import RunDirError, UsageError
-from parval.evidence import EVENTS, MANIFEST, read_events
 from parval.gates import admission as adm
+from parval.plan.load import shard_counts
+from parval.rundir.events import read_events
+from parval.rundir.layout import EVENTS, MANIFEST
 from parval.status import Result, Status, combine, pending
 
 # Model-level groups produced by once-per-model units: (group prefix, unit name prefix).
@@ -84,14 +86,6 @@ def _plan_snapshot(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def shard_counts(counts: list[int], shard: tuple[int, int] | None) -> list[int]:
-    """The counts `parval run --shard i/n` runs: every n-th count of the sorted plan counts."""
-    if shard is None:
-        return sorted(counts)
-    i, n = shard
-    return [c for k, c in enumerate(sorted(counts)) if k % n == i - 1]
-
-
 # -- identity -----------------------------------------------------------------------------
 def _by_content(value: Any) -> Any:
     """A {path: sha256} mapping compared by file name and content, not by absolute path."""
@@ -101,7 +95,7 @@ def _by_content(value: Any) -> Any:
 
 
 def merge_identity(manifest: dict[str, Any], evidence: dict[str, Any]) -> dict[str, Any]:
-    from parval.manifest import identity_fields
+    from parval.rundir.manifest import identity_fields
 
     fields = {k: _by_content(v) for k, v in identity_fields(manifest).items()}
     fields["procedure_version"] = evidence.get("procedure_version")
@@ -331,147 +325,3 @@ def _performance_inputs(runs: list[LoadedRun]) -> tuple[list[dict[str, Any]], li
                 seen.add(n)
                 rejections.append({"count": n, "latencies_ms": p.get("latencies_ms", [])})
     return series, rejections
-
-
-# -- catalogue ----------------------------------------------------------------------------
-def find_runs(root: Path) -> list[Path]:
-    if not root.is_dir():
-        raise RunDirError(f"{root}: no such directory")
-    return sorted(p.parent for p in root.rglob("evidence.json") if p.is_file())
-
-
-def blocking(ev: dict[str, Any]) -> list[str]:
-    """The assertions that keep a run from admission: FAIL first, then BLOCKED/PENDING/UNSUPPORTED."""
-    order = {"FAIL": 0, "BLOCKED": 1, "UNSUPPORTED": 2, "PENDING": 3}
-    items = [a for a in ev["assertions"] if a["status"] in order]
-    items.sort(key=lambda a: order[a["status"]])
-    return [f"{a['id']} {a['status']}" for a in items]
-
-
-def catalogue_rows(root: Path) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    for d in find_runs(root):
-        try:
-            ev = json.loads((d / "evidence.json").read_text("utf-8"))
-            ident, v = ev["identity"], ev["verdict"]
-        except (OSError, ValueError, KeyError) as exc:
-            rows.append({"dir": str(d), "error": f"unreadable evidence: {exc}"})
-            continue
-        rows.append({
-            "dir": str(d.relative_to(root)) if d != root else ".",
-            "model": ident.get("model"), "family": ident.get("family"), "task": ident.get("task"),
-            "backend": ident.get("backend"), "mode": ident.get("mode"),
-            "admitted_counts": v.get("admitted_counts", []), "admission_ready": ev.get("admission_ready"),
-            "exit_code": v.get("exit_code"), "blocking": blocking(ev),
-            "date": ev.get("generated_at"), "candidate_sha256": ident.get("candidate_sha256"),
-            "shard": (ev.get("run") or {}).get("shard"), "procedure_version": ev.get("procedure_version"),
-            "provenance": (ev.get("run") or {}).get("provenance") or _manifest_provenance(d),
-        })
-    mark_superseded(rows)
-    return rows
-
-
-def _manifest_provenance(run_dir: Path) -> Any:
-    try:
-        return json.loads((run_dir / MANIFEST).read_text("utf-8")).get("provenance")
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def mark_superseded(rows: list[dict[str, Any]]) -> None:
-    """A run is superseded by a newer run of the same model, backend, task, mode, shard and
-    provenance (local and CI stay apart): both are kept, only the newest is current."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        if "error" in r:
-            continue
-        key = json.dumps([r.get(k) for k in ("model", "family", "task", "backend", "mode", "shard")]
-                         + [(r.get("provenance") or {}).get("kind")], sort_keys=True)
-        groups.setdefault(key, []).append(r)
-    for members in groups.values():
-        members.sort(key=lambda r: str(r.get("date") or ""))
-        newest = members[-1]
-        for r in members:
-            r["superseded_by"] = None if r is newest else newest["dir"]
-
-
-def catalogue_exit(rows: list[dict[str, Any]]) -> int:
-    """0 every current run admitted · 1 any current run has a FAIL (or unreadable evidence) ·
-    3 otherwise. Superseded runs are kept and shown, but judged by their replacements."""
-    rows = [r for r in rows if not r.get("superseded_by")]
-    if any("error" in r or r.get("exit_code") == 1 for r in rows):
-        return 1
-    return 0 if all(r.get("exit_code") == 0 for r in rows) else 3
-
-
-def render_catalogue(root: Path, fmt: str) -> tuple[str, int]:
-    from parval.report.history import historical_rows
-
-    rows = catalogue_rows(root)
-    history = historical_rows(root)
-    if not rows and history:
-        return _render_history_only(root, fmt, history), 3
-    if not rows:
-        raise RunDirError(f"{root}: no run directory (with an evidence.json) under it",
-                          hint="point --catalogue at the directory holding your runs, e.g. runs/")
-    code = catalogue_exit(rows)
-    if fmt == "json":
-        return json.dumps({"catalogue": str(root), "runs": rows, "historical": history},
-                          indent=2, sort_keys=True) + "\n", code
-    if fmt == "junit":
-        from parval.report.junit import render_catalogue_junit
-
-        return render_catalogue_junit(rows), code
-    from parval.report.markdown import render_catalogue_markdown
-
-    return render_catalogue_markdown(str(root), rows, history), code
-
-
-def _render_history_only(root: Path, fmt: str, history: list[dict[str, Any]]) -> str:
-    """Only historical records under DIR: listed, never an admission (exit 3)."""
-    if fmt == "json":
-        return json.dumps({"catalogue": str(root), "runs": [], "historical": history},
-                          indent=2, sort_keys=True) + "\n"
-    from parval.report.markdown import render_catalogue_markdown
-
-    return render_catalogue_markdown(str(root), [], history)
-
-
-# -- entry point (called by write.render_report) ------------------------------------------
-def render_many(runs: list[Path], fmt: str, catalogue: Path | None, redact: bool,
-                image_base: Path | None = None) -> tuple[str, int]:
-    """`parval report RUN1 RUN2 ...` or `parval report --catalogue DIR` → (text, exit code)."""
-    if catalogue is not None:
-        if runs:
-            raise UsageError("give either run directories or --catalogue DIR, not both")
-        text, code = render_catalogue(catalogue, fmt)
-    else:
-        if not runs:
-            raise UsageError("no run directory given", hint="parval report RUN_DIR [RUN_DIR ...]")
-        resolved = [p.resolve() for p in runs]
-        dupes = sorted({str(p) for p in resolved if resolved.count(p) > 1})
-        if dupes:
-            raise UsageError(f"run directory given twice: {', '.join(dupes)}")
-        from parval.report.write import load_run, render_evidence, run_problems
-
-        loaded = [LoadedRun(p, load_run(p, False)) for p in runs]
-        problems = [f"{r.dir}: {p}" for r in loaded for p in run_problems(r.dir, r.ev)]
-        ev = merge_evidence(loaded)
-        if problems:
-            ev = invalidate(ev, problems)
-        text = render_evidence(ev, fmt, run_dirs=[r.dir for r in loaded], plots=not problems,
-                               image_base=image_base, redact=redact)
-        code = int(ev["verdict"]["exit_code"])
-    if redact:
-        from parval.report.redact import redact_paths
-
-        text = redact_paths(text)
-    return text, code
-
-
-def invalidate(ev: dict[str, Any], problems: list[str]) -> dict[str, Any]:
-    """Evidence whose run directory changed after judging is reported INVALID (exit 1)."""
-    return {**ev, "verdict": {**ev["verdict"], "exit_code": 1,
-                              "line": "INVALID EVIDENCE — the run directory was modified after judging: "
-                              + "; ".join(problems[:5])},
-            "admission_ready": False, "all_plan_rules": False}

@@ -25,6 +25,24 @@ _PHASE_COLOURS = {
 }
 
 
+# (sample key, legend label, line style, colour) per axis
+_HOST_LINES = (("rss_mib", "host RSS (tree)", "-", "C0"),
+               ("pss_mib", "host PSS (tree)", "--", "C1"))
+_GPU_LINES = (("device_used_mib", "GPU device used", "-", "C2"),
+              ("process_mib", "GPU server processes", "--", "C3"))
+
+
+def _plot_lines(ax: Any, rows: list[dict[str, Any]], t0: float,
+                lines: tuple[tuple[str, str, str, str], ...], ylabel: str) -> None:
+    """One axis: a line per sample key that has values, time measured from `t0`."""
+    for key, label, style, colour in lines:
+        pts = [(float(r["t"]) - t0, float(r[key])) for r in rows if r.get(key) is not None]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=colour,
+                    linewidth=1.2, label=label)
+    ax.set_ylabel(ylabel)
+
+
 def _base(phase: str) -> str:
     return phase.split(":", 1)[0]
 
@@ -64,29 +82,9 @@ def plot_memory_timeline(
     FigureCanvasAgg(fig)
     axes = fig.subplots(2 if gpu else 1, 1, sharex=True, squeeze=False)[:, 0]
 
-    def series(rows: list[dict[str, Any]], key: str) -> tuple[list[float], list[float]]:
-        pts = [(float(r["t"]) - t0, float(r[key])) for r in rows if r.get(key) is not None]
-        return [p[0] for p in pts], [p[1] for p in pts]
-
-    ax_host = axes[0]
-    for key, label, style, colour in (
-        ("rss_mib", "host RSS (tree)", "-", "C0"),
-        ("pss_mib", "host PSS (tree)", "--", "C1"),
-    ):
-        xs, ys = series(host, key)
-        if xs:
-            ax_host.plot(xs, ys, style, color=colour, linewidth=1.2, label=label)
-    ax_host.set_ylabel("host MiB")
+    _plot_lines(axes[0], host, t0, _HOST_LINES, "host MiB")
     if gpu:
-        ax_gpu = axes[1]
-        for key, label, style, colour in (
-            ("device_used_mib", "GPU device used", "-", "C2"),
-            ("process_mib", "GPU server processes", "--", "C3"),
-        ):
-            xs, ys = series(gpu, key)
-            if xs:
-                ax_gpu.plot(xs, ys, style, color=colour, linewidth=1.2, label=label)
-        ax_gpu.set_ylabel("GPU MiB")
+        _plot_lines(axes[1], gpu, t0, _GPU_LINES, "GPU MiB")
     axes[-1].set_xlabel("seconds from first sample")
 
     # phase shading: each transition lasts until the next one (or the last sample)

@@ -14,114 +14,58 @@ from typing import Any
 import anyio
 
 from parval.errors import ServerStartError
-from parval.evidence import ArtifactStore, EventLog, read_events
-from parval.plan import NamedRequest, Plan, resolve_executable
+from parval.plan.load import Plan
+from parval.procedure.names import (
+    HISTORY_PREFIX,
+    REF_BASELINE_A,
+    REF_BASELINE_B,
+    REF_CAP1,
+    REF_LEGACY,
+    count_start,
+)
+from parval.rundir.events import EventLog, read_events
 from parval.runners import phases as ph
-from parval.runners.groups import real_error
-from parval.runners.memory import MemoryConfig
-from parval.runners.server import LaunchSpec, server_config
-from parval.runners.start import Start, StartAborted, StartSettings, fresh_start
+from parval.runners.context import CampaignContext
+from parval.runners.start import StartAborted
+from parval.server.groups import real_error
 
 Unit = tuple[str, Callable[[], Any]]
 
 
-class Campaign:
+class Campaign(CampaignContext):
+    """The schedule of units (fresh starts and probes), run in order under the deadlines."""
+
     def __init__(self, plan: Plan, run_dir: Path, log: EventLog, *,
                  shard: tuple[int, int] | None = None, skip_runs: set[str] | None = None,
                  fail_fast: bool = False) -> None:
-        self.plan = plan
+        super().__init__(plan, run_dir, log, shard=shard)
         self.fail_fast = fail_fast
         # --fail-fast: count -> why it is not run (a lower count already has a FAIL).
         self.not_run: dict[int, str] = {}
         self._cleared: set[int] = set()
-        self.run_dir = run_dir
-        self.log = log
-        self.store = ArtifactStore(run_dir / "artifacts")
-        self.requests: list[NamedRequest] = plan.requests()
-        self.shard = shard
         self.skip_runs = skip_runs or set()
-        self.attempt = 0
-        mem = plan.memory
-        t = plan.timeouts
-        self.settings = StartSettings(
-            model_id=plan.model_id,
-            request_timeout_s=t["request_s"],
-            ready_timeout_s=t["ready_s"],
-            grace_s=t["shutdown_grace_s"],
-            poll_interval_s=plan.status_poll_s,
-            max_wave=max(plan.counts) + 2,
-            max_body_bytes=int(t["max_response_mib"] * 1024 * 1024),
-            volatile=plan.volatile_fields,
-            memory=MemoryConfig(
-                gpu_interval_s=float(mem["gpu_interval_ms"]) / 1000,
-                host_interval_s=float(mem["host_interval_ms"]) / 1000,
-                nvml_device_index=mem["nvml_device_index"],
-                guard_mib=mem["guard_mib"],
-            ),
-        )
-
-    # -- plumbing ---------------------------------------------------------------------
-    def body(self, req: NamedRequest | dict[str, Any], model_id: str | None = None) -> dict[str, Any]:
-        request = req.body if isinstance(req, NamedRequest) else req
-        return {"model": model_id or self.plan.model_id, "request": request}
-
-    def model_entry(self, slots: int | None | str = "omit", **overrides: Any) -> dict[str, Any]:
-        m = self.plan.model
-        entry: dict[str, Any] = {
-            "id": m["id"], "family": m["family"], "task": m["task"], "mode": m["mode"],
-            "path": str(self.plan.model_path), "lazy": m["lazy"],
-        }
-        for key in ("load_options", "session_options", "default_request_options"):
-            if m[key]:
-                entry[key] = m[key]
-        entry.update(m["entry_extra"])
-        if slots != "omit":
-            entry["slots"] = slots
-        entry.update(overrides)
-        return entry
-
-    def launch(self, role: str, *, flagged: bool, slots: int | None | str = "omit",
-               ui_management: bool = False, extra_env: dict[str, str] | None = None,
-               models: list[dict[str, Any]] | None = None) -> LaunchSpec:
-        spec = self.plan.baseline if role == "baseline" else self.plan.candidate
-        exe = resolve_executable(spec.executable, self.plan.base_dir)
-        if exe is None:
-            raise ServerStartError(f"servers.{role}.executable: '{spec.executable}' not found")
-        env = dict(spec.env)
-        env.setdefault("AUDIOCPP_SLOT_VALIDATION_OBSERVER", "1")
-        env.update(extra_env or {})
-        cfg = server_config(self.plan.server, self.model_entry(slots), models)
-        return LaunchSpec(exe, cfg, flagged and spec.knows_parallel_jobs, tuple(spec.args), env,
-                          ui_management=ui_management)
-
-    def start(self, name: str, role: str, spec: LaunchSpec, count: int | None,
-              **meta: Any) -> Any:
-        self.attempt += 1
-        return fresh_start(
-            name=name, role=role, attempt=self.log.seq, spec=spec,
-            directory=self.run_dir / "servers" / f"{name}-{self.log.seq}", log=self.log,
-            store=self.store, settings=self.settings, count=count,
-            cache_sensitive=self.plan.cache_sensitive, meta=meta,
-        )
 
     # -- schedule ---------------------------------------------------------------------
     def units(self) -> list[Unit]:
         from parval.runners import probes, references
 
+        def ref(name: str, role: str, flagged: bool) -> Unit:
+            return name, partial(references.reference_run, self, name, role, flagged)
+
         units: list[Unit] = [
-            ("ref-baseline-a", lambda: references.reference_run(self, "ref-baseline-a", "baseline", False)),
-            ("ref-baseline-b", lambda: references.reference_run(self, "ref-baseline-b", "baseline", False)),
-            ("ref-candidate-legacy", lambda: references.reference_run(self, "ref-candidate-legacy", "candidate", False)),
+            ref(REF_BASELINE_A, "baseline", False),
+            ref(REF_BASELINE_B, "baseline", False),
+            ref(REF_LEGACY, "candidate", False),
             ("x1-config-slots", lambda: probes.x1_config_rejection(self)),
-            ("ref-candidate-cap1", lambda: references.reference_run(self, "ref-candidate-cap1", "candidate", True)),
+            ref(REF_CAP1, "candidate", True),
         ]
         counts = self.shard_counts()
         for n in counts:
             for s in range(1, self.plan.starts_per_count + 1):
-                name = f"count{n}-s{s}"
+                name = count_start(n, s)
                 units.append((name, partial(ph.count_start, self, name, n, s)))
             if self.plan.cache_sensitive:
-                units.append((f"history-{n}", partial(references.history_replays, self, n)))
+                units.append((f"{HISTORY_PREFIX}{n}", partial(references.history_replays, self, n)))
             if self.plan.performance["independent_servers"] and n > 1:
                 from parval.runners.independent import independent_servers
 
@@ -135,7 +79,8 @@ class Campaign:
 
     def largest_validated(self) -> int:
         """The largest count of the consecutive prefix whose M2 assertions passed so far."""
-        from parval.gates.model import Context, judge_m2
+        from parval.gates.context import Context
+        from parval.gates.m2_concurrency import judge_m2
         from parval.gates.records import build_records
         from parval.status import Status
 
@@ -177,7 +122,9 @@ class Campaign:
 
     def count_failures(self, n: int) -> list[str]:
         """The per-count assertions (M2, M3) that FAIL at count n in the evidence so far."""
-        from parval.gates.model import Context, judge_m2, judge_m3, variation_effects
+        from parval.gates.context import Context
+        from parval.gates.m2_concurrency import judge_m2
+        from parval.gates.m3_mixed_waves import judge_m3, variation_effects
         from parval.gates.records import build_records
         from parval.status import Status
 
@@ -185,13 +132,6 @@ class Campaign:
         ctx = Context(rec, self.plan.raw, {}, self.run_dir, str(self.plan.path))
         results = [*judge_m2(ctx, n), *judge_m3(ctx, n, variation_effects(ctx))]
         return sorted({r.id for r in results if r.status is Status.FAIL})
-
-    def shard_counts(self) -> list[int]:
-        counts = self.plan.counts
-        if self.shard is None:
-            return counts
-        i, n = self.shard
-        return [c for k, c in enumerate(counts) if k % n == i - 1]
 
     async def run(self) -> None:
         from parval import signals
@@ -264,7 +204,7 @@ class Campaign:
 
         A cancellation (Ctrl-C, campaign deadline) propagates: the unit gets no unit_end,
         so a resume redoes it. Servers the unit started and left running are stopped."""
-        from parval.runners.server import live_servers
+        from parval.server.process import live_servers
 
         before = {s.pid for s in live_servers()}
         begin = self.log.seq
@@ -295,60 +235,11 @@ class Campaign:
         return False
 
 
-_COUNT_UNIT = re.compile(r"count(\d+)-s\d+|history-(\d+)|independent-(\d+)")
+_COUNT_UNIT = re.compile(
+    rf"count(\d+)-s\d+|{re.escape(HISTORY_PREFIX)}(\d+)|independent-(\d+)")
 
 
 def unit_count(unit: str) -> int | None:
     """The count a per-count unit belongs to (count2-s1, history-2, independent-2)."""
     m = _COUNT_UNIT.fullmatch(unit)
     return int(next(g for g in m.groups() if g)) if m else None
-
-
-def wave_bodies(c: Campaign, reqs: list[NamedRequest]) -> list[dict[str, Any]]:
-    return [c.body(r) for r in reqs]
-
-
-async def wave_together(c: Campaign, st: Start, phase: str, wave: int,
-                        reqs: list[NamedRequest]) -> None:
-    """N requests released together; histories known when every slot's history is the same.
-
-    A warm wave whose N leases were not seen at once is repeated (every attempt recorded
-    and compared). Cold and reload waves are not: a repeat would no longer be cold."""
-    from parval.runners.phases import WAVE_ATTEMPTS, decide_repeat
-
-    attempts = WAVE_ATTEMPTS if phase == "warm_wave" and len(reqs) > 1 else 1
-    for retry in range(attempts):
-        event = await _wave_together_once(c, st, phase, wave, reqs, retry)
-        if attempts == 1 or not decide_repeat(c, st, event, len(reqs), retry):
-            return
-
-
-async def _wave_together_once(c: Campaign, st: Start, phase: str, wave: int,
-                              reqs: list[NamedRequest], retry: int) -> dict[str, Any]:
-    from parval.runners.waves import release_together
-
-    n = len(reqs)
-    same_history = all(h == st.histories[0] for h in st.histories[:n])
-    history = list(st.histories[0]) if same_history else None
-    st.phases.set("reload" if phase == "reload_wave" else f"{phase}:{wave}")
-    offset = st.server.stderr_size()
-    t_start = time.monotonic()
-    with anyio.move_on_after(c.plan.timeouts["wave_s"]) as scope:
-        replies = await release_together(st.client, c.settings.route, wave_bodies(c, reqs))
-    t_end = time.monotonic()
-    if scope.cancelled_caught:
-        c.log.append("wave_timeout", run=st.name, phase=phase, wave=wave)
-        raise StartAborted(f"{st.name}: {phase} wave {wave} exceeded timeouts.wave_s")
-    with st.log.group(st.store):
-        for req, reply in zip(reqs, replies, strict=True):
-            st.record(phase, wave, req.name, reply, history=history, retry=retry)
-    if same_history:
-        for i in range(n):
-            st.histories[i].append(reqs[0].name)
-    trace, _ = st.trace_lines(offset)
-    await st.check_alive(f"{phase} wave {wave}")
-    drained = await st.drained()
-    event = st.wave_event(phase, wave, n, "together", t_start, t_end, replies, drained,
-                          trace_lines=len(trace), retry=retry)
-    st.phases.set("idle")
-    return event

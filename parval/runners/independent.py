@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 
-from parval.runners.client import Reply
+from parval.server.client import Reply
 
 if TYPE_CHECKING:
-    from parval.runners.campaign import Campaign
+    from parval.runners.context import CampaignContext
     from parval.runners.start import Start
 
 
-async def independent_servers(c: Campaign, n: int) -> None:
+async def independent_servers(c: CampaignContext, n: int) -> None:
     base = c.requests[0]
     async with AsyncExitStack() as stack:
         starts: list[Start] = []

@@ -17,10 +17,10 @@ from parval.runners.start import Start
 CUT_ON_PURPOSE = "client disconnected on purpose"  # Client.sse's reason when it stops early
 
 if TYPE_CHECKING:
-    from parval.runners.campaign import Campaign
+    from parval.runners.context import CampaignContext
 
 
-def _speech_body(c: Campaign, request: dict[str, Any]) -> dict[str, Any]:
+def _speech_body(c: CampaignContext, request: dict[str, Any]) -> dict[str, Any]:
     body: dict[str, Any] = {"model": c.plan.model_id, "input": request.get("text", ""),
                             "stream": True, "stream_format": "sse"}
     for key in ("seed", "max_tokens", "temperature", "voice_ref", "reference_text", "language"):
@@ -44,7 +44,7 @@ def _pcm_hash(events: list[Any]) -> tuple[str, int, bool]:
     return h.hexdigest(), size, done
 
 
-async def streaming_checks(c: Campaign, st: Start, n: int) -> None:
+async def streaming_checks(c: CampaignContext, st: Start, n: int) -> None:
     base = c.requests[0]
     offline = await st.client.post(c.settings.route, c.body(base))
     samples, _, problem = decode_wav_b64((offline.json() or {}).get("audio"))
@@ -103,7 +103,7 @@ async def streaming_checks(c: Campaign, st: Start, n: int) -> None:
     st.phases.set("idle")
 
 
-async def batch_checks(c: Campaign, st: Start, n: int) -> None:
+async def batch_checks(c: CampaignContext, st: Start, n: int) -> None:
     refs = {}
     for r in c.requests:
         reply = await st.client.post(c.settings.route, c.body(r))

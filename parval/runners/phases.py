@@ -8,16 +8,15 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from parval.plan import NamedRequest
+from parval.plan.load import NamedRequest
+from parval.procedure.server_facts import ROUTE_BULK_UNLOAD
 from parval.runners.start import Start, StartAborted
 
 if TYPE_CHECKING:
-    from parval.runners.campaign import Campaign
+    from parval.runners.context import CampaignContext
 
 
-async def count_start(c: Campaign, name: str, n: int, s: int) -> None:
-    from parval.runners.campaign import wave_together
-
+async def count_start(c: CampaignContext, name: str, n: int, s: int) -> None:
     spec = c.launch("candidate", flagged=True, slots=n)
     async with c.start(name, "count", spec, n, start_index=s) as st:
         base = c.requests[0]
@@ -77,7 +76,7 @@ def repeat_reason(st: Start, wave_event: dict[str, Any], n: int) -> tuple[bool, 
                   f"{polls} poll(s): too short for the poller to see the overlap")
 
 
-def decide_repeat(c: Campaign, st: Start, wave_event: dict[str, Any], n: int, retry: int) -> bool:
+def decide_repeat(c: CampaignContext, st: Start, wave_event: dict[str, Any], n: int, retry: int) -> bool:
     """Record why a wave is or is not repeated (the gates read it); True to repeat."""
     decision = repeat_reason(st, wave_event, n)
     if decision is None:
@@ -91,7 +90,7 @@ def decide_repeat(c: Campaign, st: Start, wave_event: dict[str, Any], n: int, re
     return repeat
 
 
-async def wave_ordered(c: Campaign, st: Start, phase: str, wave: int,
+async def wave_ordered(c: CampaignContext, st: Start, phase: str, wave: int,
                        order: list[NamedRequest]) -> None:
     for attempt in range(WAVE_ATTEMPTS):
         event = await _wave_ordered_once(c, st, phase, wave, order, attempt)
@@ -99,9 +98,9 @@ async def wave_ordered(c: Campaign, st: Start, phase: str, wave: int,
             return
 
 
-async def _wave_ordered_once(c: Campaign, st: Start, phase: str, wave: int,
+async def _wave_ordered_once(c: CampaignContext, st: Start, phase: str, wave: int,
                              order: list[NamedRequest], retry: int) -> dict[str, Any]:
-    from parval.runners.waves import ordered_admission
+    from parval.server.admission import ordered_admission
 
     n = len(order)
     st.phases.set(f"{phase}:{wave}")
@@ -158,12 +157,11 @@ def confirm_slots(trace: list[dict[str, object]], order: list[NamedRequest]) -> 
 UNLOAD_CYCLES = 3
 
 
-async def unload_reload(c: Campaign, st: Start, n: int) -> None:
-    from parval.runners.campaign import wave_together
+async def unload_reload(c: CampaignContext, st: Start, n: int) -> None:
 
     for cycle in range(UNLOAD_CYCLES):
         st.phases.set("unload")
-        reply = await st.client.post("/v1/tasks/unload_models", {"model_ids": [c.plan.model_id]})
+        reply = await st.client.post(ROUTE_BULK_UNLOAD, {"model_ids": [c.plan.model_id]})
         seen = await st.wait_status(lambda s: s.loaded is False, 2.0, needs=("loaded",))
         body = reply.json()
         c.log.append("probe", run=st.name, attempt=st.attempt, name="unload", cycle=cycle,
@@ -177,7 +175,7 @@ async def unload_reload(c: Campaign, st: Start, n: int) -> None:
         await wave_together(c, st, "reload_wave", cycle, [c.requests[0]] * n)
 
 
-async def serial_reuse(c: Campaign, st: Start, k: int) -> None:
+async def serial_reuse(c: CampaignContext, st: Start, k: int) -> None:
     st.phases.set("serial")
     base = c.requests[0]
     t_start = time.monotonic()
@@ -191,3 +189,51 @@ async def serial_reuse(c: Campaign, st: Start, k: int) -> None:
     drained = await st.drained()
     st.wave_event("serial_reuse", 0, 1, "serial", t_start, time.monotonic(), replies, drained)
     st.phases.set("idle")
+
+
+def wave_bodies(c: CampaignContext, reqs: list[NamedRequest]) -> list[dict[str, Any]]:
+    return [c.body(r) for r in reqs]
+
+
+async def wave_together(c: CampaignContext, st: Start, phase: str, wave: int,
+                        reqs: list[NamedRequest]) -> None:
+    """N requests released together; histories known when every slot's history is the same.
+
+    A warm wave whose N leases were not seen at once is repeated (every attempt recorded
+    and compared). Cold and reload waves are not: a repeat would no longer be cold."""
+    attempts = WAVE_ATTEMPTS if phase == "warm_wave" and len(reqs) > 1 else 1
+    for retry in range(attempts):
+        event = await _wave_together_once(c, st, phase, wave, reqs, retry)
+        if attempts == 1 or not decide_repeat(c, st, event, len(reqs), retry):
+            return
+
+
+async def _wave_together_once(c: CampaignContext, st: Start, phase: str, wave: int,
+                              reqs: list[NamedRequest], retry: int) -> dict[str, Any]:
+    from parval.server.waves import release_together
+
+    n = len(reqs)
+    same_history = all(h == st.histories[0] for h in st.histories[:n])
+    history = list(st.histories[0]) if same_history else None
+    st.phases.set("reload" if phase == "reload_wave" else f"{phase}:{wave}")
+    offset = st.server.stderr_size()
+    t_start = time.monotonic()
+    with anyio.move_on_after(c.plan.timeouts["wave_s"]) as scope:
+        replies = await release_together(st.client, c.settings.route, wave_bodies(c, reqs))
+    t_end = time.monotonic()
+    if scope.cancelled_caught:
+        c.log.append("wave_timeout", run=st.name, phase=phase, wave=wave)
+        raise StartAborted(f"{st.name}: {phase} wave {wave} exceeded timeouts.wave_s")
+    with st.log.group(st.store):
+        for req, reply in zip(reqs, replies, strict=True):
+            st.record(phase, wave, req.name, reply, history=history, retry=retry)
+    if same_history:
+        for i in range(n):
+            st.histories[i].append(reqs[0].name)
+    trace, _ = st.trace_lines(offset)
+    await st.check_alive(f"{phase} wave {wave}")
+    drained = await st.drained()
+    event = st.wave_event(phase, wave, n, "together", t_start, t_end, replies, drained,
+                          trace_lines=len(trace), retry=retry)
+    st.phases.set("idle")
+    return event

@@ -9,18 +9,20 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from parval.errors import ServerStartError
-from parval.runners.server import spawn, wait_ready
+from parval.procedure.server_facts import (
+    LEGACY_SLOTS_TEXT,
+    ROUTE_BULK_UNLOAD,
+    ROUTE_LOAD,
+    SLOTS_FORMS,
+)
 from parval.runners.start import Start
-from parval.runners.waves import release_together
+from parval.server.process import spawn, wait_ready
+from parval.server.waves import release_together
 
 if TYPE_CHECKING:
-    from parval.runners.campaign import Campaign
+    from parval.runners.context import CampaignContext
 
-SLOTS_FORMS: list[Any] = [1, 2, None, False, "4"]
-LEGACY_SLOTS_TEXT = "slots requires --parallel-jobs at server startup"
-
-
-async def x1_config_rejection(c: Campaign) -> None:
+async def x1_config_rejection(c: CampaignContext) -> None:
     """An unflagged candidate must refuse to start with any explicit slots field."""
     for value in SLOTS_FORMS:
         spec = c.launch("candidate", flagged=False, slots=value)
@@ -40,11 +42,11 @@ async def x1_config_rejection(c: Campaign) -> None:
                      message_ok=LEGACY_SLOTS_TEXT in stderr, stderr_tail=stderr[-600:])
 
 
-async def x1_registration_probe(c: Campaign, st: Start) -> None:
+async def x1_registration_probe(c: CampaignContext, st: Start) -> None:
     """Legacy registration rejects every explicit slots form with the real 400."""
     for i, value in enumerate(SLOTS_FORMS):
         entry = c.model_entry(slots=value, id=f"{c.plan.model_id}-x1-{i}")
-        reply = await st.client.post("/v1/models/load", entry)
+        reply = await st.client.post(ROUTE_LOAD, entry)
         c.log.append("x1_registration_probe", run=st.name, value=value, reply=reply.summary(),
                      message=reply.error_message(),
                      ok=reply.status == 400 and reply.error_message() == LEGACY_SLOTS_TEXT)
@@ -53,7 +55,7 @@ async def x1_registration_probe(c: Campaign, st: Start) -> None:
 CAPACITY_TEXT = "does not support the requested slots"
 
 
-async def x3_resize_probe(c: Campaign, st: Start) -> None:
+async def x3_resize_probe(c: CampaignContext, st: Start) -> None:
     """Resizing across one (1→2→1→2→1) keeps the parallel lifecycle: slot fields stay, the
     pool republishes, and the first output after each resize equals the cold reference.
 
@@ -64,7 +66,7 @@ async def x3_resize_probe(c: Campaign, st: Start) -> None:
     refused: str | None = None
     for i, slots in enumerate((2, 1, 2, 1)):
         st.phases.set(f"x3_resize:{slots}")
-        reply = await st.client.post("/v1/models/load", c.model_entry(slots=slots))
+        reply = await st.client.post(ROUTE_LOAD, c.model_entry(slots=slots))
         message = reply.error_message() or ""
         if i == 0 and reply.status == 400 and CAPACITY_TEXT in message:
             refused = message
@@ -88,7 +90,7 @@ async def x3_resize_probe(c: Campaign, st: Start) -> None:
     c.log.append("x3_resize_probe", run=st.name, steps=steps, ok=ok, capacity_refused=refused)
 
 
-async def recovery_start(c: Campaign, n: int) -> None:
+async def recovery_start(c: CampaignContext, n: int) -> None:
     spec = c.launch("candidate", flagged=True, slots=n,
                     ui_management=bool(c.plan.server["ui_management"]))
     async with c.start("recovery", "recovery", spec, n) as st:
@@ -100,7 +102,7 @@ async def recovery_start(c: Campaign, n: int) -> None:
         await rejection_latency(c, st, n)
 
 
-async def unload_during_first_load(c: Campaign, st: Start) -> None:
+async def unload_during_first_load(c: CampaignContext, st: Start) -> None:
     base = c.requests[0]
     st.phases.set("cold_load")
     first: dict[str, Any] = {}
@@ -113,7 +115,7 @@ async def unload_during_first_load(c: Campaign, st: Start) -> None:
         during = await st.wait_status(lambda s: (s.active or 0) >= 1 and s.loaded is False, 5.0,
                                        needs=("active", "loaded"))
         st.phases.set("unload")
-        unload = await st.client.post("/v1/tasks/unload_models", {"model_ids": [c.plan.model_id]})
+        unload = await st.client.post(ROUTE_BULK_UNLOAD, {"model_ids": [c.plan.model_id]})
     after = await st.wait_status(lambda s: s.loaded is False and (s.active or 0) == 0, 2.0,
                                  needs=("active", "loaded"))
     await st.settle("unload")
@@ -133,7 +135,7 @@ async def unload_during_first_load(c: Campaign, st: Start) -> None:
     await st.check_alive("unload during first load")
 
 
-async def invalid_alongside(c: Campaign, st: Start, n: int) -> None:
+async def invalid_alongside(c: CampaignContext, st: Start, n: int) -> None:
     invalid = c.plan.invalid_request()
     if invalid is None:
         c.log.append("m4_invalid_alongside", run=st.name, skipped="plan names no invalid request")
@@ -155,12 +157,12 @@ async def invalid_alongside(c: Campaign, st: Start, n: int) -> None:
     await _unload_all(c, st)
 
 
-async def unload_in_flight(c: Campaign, st: Start, n: int, which: str) -> None:
+async def unload_in_flight(c: CampaignContext, st: Start, n: int, which: str) -> None:
     """N requests active, then an unload: it must wait for them; then a cold reload."""
     await _unload_all(c, st)
     base = c.requests[0]
     st.phases.set(f"unload_{which}")
-    route, payload = (("/v1/tasks/unload_models", {"model_ids": [c.plan.model_id]})
+    route, payload = ((ROUTE_BULK_UNLOAD, {"model_ids": [c.plan.model_id]})
                       if which == "targeted" else ("/v1/tasks/unload_all_models", {}))
     history = list(st.histories[0])
     replies: list[Any] = []
@@ -211,7 +213,7 @@ async def unload_in_flight(c: Campaign, st: Start, n: int, which: str) -> None:
     await st.check_alive(f"{which} unload")
 
 
-async def load_failure_retry(c: Campaign, st: Start, n: int) -> None:
+async def load_failure_retry(c: CampaignContext, st: Start, n: int) -> None:
     """A failed load of the plan's own registration while healthy work is in flight, then
     the retry of that same registration.
 
@@ -238,7 +240,7 @@ async def load_failure_retry(c: Campaign, st: Start, n: int) -> None:
         replies.extend(await release_together(st.client, c.settings.route, [c.body(base)] * n))
 
     async def fail() -> None:
-        failure["reply"] = await st.client.post("/v1/models/load", broken)
+        failure["reply"] = await st.client.post(ROUTE_LOAD, broken)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(healthy)
@@ -251,7 +253,7 @@ async def load_failure_retry(c: Campaign, st: Start, n: int) -> None:
     st.reset_histories()
     await st.check_alive("failed load")
     drained = await st.drained()
-    good = await st.client.post("/v1/models/load", c.model_entry(slots=n))
+    good = await st.client.post(ROUTE_LOAD, c.model_entry(slots=n))
     out = await st.client.post(c.settings.route, c.body(base))
     st.record("load_retry", 0, base.name, out, history=[])
     st.histories[0].append(base.name)
@@ -266,7 +268,7 @@ async def load_failure_retry(c: Campaign, st: Start, n: int) -> None:
     await st.check_alive("load failure retry")
 
 
-async def rejection_latency(c: Campaign, st: Start, n: int) -> None:
+async def rejection_latency(c: CampaignContext, st: Start, n: int) -> None:
     """P4: with every slot overdue, a probe with a 1 ms busy timeout must be rejected fast."""
     if not c.plan.performance["rejection_probe"]:
         return
@@ -294,12 +296,12 @@ async def rejection_latency(c: Campaign, st: Start, n: int) -> None:
                  latencies_ms=latencies, statuses=statuses)
 
 
-async def _unload_all(c: Campaign, st: Start) -> None:
+async def _unload_all(c: CampaignContext, st: Start) -> None:
     await st.client.post("/v1/tasks/unload_all_models", {})
     st.reset_histories()
 
 
-async def modes_start(c: Campaign, n: int) -> None:
+async def modes_start(c: CampaignContext, n: int) -> None:
     """M6 streaming and native batch, only for the modes the plan admits."""
     admit = set(c.plan.model["admit_modes"])
     if not admit & {"streaming", "batch"}:

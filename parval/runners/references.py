@@ -8,17 +8,18 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from parval.evidence import read_events
 from parval.gates.compare import canonicalize, plant_mismatch, same
+from parval.procedure.names import HISTORY_PREFIX, REF_BASELINE_A, REF_CAP1
+from parval.rundir.events import read_events
 from parval.runners.start import Start
 
 if TYPE_CHECKING:
-    from parval.runners.campaign import Campaign
+    from parval.runners.context import CampaignContext
 
-PERF_RUNS = {"ref-baseline-a": "base_one_slot_serial", "ref-candidate-cap1": "candidate_one_slot_serial"}
+PERF_RUNS = {REF_BASELINE_A: "base_one_slot_serial", REF_CAP1: "candidate_one_slot_serial"}
 
 
-async def reference_run(c: Campaign, name: str, role: str, flagged: bool) -> None:
+async def reference_run(c: CampaignContext, name: str, role: str, flagged: bool) -> None:
     ui = bool(c.plan.server["ui_management"]) and role == "candidate"
     spec = c.launch(role, flagged=flagged, ui_management=ui)
     async with c.start(name, "reference", spec, 1, exe_role=role) as st:
@@ -45,7 +46,7 @@ async def reference_run(c: Campaign, name: str, role: str, flagged: bool) -> Non
             await perf_serial(c, st, PERF_RUNS[name])
 
 
-async def unload_all(c: Campaign, st: Start) -> None:
+async def unload_all(c: CampaignContext, st: Start) -> None:
     st.phases.set("unload")
     reply = await st.client.post("/v1/tasks/unload_all_models", {})
     c.log.append("probe", run=st.name, attempt=st.attempt, name="unload_all", reply=reply.summary())
@@ -54,7 +55,7 @@ async def unload_all(c: Campaign, st: Start) -> None:
     await st.check_alive("unload_all")
 
 
-async def perf_serial(c: Campaign, st: Start, series: str) -> None:
+async def perf_serial(c: CampaignContext, st: Start, series: str) -> None:
     """Measured serial N-request time (never N x one request) for every count."""
     base = c.requests[0]
     for n in c.plan.counts:
@@ -74,7 +75,7 @@ async def perf_serial(c: Campaign, st: Start, series: str) -> None:
     st.phases.set("idle")
 
 
-def _histories_to_replay(c: Campaign, n: int) -> list[list[str]]:
+def _histories_to_replay(c: CampaignContext, n: int) -> list[list[str]]:
     from parval.gates.records import build_records
 
     rec = build_records(read_events(c.log.path))  # complete attempts only
@@ -91,12 +92,13 @@ def _histories_to_replay(c: Campaign, n: int) -> list[list[str]]:
     return chosen
 
 
-async def history_replays(c: Campaign, n: int) -> None:
+async def history_replays(c: CampaignContext, n: int) -> None:
     """Reproduce every observed slot history on a fresh single-slot baseline process."""
     by_name = {r.name: r for r in c.requests}
     for k, seq in enumerate(_histories_to_replay(c, n)):
         spec = c.launch("baseline", flagged=False)
-        async with c.start(f"history-{n}-{k}", "history", spec, 1, exe_role="baseline") as st:
+        name = f"{HISTORY_PREFIX}{n}-{k}"
+        async with c.start(name, "history", spec, 1, exe_role="baseline") as st:
             history: list[str] = []
             for req_name in seq:
                 req = by_name[req_name]
@@ -106,7 +108,7 @@ async def history_replays(c: Campaign, n: int) -> None:
             await st.check_alive("history replay")
 
 
-async def negative_control(c: Campaign) -> None:
+async def negative_control(c: CampaignContext) -> None:
     """Plant one flipped byte in a real reference and compare it through the same path."""
     body: bytes | None = None
     for e in read_events(c.log.path):

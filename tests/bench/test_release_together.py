@@ -15,9 +15,9 @@ import anyio
 import pytest
 from anyio.abc import SocketStream
 
-from parval.bench_util import MODEL_ID, model_entry, running_standin, write_model
-from parval.runners.client import CONNECT_ERROR, HTTP_ERROR, INDETERMINATE, OK, OVERSIZE, Client
-from parval.runners.waves import release_together
+from parval.bench.util import MODEL_ID, model_entry, running_standin, write_model
+from parval.server.client import CONNECT_ERROR, HTTP_ERROR, INDETERMINATE, OK, OVERSIZE, Client
+from parval.server.waves import release_together
 
 Respond = Callable[[bytes], list[bytes] | None]
 

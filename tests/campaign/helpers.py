@@ -11,8 +11,8 @@ from typing import Any
 import yaml
 
 from parval import api
-from parval.assertions import FRAMEWORK_GATE
-from parval.plan import load_plan
+from parval.plan.load import load_plan
+from parval.procedure.catalogue import FRAMEWORK_GATE
 from tests.records_kit import CANDIDATE_COMMIT, UPSTREAM
 
 STANDIN = str(Path(sys.executable).parent / "parval-standin")

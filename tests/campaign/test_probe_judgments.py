@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from parval.gates.model import Context, judge_load_failure, judge_x, lease_problem
+from parval.gates.context import Context
+from parval.gates.execution_path import x1_legacy_path, x3_resize_across_one
+from parval.gates.m4_recovery import judge_load_failure, judge_m4, lease_problem
 from parval.gates.records import build_records
 from parval.status import Status
 
@@ -53,13 +55,13 @@ def x1_events(config_forms: list[Any], reg_ok: bool = True) -> list[dict[str, An
 
 
 def test_x1_needs_all_five_startup_forms() -> None:
-    r = by_id(judge_x(ctx(x1_events([1, None]))), "X1")
+    r = x1_legacy_path(ctx(x1_events([1, None])))
     assert r.status is Status.PENDING
     assert '2' in r.reason and 'false' in r.reason and '"4"' in r.reason
     # 1 and true are different forms: True does not stand in for 1
-    r = by_id(judge_x(ctx(x1_events([True, 2, None, False, "4"]))), "X1")
+    r = x1_legacy_path(ctx(x1_events([True, 2, None, False, "4"])))
     assert r.status is Status.PENDING and "1" in r.reason
-    r = by_id(judge_x(ctx(x1_events([1, 2, None, False, "4"]))), "X1")
+    r = x1_legacy_path(ctx(x1_events([1, 2, None, False, "4"])))
     assert r.status is Status.PASS and "5 config forms" in r.reason
 
 
@@ -68,7 +70,7 @@ def test_x1_fails_a_form_accepted_at_startup() -> None:
     for e in ev:
         if e["kind"] == "x1_config_probe" and e["value"] is False:
             e["rejected"] = False
-    r = by_id(judge_x(ctx(ev)), "X1")
+    r = x1_legacy_path(ctx(ev))
     assert r.status is Status.FAIL and "slots=False" in r.reason
 
 
@@ -88,21 +90,21 @@ def step(slots: int, status: int = 200, fields: bool = True) -> dict[str, Any]:
 
 def test_x3_passes_only_with_exact_outputs_after_each_resize() -> None:
     steps = [step(2), step(1), step(2), step(1)]
-    r = by_id(judge_x(ctx(x3_events(steps, ["COLD"] * 4))), "X3")
+    r = x3_resize_across_one(ctx(x3_events(steps, ["COLD"] * 4)))
     assert r.status is Status.PASS and "1→2→1→2→1" in r.reason and "4/4" in r.reason
-    r = by_id(judge_x(ctx(x3_events(steps, ["COLD", "COLD", "OTHER", "COLD"]))), "X3")
+    r = x3_resize_across_one(ctx(x3_events(steps, ["COLD", "COLD", "OTHER", "COLD"])))
     assert r.status is Status.FAIL and "mismatch" in r.reason
     assert r.evidence["mismatches"][0]["wave"] == 2
 
 
 def test_x3_without_outputs_is_not_a_pass() -> None:
-    r = by_id(judge_x(ctx(x3_events([step(2), step(1), step(2), step(1)], []))), "X3")
+    r = x3_resize_across_one(ctx(x3_events([step(2), step(1), step(2), step(1)], [])))
     assert r.status is Status.PENDING
 
 
 def test_x3_that_never_crosses_one_is_pending_not_resized() -> None:
     # Today's probe skipped every step above the largest count: 2→1→2→1 became 1→1.
-    r = by_id(judge_x(ctx(x3_events([step(1), step(1)], ["COLD", "COLD"]))), "X3")
+    r = x3_resize_across_one(ctx(x3_events([step(1), step(1)], ["COLD", "COLD"])))
     assert r.status is Status.PENDING and "cross one" in r.reason
 
 
@@ -110,13 +112,13 @@ def test_x3_capacity_one_model_is_pending_naming_why() -> None:
     msg = "model 'f' does not support the requested slots for this backend/task/mode (capacity=1)"
     ev = x3_events([{"slots": 2, "reply": {"status": 400}, "capacity_refused": True}], [], ok=False,
                    capacity_refused=msg)
-    r = by_id(judge_x(ctx(ev)), "X3")
+    r = x3_resize_across_one(ctx(ev))
     assert r.status is Status.PENDING and "capacity=1" in r.reason
 
 
 def test_x3_lost_status_fields_fail() -> None:
     ev = x3_events([step(2), step(1, fields=False), step(2), step(1)], ["COLD"] * 4, ok=False)
-    r = by_id(judge_x(ctx(ev)), "X3")
+    r = x3_resize_across_one(ctx(ev))
     assert r.status is Status.FAIL and "slots=1" in r.reason
 
 
@@ -174,8 +176,6 @@ def test_load_failure_not_failing_or_without_healthy_work() -> None:
 
 
 def test_invalid_alongside_without_counters_names_the_missing_counters() -> None:
-    from parval.gates.model import judge_m4
-
     run = "recovery"
 
     def events(drained: dict[str, Any]) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from parval import api
-from parval.plan import load_plan
+from parval.plan.load import load_plan
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from parval import api
-from parval.plan import load_plan
+from parval.plan.load import load_plan
 from tests.campaign.helpers import STANDIN
 
 pytestmark = pytest.mark.slow

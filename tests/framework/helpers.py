@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from parval.framework.command import run_framework
+from parval.framework.collect import run_framework
 
 STANDIN = str(Path(sys.executable).parent / "parval-standin")
 MODEL_BYTES = b"".join(hashlib.sha256(f"framework-model-{i}".encode()).digest() for i in range(256))

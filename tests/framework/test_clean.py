@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from parval.assertions import FRAMEWORK_GATE
-from parval.evidence import read_events
 from parval.framework.probes_f3 import CTEST_EVIDENCE
 from parval.framework.rejudge import rejudge_framework
 from parval.gates.framework_ref import framework_checks
-from parval.manifest import build_manifest
-from parval.plan import load_plan
-from parval.schemas_io import schema_errors
+from parval.plan.load import load_plan
+from parval.plan.schemas import schema_errors
+from parval.procedure.catalogue import FRAMEWORK_GATE
+from parval.rundir.events import read_events
+from parval.rundir.manifest import build_manifest
 from parval.status import Status
 
 from .helpers import STANDIN, STANDIN_KNOWN_FAILS, by_id, explain, failing, run

@@ -1,4 +1,4 @@
-"""F6 through parval/runners/ctest.py: a real (tiny, compiler-free) CMake build directory
+"""F6 through parval/framework/ctest.py: a real (tiny, compiler-free) CMake build directory
 with the required common tests, sanitizer jobs and a seeded stress job; F3's CTest half."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from parval.framework.context import Context
+from parval.framework.ctest import CTestCase, CTestRun
 from parval.framework.probes_f3 import attach_ctest
-from parval.runners.ctest import CTestCase, CTestRun
 from parval.status import Status
 
 from .helpers import by_id, run

@@ -14,9 +14,11 @@ from typer.testing import CliRunner
 from parval.cli import app
 from parval.framework.checks import Check, Verdict
 from parval.framework.context import Context
+from parval.framework.ctest import CTestCase, CTestRun
+from parval.framework.facts import FlightFact
 from parval.framework.findings import Findings
 from parval.framework.judges_f4 import shutdown_policy
-from parval.framework.observed import FlightFact, outputs_match
+from parval.framework.observed import outputs_match
 from parval.framework.preconditions import (
     BULK_UNLOAD,
     COUNTERS,
@@ -27,7 +29,6 @@ from parval.framework.preconditions import (
 from parval.framework.probes_f3 import attach_ctest
 from parval.framework.record import covered_counts
 from parval.framework.rejudge import rejudge_framework
-from parval.runners.ctest import CTestCase, CTestRun
 from parval.status import Status
 
 from .helpers import run

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from parval import PROCEDURE_VERSION
-from parval.assertions import FRAMEWORK_GATE
 from parval.gates import admission as adm
 from parval.gates.framework_ref import COUNT_SCOPED, framework_checks
-from parval.integrity import CHAIN, LISTING, seal_run, write_listing
+from parval.procedure.catalogue import FRAMEWORK_GATE
+from parval.rundir.integrity import CHAIN, LISTING, seal_run, write_listing
 from parval.status import Result, Status
 from tests.records_kit import CANDIDATE_COMMIT, framework_record, x4_json
 
@@ -210,7 +210,15 @@ def test_x4_needs_both_commits_and_the_plans_candidate(tmp_path: Path) -> None:
 
     good = x4(x4_json())
     assert good.status is Status.PASS and good.evidence["candidate_commit"] == CANDIDATE_COMMIT
-    assert x4(x4_json("FAIL")).status is Status.FAIL
+    # The whole verify-protected result is the evidence; the reason counts what was checked.
+    assert good.evidence == x4_json()
+    assert good.reason == ("1 protected path(s) identical to upstream; legacy runtime "
+                           "app/server/runtime.cpp: synthetic")
+    assert good.reproduction == ("parval verify-protected --repo /synthetic/audio.cpp "
+                                 f"--upstream {x4_json()['upstream']}")
+    bad = x4(x4_json("FAIL"))
+    assert bad.status is Status.FAIL
+    assert bad.reason.startswith("1 protected file(s) changed: app/server/runtime.h")
     legacy = x4({"assertion": "X4", "status": "PASS", "upstream": "0" * 40, "changed": []})
     assert legacy.status is Status.PENDING and "schemas/protected.schema.json" in legacy.reason
     no_commit = x4(x4_json(candidate_commit=None))

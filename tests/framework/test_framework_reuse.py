@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from parval import PROCEDURE_VERSION
-from parval.assertions import FRAMEWORK_GATE
 from parval.gates.framework_ref import framework_checks
 from parval.gates.framework_reuse import (
     ADAPTER_ONLY,
@@ -21,6 +20,7 @@ from parval.gates.framework_reuse import (
     UNAVAILABLE,
     classify,
 )
+from parval.procedure.catalogue import FRAMEWORK_GATE
 from parval.report.markdown import render_markdown
 from parval.status import Result, Status
 from tests.gitkit import git, isolated_git  # noqa: F401 (autouse fixture)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from parval.framework.ctest import CTestCase, CTestRun
 from parval.framework.findings import Findings
 from parval.framework.judges import run_judge
 from parval.framework.judges_f3 import CTEST_EVIDENCE
 from parval.framework.probes_f3 import attach_ctest
-from parval.runners.ctest import CTestCase, CTestRun
 from parval.status import Status
 
 from .factkit import OUT, facts, fl

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from parval.evidence import read_events
-from parval.framework.command import run_framework
+from parval.framework.collect import run_framework
+from parval.rundir.events import read_events
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from parval.assertions import FRAMEWORK_GATE
 from parval.errors import UsageError
 from parval.framework import contract
 from parval.framework.checks import Check, Verdict, assertion_result
@@ -15,6 +14,7 @@ from parval.framework.findings import Findings
 from parval.framework.record import groups, verdict
 from parval.framework.runner import PROBES, parse_selection
 from parval.framework.settings import ProbeOptions, Timing, load_options
+from parval.procedure.catalogue import FRAMEWORK_GATE
 from parval.status import Result, Status
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import soundfile as sf
 
 from parval.gates.compare import canonicalize
-from parval.gates.model import Context
+from parval.gates.context import Context
 from parval.gates.records import Records, build_records
 
 VOLATILE = ["timing.wall_ms"]

@@ -1,5 +1,5 @@
-"""Synthetic event lists for unit tests of the model gate (gates/model.py): starts, requests
-with raw reply bodies stored as artifacts, waves with status-poller summaries."""
+"""Synthetic event lists for unit tests of the model gate (the parval/gates/ judges): starts,
+requests with raw reply bodies stored as artifacts, waves with status-poller summaries."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 import soundfile as sf
 
 from parval.gates.compare import canonicalize
-from parval.gates.model import Context
+from parval.gates.context import Context
 from parval.gates.records import build_records
 
 VOLATILE = ["timing"]

@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from parval.gates.context import exact_result
 from parval.gates.exactness import Tally
-from parval.gates.model import exact_result, serial_variation
-from parval.judge import mask_comparisons
+from parval.gates.m1_baseline import serial_variation
+from parval.gates.masking import mask_comparisons
 from parval.status import Result, Status, failed, passed
 from tests.gates.cmp_events import SAMPLES, Events, tts_reply
 

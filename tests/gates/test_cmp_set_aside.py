@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from parval.gates.model import exact_result, q5
+from parval.gates.context import exact_result
+from parval.gates.quality import q5_intermittent
 from parval.gates.records import COUNT_PHASES
 from parval.status import Status
 from tests.gates.cmp_events import SAMPLES, Events, tts_reply
@@ -40,7 +41,7 @@ def m2_exact(ev: Events) -> tuple[Status, dict[str, object], Status, dict[str, o
     rec = ctx.rec
     r = exact_result("M2.exact", ctx.judge([e for e in rec.requests("count2-s1", COUNT_PHASES)]), "count 2", ctx)
     r.count = 2
-    q = q5([r], 2, ctx=ctx)
+    q = q5_intermittent(ctx, [r], 2)
     return r.status, r.evidence, q.status, q.evidence
 
 
@@ -105,4 +106,4 @@ def test_abandoned_baseline_attempts_are_references_not_outputs(tmp_path: Path) 
     ev.abandon("ref-baseline-a", a)
     ev.baseline({"ref_cold": [tts_reply(), tts_reply()]})
     ctx = ev.context()
-    assert q5([], None, ctx=ctx).status is Status.PASS
+    assert q5_intermittent(ctx, []).status is Status.PASS

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from parval import PROCEDURE_VERSION
-from parval.gates.model import judge_q
+from parval.gates.quality import q1_settings
 from parval.judge import judge_run, procedure_versions
-from parval.schemas_io import schema_errors
+from parval.plan.schemas import schema_errors
 from parval.status import Status
 from tests.conftest import SMALL_PLAN
 from tests.gates.cmp_events import Events, tts_reply
@@ -18,7 +18,7 @@ from tests.gates.cmp_events import Events, tts_reply
 def q1(ev: Events, model_id: str = "m") -> Any:
     ctx = ev.context()
     ctx.plan["model"]["id"] = model_id
-    return next(r for r in judge_q(ctx, []) if r.id == "Q1")
+    return q1_settings(ctx, [])
 
 
 def test_q1_with_no_compared_run_is_pending(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from parval import api
-from parval.plan import load_plan
+from parval.plan.load import load_plan
 
 DEMO = Path(__file__).resolve().parents[2] / "plans" / "demo.yaml"
 

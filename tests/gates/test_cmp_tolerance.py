@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from parval.gates.compare import first_difference, max_abs_sample_diff, within_tolerance
-from parval.gates.model import exact_result
+from parval.gates.context import exact_result
 from parval.status import Status
 from tests.gates.cmp_events import SAMPLES, VOLATILE, Events, tts_reply, wav_b64
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from parval.gates.compare import leaves_at, volatility
-from parval.gates.model import judge_q2
+from parval.gates.quality import q2_volatile_fields
 from parval.status import Status
 from tests.gates.cmp_events import Events, tts_reply
 
@@ -32,7 +32,7 @@ WALLS = [10.0, 11.0, 12.0, 13.0, 14.0, 15.0]
 def q2(ev: Events, *paths: str) -> Any:
     ctx = ev.context()
     ctx.plan["compare"].update(vol(*paths))
-    return judge_q2(ctx)
+    return q2_volatile_fields(ctx, [])
 
 
 def test_leaves_walk_objects_and_lists() -> None:
@@ -103,7 +103,7 @@ def test_missing_evidence_is_pending(tmp_path: Path) -> None:
     # No run directory: the raw replies cannot be read.
     ctx = repeats(tmp_path / "c", WALLS).context()
     ctx.run_dir = None
-    assert judge_q2(ctx).status is Status.PENDING
+    assert q2_volatile_fields(ctx, []).status is Status.PENDING
 
 
 def test_whole_meaningful_objects_still_fail_q2(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from parval.gates.model import judge_m2
+from parval.gates.m2_concurrency import judge_m2
 from parval.status import Status
 from tests.gates.m_events import (
     COUNTERLESS_DRAIN,

@@ -7,9 +7,9 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from parval.gates.model import judge_m1
-from parval.manifest import build_manifest
-from parval.plan import load_plan
+from parval.gates.m1_baseline import m1_manifest
+from parval.plan.load import load_plan
+from parval.rundir.manifest import build_manifest
 from parval.status import Status
 from tests.gates.m_events import Events, plan, tts_body
 
@@ -37,7 +37,7 @@ def manifest_result(tmp_path: Path, manifest: dict[str, Any], *, refs: bool = Tr
         ev.request("ref-baseline-a", "ref_cold", 0, "base", tts_body(1))
         ev.end("ref-baseline-a")
     ctx = ev.context(p or plan(), manifest)
-    return next(r for r in judge_m1(ctx, SERIAL) if r.id == "M1.manifest")
+    return m1_manifest(ctx, SERIAL)
 
 
 def test_complete_manifest_passes(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from parval.gates.model import judge_m3, variation_effects
+from parval.gates.m3_mixed_waves import m3_reversed, variation_effects
 from parval.status import Status
 from tests.gates.m_events import Events, counterless_status, counters_status, plan, tts_body
 
@@ -33,7 +33,7 @@ def judge(tmp_path: Path, orders: list[list[str]], *, status: dict[str, Any] | N
                 admission=admission, trace_confirmed=trace, mode="reversed" if w % 2 else "ordered")
     ev.end("count2-s1")
     ctx = ev.context(plan())
-    return next(r for r in judge_m3(ctx, 2, variation_effects(ctx)) if r.id == "M3.reversed")
+    return m3_reversed(ctx, 2, variation_effects(ctx))
 
 
 def test_pair_observed_in_both_orders_passes(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from parval.gates.model import judge_m6
+from parval.gates.m6_modes import judge_m6
 from parval.status import Status
 from tests.gates.m_events import Events, plan, tts_body
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from parval.gates.model import judge_m3, variation_effects
+from parval.gates.m3_mixed_waves import m3_variation, variation_effects
 from parval.status import Status
 from tests.gates.m_events import Events, plan, tts_body
 
@@ -35,7 +35,7 @@ def judge(tmp_path: Path, bodies: dict[str, dict[str, Any]], variations: list[di
         ev.wave("count2-s1", "mixed_wave", w, 2, order=order)
     ev.end("count2-s1")
     ctx = ev.context(plan(variations=variations, variation_kinds=kinds))
-    return next(r for r in judge_m3(ctx, 2, variation_effects(ctx)) if r.id == "M3.variation")
+    return m3_variation(ctx, 2, variation_effects(ctx))
 
 
 def test_echoed_seed_is_not_a_changed_output(tmp_path: Path) -> None:

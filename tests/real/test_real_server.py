@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from parval.plan import load_plan
+from parval.plan.load import load_plan
 from tests.conftest import PARVAL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,7 +87,7 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], 
     evidence = json.loads((out / "evidence.json").read_text())
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     overhead = evidence["performance"]["campaign_overhead"]
-    from parval.overhead import describe_overhead
+    from parval.gates.campaign_cost import describe_overhead
 
     print(f"\nreal audiocpp_server, Silero plan: {describe_overhead(overhead)}")
     return evidence, events

@@ -33,7 +33,7 @@ def start_parval(*args: str | Path, cwd: Path | None = None) -> subprocess.Popen
 
 
 def events(run_dir: Path) -> list[dict[str, Any]]:
-    from parval.evidence import read_events
+    from parval.rundir.events import read_events
 
     return read_events(run_dir / "events.jsonl")
 

@@ -23,8 +23,8 @@ from parval.errors import PlanError
 from parval.gates.compare import canonicalize
 from parval.gates.exactness import judge_requests
 from parval.gates.records import build_records
-from parval.plan import Plan, load_plan
-from parval.runners.client import CONNECT_ERROR, INDETERMINATE, OK, OVERSIZE, Client
+from parval.plan.load import Plan, load_plan
+from parval.server.client import CONNECT_ERROR, INDETERMINATE, OK, OVERSIZE, Client
 from tests.conftest import SMALL_PLAN, write_plan
 
 from .conftest import parval
@@ -236,7 +236,7 @@ OUTCOMES = st.sampled_from(["ok", "http_error", "indeterminate", "oversize", "co
 def test_a_malformed_or_unknown_reply_never_counts_as_exact(replies: list[tuple[Any, bytes, bool]]) -> None:
     """Whatever the replies, judging never raises, and only an ok reply whose output is
     well-formed and equal to its reference can be counted exact."""
-    from parval.gates.model import Context, exact_result
+    from parval.gates.context import Context, exact_result
     from parval.runners.start import _canonical
 
     ref_out = _canonical(json.dumps({"audio": GOOD_AUDIO}).encode(), ["timing"]).to_json()

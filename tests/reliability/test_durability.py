@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from parval.errors import EXIT_USAGE, RunDirError
-from parval.evidence import CorruptEventLog, EventLog, atomic_write, read_events, write_json
+from parval.rundir.events import CorruptEventLog, EventLog, read_events
+from parval.rundir.files import atomic_write, write_json
 
 
 def _events(n: int) -> list[dict[str, Any]]:
@@ -114,8 +115,8 @@ def test_evidence_manifest_and_reports_go_through_atomic_write() -> None:
     import inspect
 
     from parval import api, judge
-    from parval.report import write
+    from parval.report import render
 
     assert "write_json(run_dir / MANIFEST" in inspect.getsource(api.prepare_run_dir)
     assert "write_json(run_dir / EVIDENCE" in inspect.getsource(judge.judge_run)
-    assert "atomic_write(" in inspect.getsource(write.write_reports)
+    assert "atomic_write(" in inspect.getsource(render.write_reports)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from parval import api
-from parval.plan import load_plan
+from parval.plan.load import load_plan
 
 from .conftest import events, fault_plan, load_evidence, per_count, statuses, wait_no_servers
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from parval.evidence import sha256_file
-from parval.integrity import IntegrityError, chain_problems, verify_problems
 from parval.judge import judge_run
+from parval.rundir.files import sha256_file
+from parval.rundir.integrity import IntegrityError, chain_problems, verify_problems
 
 from .conftest import load_evidence, parval
 
@@ -120,7 +120,7 @@ def test_rejudging_an_unmodified_run_keeps_it_verifiable(run_copy: Path) -> None
 
 def test_a_framework_record_directory_verifies_and_a_changed_record_is_named(tmp_path: Path) -> None:
     """`parval framework` writes record.json (not evidence.json) beside events and manifest."""
-    from parval.integrity import verify_problems, write_listing
+    from parval.rundir.integrity import verify_problems, write_listing
 
     run = tmp_path / "fw"
     run.mkdir()

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from parval.errors import ResumeRefused
-from parval.plan import load_plan
-from parval.resume import prepare_resume
+from parval.plan.load import load_plan
+from parval.rundir.resume import prepare_resume
 from tests.conftest import write_plan
 
 from .conftest import (
@@ -155,3 +155,39 @@ def test_resume_refuses_a_run_modified_since_it_was_judged(run_copy: Path, tmp_p
     artifact.write_bytes(artifact.read_bytes() + b" ")
     with pytest.raises(ResumeRefused, match="changed since it was last judged.*artifact"):
         prepare_resume(load_plan(plan), run_copy)
+
+
+def _unfinished(run_dir: Path) -> None:
+    """The run as if parval stopped just before the campaign ended (every unit complete)."""
+    raw = (run_dir / "events.jsonl").read_bytes()
+    cut = raw[: raw.rindex(b'"kind":"campaign_end"')]
+    (run_dir / "events.jsonl").write_bytes(cut[: cut.rindex(b"\n") + 1])
+    (run_dir / "files.sha256").unlink()
+    (run_dir / "chain.jsonl").unlink()
+
+
+def test_resume_without_the_plan_uses_the_one_the_run_keeps(run_copy: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    _unfinished(run_copy)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # relative paths resolve where the plan was, not from here
+    proc = parval("run", "--resume", run_copy, "-q", timeout=180)
+    assert proc.returncode in (0, 1, 3), proc.stderr
+    evidence = load_evidence(run_copy)
+    assert evidence["run"]["interrupted"] is False
+    assert Counter(e["kind"] for e in events(run_copy))["campaign_end"] == 1
+
+
+def test_resume_with_a_different_plan_is_refused_naming_what_differs(run_copy: Path, tmp_path: Path) -> None:
+    _unfinished(run_copy)
+    other = write_plan(tmp_path / "other", starts_per_count=4)
+    proc = parval("run", other, "--resume", run_copy)
+    assert proc.returncode == 2, proc.stderr
+    assert "not the plan" in proc.stderr and "starts_per_count" in proc.stderr
+    assert f"parval run --resume {run_copy}" in proc.stderr and "Traceback" not in proc.stderr
+    (run_copy / "plan.yaml").unlink()
+    proc = parval("run", "--resume", run_copy)
+    assert proc.returncode == 2 and "holds no plan.yaml" in proc.stderr and "Traceback" not in proc.stderr
+    proc = parval("run")
+    assert proc.returncode == 2 and "--resume RUN" in proc.stderr

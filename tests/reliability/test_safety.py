@@ -11,8 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
-from parval.runners import server as server_mod
-from parval.runners.server import ENV_ALLOW, LaunchSpec, server_config, spawn
+from parval.server import process as server_mod
+from parval.server.process import ENV_ALLOW, LaunchSpec, server_config, spawn
 
 from .conftest import parval
 
@@ -37,7 +37,7 @@ def test_every_recorded_server_config_bound_to_loopback(complete_run: Path) -> N
 def test_env_allow_list_is_documented() -> None:
     doc = server_mod.__doc__ or ""
     for name in ENV_ALLOW:
-        assert re.search(rf"\b{name}\b", doc), f"{name} missing from parval.runners.server docstring"
+        assert re.search(rf"\b{name}\b", doc), f"{name} missing from parval.server.process docstring"
 
 
 def _env_dumper(tmp_path: Path) -> Path:

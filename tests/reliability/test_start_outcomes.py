@@ -10,11 +10,11 @@ from typing import Any
 import anyio
 import pytest
 
-from parval.evidence import EventLog
-from parval.plan import load_plan
+from parval.plan.load import load_plan
+from parval.rundir.events import EventLog
 from parval.runners import phases
 from parval.runners.campaign import Campaign
-from parval.runners.server import live_servers
+from parval.server.process import live_servers
 
 from .conftest import events, fault_plan
 

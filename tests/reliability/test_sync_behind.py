@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from parval.evidence import ArtifactStore, EventLog, read_events
+from parval.rundir.artifacts import ArtifactStore
+from parval.rundir.events import EventLog, read_events
 
 
 class FsyncSpy:

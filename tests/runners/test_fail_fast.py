@@ -13,7 +13,7 @@ import yaml
 
 from parval import api
 from parval.gates import admission as adm
-from parval.plan import load_plan
+from parval.plan.load import load_plan
 from parval.report.merge import LoadedRun
 from parval.runners.campaign import Campaign, unit_count
 from parval.status import Result, Status

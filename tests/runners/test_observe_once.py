@@ -13,14 +13,14 @@ from typing import Any
 import anyio
 import pytest
 
-from parval.overhead import campaign_overhead, describe_overhead
-from parval.plan import NamedRequest
-from parval.progress import ProgressState
+from parval.gates.campaign_cost import campaign_overhead, describe_overhead
+from parval.plan.load import NamedRequest
 from parval.runners import phases as ph
-from parval.runners.client import OK, Reply
 from parval.runners.start import Start
-from parval.runners.status import StatusPoller, StatusSample
-from parval.runners.waves import ordered_admission
+from parval.server.admission import ordered_admission
+from parval.server.client import OK, Reply
+from parval.server.status import StatusPoller, StatusSample
+from parval.ui.state import ProgressState
 
 
 def sample(active: int | None, *, t_sent: float | None = None, loaded: bool | None = True) -> StatusSample:
@@ -251,7 +251,7 @@ def test_campaign_overhead_from_events() -> None:
 
 
 def test_overhead_beyond_the_per_start_cost() -> None:
-    from parval.overhead import overhead_beyond_starts_pct
+    from parval.gates.campaign_cost import overhead_beyond_starts_pct
 
     o = {"overhead_s": 3.0, "starts": 2, "server_s": 10.0}
     assert overhead_beyond_starts_pct(o, 1.0) == 10.0   # 3 s - 2 x 1 s = 1 s of 10 s
@@ -349,7 +349,7 @@ def test_a_stall_is_seen_even_when_the_first_request_ends_during_the_wait() -> N
 
 
 def test_counts_left_out_by_fail_fast_leave_the_progress_totals(tmp_path: Path) -> None:
-    from parval.plan import load_plan
+    from parval.plan.load import load_plan
     from tests.conftest import write_plan
 
     state = ProgressState()

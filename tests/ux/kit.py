@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from parval.assertions import FRAMEWORK_GATE
+from parval.procedure.catalogue import FRAMEWORK_GATE
 
 BIN = Path(sys.executable).parent
 STANDIN = BIN / "parval-standin"

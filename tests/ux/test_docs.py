@@ -11,7 +11,7 @@ import pytest
 import typer
 
 from parval.cli import app
-from parval.schemas_io import load_schema
+from parval.plan.schemas import load_schema
 
 from .kit import Outcome, invoke, parval
 

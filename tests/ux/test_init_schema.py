@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from parval.schemas_io import load_schema
+from parval.plan.schemas import load_schema
 
 from .kit import MODEL_BYTES, STANDIN, Outcome, invoke, parval
 

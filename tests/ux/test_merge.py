@@ -10,8 +10,9 @@ from xml.etree import ElementTree as ET
 
 import markdown
 
-from parval.report.merge import LoadedRun, merge_evidence, shard_counts
-from parval.schemas_io import schema_errors
+from parval.plan.load import shard_counts
+from parval.plan.schemas import schema_errors
+from parval.report.merge import LoadedRun, merge_evidence
 
 from .kit import Outcome, invoke
 

@@ -8,14 +8,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from parval.progress import (
-    ProgressState,
-    fmt_duration,
-    json_line,
-    make_listener,
-    plain_line,
-    planned_requests,
-)
+from parval.ui.lines import json_line, plain_line
+from parval.ui.listener import make_listener
+from parval.ui.state import ProgressState, fmt_duration, planned_requests
 
 from .kit import Outcome
 

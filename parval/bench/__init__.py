@@ -1,0 +1,1 @@
+"""`parval bench`: parval's own speed against the stand-in (figures, never timed assertions)."""

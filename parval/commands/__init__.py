@@ -1,0 +1,1 @@
+"""The typer commands, one module per command (parval/cli.py builds the app from them)."""

@@ -1,0 +1,35 @@
+"""`parval schema`: print one of the JSON Schemas parval ships."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from parval.errors import UsageError
+
+
+def _schema_names() -> list[str]:
+    from importlib import resources
+
+    files = resources.files("parval.schemas").iterdir()
+    return sorted(f.name.removesuffix(".schema.json") for f in files if f.name.endswith(".schema.json"))
+
+
+def schema_command(
+    which: Annotated[str, typer.Argument(help="plan, evidence, or another schema parval ships "
+                                         "(framework, protected, ctest).")],
+) -> None:
+    """Print one of parval's JSON Schemas (plan: the run plan; evidence: evidence.json).
+
+    Example: parval schema plan > plan.schema.json
+
+    Example: parval schema evidence
+    """
+    from parval.plan.schemas import load_schema
+
+    names = _schema_names()
+    if which not in names:
+        raise UsageError(f"no schema named {which!r}; use one of: {', '.join(names)}")
+    typer.echo(json.dumps(load_schema(which), indent=2))

@@ -1,0 +1,165 @@
+"""What a probe records of one forced situation (the facts an observation holds) and the
+read-only views judges use on them: flights, status samples, timing; and `Obs`, the
+collector a probe fills while it forces the situation. Nothing here judges."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from parval.framework.settings import Timing
+
+Facts = dict[str, Any]
+INF = float("inf")
+V = TypeVar("V")
+
+
+def _of(kind: type[V], value: object) -> V | None:
+    """`value` when it has the recorded type, else None (a fact the probe could not take)."""
+    return value if isinstance(value, kind) else None
+
+
+@dataclass(frozen=True)
+class FlightFact:
+    """One request as recorded: times relative to the rig start (None: never finished)."""
+
+    raw: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        return str(self.raw["label"])
+
+    @property
+    def model(self) -> str | None:
+        return _of(str, self.raw.get("model"))
+
+    @property
+    def status(self) -> int | None:
+        return _of(int, self.raw.get("status"))
+
+    @property
+    def t_send(self) -> float:
+        return float(self.raw["t_send"])
+
+    @property
+    def t_done(self) -> float:
+        t = self.raw.get("t_done")
+        return INF if t is None else float(t)
+
+    @property
+    def finished(self) -> bool:
+        return self.raw.get("t_done") is not None or bool(self.raw.get("finished"))
+
+    @property
+    def elapsed_s(self) -> float | None:
+        ms = self.raw.get("ms")
+        return None if ms is None else float(ms) / 1000
+
+    @property
+    def message(self) -> str:
+        return str(self.raw.get("message") or "")
+
+    @property
+    def output(self) -> str | None:
+        return _of(str, self.raw.get("output"))
+
+    @property
+    def cancelled(self) -> bool:
+        return bool(self.raw.get("cancelled"))
+
+    def json(self) -> Any:
+        return self.raw.get("json")
+
+
+def flights(facts: Facts, key: str = "flights") -> list[FlightFact]:
+    return [FlightFact(f) for f in facts.get(key) or []]
+
+
+def named(facts: Facts, *labels: str) -> list[FlightFact]:
+    """The recorded flights with these labels, in that order (missing ones left out)."""
+    by = {f.label: f for f in flights(facts)}
+    return [by[x] for x in labels if x in by]
+
+
+def flight(facts: Facts, label: str) -> FlightFact:
+    found = named(facts, label)
+    if not found:
+        raise KeyError(f"observation has no flight {label!r}")
+    return found[0]
+
+
+def with_prefix(facts: Facts, prefix: str) -> list[FlightFact]:
+    return [f for f in flights(facts) if f.label.startswith(prefix)]
+
+
+def timing_of(facts: Facts) -> Timing:
+    t = facts["timing"]
+    return Timing(float(t["service_ms"]) / 1000, float(t["load_ms"]) / 1000, float(t["teardown_ms"]) / 1000)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One status sample of one model: [t, active, queued, loaded, max_parallel, slots]."""
+
+    t: float
+    active: int | None
+    queued: int | None
+    loaded: bool | None
+    capacity: int | None
+    slots: Any
+
+
+def samples(facts: Facts, key: str = "samples") -> list[Sample]:
+    return [Sample(*row) for row in facts.get(key) or []]
+
+
+class Obs:
+    """The collector a probe fills while it forces a situation (no judgement here).
+
+    `wait` records a bounded wait and whether it saw what it waited for; a probe reads
+    `blocked` only to stop forcing a situation that can no longer be judged."""
+
+    def __init__(self, **facts: Any) -> None:
+        self.facts: Facts = {"waits": [], **facts}
+
+    def wait(self, what: str, seen: bool, *, unseen: str | None = None) -> bool:
+        """A bounded wait for `what`; `unseen` is the text when it was not seen (default
+        "never observed <what>")."""
+        entry: dict[str, Any] = {"what": what, "seen": bool(seen)}
+        if unseen is not None:
+            entry["unseen"] = unseen
+        self.facts["waits"].append(entry)
+        return bool(seen)
+
+    @property
+    def blocked(self) -> bool:
+        return any(not w["seen"] for w in self.facts["waits"]) or any(
+            stalled(s) for s in self.facts.get("staggers", []))
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.facts[key] = value
+
+    def __getitem__(self, key: str) -> Any:
+        return self.facts[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.facts.get(key, default)
+
+
+def stalled(stagger: dict[str, Any]) -> bool:
+    """From the status canaries read while a manager waited: True when a read could only be
+    answered once the manager finished (a registry lock held across a management wait)."""
+    canaries = stagger.get("canaries") or []
+    if not canaries:
+        return False
+    for c in canaries:
+        if c.get("t_done") is None or c.get("status") != 200:
+            return True
+    manager_done = stagger.get("manager_t_done")
+    if manager_done is None:  # still waiting after the reads: the registry answered freely
+        return False
+    last = canaries[-1]
+    # Blocked reads are answered when the lock is released, within a few ms of the
+    # manager's own reply (either order); a free registry answers long before it.
+    window = max(0.005, 0.2 * (float(manager_done) - float(last["t_send"])))
+    return float(last["t_done"]) >= float(manager_done) - window

@@ -1,0 +1,140 @@
+"""X1-X3, the execution path: the unflagged server keeps the legacy runtime (and rejects
+every explicit slots field), the flagged one runs the parallel runtime with omitted slots
+meaning capacity one, and one flagged process resizes across one with outputs unchanged."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from parval.gates.context import Context, exact_result, run_judges
+from parval.status import Result, failed, passed, pending
+
+LEGACY = "ref-candidate-legacy"
+CAP1 = "ref-candidate-cap1"
+
+# Every explicit slots form the legacy path must reject, at startup and on registration.
+X1_FORMS: tuple[Any, ...] = (1, 2, None, False, "4")
+
+
+def _form(value: Any) -> str:
+    return json.dumps(value)  # 1, false and "4" stay distinct (1 == True in Python)
+
+
+def _untried_forms(probes: list[dict[str, Any]]) -> list[str]:
+    tried = {_form(p.get("value")) for p in probes}
+    return [_form(v) for v in X1_FORMS if _form(v) not in tried]
+
+
+def x1_legacy_path(ctx: Context) -> Result:
+    """X1: without --parallel-jobs no warning, no slot fields, and every explicit slots
+    form rejected with the legacy text at startup and on registration."""
+    rec = ctx.rec
+    legacy_ready = ctx.ready(LEGACY)
+    probes = rec.kind("x1_config_probe")
+    regs = rec.kind("x1_registration_probe")
+    if legacy_ready is None or not probes:
+        return pending("X1", "unflagged candidate run or slots-config probes missing")
+    problems = []
+    if legacy_ready.get("warning_marker"):
+        problems.append("the experimental-runtime warning was printed without --parallel-jobs")
+    for p in probes:
+        if not (p.get("rejected") and p.get("message_ok")):
+            problems.append(f"config slots={p['value']!r} was not rejected at startup "
+                            "with the legacy text")
+    for reg in regs:
+        if not reg.get("ok"):
+            problems.append(f"registration slots={reg['value']!r}: got "
+                            f"{reg['reply'].get('status')} {reg.get('message')!r}")
+    fields = (rec.ends.get(LEGACY) or {}).get("status_fields") or {}
+    if fields.get("slot_fields"):
+        problems.append("/v1/models shows slot fields on the legacy runtime")
+    ev: dict[str, Any] = {"config_probes": probes, "registration_probes": regs}
+    untried = _untried_forms(probes)
+    if problems:
+        return failed("X1", "; ".join(problems), **ev)
+    if untried:
+        return pending("X1", f"startup not tried with slots forms {', '.join(untried)} "
+                       "(all of 1, 2, null, false, \"4\" are required)", **ev)
+    if regs and (reg_untried := _untried_forms(regs)):
+        return pending("X1", f"registration not tried with slots forms {', '.join(reg_untried)}",
+                       **ev)
+    if not regs:
+        return pending("X1", "startup rejection verified; registration probes need "
+                       "server.ui_management", **ev)
+    return passed("X1", "legacy path: no warning, every explicit slots field rejected "
+                  f"({len(probes)} config forms, {len(regs)} registration forms)", **ev)
+
+
+def x2_flagged_capacity_one(ctx: Context) -> Result:
+    """X2: every flagged start prints the warning, and omitted slots mean capacity one."""
+    rec = ctx.rec
+    cap1_ready = ctx.ready(CAP1)
+    if cap1_ready is None:
+        return pending("X2", "flagged capacity-one run missing")
+    problems = []
+    if not cap1_ready.get("warning_marker"):
+        problems.append("flagged capacity-one start printed no experimental-runtime warning")
+    fields = (rec.ends.get(CAP1) or {}).get("status_fields") or {}
+    if fields.get("first_slots") != 1:
+        problems.append("omitted slots should mean capacity one; /v1/models slots "
+                        f"{fields.get('first_slots')}")
+    for run, start in rec.runs.items():
+        ready = ctx.ready(run)
+        if start.get("role") == "count" and ready and not ready.get("warning_marker"):
+            problems.append(f"{run}: flagged start printed no warning")
+    ev = {"cap1_status_fields": fields}
+    if problems:
+        return failed("X2", "; ".join(problems), **ev)
+    return passed("X2", "flagged runs print the warning; omitted slots = capacity one on the "
+                  "parallel runtime", **ev)
+
+
+def _reply_status(step: dict[str, Any]) -> Any:
+    return (step.get("reply") or {}).get("status")
+
+
+def x3_resize_across_one(ctx: Context) -> Result:
+    """X3: resized across one (2→1→2→1) on one flagged process, status fields kept, and the
+    first output after every resize equal to the cold reference."""
+    resize = ctx.rec.kind("x3_resize_probe")
+    if not resize:
+        return pending("X3", "resize-across-one probe needs server.ui_management (registration)")
+    e = resize[-1]
+    steps = e.get("steps") or []
+    if e.get("capacity_refused"):
+        return pending("X3", "the model's capacity does not allow two slots (server: "
+                       f"{e['capacity_refused']!r}): resizing across one cannot be exercised "
+                       "with this model", steps=steps)
+    sizes = [s.get("slots") for s in steps]
+    if 2 not in sizes or 1 not in sizes:
+        return pending("X3", f"resize steps {sizes} do not cross one (both 2 and 1 are needed)",
+                       steps=steps)
+    if not e.get("ok"):
+        bad = [s for s in steps if _reply_status(s) != 200 or not s.get("status_fields")]
+        return failed("X3", "resizing across one failed or lost the parallel lifecycle: "
+                      + "; ".join(f"slots={s['slots']}: status {_reply_status(s)}, status fields "
+                                  f"{'kept' if s.get('status_fields') else 'missing'}"
+                                  for s in bad), steps=steps)
+    outputs = ctx.rec.requests(CAP1, ("x3_after_resize",))
+    if not outputs:
+        return pending("X3", "resized across one, but no output after a resize was recorded",
+                       steps=steps)
+    r = exact_result("X3", ctx.judge(outputs), "resized " + "→".join(["1", *map(str, sizes)])
+                     + " on one process, parallel status fields kept; first output after each "
+                     "resize vs the cold reference", ctx, CAP1)
+    r.evidence["steps"] = steps
+    return r
+
+
+JUDGES: dict[str, Callable[[Context], Result]] = {
+    "X1": x1_legacy_path,
+    "X2": x2_flagged_capacity_one,
+    "X3": x3_resize_across_one,
+}
+
+
+def judge_execution_path(ctx: Context) -> list[Result]:
+    """X1-X3, each reproducible from the start it was judged on."""
+    return run_judges(ctx, JUDGES, lambda id_: LEGACY if id_ == "X1" else CAP1)

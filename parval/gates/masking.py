@@ -1,0 +1,50 @@
+"""How far an output comparison can be trusted, applied after every gate has judged: a
+comparator never shown able to fail proves nothing, and a baseline whose serial repeats
+vary cannot show parity. Lifecycle and request-error FAILs stand either way."""
+
+from __future__ import annotations
+
+from parval.gates.context import SerialVerdict
+from parval.gates.records import Records
+from parval.status import Result, Status
+
+# The verdicts that rest on output comparison: the ones masked, and the ones Q5 reads.
+COMPARISON_IDS = {
+    "M1.legacy_parity", "M1.cap1_parity", "M2.exact", "M2.unload_reload", "M2.serial_reuse",
+    "M3.variation", "M3.reversed", "M3.history", "M4.invalid_alongside", "M4.load_failure_retry",
+    "M4.targeted_unload", "M4.all_unload", "M4.unload_during_first_load", "M6.streaming",
+    "M6.batch", "Q4", "Q5",
+}
+
+
+def negative_control_caught(rec: Records) -> bool:
+    """Did the last planted mismatch (the negative control) get caught?"""
+    neg = rec.kind("negative_control")
+    return bool(neg) and neg[-1].get("caught") is True
+
+
+def output_failure(r: Result) -> bool:
+    """Does this FAIL rest on output comparison only? Unmarked FAILs are lifecycle."""
+    return r.evidence.get("failure_kind") == "output"
+
+
+def mask_comparisons(results: list[Result], caught: bool, serial: SerialVerdict) -> None:
+    """A comparator that cannot fail proves nothing: without a caught planted mismatch the
+    comparison verdicts are BLOCKED. Serial variation makes them "parity unverified".
+    Only verdicts that rest on output comparison are masked: a FAIL on lifecycle evidence
+    (a lease left held, barging, an unload that did not wait, counters not drained) or on
+    request errors stands whatever the outputs do."""
+    for r in results:
+        if r.id not in COMPARISON_IDS or r.status is Status.NOT_APPLICABLE:
+            continue
+        if r.status is Status.FAIL and not output_failure(r):
+            continue
+        if not caught:
+            r.evidence["status_before_negative_control"] = str(r.status)
+            r.status, r.reason = Status.BLOCKED, ("negative control not caught (or not run): the "
+                                                   "comparator was not shown able to fail; "
+                                                   + r.reason)
+        elif serial[0] is not Status.PASS and r.status in (Status.PASS, Status.FAIL):
+            r.evidence["status_before_serial_check"] = str(r.status)
+            r.status = Status.PENDING
+            r.reason = f"parity unverified ({serial[1]}); " + r.reason

@@ -1,0 +1,179 @@
+"""Q1-Q5, the quality rules of the comparison itself: identical settings, exclusions only
+of fields measured to vary, a tolerance declared before the run, same-history references
+only, and no intermittent mismatch hidden by later repeats or set-aside attempts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from parval.gates.compare import volatility
+from parval.gates.context import REF_PHASES, Context
+from parval.gates.exactness import failure_key
+from parval.gates.masking import COMPARISON_IDS
+from parval.status import Result, Status, combine, failed, not_applicable, passed, pending
+
+# Excluding a path ending in one of these would hide what the model produced.
+MEANINGFUL_FIELDS = ("meta", "metadata", "artifacts", "named_audio_outputs", "audio", "text",
+                     "segments")
+
+
+def q1_settings(ctx: Context, results: list[Result]) -> Result:
+    """Q1: every compared run loaded the model with the same settings (slots aside)."""
+    settings = {}
+    for run, start in ctx.rec.runs.items():
+        models = (start.get("config") or {}).get("models") or []
+        entry = next((m for m in models if m.get("id") == ctx.plan["model"]["id"]), None)
+        if entry is not None:
+            settings[run] = {k: v for k, v in entry.items() if k not in ("slots", "id")}
+    distinct = {repr(sorted(v.items())) for v in settings.values()}
+    if len(distinct) > 1:
+        first = next(iter(settings.values()))
+        differing = sorted({k for v in settings.values() for k in set(v) | set(first)
+                            if v.get(k) != first.get(k)})
+        return failed("Q1", f"quality settings differ between compared runs: {differing}")
+    if not settings:
+        return pending("Q1", "no compared run recorded the model's settings: nothing to compare")
+    return passed("Q1", f"identical model settings in all {len(settings)} compared runs",
+                  quality_settings=(ctx.plan.get("compare") or {}).get("quality_settings", {}))
+
+
+def _baseline_groups(ctx: Context) -> tuple[dict[str, list[Any]], list[str]]:
+    """Raw replies of the recorded serial baseline repeats, grouped by identical request
+    (same request, same history: its reference key). (groups, problems)"""
+    groups: dict[str, list[Any]] = {}
+    problems: list[str] = []
+    if ctx.run_dir is None:
+        return groups, ["no run directory: raw replies unavailable"]
+    for run in ("ref-baseline-a", "ref-baseline-b"):
+        for e in ctx.rec.requests(run, REF_PHASES):
+            if (e.get("reply") or {}).get("outcome") != "ok" or not e.get("artifact"):
+                continue
+            try:
+                raw = (ctx.run_dir / "artifacts" / f"{e['artifact']}.json").read_bytes()
+                body = json.loads(raw)
+            except (OSError, ValueError) as exc:
+                problems.append(f"{run} {e['req']}/{e['phase']}: raw reply unreadable "
+                                f"({type(exc).__name__})")
+                continue
+            groups.setdefault(str(e.get("ref") or f"{e['req']}|{e['phase']}"), []).append(body)
+    return groups, problems
+
+
+def q2_volatile_fields(ctx: Context, results: list[Result]) -> Result:
+    """Q2: only fields measured to be volatile may be excluded: each excluded path must
+    vary across identical serial requests in the recorded baseline runs (every leaf of an
+    excluded object); a stable leaf is meaningful output that the exclusion would hide."""
+    vol = (ctx.plan.get("compare") or {}).get("volatile_fields", [])
+    whole = [v["path"] for v in vol if v["path"].split(".")[-1] in MEANINGFUL_FIELDS]
+    if whole:
+        return failed("Q2", f"volatile exclusions remove meaningful output: {whole}")
+    if not vol:
+        return passed("Q2", "no field excluded: every output field is compared",
+                      raw_responses="artifacts/")
+    groups, problems = _baseline_groups(ctx)
+    measured = [{**volatility(groups, v["path"]), "justification": v["justification"]}
+                for v in vol]
+    ev: dict[str, Any] = {"volatile_fields": measured, "identical_request_groups": len(groups),
+                          "raw_responses": "artifacts/", "problems": problems}
+    stable = [m for m in measured if m["status"] == "stable"]
+    if stable:
+        return failed("Q2", "excluded as volatile but identical across identical serial baseline "
+                      "requests: " + "; ".join(f"{m['path']} (stable: {', '.join(m['stable'][:8])})"
+                                               for m in stable), **ev)
+    if not any(m["repeated_groups"] for m in measured):
+        return pending("Q2", "volatility not measurable: fewer than two identical serial "
+                       "baseline requests with raw replies recorded", **ev)
+    # A named path that no baseline reply carries excludes nothing there (e.g. timing.rtf on
+    # a task without audio); only a path that appeared once and was never repeated is unknown.
+    unknown = [m for m in measured if m["status"] == "unmeasured"]
+    if unknown:
+        return pending("Q2", "volatility not shown for " + "; ".join(
+            f"{m['path']} (seen once only: {', '.join(m['unmeasured'][:8])})" for m in unknown),
+            **ev)
+    absent = [m["path"] for m in measured if m["status"] == "absent"]
+    note = (f"; never present in a baseline reply, so excluding nothing: {', '.join(absent)}"
+            if absent else "")
+    return passed("Q2", "only fields measured to vary across identical serial requests are "
+                  "excluded: " + ", ".join(f"{m['path']} ({m['justification']}; "
+                                           f"{len(m['varying'])} leaf/leaves vary)"
+                                           for m in measured if m["status"] == "varies")
+                  + note, **ev)
+
+
+def q3_tolerance(ctx: Context, results: list[Result]) -> Result:
+    """Q3: a tolerance, if any, was declared in the plan (hashed in the manifest) before
+    the run."""
+    tol = (ctx.plan.get("compare") or {}).get("tolerance")
+    if not tol:
+        return passed("Q3", "byte-exact comparison; no tolerance declared")
+    plan_sha = ctx.manifest.get("plan", {}).get("sha256", "")[:12]
+    return passed("Q3", f"tolerance {tol['max_abs_sample_diff']} declared in the plan before the "
+                  f"run (plan sha256 {plan_sha} in the manifest): {tol['justification']}")
+
+
+def q4_history_refs(ctx: Context, results: list[Result]) -> Result:
+    """Q4: a cache-sensitive model's outputs are compared with same-history single-slot
+    references only (M3.history at every count), never the closest reference."""
+    if not ctx.cache_sensitive:
+        return not_applicable("Q4", "stateless model: one reference per request (cold and warm "
+                              "kept apart)")
+    hist = [r for r in results if r.id == "M3.history"]
+    st = combine(r.status for r in hist)
+    q4 = Result("Q4", st, "same-history single-slot references only; never the closest reference"
+                if st is Status.PASS else "see M3.history")
+    if st is Status.FAIL:
+        kinds = {r.evidence.get("failure_kind") for r in hist if r.status is Status.FAIL}
+        q4.evidence["failure_kind"] = "output" if kinds == {"output"} else "lifecycle"
+    return q4
+
+
+def q5_intermittent(ctx: Context, results: list[Result], count: int | None = None) -> Result:
+    """Q5 for one scope (the model-level verdicts, count None, or one count's): every
+    mismatch in its comparison verdicts, whatever later repeats did, and every failure seen
+    in an attempt parval set aside (abandoned or redone) in that scope: those never prove
+    a PASS, but a mismatch, request error or crash in them stays failed."""
+    mismatches = [m for r in results if r.count == count and r.id in COMPARISON_IDS
+                  for m in r.evidence.get("mismatches", [])]
+    aside, crashes = ctx.set_aside_scope(count)
+    seen = {failure_key(m) for m in mismatches}
+    mismatches += [m for m in aside.mismatches if failure_key(m) not in seen]
+    aside_errors = aside.errors + aside.malformed
+    problems = []
+    if mismatches:
+        problems.append(f"{len(mismatches)} mismatch(es) recorded; a mismatch stays failed however "
+                        "many repeats pass")
+    if aside_errors:
+        problems.append(f"{len(aside_errors)} request error(s) or malformed repl(ies) in "
+                        "attempt(s) parval set aside")
+    if crashes:
+        problems.append("server crashed in set-aside attempt(s): " + ", ".join(
+            f"{c['run']} attempt {c.get('attempt')} ({c.get('where')}, exit {c.get('exit_code')})"
+            for c in crashes[:5]))
+    if problems:
+        kind = ("output" if not (aside_errors or crashes)
+                else "request" if not crashes else "lifecycle")
+        kept = ("run", "attempt", "where", "exit_code", "signal", "set_aside")
+        r = failed("Q5", "; ".join(problems), failure_kind=kind, mismatches=mismatches[:50],
+                   set_aside_errors=aside_errors[:20],
+                   set_aside_crashes=[{k: c.get(k) for k in kept} for c in crashes])
+    else:
+        r = passed("Q5", "no intermittent mismatch in any repeat")
+    r.count = count
+    return r
+
+
+JUDGES: dict[str, Callable[[Context, list[Result]], Result]] = {
+    "Q1": q1_settings,
+    "Q2": q2_volatile_fields,
+    "Q3": q3_tolerance,
+    "Q4": q4_history_refs,
+    "Q5": q5_intermittent,
+}
+
+
+def judge_quality(ctx: Context, results: list[Result]) -> list[Result]:
+    """Q1-Q5 at model level, given every verdict judged so far (Q4 reads M3.history at
+    each count; Q5 the model-level verdicts). Each count's own Q5 is `q5_intermittent`."""
+    return [judge(ctx, results) for judge in JUDGES.values()]

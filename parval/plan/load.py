@@ -1,0 +1,366 @@
+"""Run plans: YAML → schema validation → frozen dataclasses. Loading a plan starts nothing."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import os
+import shutil
+import socket
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from parval.errors import PlanError
+from parval.plan.schemas import fill_defaults, load_schema, schema_errors
+
+# Request keys that name files on the machine running the server.
+PATH_KEYS = ("audio", "voice_ref", "source_audio", "target_voice", "prosody_ref", "style_ref")
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    executable: str
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    knows_parallel_jobs: bool = True
+
+
+# Backends whose memory is GPU memory (NVML), as opposed to host memory.
+GPU_BACKENDS = frozenset({"cuda", "hip", "rocm", "vulkan"})
+
+
+@dataclass(frozen=True)
+class NamedRequest:
+    name: str
+    changes: str
+    body: dict[str, Any]
+
+
+class _Section:
+    """A top-level plan section by the attribute's name, as a fresh dict so that callers
+    cannot edit the loaded plan."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = name
+
+    def __get__(self, plan: Plan, owner: type | None = None) -> dict[str, Any]:
+        return dict(plan.raw[self.key])
+
+
+@dataclass(frozen=True)
+class Plan:
+    path: Path
+    raw: dict[str, Any]
+    sha256: str
+
+    # sections read whole (copies)
+    server = _Section()
+    model = _Section()
+    compare = _Section()
+    memory = _Section()
+    performance = _Section()
+    recovery = _Section()
+    framework = _Section()
+
+    @property
+    def name(self) -> str:
+        return str(self.raw["name"])
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.parent
+
+    @property
+    def baseline(self) -> ServerSpec:
+        return _server(self.raw["servers"]["baseline"])
+
+    @property
+    def candidate(self) -> ServerSpec:
+        return _server(self.raw["servers"]["candidate"])
+
+    @property
+    def model_id(self) -> str:
+        return str(self.raw["model"]["id"])
+
+    @property
+    def model_path(self) -> Path:
+        return self.resolve(self.raw["model"]["path"])
+
+    @property
+    def cache_sensitive(self) -> bool:
+        return bool(self.raw["model"]["cache_sensitive"])
+
+    @property
+    def counts(self) -> list[int]:
+        return sorted(int(c) for c in self.raw["counts"])
+
+    @property
+    def starts_per_count(self) -> int:
+        return int(self.raw["starts_per_count"])
+
+    @property
+    def waves(self) -> dict[str, int]:
+        return {k: int(v) for k, v in self.raw["waves"].items()}
+
+    @property
+    def timeouts(self) -> dict[str, float]:
+        return {k: float(v) for k, v in self.raw["timeouts"].items()}
+
+    @property
+    def volatile_fields(self) -> list[str]:
+        return [str(v["path"]) for v in self.raw["compare"]["volatile_fields"]]
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What the plan declares about the builds and the model (`identity`, optional)."""
+        return dict(self.raw.get("identity") or {})
+
+    @property
+    def status_poll_s(self) -> float:
+        return float(self.raw["status_poll_ms"]) / 1000.0
+
+    def resolve(self, value: str) -> Path:
+        p = Path(os.path.expanduser(value))
+        return p if p.is_absolute() else (self.base_dir / p).resolve()
+
+    def requests(self) -> list[NamedRequest]:
+        """The base request first, then each variation, with fixture paths made absolute."""
+        reqs = [NamedRequest("base", "base", self._absolute(self.raw["requests"]["base"]))]
+        for v in self.raw["requests"]["variations"]:
+            reqs.append(NamedRequest(v["name"], v["changes"], self._absolute(v["request"])))
+        return reqs
+
+    def invalid_request(self) -> dict[str, Any] | None:
+        inv = self.raw["requests"].get("invalid")
+        return self._absolute(inv) if inv is not None else None
+
+    def fixture_files(self) -> list[Path]:
+        """Files named by requests (audio, voice references): hashed into the manifest."""
+        bodies = [r.body for r in self.requests()]
+        if (inv := self.invalid_request()) is not None:
+            bodies.append(inv)
+        files: list[Path] = []
+        for body in bodies:
+            for key in PATH_KEYS:
+                if isinstance(body.get(key), str) and Path(body[key]).exists():
+                    files.append(Path(body[key]))
+        return sorted(set(files))
+
+    def auxiliary_files(self) -> list[Path]:
+        return [self.resolve(p) for p in self.raw["model"]["auxiliary_files"]]
+
+    def _absolute(self, body: dict[str, Any]) -> dict[str, Any]:
+        out = dict(body)
+        for key in PATH_KEYS:
+            val = out.get(key)
+            if isinstance(val, str) and not val.startswith(("data:", "/")):
+                out[key] = str(self.resolve(val))
+        return out
+
+
+# The variation kind a request field implies when a variation names no `kind` (M3.variation).
+_KIND_OF_FIELD = {
+    "text": "length", "max_tokens": "length", "max_steps": "length", "duration_seconds": "length",
+    "seed": "seed",
+    "voice_ref": "reference", "voice_id": "reference", "reference_text": "reference",
+    "prosody_ref": "reference", "style_ref": "reference", "target_voice": "reference", "speaker": "reference",
+}
+VARIATION_KINDS = ("length", "seed", "reference", "preparation")
+
+
+def variation_kind(variation: dict[str, Any]) -> str:
+    """A plan variation's kind: its `kind`, else the kind its `changes` field implies."""
+    kind = variation.get("kind")
+    if isinstance(kind, str) and kind:
+        return kind
+    return _KIND_OF_FIELD.get(str(variation.get("changes", "")), "other")
+
+
+def _server(raw: dict[str, Any]) -> ServerSpec:
+    return ServerSpec(
+        executable=str(raw["executable"]),
+        args=tuple(raw.get("args", ())),
+        env=dict(raw.get("env", {})),
+        knows_parallel_jobs=bool(raw.get("knows_parallel_jobs", True)),
+    )
+
+
+def _exists(p: Path) -> bool:
+    """Path.exists that answers False (instead of raising) for impossible names."""
+    try:
+        return p.exists()
+    except (OSError, ValueError):
+        return False
+
+
+def resolve_executable(value: str, base_dir: Path) -> Path | None:
+    """A path (relative to the plan) or a name on PATH; None when not found."""
+    if not value or "\0" in value:
+        return None
+    try:
+        return _resolve_executable(value, base_dir)
+    except (OSError, ValueError):
+        return None
+
+
+def _resolve_executable(value: str, base_dir: Path) -> Path | None:
+    if os.sep in value or value.startswith("."):
+        p = Path(os.path.expanduser(value))
+        p = p if p.is_absolute() else (base_dir / p)
+        return p.resolve() if p.exists() else None
+    # Also look beside the running interpreter: console scripts installed with parval
+    # (parval-standin) live there even when the virtual environment is not activated.
+    search = os.pathsep.join([os.environ.get("PATH", ""), os.path.dirname(sys.executable)])
+    found = shutil.which(value, path=search)
+    return Path(found).resolve() if found else None
+
+
+def parse_plan_text(text: str, where: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        loc = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise PlanError(f"{loc}: YAML syntax error: {problem}", hint="fix the YAML syntax") from None
+    except (ValueError, TypeError, OverflowError) as exc:  # e.g. a timestamp like 2024-13-01
+        raise PlanError(f"{where}: YAML value error: {exc}", hint="quote the value") from None
+    except RecursionError:
+        raise PlanError(f"{where}: YAML nested too deeply") from None
+    if not isinstance(data, dict):
+        raise PlanError(f"{where}: a plan must be a YAML mapping, got {type(data).__name__}")
+    return data
+
+
+def load_plan(path: Path, *, check_files: bool = True, located_at: Path | None = None) -> Plan:
+    """Load and validate a plan; raise PlanError listing every problem with its location.
+
+    `located_at`: where the plan's relative paths are resolved from when `path` is a copy
+    (the plan a run directory keeps, resumed without naming the plan)."""
+    path = Path(path)
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        raise PlanError(f"{path}: plan file not found", hint="check the path") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PlanError(f"{path}: cannot read plan: {exc}") from None
+    data = parse_plan_text(text, str(path))
+    try:
+        errors = schema_errors(data, "plan")
+    except RecursionError:
+        raise PlanError(f"{path}: plan nested too deeply") from None
+    if errors:
+        lines = "\n".join(f"  {path.name}: {e}" for e in errors)
+        raise PlanError(
+            f"{path}: {len(errors)} schema error(s):\n{lines}",
+            hint="`parval schema plan` prints the plan schema",
+        )
+    raw = fill_defaults(load_schema("plan"), data)
+    plan = Plan(path=(located_at or path).resolve(), raw=raw, sha256=hashlib.sha256(text.encode()).hexdigest())
+    if check_files:
+        problems = file_problems(plan)
+        if problems:
+            lines = "\n".join(f"  {p}" for p in problems)
+            raise PlanError(f"{path}: {len(problems)} problem(s) with named files:\n{lines}")
+    return plan
+
+
+def port_problem(host: str, port: Any) -> str | None:
+    """Why a fixed `port` cannot be used on `host` (None when it can be bound now)."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        return f"{port!r} is not a TCP port number (1-65535)"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host.strip("[]") or "127.0.0.1", port))
+        except OSError as exc:
+            return f"{port} cannot be bound on {host}: {exc.strerror or exc} (already in use?)"
+        except (ValueError, UnicodeError) as exc:
+            return f"{port} cannot be bound on {host!r}: {exc}"
+    return None
+
+
+def file_problems(plan: Plan) -> list[str]:
+    """Missing model/fixture files, executables that do not exist or cannot run, a fixed
+    port that is taken. Each problem names its place in the plan."""
+    problems: list[str] = []
+    for role in ("baseline", "candidate"):
+        exe = plan.raw["servers"][role]["executable"]
+        resolved = resolve_executable(exe, plan.base_dir)
+        if resolved is None:
+            problems.append(f"servers.{role}.executable: '{exe}' not found (not a file, not on PATH)")
+        elif resolved.is_dir() or not os.access(resolved, os.X_OK):
+            problems.append(f"servers.{role}.executable: '{resolved}' is not executable")
+    try:
+        mp = plan.model_path
+    except (OSError, ValueError, RuntimeError) as exc:
+        problems.append(f"model.path: '{plan.raw['model']['path']}' is not a usable path ({exc})")
+    else:
+        if not _exists(mp):
+            problems.append(f"model.path: '{mp}' does not exist")
+        elif mp.is_file() and mp.stat().st_size == 0:
+            problems.append(f"model.path: '{mp}' is empty")
+    for i, value in enumerate(plan.raw["model"]["auxiliary_files"]):
+        try:
+            aux = plan.resolve(value)
+        except (OSError, ValueError, RuntimeError):
+            aux = Path(value) if "\0" not in value else Path("\ufffd")
+        if not _exists(aux):
+            problems.append(f"model.auxiliary_files[{i}]: '{aux}' does not exist")
+    try:
+        requests = plan.requests()
+    except (OSError, ValueError, RuntimeError) as exc:
+        problems.append(f"requests: a file name is not a usable path ({exc})")
+        requests = []
+    for req in requests:
+        for key in PATH_KEYS:
+            val = req.body.get(key)
+            if isinstance(val, str) and not val.startswith("data:") and not _exists(Path(val)):
+                problems.append(f"requests.{req.name}.{key}: '{val}' does not exist")
+    server = plan.raw["server"]
+    extra = server.get("extra_config") or {}
+    host = str(extra.get("host") or server.get("host") or "127.0.0.1")
+    if "port" in extra:
+        why = port_problem(host, extra["port"])
+        if why:
+            problems.append(f"server.extra_config.port: {why}")
+    if 1 not in plan.counts:
+        problems.append("counts: must include 1 (admission is the consecutive validated counts from one upward)")
+    return problems
+
+
+def shard_counts(counts: list[int], shard: tuple[int, int] | None) -> list[int]:
+    """The counts `parval run --shard i/n` runs: every n-th count of the sorted plan counts."""
+    if shard is None:
+        return sorted(counts)
+    i, n = shard
+    return [c for k, c in enumerate(sorted(counts)) if k % n == i - 1]
+
+
+OMIT = "omit"  # "leave the slots key out" (None is the explicit `slots: null`)
+
+
+def model_entry(plan: Plan, *, model_id: str | None = None, lazy: bool | None = None,
+                slots: Any = OMIT, session_options: dict[str, Any] | None = None,
+                **overrides: Any) -> dict[str, Any]:
+    """A config/registration entry of the plan's model; the id, laziness, slots, session
+    options and any other key may be set for one start or probe."""
+    m = plan.model
+    entry: dict[str, Any] = {
+        "id": model_id or m["id"], "family": m["family"], "task": m["task"], "mode": m["mode"],
+        "path": str(plan.model_path), "lazy": m["lazy"] if lazy is None else lazy,
+    }
+    for key in ("load_options", "session_options", "default_request_options"):
+        value = session_options if key == "session_options" and session_options is not None else m[key]
+        if value:
+            entry[key] = copy.deepcopy(value)
+    entry.update(copy.deepcopy(m["entry_extra"]))
+    if slots != OMIT:
+        entry["slots"] = slots
+    entry.update(overrides)
+    return entry

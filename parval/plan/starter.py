@@ -1,0 +1,192 @@
+"""A starter plan from an existing audiocpp_server config file.
+
+The plan takes the model entry (id, family, task, mode, path, options), the server-wide
+settings (backend, device, threads, timeouts) and the model's advertised `slots` (counts
+1..slots) from the config. What only the user knows is left as an `EDIT-ME` placeholder:
+the two executables (upstream legacy build and candidate), fixture files for audio-input
+tasks, and the memory stabilisation rule (which must be declared before the run). Until
+the placeholders are real, `parval validate` names each one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from parval.errors import InputFileError, UsageError
+from parval.plan.load import GPU_BACKENDS
+
+PLACEHOLDER = "EDIT-ME"
+TEXT_TASKS = {"tts", "gen", "vdes"}
+ENTRY_EXTRA_KEYS = ("config", "weight", "model_spec_override", "voice_presets", "default_voice_preset",
+                    "busy_timeout_ms", "live_ingest")
+BACKENDS = {"cpu", "cuda", "hip", "rocm", "vulkan", "metal"}
+
+
+def _y(value: Any) -> str:
+    """A YAML flow value (JSON is valid YAML)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def read_server_config(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise InputFileError(f"{path}: server config not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputFileError(f"{path}: cannot read server config: {exc}") from None
+    except ValueError as exc:
+        raise InputFileError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("models"), list) or not data["models"]:
+        raise UsageError(f"{path}: server config requires a non-empty models array")
+    return data
+
+
+def pick_model(config: dict[str, Any], model_id: str | None, where: Path) -> dict[str, Any]:
+    models = [m for m in config["models"] if isinstance(m, dict)]
+    ids = [str(m.get("id")) for m in models]
+    if model_id is None:
+        if len(models) != 1:
+            raise UsageError(f"{where}: {len(models)} models ({', '.join(ids)}); choose one with --model ID")
+        entry = models[0]
+    else:
+        found = [m for m in models if m.get("id") == model_id]
+        if not found:
+            raise UsageError(f"{where}: no model {model_id!r}; the config has: {', '.join(ids)}")
+        entry = found[0]
+    for key in ("id", "family", "path"):
+        if not isinstance(entry.get(key), str) or not entry[key]:
+            raise UsageError(f"{where}: model entry {entry.get('id')!r} lacks {key!r}")
+    return entry
+
+
+def advertised_counts(entry: dict[str, Any]) -> list[int]:
+    slots = entry.get("slots", 1)
+    if isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= 16:
+        raise UsageError(f"model {entry['id']!r}: slots must be an integer between 1 and 16, got {slots!r}")
+    return list(range(1, slots + 1))
+
+
+def _requests(task: str) -> list[str]:
+    if task in TEXT_TASKS:
+        base = {"text": "The quick brown fox jumps over the lazy dog.", "seed": 1234}
+        return [
+            "requests:",
+            f"  base: {_y(base)}",
+            "  variations:               # each must change the effective input (M3.variation)",
+            "    - name: long_text",
+            "      changes: text",
+            f"      request: {_y({**base, 'text': 'A longer sentence makes a longer output, so the effective input length really changes here.'})}",
+            "    - name: other_seed",
+            "      changes: seed",
+            f"      request: {_y({**base, 'seed': 99})}",
+            "  # a request the server must reject alongside healthy work (M4.invalid_alongside);",
+            "  # EDIT to a request your model rejects",
+            f"  invalid: {_y({'text': '', 'max_tokens': -1})}",
+        ]
+    base = {"audio": f"{PLACEHOLDER}/fixtures/input-1.wav", "seed": 1234}
+    return [
+        "requests:                  # EDIT-ME: point audio at real fixture files (relative to this plan)",
+        f"  base: {_y(base)}",
+        "  variations:               # each must change the effective input (M3.variation)",
+        "    - name: other_audio",
+        "      changes: audio",
+        "      kind: length",
+        f"      request: {_y({**base, 'audio': f'{PLACEHOLDER}/fixtures/input-2.wav'})}",
+        "    - name: other_seed",
+        "      changes: seed",
+        f"      request: {_y({**base, 'seed': 99})}",
+        "  # a request the server must reject alongside healthy work (M4.invalid_alongside)",
+        f"  invalid: {_y({'audio': 'data:audio/wav;base64,AAAA'})}",
+    ]
+
+
+def starter_plan(config: dict[str, Any], entry: dict[str, Any], config_path: Path, plan_dir: Path) -> str:
+    """The plan text (YAML with comments)."""
+    counts = advertised_counts(entry)
+    model_path = Path(entry["path"])
+    if not model_path.is_absolute():
+        model_path = (config_path.parent / model_path).resolve()
+    try:
+        rel = os.path.relpath(model_path, plan_dir.resolve())
+    except ValueError:
+        rel = str(model_path)
+    backend = str(config.get("backend", "cuda"))
+    if backend not in BACKENDS:
+        raise UsageError(f"{config_path}: unsupported backend {backend!r}")
+    gpu = backend in GPU_BACKENDS
+    task = str(entry.get("task", "tts"))
+    model: dict[str, Any] = {"id": entry["id"], "family": entry["family"], "task": task,
+                             "mode": entry.get("mode", "offline"), "path": rel, "lazy": True}
+    description = f"Parallel-slot admission of {entry['id']} ({entry['family']}, {task}) on {backend}."
+    lines = [
+        f"# parval starter plan for model {entry['id']!r}, written by `parval init` from",
+        f"# {config_path}. Replace every {PLACEHOLDER} placeholder, then check it with:",
+        "#   parval validate THIS_FILE",
+        "# The plan format: `parval schema plan` (README: 'Plan format').",
+        "schema_version: 1",
+        f"name: {_y(str(entry['id']).replace(':', '-'))}",
+        f"description: {_y(description)}",
+        "",
+        "servers:",
+        "  baseline:                 # upstream legacy build (before the --parallel-jobs runtime)",
+        f"    executable: {PLACEHOLDER}/path/to/upstream/audiocpp_server",
+        "  candidate:                # the build under test",
+        f"    executable: {PLACEHOLDER}/path/to/candidate/audiocpp_server",
+        "",
+        "server:",
+        f"  backend: {backend}",
+        f"  device: {int(config.get('device', 0))}",
+        f"  threads: {int(config.get('threads', 1))}",
+        f"  busy_timeout_ms: {int(config.get('busy_timeout_ms', 300000))}",
+        f"  max_loaded_models: {int(config.get('max_loaded_models', 0))}",
+        f"  ui_management: {_y(bool(config.get('ui_management', False)))}   # true needs a native-model-manager build; enables the registration probes",
+        "",
+        "model:",
+    ]
+    for key, value in model.items():
+        lines.append(f"  {key}: {_y(value)}")
+    for key in ("load_options", "session_options", "default_request_options"):
+        if entry.get(key):
+            lines.append(f"  {key}: {_y(entry[key])}")
+    extra = {k: entry[k] for k in ENTRY_EXTRA_KEYS if k in entry}
+    if extra:
+        lines.append(f"  entry_extra: {_y(extra)}")
+    lines += [
+        "  cache_sensitive: false     # true when outputs depend on the slot's request history",
+        f"  admit_modes: [{_y(model['mode'])}]",
+        "  variation_kinds: [length, seed]   # EDIT: kinds the model supports: length, seed, reference, preparation",
+        "",
+        "# What parval cannot discover (M1.manifest stays PENDING naming each item left out):",
+        "# identity:",
+        "#   baseline: {source_commit: <git sha>, build_flags: <cmake flags>}",
+        "#   candidate: {source_commit: <git sha>, build_flags: <cmake flags>}",
+        "#   quantization: <f16, q8_0, none ...>",
+        "",
+        f"counts: {_y(counts)}          # 1 up to the config's advertised slots ({counts[-1]})",
+        "starts_per_count: 3          # the procedure's minimum (M2.starts)",
+        "waves: {warm: 2, mixed: 4, mixed_at_largest: 10, serial_reuse: 2}",
+        "",
+        *_requests(task),
+        "",
+        "compare:",
+        "  volatile_fields:",
+        "    - path: timing.wall_ms",
+        "      justification: execution wall time differs on every run",
+        "    - path: timing.rtf",
+        "      justification: real-time factor (wall time / audio duration) differs on every run",
+        "",
+        "memory:",
+        f"  gpu_required: {_y(gpu)}",
+        "  # Declare the stabilisation rule BEFORE the run (M5.stable stays PENDING without one;",
+        "  # never choose the bound after seeing the data). EDIT-ME and uncomment:",
+        f"  # stabilisation: {{last_k_waves: 5, max_growth_mib: 64, metric: {'gpu_process' if gpu else 'host_rss'}}}",
+        "",
+        "framework:",
+        "  record: null              # the shared F1-F6 record from `parval framework` (else F1-F6 stay PENDING)",
+        "  protected: null           # a `parval verify-protected --output x4.json` result (else X4 stays PENDING)",
+        "",
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,183 @@
+"""The report's "why it is not admitted" section: every FAIL with its requests, slot
+histories, both hashes and the commands that reproduce it, then what is still unresolved,
+grouped by reason. Kept apart from the layout of the whole report, which only orders it."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any
+
+from parval.report.md_base import ICON, MAX_ROWS, count_sources, detailed, esc, short
+
+UNRESOLVED = ("BLOCKED", "UNSUPPORTED", "PENDING")
+_PROBLEM_LISTS = (("errors", "Request errors"), ("malformed", "Malformed replies"),
+                  ("indeterminate", "Indeterminate outcomes"),
+                  ("no_reference", "Outputs without a same-history reference"))
+
+
+def _history(h: Any) -> str:
+    if h is None:
+        return "(unknown)"
+    if not h:
+        return "(fresh slot)"
+    return " → ".join(str(x) for x in h)
+
+
+def _where(m: dict[str, Any]) -> list[str]:
+    return [esc(m.get("run", "–")), f"{esc(m.get('phase', '–'))} · {m.get('wave', '–')}",
+            f"`{esc(m.get('req', '–'))}`", esc("–" if m.get("slot") is None else m["slot"]),
+            esc(_history(m.get("history")))]
+
+
+def _more(items: list[dict[str, Any]], total: int) -> list[str]:
+    shown = min(len(items), MAX_ROWS)
+    return ["", f"… {total - shown} more in evidence.json."] if total > shown else []
+
+
+def mismatch_table(items: list[dict[str, Any]], total: int) -> list[str]:
+    rows = ["| # | run | phase · wave | request | slot | slot history "
+            "| got (canonical sha256) | reference (canonical sha256) |",
+            "|---|---|---|---|---|---|---|---|"]
+    for i, m in enumerate(items[:MAX_ROWS], 1):
+        ref = f"{short(m.get('ref_canon'))} ({esc(m.get('ref', ''))})"
+        rows.append(f"| {i} | " + " | ".join(_where(m))
+                    + f" | {short(m.get('got_canon'))} | {ref} |")
+    return rows + _more(items, total)
+
+
+def error_table(items: list[dict[str, Any]], total: int, what: str) -> list[str]:
+    rows = [f"{what}:", "", "| # | run | phase · wave | request | slot | slot history | outcome |",
+            "|---|---|---|---|---|---|---|"]
+    for i, m in enumerate(items[:MAX_ROWS], 1):
+        outcome = m.get("error") or m.get("problem") or m.get("outcome") or m.get("ref") or ""
+        status = f"HTTP {m['status']}: " if m.get("status") else ""
+        rows.append(f"| {i} | " + " | ".join(_where(m))
+                    + f" | {esc(status + str(outcome))[:200]} |")
+    return rows + _more(items, total)
+
+
+def generic_evidence(evidence: dict[str, Any]) -> list[str]:
+    """Lists of records as small tables, scalars as one line: for FAILs without mismatches."""
+    lines: list[str] = []
+    scalars = []
+    for key, value in sorted(evidence.items()):
+        if key in ("per_count", "status_before_negative_control", "status_before_serial_check"):
+            continue
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            cols = [k for k in value[0]
+                    if isinstance(value[0][k], str | int | float | bool) or value[0][k] is None][:7]
+            if not cols:
+                continue
+            lines += [f"`{key}`:", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+            for v in value[:MAX_ROWS]:
+                lines.append("| " + " | ".join(esc(v.get(c, ""))[:80] for c in cols) + " |")
+            if len(value) > MAX_ROWS:
+                lines += ["", f"… {len(value) - MAX_ROWS} more in evidence.json."]
+            lines.append("")
+        elif isinstance(value, str | int | float | bool) or value is None:
+            scalars.append(f"{key}={value}")
+    if scalars:
+        lines.append("Facts: " + esc(", ".join(scalars[:12])))
+    return lines
+
+
+def campaign_command(ev: dict[str, Any], count: int | None) -> str:
+    """`parval run PLAN [--shard i/n]` for the run that judged `count` (any run if None)."""
+    runs = ev.get("merged_from") or [{**(ev.get("run") or {}), "counts": None}]
+    run = next((r for r in runs
+                if count is None or r.get("counts") is None or count in r["counts"]), runs[0])
+    cmd = f"parval run {shlex.quote(str(run.get('plan') or 'PLAN'))}"
+    if run.get("shard"):
+        cmd += f" --shard {run['shard'][0]}/{run['shard'][1]}"
+    return cmd
+
+
+def reproduce_block(a: dict[str, Any], first: dict[str, Any] | None, ev: dict[str, Any],
+                    context: dict[str, Any], count: int | None) -> list[str]:
+    cmds: list[str | None] = ["# the whole campaign, as parval ran it:",
+                              a.get("reproduction") or campaign_command(ev, count)]
+    if first is not None:
+        argv = (context.get("argv") or {}).get(str(first.get("run")))
+        req = first.get("req")
+        if argv:
+            cmds += ["" if cmds else None,
+                     f"# this server alone ({first.get('run')}), exactly as started:",
+                     " ".join(shlex.quote(x) for x in argv)]
+        history = first.get("history") or []
+        bodies = context.get("requests") or {}
+        if req in bodies:
+            if history:
+                cmds.append("# send the slot's history first, one at a time: "
+                            f"{', '.join(map(str, history))}")
+            payload = json.dumps({"model": ev["identity"]["model"], "request": bodies[req]},
+                                 sort_keys=True)
+            cmds += [f"# then request '{req}' (port: see the server's config.json):",
+                     "curl -sS http://127.0.0.1:$PORT/v1/tasks/run "
+                     "-H 'Content-Type: application/json' \\",
+                     f"  -d {shlex.quote(payload)}"]
+        if first.get("artifact") and (first.get("ref_artifact") or first.get("ref_canon")):
+            dirs = count_sources(ev, count)
+            base = dirs[0] if dirs else "RUN_DIR"
+            cmds += ["" if cmds else None, "# compare the two recorded responses byte for byte:",
+                     f"cmp {base}/artifacts/{first['artifact']}.json "
+                     f"{base}/artifacts/{first.get('ref_artifact')}.json"]
+    lines = [c for c in cmds if c is not None]
+    if not lines:
+        return []
+    return ["Reproduce:", "", "```sh", *lines, "```", ""]
+
+
+def explain_failure(count: int | None, a: dict[str, Any], ev: dict[str, Any],
+                    context: dict[str, Any]) -> list[str]:
+    where = f" at count {count}" if count is not None else ""
+    lines = [f"#### ❌ {a['id']}{where}", "", esc(a.get("reason", "")), ""]
+    e = a.get("evidence") or {}
+    mism = e.get("mismatches") or []
+    first: dict[str, Any] | None = None
+    if mism:
+        total = int(e.get("mismatch_count", len(mism)))
+        first = mism[0]
+        lines += mismatch_table(mism, total) + [""]
+        lines += [f"First mismatch: got canonical sha256 `{first.get('got_canon')}` (artifact "
+                  f"`{first.get('artifact')}`), reference `{first.get('ref_canon')}` "
+                  f"(artifact `{first.get('ref_artifact')}`)."]
+        ga, ra = (first.get("got_audio") or {}), (first.get("ref_audio") or {})
+        if ga or ra:
+            lines[-1] += f" Audio: got {_audio(ga)}, reference {_audio(ra)}."
+        lines.append("")
+    for key, what in _PROBLEM_LISTS:
+        items = e.get(key) or []
+        if items:
+            first = first or items[0]
+            lines += error_table(items, int(e.get(f"{key}_count", len(items))), what) + [""]
+    if not mism and not any(e.get(k) for k, _ in _PROBLEM_LISTS):
+        lines += generic_evidence(e) + [""]
+        first = next((v[0] for v in e.values()
+                      if isinstance(v, list) and v and isinstance(v[0], dict) and v[0].get("run")),
+                     None)
+    lines += reproduce_block(a, first, ev, context, count)
+    return lines
+
+
+def _audio(info: dict[str, Any]) -> str:
+    parts = []
+    for name, v in info.items():
+        if isinstance(v, dict):
+            parts.append(f"{name} {v.get('frames')} frames @ {v.get('sample_rate')} Hz "
+                         f"sha256 {short(v.get('sha256'), 12)}")
+    return "; ".join(parts) or "–"
+
+
+def unresolved_lines(ev: dict[str, Any]) -> list[str]:
+    groups: dict[tuple[str, str], list[str]] = {}
+    for n, a in detailed(ev):
+        if a["status"] in UNRESOLVED:
+            label = a["id"] + (f"@{n}" if n is not None else "")
+            groups.setdefault((a["status"], a.get("reason", "")), []).append(label)
+    lines = []
+    for (status, reason), ids in sorted(
+            groups.items(), key=lambda kv: (UNRESOLVED.index(kv[0][0]), -len(kv[1]))):
+        shown = ", ".join(ids[:8]) + (f" (+{len(ids) - 8} more)" if len(ids) > 8 else "")
+        lines.append(f"- {ICON[status]} **{status}** {esc(shown)}: {esc(reason)[:300]}")
+    return lines

@@ -1,0 +1,111 @@
+"""The performance report (P5) as markdown: the procedure's table columns exactly, then cold
+start, independent-server and HTTP 503 rejection tables, so a reviewer reads speed next to
+the quality verdicts that decide admission."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parval.gates.performance import MIN_WARM_REPEATS, TABLE_COLUMNS
+
+
+def _time_cell(st: dict[str, Any] | None) -> str:
+    if st is None:
+        return "not measured"
+    if st.get("blocked"):
+        return f"memory blocked: {st['blocked']}"
+    if st["median_s"] is None:
+        return "pending (no clean repeats)"
+    cell = f"{st['median_s']:.3f} s ({st['min_s']:.3f}–{st['max_s']:.3f}, n={st['n']})"
+    if st["estimate"]:
+        cell += " **estimate** (N x one request, not measured)"
+    if st["n"] < MIN_WARM_REPEATS:
+        cell += f" pending: n<{MIN_WARM_REPEATS}"
+    if st["failed_repeats"]:
+        cell += f"; {st['failed_repeats']} failed repeats excluded"
+    return cell
+
+
+def _pct_cell(pct: float | None, admitted: bool, vs_estimate: bool = False) -> str:
+    if pct is None:
+        return "n/a"
+    cell = f"{pct:+.1f}%"
+    if vs_estimate:
+        cell += " (vs estimate)"
+    if pct > 0 and not admitted:
+        cell += " (not admitted)"
+    return cell
+
+
+def _esc(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def performance_table_markdown(perf: dict[str, Any]) -> str:
+    """The P5 table (exact procedure columns), then cold, independent-server and 503 tables."""
+    memory = perf.get("memory_verdict", "?")
+    lines = [
+        f"Performance: **{perf['status']}** (separate from admission). "
+        f"Quality: model checks {perf.get('model_checks', '?')}; "
+        f"shared framework checks {perf.get('framework_checks', '?')}; memory (M5) {memory}.",
+        "",
+        "| " + " | ".join(TABLE_COLUMNS) + " |",
+        "|" + "---|" * len(TABLE_COLUMNS),
+    ]
+    for r in perf["rows"]:
+        checks = f"{r['model_checks']}; memory {memory}"
+        if not r["admitted"]:
+            checks = f"**NOT ADMITTED** — {checks}"
+        base_n = r["base_n_serial"]
+        cells = [
+            f"{r['backend_model']} (N={r['count']})",
+            checks,
+            r["framework_checks"],
+            _time_cell(r["base_one_request"]),
+            _time_cell(r["candidate_one_slot"]),
+            _pct_cell(r["one_request_saved_pct"], r["admitted"]),
+            _time_cell(base_n),
+            _time_cell(r["candidate_n_slots"]),
+            _pct_cell(r["n_saved_pct"], r["admitted"], bool(base_n and base_n["estimate"])),
+        ]
+        lines.append("| " + " | ".join(_esc(c) for c in cells) + " |")
+
+    lines += [
+        "",
+        "| N | row status | cold s (base / candidate 1 slot / candidate N) "
+        "| independent one-slot servers (optional) |",
+        "|---|---|---|---|",
+    ]
+    for r in perf["rows"]:
+        colds = " / ".join(
+            "n/a" if st is None or st.get("cold_s") is None else f"{st['cold_s']:.3f}"
+            for st in (r["base_one_request"], r["candidate_one_slot"], r["candidate_n_slots"])
+        )
+        indep = r["independent_servers"]
+        indep_cell = (
+            indep
+            if isinstance(indep, str)
+            else f"{_time_cell(indep)}; candidate N slots "
+            f"{_pct_cell(indep['candidate_saved_pct'], r['admitted'])}"
+        )
+        status = r["status"] + (f" ({'; '.join(r['pending'])})" if r["pending"] else "")
+        lines.append(f"| {r['count']} | {_esc(status)} | {colds} | {_esc(indep_cell)} |")
+
+    lines += [
+        "",
+        "HTTP 503 rejection latency (not generation time):",
+        "",
+        "| N | median ms (min–max, n) |",
+        "|---|---|",
+    ]
+    if not perf.get("rejection_latency"):
+        lines.append("| – | not measured |")
+    for p in perf.get("rejection_latency") or []:
+        cell = (
+            "not measured"
+            if p["median_ms"] is None
+            else f"{p['median_ms']:.3f} ms ({p['min_ms']:.3f}–{p['max_ms']:.3f}, n={p['n']})"
+        )
+        lines.append(f"| {p['count']} | {cell} |")
+    lines += [""] + [f"- {n}" for n in perf.get("notes", [])]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,321 @@
+"""Integrity of a run directory: what was recorded can be shown unchanged later.
+
+Three pieces, all plain text next to the evidence:
+
+* `files.sha256` (sha256sum format) lists every recorded file — events.jsonl, manifest.json,
+  plan copies, artifacts/, servers/ logs and samples — written each time the run is judged.
+* `chain.jsonl` gets one link per judging (`kind: judge`: the listing's hash, the length and
+  hash of events.jsonl, the manifest's hash) and one per sealing (`kind: seal`: the hashes
+  of the derived files evidence.json, report.md and plots, written after them). Each link
+  holds the sha256 of the line before it, so links cannot be dropped or reordered silently.
+* evidence.json records `run.events_sha256`, `run.files_sha256`, `run.manifest_sha256`.
+
+`parval verify RUN` and `parval report` check everything strictly (`verify_problems`): a
+file modified, missing or added since the run is named. Re-judging and `--resume` allow
+only growth (`chain_problems`): new files and events appended after the judged prefix;
+anything that was recorded and judged must be byte-identical, otherwise parval refuses to
+re-judge (IntegrityError, exit 1) or to resume (exit 2): a modified run is never
+re-certified.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from parval.errors import EXIT_FAILED, ParvalError, RunDirError
+from parval.rundir.events import clean_length
+from parval.rundir.files import atomic_write, dumps, fsync_dir, sha256_file
+from parval.rundir.layout import EVENTS, EVIDENCE, MANIFEST
+
+LISTING = "files.sha256"
+FRAMEWORK_RECORD = "record.json"  # `parval framework` writes this instead of evidence.json
+CHAIN = "chain.jsonl"
+# Derived from the evidence and written after judging: sealed separately, not listed.
+DERIVED = {LISTING, CHAIN, EVIDENCE, "report.md", "report.json", "report.xml"}
+
+
+class IntegrityError(ParvalError):
+    """A run directory was modified after it was judged."""
+
+    exit_code = EXIT_FAILED
+
+
+def _is_derived(rel: str) -> bool:
+    return rel in DERIVED or (rel.endswith(".png") and "/" not in rel)
+
+
+def _hidden(rel: str) -> bool:
+    return "/." in f"/{rel}"  # temporary files of atomic writes, editor droppings
+
+
+def _tracked(run_dir: Path) -> list[Path]:
+    out = []
+    for p in sorted(run_dir.rglob("*")):
+        if not p.is_file():
+            continue
+        rel = p.relative_to(run_dir).as_posix()
+        if _is_derived(rel) or _hidden(rel):
+            continue
+        out.append(p)
+    return out
+
+
+def _derived_present(run_dir: Path) -> list[Path]:
+    return sorted(p for p in run_dir.iterdir()
+                  if p.is_file() and p.name not in (LISTING, CHAIN) and _is_derived(p.name))
+
+
+def _sha256_prefix(path: Path, length: int) -> str | None:
+    """sha256 of the first `length` bytes, or None when the file is shorter."""
+    h = hashlib.sha256()
+    left = length
+    with path.open("rb") as fh:
+        while left > 0:
+            chunk = fh.read(min(left, 1 << 20))
+            if not chunk:
+                return None
+            h.update(chunk)
+            left -= len(chunk)
+    return h.hexdigest()
+
+
+# -- the chain --------------------------------------------------------------------------------
+def read_chain(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The chain's links and any problem with the chain itself."""
+    path = run_dir / CHAIN
+    if not path.exists():
+        return [], []
+    links: list[dict[str, Any]] = []
+    problems: list[str] = []
+    prev: str | None = None
+    raw = path.read_bytes()
+    for i, line in enumerate(raw.split(b"\n")[:-1] if raw.endswith(b"\n") else raw.split(b"\n")):
+        try:
+            link = json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            problems.append(f"modified: {CHAIN} (line {i + 1} is not JSON)")
+            break
+        if not isinstance(link, dict) or link.get("prev") != prev:
+            problems.append(f"modified: {CHAIN} (line {i + 1} does not follow the line before it)")
+            break
+        links.append(link)
+        prev = hashlib.sha256(line).hexdigest()
+    if not raw.endswith(b"\n") and raw:
+        problems.append(f"modified: {CHAIN} (no final newline)")
+    return links, problems
+
+
+def _append_link(run_dir: Path, link: dict[str, Any]) -> None:
+    path = run_dir / CHAIN
+    raw = path.read_bytes() if path.exists() else b""
+    lines = raw.split(b"\n")[:-1]
+    link = {"n": len(lines), "t": round(time.time(), 3),
+            "prev": hashlib.sha256(lines[-1]).hexdigest() if lines else None, **link}
+    atomic_write(path, raw + (dumps(link) + "\n").encode())
+
+
+def _last(links: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:
+    return next((link for link in reversed(links) if link.get("kind") == kind), None)
+
+
+# -- listing ----------------------------------------------------------------------------------
+def _read_listing(run_dir: Path) -> dict[str, str]:
+    expected: dict[str, str] = {}
+    for line in (run_dir / LISTING).read_text("utf-8", "replace").splitlines():
+        digest, _, rel = line.partition("  ")
+        expected[rel] = digest
+    return expected
+
+
+def check_listing(run_dir: Path, *, allow_growth: bool = False) -> list[str]:
+    """Files modified, missing (or, unless `allow_growth`, added) since the listing."""
+    listing = run_dir / LISTING
+    if not listing.exists():
+        return [f"missing: {LISTING}"]
+    expected = _read_listing(run_dir)
+    problems = []
+    present = {p.relative_to(run_dir).as_posix(): p for p in _tracked(run_dir)}
+    for rel, digest in expected.items():
+        if rel not in present:
+            problems.append(f"missing: {rel}")
+        elif allow_growth and rel == EVENTS:
+            continue  # append-only: its judged prefix is checked through the chain
+        elif sha256_file(present[rel]) != digest:
+            problems.append(f"modified: {rel}")
+    if not allow_growth:
+        for rel in sorted(set(present) - set(expected)):
+            problems.append(f"added: {rel}")
+    artifacts = run_dir / "artifacts"
+    for p in sorted(artifacts.glob("*.*")) if artifacts.is_dir() else []:
+        if not p.name.startswith(".") and sha256_file(p) != p.name.split(".", 1)[0]:
+            problems.append(f"artifact content does not match its name: artifacts/{p.name}")
+    return problems
+
+
+def chain_problems(run_dir: Path) -> list[str]:
+    """Everything judged before is unchanged; only growth (new files, appended events)."""
+    listing = run_dir / LISTING
+    links, problems = read_chain(run_dir)
+    judged = _last(links, "judge")
+    if judged is None and not listing.exists():
+        return problems  # never judged: nothing recorded to compare with
+    if not listing.exists():
+        return [*problems, f"missing: {LISTING}"]
+    if judged is None:  # a run judged before chains existed: the listing alone
+        return [*problems, *(p for p in check_listing(run_dir, allow_growth=True))]
+    if sha256_file(listing) != judged.get("files_sha256"):
+        problems.append(f"modified: {LISTING}")
+    problems.extend(check_listing(run_dir, allow_growth=True))
+    events = run_dir / EVENTS
+    if events.exists():
+        n = int(judged.get("events_bytes", 0))
+        if _sha256_prefix(events, n) != judged.get("events_prefix_sha256"):
+            problems.append(f"modified: {EVENTS} (the {n} bytes judged earlier changed)")
+    manifest = run_dir / MANIFEST
+    if manifest.exists() and sha256_file(manifest) != judged.get("manifest_sha256"):
+        problems.append(f"modified: {MANIFEST}")
+    return sorted(set(problems))
+
+
+def write_listing(run_dir: Path) -> str:
+    """Called when a run is judged: refuse if anything judged before changed, then list
+    every recorded file and add a chain link. Returns the listing's sha256."""
+    problems = chain_problems(run_dir)
+    if problems:
+        raise IntegrityError(
+            f"{run_dir}: refusing to judge a run directory modified since it was last judged: "
+            + "; ".join(problems[:8]),
+            hint=f"`parval verify {run_dir}` lists every difference")
+    lines = [f"{sha256_file(p)}  {p.relative_to(run_dir).as_posix()}\n" for p in _tracked(run_dir)]
+    text = "".join(lines)
+    atomic_write(run_dir / LISTING, text)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    events = run_dir / EVENTS
+    manifest = run_dir / MANIFEST
+    # The complete lines judged: a resume may later cut a torn tail off, never more.
+    complete = clean_length(events) if events.exists() else 0
+    _append_link(run_dir, {
+        "kind": "judge", "files_sha256": digest,
+        "events_bytes": complete,
+        "events_prefix_sha256": _sha256_prefix(events, complete) if events.exists() else None,
+        "events_sha256": sha256_file(events) if events.exists() else None,
+        "manifest_sha256": sha256_file(manifest) if manifest.exists() else None,
+    })
+    return digest
+
+
+def seal_run(run_dir: Path) -> None:
+    """After evidence.json and the reports are written: record their hashes in the chain."""
+    derived = {p.name: sha256_file(p) for p in _derived_present(run_dir)}
+    _append_link(run_dir, {"kind": "seal", "derived": derived})
+    fsync_dir(run_dir)
+
+
+# -- strict checks: parval verify, parval report -------------------------------------------
+def verify_problems(run_dir: Path) -> tuple[list[str], dict[str, Any]]:
+    """Every difference between the run directory and what was recorded, plus a summary."""
+    links, problems = read_chain(run_dir)
+    listing = run_dir / LISTING
+    info: dict[str, Any] = {"links": len(links), "files": 0, "sealed": False}
+    if not listing.exists():
+        return [*problems, f"missing: {LISTING}"], info
+    info["files"] = len(_read_listing(run_dir))
+    problems.extend(check_listing(run_dir))
+    judged = _last(links, "judge")
+    listing_sha = sha256_file(listing)
+    events = run_dir / EVENTS
+    events_sha = sha256_file(events) if events.exists() else None
+    manifest = run_dir / MANIFEST
+    manifest_sha = sha256_file(manifest) if manifest.exists() else None
+    if judged is None:
+        problems.append(f"missing: {CHAIN} (no record of when the run was judged)")
+    else:
+        if judged.get("files_sha256") != listing_sha:
+            problems.append(f"modified: {LISTING}")
+        if judged.get("events_sha256") != events_sha:
+            problems.append(f"modified: {EVENTS} (hash differs from the one it was judged from)")
+        if judged.get("manifest_sha256") != manifest_sha:
+            problems.append(f"modified: {MANIFEST} (hash differs from the one it was judged with)")
+    evidence_path = run_dir / EVIDENCE
+    evidence: Any = None
+    if evidence_path.exists():
+        try:
+            evidence = json.loads(evidence_path.read_text("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            problems.append(f"modified: {EVIDENCE} (not valid JSON)")
+    elif not (run_dir / FRAMEWORK_RECORD).exists():
+        # A framework run's verdict is record.json, which the listing itself covers.
+        problems.append(f"missing: {EVIDENCE}")
+    if isinstance(evidence, dict):
+        problems.extend(_evidence_mismatch(evidence, events_sha, listing_sha, manifest_sha))
+    elif evidence is not None:
+        problems.append(f"modified: {EVIDENCE} (not a JSON object)")
+    seal = _last(links, "seal")
+    if seal is not None and links and links[-1] is seal:
+        info["sealed"] = True
+        sealed: dict[str, str] = seal.get("derived") or {}
+        problems.extend(sealed_problems(run_dir, sealed))
+        for p in _derived_present(run_dir):
+            if p.name not in sealed:
+                problems.append(f"added: {p.name}")
+    return sorted(set(problems)), info
+
+
+def sealed_problems(directory: Path, sealed: dict[str, str]) -> list[str]:
+    """Every file a seal names (name -> sha256) must still be there, unchanged."""
+    out = []
+    for name, digest in sorted(sealed.items()):
+        p = directory / name
+        if not p.exists():
+            out.append(f"missing: {name}")
+        elif sha256_file(p) != digest:
+            out.append(f"modified: {name}")
+    return out
+
+
+def _evidence_mismatch(evidence: dict[str, Any], events_sha: str | None, listing_sha: str,
+                       manifest_sha: str | None) -> list[str]:
+    run = evidence.get("run")
+    run = run if isinstance(run, dict) else {}
+    out = []
+    if run.get("events_sha256") != events_sha:
+        out.append(f"modified: {EVENTS} (hash differs from the one the evidence was judged from)")
+    if run.get("files_sha256") is not None and run.get("files_sha256") != listing_sha:
+        out.append(f"modified: {LISTING} (hash differs from the one the evidence records)")
+    if run.get("manifest_sha256") is not None and run.get("manifest_sha256") != manifest_sha:
+        out.append(f"modified: {MANIFEST} (hash differs from the one the evidence records)")
+    return out
+
+
+def integrity_problems(run_dir: Path, evidence: dict[str, Any]) -> list[str]:
+    """For `parval report`: every reason not to present this run's evidence as valid.
+
+    `evidence` is what is about to be presented; it must be the one on disk (or, after a
+    re-judge, carry the hashes of the files it was judged from)."""
+    problems, _ = verify_problems(run_dir)
+    if (run_dir / LISTING).exists():
+        events = run_dir / EVENTS
+        problems.extend(_evidence_mismatch(
+            evidence, sha256_file(events) if events.exists() else None,
+            sha256_file(run_dir / LISTING),
+            sha256_file(run_dir / MANIFEST) if (run_dir / MANIFEST).exists() else None))
+    return sorted(set(problems))
+
+
+def verify_run(run_dir: Path) -> tuple[list[str], dict[str, object]]:
+    """Problems (empty when clean) and a summary. RunDirError when `run_dir` is not a
+    judged parval run directory."""
+    if not run_dir.is_dir():
+        raise RunDirError(f"{run_dir}: no such run directory")
+    if not (run_dir / EVENTS).exists() and not (run_dir / MANIFEST).exists():
+        raise RunDirError(f"{run_dir}: not a parval run directory (no events.jsonl or manifest.json)")
+    if not (run_dir / LISTING).exists() and not (run_dir / CHAIN).exists():
+        raise RunDirError(f"{run_dir}: this run was never judged (no {LISTING}), so there is "
+                          "nothing recorded to verify against",
+                          hint=f"continue it with `parval run --resume {run_dir}` or judge it "
+                               f"with `parval report {run_dir} --rejudge`")
+    return verify_problems(run_dir)

@@ -1,0 +1,1 @@
+"""Progress displays of a running campaign: state, plain / JSON-lines / live."""

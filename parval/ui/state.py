@@ -1,0 +1,181 @@
+"""What the progress displays show, folded from the event stream (pure; observes the event
+log, never decides anything)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_START = re.compile(r"count(\d+)-s(\d+)")
+
+
+@dataclass
+class ProgressState:
+    """Everything the displays show, folded from the event stream (pure; testable)."""
+
+    t0: float = field(default_factory=time.monotonic)
+    unit: str = "-"
+    run: str = "-"
+    count: int | None = None
+    start: int | None = None
+    starts_per_count: int | None = None
+    phase: str = "-"
+    done: int = 0
+    failed: int = 0
+    planned: int | None = None
+    units_done: int = 0
+    last_active: tuple[int, int] | None = None  # (max active observed, wave size)
+    pid: int | None = None
+    server_dir: Path | None = None
+    run_dir: Path | None = None
+    plan_raw: dict[str, Any] | None = None
+    shard_counts: list[int] | None = None
+    problems: list[str] = field(default_factory=list)
+
+    # -- folding -----------------------------------------------------------------------
+    def update(self, e: dict[str, Any]) -> None:
+        k = e.get("kind")
+        if k == "campaign_start":
+            self.shard_counts = [int(c) for c in e.get("counts") or []] or None
+            self._plan_totals()
+        elif k == "unit_begin":
+            self.unit = str(e.get("unit"))
+            m = _START.fullmatch(self.unit)
+            self.count, self.start = (int(m.group(1)), int(m.group(2))) if m else (None, None)
+            self.phase = "starting"
+        elif k == "unit_end":
+            self.units_done += 1
+            self.pid = None
+        elif k == "run_start":
+            self.run = str(e.get("run"))
+            if e.get("count") is not None:
+                self.count = int(e["count"])
+        elif k == "server_ready":
+            self.pid = e.get("pid")
+            self._server_dir(e.get("argv") or [])
+            self.phase = "ready"
+        elif k == "request":
+            ok = (e.get("reply") or {}).get("outcome") == "ok" or bool(e.get("expect_error"))
+            if ok:
+                self.done += 1
+            else:
+                self.failed += 1
+            self.phase = f"{e.get('phase')} {e.get('wave')}"
+        elif k == "wave":
+            st = e.get("status") or {}
+            if st.get("max_active") is not None:
+                self.last_active = (int(st["max_active"]), int(e.get("n") or 0))
+            self.phase = f"{e.get('phase')} {e.get('wave')} done"
+        elif k == "unit_skipped" and e.get("not_run") and self.planned is not None:
+            m = _START.fullmatch(str(e.get("unit")))
+            if m and self.plan_raw is not None:  # a count start --fail-fast leaves out
+                self.planned -= start_requests(self.plan_raw, int(m.group(1)))
+        elif k == "wave_repeat":
+            if e.get("repeat") and self.planned is not None:
+                self.planned += int(e.get("n") or 0)  # a repeated wave adds its requests
+        elif k in ("start_failed", "start_aborted", "start_timeout", "server_crash"):
+            self.problems.append(f"{e.get('unit') or e.get('run')}: {k.replace('_', ' ')}")
+
+    def _server_dir(self, argv: list[str]) -> None:
+        """The server's directory (from `--config DIR/config.json`) and so the run directory."""
+        if "--config" not in argv:
+            return
+        i = argv.index("--config")
+        if i + 1 >= len(argv):
+            return
+        self.server_dir = Path(argv[i + 1]).parent
+        if self.run_dir is None and self.server_dir.parent.name == "servers":
+            self.run_dir = self.server_dir.parent.parent
+            if self.plan_raw is None:
+                try:
+                    self.plan_raw = json.loads((self.run_dir / "plan.json").read_text("utf-8"))
+                except (OSError, ValueError):
+                    return
+                self._plan_totals()
+
+    def _plan_totals(self) -> None:
+        if self.plan_raw is None:
+            return
+        self.starts_per_count = int(self.plan_raw.get("starts_per_count", 3))
+        self.planned = planned_requests(self.plan_raw, self.shard_counts)
+
+    # -- derived -----------------------------------------------------------------------
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.t0
+
+    @property
+    def finished_requests(self) -> int:
+        return self.done + self.failed
+
+    def eta(self) -> float | None:
+        """Seconds left: elapsed time per finished request times the requests still planned."""
+        n = self.finished_requests
+        if not self.planned or n == 0:
+            return None
+        return max(0.0, self.elapsed * (self.planned - n) / n)
+
+    def snapshot(self) -> dict[str, Any]:
+        eta = self.eta()
+        return {"requests_done": self.done, "requests_failed": self.failed,
+                "requests_planned": self.planned, "elapsed_s": round(self.elapsed, 2),
+                "eta_s": None if eta is None else round(eta, 1)}
+
+    def ratio(self) -> str:
+        planned = f"/{self.planned}" if self.planned else ""
+        eta = self.eta()
+        left = f", ~{fmt_duration(eta)} left" if eta is not None else ""
+        return f"requests {self.finished_requests}{planned} ({self.failed} failed){left}"
+
+
+def start_requests(plan_raw: dict[str, Any], n: int) -> int:
+    """Requests the schedule plans for one fresh start at count n (0 if unknown)."""
+    from parval.plan.load import Plan
+    from parval.plan.schedule import schedule_rows
+
+    try:
+        rows = schedule_rows(Plan(path=Path("plan.yaml"), raw=plan_raw, sha256=""))
+    except (KeyError, TypeError, ValueError):
+        return 0
+    for name, starts, _waves, requests in rows:
+        if name.startswith(f"count {n} (") and starts:
+            return requests // starts
+    return 0
+
+
+def planned_requests(plan_raw: dict[str, Any], counts: list[int] | None) -> int | None:
+    """Requests the schedule (parval.plan.schedule) plans for the counts this campaign runs."""
+    from parval.plan.load import Plan
+    from parval.plan.schedule import schedule_rows
+
+    try:
+        plan = Plan(path=Path("plan.yaml"), raw=plan_raw, sha256="")
+        rows = schedule_rows(plan)
+        largest = max(plan.counts)
+    except (KeyError, TypeError, ValueError):
+        return None
+    wanted = set(counts or plan.counts)
+    total = 0
+    for name, _starts, _waves, requests in rows:
+        m = re.match(r"(count|recovery at) (\d+)", name)
+        if m and m.group(1) == "count" and int(m.group(2)) not in wanted:
+            continue
+        if m and m.group(1) == "recovery at" and largest not in wanted:
+            continue
+        total += requests
+    return total or None
+
+
+def fmt_duration(seconds: float) -> str:
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+
+
