@@ -32,9 +32,16 @@ def prepare_run_dir(plan: Plan, out: Path | None) -> Path:
     return run_dir
 
 
-def run_plan(plan: Plan, *, out: Path | None = None, run_dir: Path | None = None,
-             listeners: list[Listener] | None = None, shard: tuple[int, int] | None = None,
-             skip_runs: set[str] | None = None, fail_fast: bool = False) -> tuple[Path, dict[str, Any]]:
+def run_plan(
+    plan: Plan,
+    *,
+    out: Path | None = None,
+    run_dir: Path | None = None,
+    listeners: list[Listener] | None = None,
+    shard: tuple[int, int] | None = None,
+    skip_runs: set[str] | None = None,
+    fail_fast: bool = False,
+) -> tuple[Path, dict[str, Any]]:
     """Run the whole campaign (fresh run dir unless `run_dir` is given for a resume),
     then judge it. Returns (run_dir, evidence)."""
     if run_dir is None:
@@ -42,8 +49,7 @@ def run_plan(plan: Plan, *, out: Path | None = None, run_dir: Path | None = None
     log = EventLog(run_dir / EVENTS, sync_behind=True)  # waves do not wait for fsync
     log.listeners.extend(listeners or [])
     try:
-        anyio.run(Campaign(plan, run_dir, log, shard=shard, skip_runs=skip_runs,
-                           fail_fast=fail_fast).run)
+        anyio.run(Campaign(plan, run_dir, log, shard=shard, skip_runs=skip_runs, fail_fast=fail_fast).run)
     finally:
         log.close()
     return run_dir, judge_run(run_dir)

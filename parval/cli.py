@@ -23,10 +23,10 @@ EXIT_HELP = (
 
 app = typer.Typer(
     name="parval",
-    help="Collect and judge the evidence needed to admit an audio.cpp model at N parallel slots.\n\n"
-    + EXIT_HELP
-    + "\n\nExample: parval run plans/demo.yaml --out runs/demo && parval report runs/demo -o report.md"
-    + "\n\nEvery command has --help with an example; `parval --install-completion` adds shell completion.",
+    help="Collect and judge the evidence needed to admit an audio.cpp model "
+    "at N parallel slots.\n\n" + EXIT_HELP + "\n\nExample: parval run plans/demo.yaml --out runs/demo "
+    "&& parval report runs/demo -o report.md" + "\n\nEvery command has --help with an example; "
+    "`parval --install-completion` adds shell completion.",
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
@@ -41,8 +41,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
 ) -> None:
     """parval: evidence orchestrator for audiocpp_server parallel-slot admission."""
 

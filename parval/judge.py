@@ -19,9 +19,11 @@ from parval.gates.m1_baseline import judge_m1, serial_variation
 from parval.gates.m2_concurrency import judge_m2
 from parval.gates.m3_mixed_waves import judge_m3, variation_effects
 from parval.gates.m4_recovery import judge_m4
+from parval.gates.m5 import assess_m5
+from parval.gates.m5_rules import StabilisationRule
+from parval.gates.m5_samples import StartMemory
 from parval.gates.m6_modes import judge_m6
 from parval.gates.masking import mask_comparisons, negative_control_caught
-from parval.gates.memory import StabilisationRule, StartMemory, assess_m5
 from parval.gates.performance import build_performance
 from parval.gates.quality import judge_quality, q5_intermittent
 from parval.gates.records import Records, load_records
@@ -36,8 +38,7 @@ def load_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def memory_results(rec: Records, run_dir: Path, plan: dict[str, Any],
-                   counts: list[int]) -> list[Result]:
+def memory_results(rec: Records, run_dir: Path, plan: dict[str, Any], counts: list[int]) -> list[Result]:
     mem = plan["memory"]
     starts: list[StartMemory] = []
     for n in counts:
@@ -48,17 +49,32 @@ def memory_results(rec: Records, run_dir: Path, plan: dict[str, Any],
                 continue
             directory = run_dir / "servers" / f"{run}-{start['attempt']}"
             path = directory / "memory.jsonl"
-            samples = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] \
-                if path.exists() else []
+            samples = (
+                [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+            )
             info = end.get("memory") or {}
             gpu = str(info.get("gpu", "unavailable: not sampled"))
-            starts.append(StartMemory(n, i, samples, gpu,
-                                      {"gpu_interval_s": info.get("gpu_interval_s", 0.0),
-                                       "host_interval_s": info.get("host_interval_s", 0.0)},
-                                      guard_stop=info.get("guard_stop")))
+            starts.append(
+                StartMemory(
+                    n,
+                    i,
+                    samples,
+                    gpu,
+                    {
+                        "gpu_interval_s": info.get("gpu_interval_s", 0.0),
+                        "host_interval_s": info.get("host_interval_s", 0.0),
+                    },
+                    guard_stop=info.get("guard_stop"),
+                )
+            )
     rule_raw = mem.get("stabilisation")
-    rule = StabilisationRule(int(rule_raw["last_k_waves"]), float(rule_raw["max_growth_mib"]),
-                             str(rule_raw.get("metric", "host_rss"))) if rule_raw else None
+    rule = (
+        StabilisationRule(
+            int(rule_raw["last_k_waves"]), float(rule_raw["max_growth_mib"]), str(rule_raw.get("metric", "host_rss"))
+        )
+        if rule_raw
+        else None
+    )
     results = assess_m5(starts, rule, gpu_required=bool(mem.get("gpu_required", True)))
     have = {r.count for r in results}
     for n in counts:
@@ -78,13 +94,11 @@ def performance_series(rec: Records) -> tuple[list[dict[str, Any]], list[dict[st
     series: dict[tuple[str, int], dict[str, Any]] = {}
     for e in rec.kind("perf"):
         s = series.setdefault((e["series"], e["count"]), _new_series(e["series"], e["count"]))
-        s["repeats"].append({"batch_s": e["batch_s"], "latencies_s": e["latencies_s"],
-                             "failures": e["failures"]})
+        s["repeats"].append({"batch_s": e["batch_s"], "latencies_s": e["latencies_s"], "failures": e["failures"]})
     # Cold start/first load, kept apart from the warm figures: the first request of the
     # fresh one-slot reference processes.
     for (name, _n), s in series.items():
-        run = {"base_one_slot_serial": "ref-baseline-a",
-               "candidate_one_slot_serial": "ref-candidate-cap1"}.get(name)
+        run = {"base_one_slot_serial": "ref-baseline-a", "candidate_one_slot_serial": "ref-candidate-cap1"}.get(name)
         cold = [r for r in rec.requests(run, ("ref_cold",)) if r["req"] == "base"] if run else []
         if cold:
             s["cold_s"] = round(cold[0]["t_done"] - cold[0]["t_send"], 6)
@@ -95,18 +109,22 @@ def performance_series(rec: Records) -> tuple[list[dict[str, Any]], list[dict[st
         s = series.setdefault(("candidate_n_slots", n), _new_series("candidate_n_slots", n))
         reqs = rec.requests(run)
         for w in rec.waves(run):
-            lat = [round(r["t_done"] - r["t_send"], 6) for r in reqs
-                   if r["phase"] == w["phase"] and r["wave"] == w["wave"]]
-            fails = sum(1 for r in reqs if r["phase"] == w["phase"] and r["wave"] == w["wave"]
-                        and (r.get("reply") or {}).get("outcome") != "ok")
+            lat = [
+                round(r["t_done"] - r["t_send"], 6) for r in reqs if r["phase"] == w["phase"] and r["wave"] == w["wave"]
+            ]
+            fails = sum(
+                1
+                for r in reqs
+                if r["phase"] == w["phase"] and r["wave"] == w["wave"] and (r.get("reply") or {}).get("outcome") != "ok"
+            )
             if w["phase"] == "cold_wave" and s["cold_s"] is None:
                 s["cold_s"] = w["batch_s"]
             elif w["phase"] == "warm_wave":
-                s["repeats"].append({"batch_s": w["batch_s"], "latencies_s": lat,
-                                     "failures": fails})
-    rejections = [{"count": e["count"], "latencies_ms": e["latencies_ms"],
-                   "statuses": e.get("statuses")}
-                  for e in rec.kind("rejection_latency")]
+                s["repeats"].append({"batch_s": w["batch_s"], "latencies_s": lat, "failures": fails})
+    rejections = [
+        {"count": e["count"], "latencies_ms": e["latencies_ms"], "statuses": e.get("statuses")}
+        for e in rec.kind("rejection_latency")
+    ]
     return list(series.values()), rejections
 
 
@@ -118,8 +136,7 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
     ctx = Context(rec, plan_snapshot, manifest, run_dir, plan_path)
     counts = ctx.counts
     serial = serial_variation(rec, run_dir=run_dir, tolerance=ctx.tolerance, volatile=ctx.volatile)
-    model_level: list[Result] = [*judge_execution_path(ctx), *judge_m1(ctx, serial),
-                                 *judge_m4(ctx), *judge_m6(ctx)]
+    model_level: list[Result] = [*judge_execution_path(ctx), *judge_m1(ctx, serial), *judge_m4(ctx), *judge_m6(ctx)]
     effects = variation_effects(ctx)
     per_count: dict[int, list[Result]] = {}
     for n in counts:
@@ -132,8 +149,9 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
         rs.append(q5_intermittent(ctx, rs, n))
 
     neg = rec.kind("negative_control")
-    mask_comparisons([*model_level, *[x for rs in per_count.values() for x in rs]],
-                     negative_control_caught(rec), serial)
+    mask_comparisons(
+        [*model_level, *[x for rs in per_count.values() for x in rs]], negative_control_caught(rec), serial
+    )
 
     protected = None
     prot_path = plan_snapshot.get("framework", {}).get("protected")
@@ -141,8 +159,9 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
         p = Path(prot_path)
         p = p if p.is_absolute() else Path(plan_path).parent / p
         protected = load_json(p) if p.exists() else None
-    fw_results, fw_info = framework_checks(_record_path(plan_snapshot, plan_path), manifest,
-                                           protected, plan=plan_snapshot, counts=counts)
+    fw_results, fw_info = framework_checks(
+        _record_path(plan_snapshot, plan_path), manifest, protected, plan=plan_snapshot, counts=counts
+    )
 
     campaign_end = rec.kind("campaign_end")
     interrupted = not campaign_end or not campaign_end[-1].get("finished", False)
@@ -152,17 +171,28 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
     for r in model_level:
         if r.id == "M1.manifest":
             r.limitations.extend(warnings)
-    d = adm.decide(counts, model_level, per_count, fw_results, interrupted=interrupted,
-                   missing="not collected by this run", not_run=adm.not_run_counts(rec.events))
-    verdicts, admitted, admission_ready = d.verdicts, d.admitted, d.admission_ready
-    flat, assertions, line, code = d.flat, d.assertions, d.line, d.exit_code
+    d = adm.decide(
+        counts,
+        model_level,
+        per_count,
+        fw_results,
+        interrupted=interrupted,
+        missing="not collected by this run",
+        not_run=adm.not_run_counts(rec.events),
+    )
+    admission_ready, flat, assertions = d.admission_ready, d.flat, d.assertions
     model_status = combine(r.status for r in flat)
     series, rejections = performance_series(rec)
     mem_status = combine(r.status for r in flat if r.id.startswith("M5."))
     label = f"{plan_snapshot['server']['backend']}/{plan_snapshot['model']['id']}"
-    perf = build_performance(series, rejections, model_label=label,
-                             model_checks=str(model_status), framework_checks=fw_info["status"],
-                             memory_verdict=str(mem_status))
+    perf = build_performance(
+        series,
+        rejections,
+        model_label=label,
+        model_checks=str(model_status),
+        framework_checks=fw_info["status"],
+        memory_verdict=str(mem_status),
+    )
     perf["campaign_overhead"] = campaign_overhead(rec.events)
     evidence: dict[str, Any] = {
         "schema_version": 1,
@@ -173,21 +203,27 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
         "parval_version": __version__,
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "run": {
-            "dir": str(run_dir), "plan": plan_path, "plan_sha256": manifest["plan"]["sha256"],
-            "events_sha256": sha256_file(run_dir / EVENTS), "events": len(rec.events),
-            "manifest_sha256": sha256_file(run_dir / MANIFEST), "interrupted": interrupted,
-            "shard": shard, "provenance": manifest.get("provenance"),
+            "dir": str(run_dir),
+            "plan": plan_path,
+            "plan_sha256": manifest["plan"]["sha256"],
+            "events_sha256": sha256_file(run_dir / EVENTS),
+            "events": len(rec.events),
+            "manifest_sha256": sha256_file(run_dir / MANIFEST),
+            "interrupted": interrupted,
+            "shard": shard,
+            "provenance": manifest.get("provenance"),
         },
         "identity": {
-            "model": plan_snapshot["model"]["id"], "family": plan_snapshot["model"]["family"],
-            "task": plan_snapshot["model"]["task"], "mode": plan_snapshot["model"]["mode"],
+            "model": plan_snapshot["model"]["id"],
+            "family": plan_snapshot["model"]["family"],
+            "task": plan_snapshot["model"]["task"],
+            "mode": plan_snapshot["model"]["mode"],
             "backend": plan_snapshot["server"]["backend"],
             "candidate_sha256": manifest["executables"]["candidate"]["sha256"],
             "baseline_sha256": manifest["executables"]["baseline"]["sha256"],
             "model_sha256": manifest["model"]["sha256"],
         },
-        "verdict": {"line": line, "exit_code": code, "admitted_counts": admitted,
-                    "counts": {str(n): str(v) for n, v in verdicts.items()}},
+        "verdict": d.verdict_json(),
         "assertions": [a.to_json() for a in assertions],
         "model_checks": {
             **adm.model_checks_block(flat, model_level, per_count),
@@ -213,12 +249,16 @@ def procedure_versions(manifest: dict[str, Any]) -> tuple[str, list[str]]:
     this parval judges under another one."""
     made = manifest.get("procedure_version")
     if not isinstance(made, str) or not made:
-        return "unknown", ["the run's manifest names no procedure version; judged by parval "
-                           f"{__version__} implementing procedure {PROCEDURE_VERSION}"]
+        return "unknown", [
+            "the run's manifest names no procedure version; judged by parval "
+            f"{__version__} implementing procedure {PROCEDURE_VERSION}"
+        ]
     if made != PROCEDURE_VERSION:
-        return made, [f"run made under procedure {made}, re-judged by parval {__version__} "
-                      f"implementing procedure {PROCEDURE_VERSION}: assertions may differ from "
-                      "the procedure the run followed"]
+        return made, [
+            f"run made under procedure {made}, re-judged by parval {__version__} "
+            f"implementing procedure {PROCEDURE_VERSION}: assertions may differ from "
+            "the procedure the run followed"
+        ]
     return made, []
 
 
@@ -228,4 +268,3 @@ def _record_path(plan: dict[str, Any], plan_path: str) -> str | None:
         return None
     p = Path(rp)
     return str(p if p.is_absolute() else Path(plan_path).parent / p)
-

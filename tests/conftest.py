@@ -28,38 +28,48 @@ SMALL_PLAN: dict[str, Any] = {
     "schema_version": 1,
     "name": "small",
     "description": "fast stand-in campaign for tests",
-    "servers": {
-        "baseline": {"executable": str(STANDIN)},
-        "candidate": {"executable": str(STANDIN)},
-    },
+    "servers": {"baseline": {"executable": str(STANDIN)}, "candidate": {"executable": str(STANDIN)}},
     "server": {"backend": "cpu", "threads": 1, "busy_timeout_ms": 30000, "ui_management": True},
     "model": {
-        "id": "small-tts", "family": "standin_tts", "task": "tts", "mode": "offline",
-        "path": "model.bin", "lazy": True,
+        "id": "small-tts",
+        "family": "standin_tts",
+        "task": "tts",
+        "mode": "offline",
+        "path": "model.bin",
+        "lazy": True,
         "load_options": {"capacity": 2, "service_ms": 40, "load_ms": 20},
-        "cache_sensitive": False, "admit_modes": ["offline"], "variation_kinds": ["seed"],
+        "cache_sensitive": False,
+        "admit_modes": ["offline"],
+        "variation_kinds": ["seed"],
     },
-    "identity": {"baseline": {"source_commit": "0" * 40, "build_flags": "none"},
-                 "candidate": {"source_commit": "1" * 40, "build_flags": "none"},
-                 "quantization": "none"},
+    "identity": {
+        "baseline": {"source_commit": "0" * 40, "build_flags": "none"},
+        "candidate": {"source_commit": "1" * 40, "build_flags": "none"},
+        "quantization": "none",
+    },
     "counts": [1, 2],
     "starts_per_count": 3,
     "waves": {"warm": 1, "mixed": 2, "mixed_at_largest": 2, "serial_reuse": 1},
     "requests": {
         "base": {"text": "Hello from the reliability tests.", "seed": 7},
         "variations": [
-            {"name": "other_seed", "changes": "seed",
-             "request": {"text": "Hello from the reliability tests.", "seed": 8}},
+            {
+                "name": "other_seed",
+                "changes": "seed",
+                "request": {"text": "Hello from the reliability tests.", "seed": 8},
+            }
         ],
         "invalid": {"text": "rejected", "max_tokens": -1},
     },
-    "compare": {"volatile_fields": [
-        {"path": "timing.wall_ms", "justification": "wall time differs on every run"},
-        {"path": "timing.rtf", "justification": "real-time factor (wall time / duration) differs on every run"}]},
+    "compare": {
+        "volatile_fields": [
+            {"path": "timing.wall_ms", "justification": "wall time differs on every run"},
+            {"path": "timing.rtf", "justification": "real-time factor (wall time / duration) differs on every run"},
+        ]
+    },
     "memory": {"gpu_required": False, "host_interval_ms": 20},
     "performance": {"warm_repeats": 1},
-    "timeouts": {"ready_s": 20, "request_s": 20, "wave_s": 30, "start_s": 60,
-                 "campaign_s": 300, "shutdown_grace_s": 5},
+    "timeouts": {"ready_s": 20, "request_s": 20, "wave_s": 30, "start_s": 60, "campaign_s": 300, "shutdown_grace_s": 5},
 }
 
 

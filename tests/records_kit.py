@@ -14,53 +14,87 @@ CANDIDATE_COMMIT = "1" * 40
 ALL_COUNTS = list(range(1, 17))
 
 
-def framework_record(candidate_sha256: str, *, backend: str = "cpu", counts: list[int] | None = ALL_COUNTS,
-                     statuses: dict[str, str] | None = None, record_id: str = "fw-synthetic",
-                     **identity: Any) -> dict[str, Any]:
+def framework_record(
+    candidate_sha256: str,
+    *,
+    backend: str = "cpu",
+    counts: list[int] | None = ALL_COUNTS,
+    statuses: dict[str, str] | None = None,
+    record_id: str = "fw-synthetic",
+    **identity: Any,
+) -> dict[str, Any]:
     """A record as `parval framework` writes it, for `candidate_sha256` on `backend`,
-    covering `counts` (default 1-16; None: no identity.counts); `statuses` overrides single assertions (default PASS)."""
+    covering `counts` (default 1-16; None: no identity.counts); `statuses` overrides single
+    assertions (default PASS)."""
     status = {fid: "PASS" for fid in FRAMEWORK_GATE}
     status.update(statuses or {})
     groups: dict[str, Any] = {}
     for fid, st in status.items():
-        g = groups.setdefault(fid.split(".")[0], {"status": "PASS", "assertions": [], "coverage": "full",
-                                                  "blanket_pass": True, "summary": "synthetic"})
+        g = groups.setdefault(
+            fid.split(".")[0],
+            {"status": "PASS", "assertions": [], "coverage": "full", "blanket_pass": True, "summary": "synthetic"},
+        )
         g["assertions"].append(fid)
         if st != "PASS":
             g["status"], g["blanket_pass"] = st, False
     ident: dict[str, Any] = {
-        "candidate_sha256": candidate_sha256, "candidate_path": "/synthetic/audiocpp_server",
-        "source_commit": None, "backend": backend,
+        "candidate_sha256": candidate_sha256,
+        "candidate_path": "/synthetic/audiocpp_server",
+        "source_commit": None,
+        "backend": backend,
         "platform": {"os": "synthetic", "machine": platform.machine()},
-        "plan_sha256": "e" * 64, "counts": None if counts is None else list(counts),
+        "plan_sha256": "e" * 64,
+        "counts": None if counts is None else list(counts),
     }
     ident.update(identity)
     if ident.get("counts") is None:
         del ident["counts"]
     worst = "FAIL" if "FAIL" in status.values() else "PENDING" if set(status.values()) - {"PASS"} else "PASS"
     return {
-        "schema_version": 1, "kind": "parval-framework-record", "record_id": record_id,
-        "procedure_version": PROCEDURE_VERSION, "created_at": "20261201T000000Z",
+        "schema_version": 1,
+        "kind": "parval-framework-record",
+        "record_id": record_id,
+        "procedure_version": PROCEDURE_VERSION,
+        "created_at": "20261201T000000Z",
         "identity": ident,
         "scope": {"capacity": 16, "counts_tested": ident.get("counts", []), "ui_management": True, "model": {}},
         "contract": {"version": "synthetic", "areas": {}},
-        "assertions": [{"id": fid, "status": st, "applicable": True, "reason": "synthetic record",
-                        "evidence": {}, "reproduction": "synthetic", "limitations": []}
-                       for fid, st in status.items()],
-        "groups": groups, "probes": [], "ctest_runs": [],
+        "assertions": [
+            {
+                "id": fid,
+                "status": st,
+                "applicable": True,
+                "reason": "synthetic record",
+                "evidence": {},
+                "reproduction": "synthetic",
+                "limitations": [],
+            }
+            for fid, st in status.items()
+        ],
+        "groups": groups,
+        "probes": [],
+        "ctest_runs": [],
         "verdict": {"status": worst, "exit_code": {"PASS": 0, "FAIL": 1}.get(worst, 3), "line": worst},
     }
 
 
-def x4_json(status: str = "PASS", *, upstream: str = UPSTREAM,
-            candidate_commit: str | None = CANDIDATE_COMMIT) -> dict[str, Any]:
+def x4_json(
+    status: str = "PASS", *, upstream: str = UPSTREAM, candidate_commit: str | None = CANDIDATE_COMMIT
+) -> dict[str, Any]:
     """A verify-protected result as `parval verify-protected --output` writes it."""
     out: dict[str, Any] = {
-        "assertion": "X4", "status": status, "upstream": upstream, "upstream_ref": upstream,
-        "repo": "/synthetic/audio.cpp", "checked_paths": ["app/server/runtime.h"],
+        "assertion": "X4",
+        "status": status,
+        "upstream": upstream,
+        "upstream_ref": upstream,
+        "repo": "/synthetic/audio.cpp",
+        "checked_paths": ["app/server/runtime.h"],
         "changed": [] if status == "PASS" else [{"path": "app/server/runtime.h", "kind": "modified", "hunk": ""}],
         "legacy_runtime": {"path": "app/server/runtime.cpp", "status": "PASS", "reason": "synthetic", "hunk": ""},
-        "warnings": [], "config": "built-in defaults", "tool": "parval verify-protected", "version": "0",
+        "warnings": [],
+        "config": "built-in defaults",
+        "tool": "parval verify-protected",
+        "version": "0",
     }
     if candidate_commit is not None:
         out["candidate_commit"] = candidate_commit

@@ -17,9 +17,7 @@ from parval.framework.ctest_run import run_ctest
 from parval.framework.judges_f6 import assess_f6
 from parval.status import Status
 
-SCHEMA = json.loads(
-    (Path(__file__).resolve().parents[1] / "schemas" / "ctest.schema.json").read_text()
-)
+SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "schemas" / "ctest.schema.json").read_text())
 
 # Captured from CTest 3.25 (--output-on-failure) on a project with these tests.
 REAL_STDOUT = """\
@@ -41,7 +39,7 @@ some failure output: 1 == 2 Passed 3 sec
   8/9 Test #8: segv_test .........................................................***Exception: SegFault  0.00 sec
 
 50% tests passed, 2 tests failed out of 4
-"""
+"""  # noqa: E501 - lines copied verbatim from CTest output
 
 REAL_JUNIT = """\
 <?xml version="1.0" encoding="UTF-8"?>
@@ -318,9 +316,7 @@ def test_f6_ctest_failure_names_tests() -> None:
 
 
 def test_f6_ctest_required_missing_or_skipped_is_pending() -> None:
-    run = fake_run(
-        "default", {"parallel_http_live_body_test": "skipped", "session_pool_test": "passed"}
-    )
+    run = fake_run("default", {"parallel_http_live_body_test": "skipped", "session_pool_test": "passed"})
     status, reason = by_id([run])["F6.ctest"]
     assert status is Status.PENDING
     assert "parallel_http_live_body_test (skipped)" in reason
@@ -353,15 +349,23 @@ def test_f6_sanitizers_recorded_separately() -> None:
     assert by_id([asan, failing])["F6.sanitizers"][0] is Status.FAIL
     # No job requested is not a platform reason: PENDING until one is named.
     assert by_id([], sanitizers=[])["F6.sanitizers"][0] is Status.PENDING
-    status, reason = by_id([], sanitizers=[], sanitizers_unavailable="MSVC build: no TSan, ASan not configured")["F6.sanitizers"]
+    status, reason = by_id([], sanitizers=[], sanitizers_unavailable="MSVC build: no TSan, ASan not configured")[
+        "F6.sanitizers"
+    ]
     assert status is Status.NOT_APPLICABLE and "MSVC build" in reason
 
 
 def test_f6_all_skipped_runs_prove_nothing() -> None:
     skipped = {"session_pool_test": "skipped", "parallel_lifecycle_test": "skipped"}
-    got = by_id([fake_run("default", {**REQ, **skipped}), fake_run("asan", skipped), fake_run("tsan", skipped),
-                 fake_run("stress", {"stress_test": "skipped"}, meta={"seed": 1})],
-                required_tests=[])
+    got = by_id(
+        [
+            fake_run("default", {**REQ, **skipped}),
+            fake_run("asan", skipped),
+            fake_run("tsan", skipped),
+            fake_run("stress", {"stress_test": "skipped"}, meta={"seed": 1}),
+        ],
+        required_tests=[],
+    )
     assert got["F6.ctest"][0] is Status.PASS  # REQ passed: something ran
     assert got["F6.sanitizers"][0] is Status.PENDING and "asan: not run (no test passed" in got["F6.sanitizers"][1]
     assert got["F6.stress"][0] is Status.PENDING and "no test passed" in got["F6.stress"][1]

@@ -41,16 +41,7 @@ def make_start(
     def emit(phase: str, values: list[float]) -> None:
         nonlocal t
         for v in values:
-            samples.append(
-                {
-                    "t": t,
-                    "phase": phase,
-                    "kind": "host",
-                    "rss_mib": v,
-                    "pss_mib": v * 0.9,
-                    "pids": [1],
-                }
-            )
+            samples.append({"t": t, "phase": phase, "kind": "host", "rss_mib": v, "pss_mib": v * 0.9, "pids": [1]})
             if gpu:
                 samples.append(
                     {
@@ -108,11 +99,7 @@ def test_summary_figures_and_residue() -> None:
     assert host["first_request_peak_mib"] == 850.0  # cold wave peak, loaded + 250
     assert host["first_request_over_idle_mib"] == 750.0
     assert host["warm_steady_state_mib"] == 800.0
-    assert [w["phase"] for w in host["wave_peaks"]][:3] == [
-        "cold_wave",
-        "warm_wave:1",
-        "warm_wave:2",
-    ]
+    assert [w["phase"] for w in host["wave_peaks"]][:3] == ["cold_wave", "warm_wave:1", "warm_wave:2"]
     assert len(host["wave_peaks"]) == 11
     retained = host["retained_after_unload"]
     assert retained["source_phase"] == "idle"
@@ -177,17 +164,8 @@ def test_not_enough_waves() -> None:
 
 
 def test_guard_stop_is_blocked() -> None:
-    stop = {
-        "t": 1.0,
-        "phase": "warm_wave:3",
-        "kind": "gpu",
-        "device_used_mib": 23600.0,
-        "guard_mib": 23552.0,
-    }
-    starts = [
-        make_start(start_index=0, gpu=True, guard_stop=stop),
-        make_start(start_index=1, gpu=True),
-    ]
+    stop = {"t": 1.0, "phase": "warm_wave:3", "kind": "gpu", "device_used_mib": 23600.0, "guard_mib": 23552.0}
+    starts = [make_start(start_index=0, gpu=True, guard_stop=stop), make_start(start_index=1, gpu=True)]
     r = by_id(assess_m5(starts, RULE))["M5.stable"]
     assert r.status is Status.BLOCKED
     assert "memory guard: 23600 MiB >= 23552 MiB" in r.reason
@@ -224,10 +202,7 @@ def test_gpu_rule_metric_unavailable_is_pending() -> None:
 
 
 def test_missing_phase_keeps_sampled_pending() -> None:
-    starts = [
-        make_start(start_index=0),
-        make_start(start_index=1, phases=("startup", "cold", "warm", "serial")),
-    ]
+    starts = [make_start(start_index=0), make_start(start_index=1, phases=("startup", "cold", "warm", "serial"))]
     r = by_id(assess_m5(starts, RULE, gpu_required=False))["M5.sampled"]
     assert r.status is Status.PENDING
     assert "start 1: no host samples in unload, reload" in r.reason
@@ -270,10 +245,7 @@ def test_rule_validation() -> None:
 def test_preflight_estimate_survey_rule() -> None:
     fits, text = preflight_estimate(5830, 5400, 4, 24064)
     assert fits
-    assert (
-        "= 6690 MiB" in text
-        and "budget = available 24064 MiB - margin 1024 MiB = 23040 MiB" in text
-    )
+    assert "= 6690 MiB" in text and "budget = available 24064 MiB - margin 1024 MiB = 23040 MiB" in text
     fits, text = preflight_estimate(14000, 8000, 4, 24064)
     assert not fits and "= 26000 MiB" in text and "skip" in text
     assert preflight_estimate(5000, 5200, 3, 6000)[1].count("clamped") == 1
@@ -301,16 +273,7 @@ def test_campaign_phase_names_idle_between_waves() -> None:
     t = 0.0
     for phase, values in seq:
         for v in values:
-            samples.append(
-                {
-                    "t": t,
-                    "phase": phase,
-                    "kind": "host",
-                    "rss_mib": float(v),
-                    "pss_mib": None,
-                    "pids": [1],
-                }
-            )
+            samples.append({"t": t, "phase": phase, "kind": "host", "rss_mib": float(v), "pss_mib": None, "pids": [1]})
             t += 0.05
     start = StartMemory(2, 1, samples, UNAVAILABLE, dict(INTERVAL))
     host = summarise_start(start)["metrics"]["host_rss"]
@@ -354,9 +317,7 @@ def test_allocator_caching_that_steps_up_once_then_stays_passes() -> None:
 
 def test_residue_growing_every_cycle_fails() -> None:
     # weights kept after each logical unload: every reload adds another 64 MiB copy
-    starts = [
-        make_start(start_index=i, residue=64.0, residue_growth=64.0, cycles=3) for i in range(3)
-    ]
+    starts = [make_start(start_index=i, residue=64.0, residue_growth=64.0, cycles=3) for i in range(3)]
     r = by_id(assess_m5(starts, RULE, gpu_required=False))["M5.stable"]
     assert r.status is Status.FAIL
     assert "grows with every unload/reload cycle" in r.reason
@@ -365,9 +326,7 @@ def test_residue_growing_every_cycle_fails() -> None:
 
 def test_growth_over_two_cycles_only_is_pending_not_fail() -> None:
     # one step up cannot tell caching from a kept copy: not PASS, but not proven either
-    starts = [
-        make_start(start_index=i, residue=64.0, residue_growth=64.0, cycles=2) for i in range(3)
-    ]
+    starts = [make_start(start_index=i, residue=64.0, residue_growth=64.0, cycles=2) for i in range(3)]
     r = by_id(assess_m5(starts, RULE, gpu_required=False))["M5.stable"]
     assert r.status is Status.PENDING and "investigate" in r.reason
 
@@ -394,7 +353,8 @@ def test_residue_growth_on_gpu_is_judged_where_sampled() -> None:
 
 def test_residue_growth_in_some_starts_stays_pending() -> None:
     starts = [make_start(start_index=0, residue_growth=40.0, cycles=3)] + [
-        make_start(start_index=i, cycles=3) for i in (1, 2)]
+        make_start(start_index=i, cycles=3) for i in (1, 2)
+    ]
     r = by_id(assess_m5(starts, RULE, gpu_required=False))["M5.stable"]
     assert r.status is Status.PENDING
     head = r.reason.split("per-wave")[0]

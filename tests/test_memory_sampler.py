@@ -35,9 +35,7 @@ def _nvml_works() -> bool:
 @contextmanager
 def child(code: str) -> Iterator[subprocess.Popen[str]]:
     """A Python child that prints 'ready' once started; killed and reaped on exit."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True
-    )
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "ready"
@@ -89,14 +87,13 @@ def test_phase_tracker_records_changes_only() -> None:
 
 
 @pytest.mark.parametrize("children_files", [True, False], ids=["task-children", "ppid-scan"])
-def test_host_tree_memory_includes_descendants(
-    children_files: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_host_tree_memory_includes_descendants(children_files: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(host_memory, "_HAS_CHILDREN_FILES", children_files)
     code = f"""
     import subprocess, sys, time
     grand = subprocess.Popen([sys.executable, "-c",
-        "import time; b = b'\\\\x01' * ({STEP_MIB} << 20); print('ready', flush=True); time.sleep(30)"],
+        "import time; b = b'\\\\x01' * ({STEP_MIB} << 20); print('ready', flush=True); \
+time.sleep(30)"],
         stdout=subprocess.PIPE, text=True)
     grand.stdout.readline()
     print("ready", flush=True)
@@ -168,9 +165,7 @@ def test_vanished_process_does_not_raise() -> None:
     code = 'print("ready", flush=True); import time; time.sleep(0.2)'
     samples: list[dict[str, Any]] = []
     with child(code) as proc:
-        sampler = MemorySampler(
-            proc.pid, MemoryConfig(nvml_device_index=None), PhaseTracker(), samples.append
-        )
+        sampler = MemorySampler(proc.pid, MemoryConfig(nvml_device_index=None), PhaseTracker(), samples.append)
         anyio.run(sample_for, sampler, 0.6)
     assert "host_ended" in sampler.info()
     assert samples and all(s["kind"] == "host" for s in samples)
@@ -209,15 +204,11 @@ def test_gpu_samples_and_guard_called_once() -> None:
         return gpu
 
     cfg = MemoryConfig(gpu_interval_s=0.01, nvml_device_index=3, guard_mib=1500.0)
-    sampler = MemorySampler(
-        os.getpid(), cfg, PhaseTracker(), samples.append, guards.append, gpu_opener=opener
-    )
+    sampler = MemorySampler(os.getpid(), cfg, PhaseTracker(), samples.append, guards.append, gpu_opener=opener)
     anyio.run(sample_for, sampler, 0.4)
     gpu_samples = [s for s in samples if s["kind"] == "gpu"]
     assert len(gpu_samples) >= 10
-    assert {"t", "phase", "kind", "device_used_mib", "device_total_mib", "process_mib"} == set(
-        gpu_samples[0]
-    )
+    assert {"t", "phase", "kind", "device_used_mib", "device_total_mib", "process_mib"} == set(gpu_samples[0])
     assert len(guards) == 1
     assert guards[0]["device_used_mib"] >= 1500.0 and guards[0]["guard_mib"] == 1500.0
     info = sampler.info()
@@ -279,9 +270,7 @@ class FakeNvml:
     nvmlMemory_v2 = 0x02000028
 
     def __init__(
-        self,
-        compute: list[tuple[int, int | None]] | None,
-        graphics: list[tuple[int, int | None]] | None,
+        self, compute: list[tuple[int, int | None]] | None, graphics: list[tuple[int, int | None]] | None
     ) -> None:
         self.compute, self.graphics, self.shutdowns = compute, graphics, 0
 
@@ -304,9 +293,7 @@ class FakeNvml:
 
 
 def test_nvml_device_memory_and_process_sum() -> None:
-    fake = FakeNvml(
-        compute=[(10, 512 << 20), (11, 256 << 20), (99, 4096 << 20)], graphics=[(10, 512 << 20)]
-    )
+    fake = FakeNvml(compute=[(10, 512 << 20), (11, 256 << 20), (99, 4096 << 20)], graphics=[(10, 512 << 20)])
     v2 = NvmlDevice(fake, handle=None, v2=True)
     assert v2.struct == "nvml v2 memory struct"
     assert v2.memory_mib() == (2048.0, 24576.0)

@@ -11,13 +11,7 @@ from parval.report.performance_md import performance_table_markdown
 
 
 def rec(
-    series: str,
-    count: int,
-    times: list[float],
-    *,
-    estimate: bool = False,
-    failures: int = 0,
-    cold: float | None = 5.0,
+    series: str, count: int, times: list[float], *, estimate: bool = False, failures: int = 0, cold: float | None = 5.0
 ) -> dict[str, Any]:
     return {
         "series": series,
@@ -25,19 +19,13 @@ def rec(
         "cold_s": cold,
         "estimate": estimate,
         "repeats": [
-            {
-                "batch_s": t,
-                "latencies_s": [t / count] * count,
-                "failures": failures if i == 0 else 0,
-            }
+            {"batch_s": t, "latencies_s": [t / count] * count, "failures": failures if i == 0 else 0}
             for i, t in enumerate(times)
         ],
     }
 
 
-def full_series(
-    n: int = 4, *, base_n_estimate: bool = False, repeats: int = 3
-) -> list[dict[str, Any]]:
+def full_series(n: int = 4, *, base_n_estimate: bool = False, repeats: int = 3) -> list[dict[str, Any]]:
     one = [2.10, 2.15, 2.20][:repeats]
     return [
         rec("base_one_slot_serial", 1, one),
@@ -49,10 +37,7 @@ def full_series(
 
 
 def build(
-    series: list[dict[str, Any]],
-    checks: str = "PASS",
-    memory: str = "PASS",
-    rej: list[dict[str, Any]] | None = None,
+    series: list[dict[str, Any]], checks: str = "PASS", memory: str = "PASS", rej: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     return build_performance(
         series,
@@ -77,13 +62,7 @@ def test_completed_rows_use_medians() -> None:
     assert row["base_one_request"]["median_s"] == 2.15
     assert row["candidate_one_slot"]["median_s"] == 2.05
     assert row["one_request_saved_pct"] == saved_pct(2.15, 2.05)
-    assert row["base_n_serial"] == {
-        **row["base_n_serial"],
-        "median_s": 8.6,
-        "min_s": 8.5,
-        "max_s": 8.7,
-        "n": 3,
-    }
+    assert row["base_n_serial"] == {**row["base_n_serial"], "median_s": 8.6, "min_s": 8.5, "max_s": 8.7, "n": 3}
     assert row["n_saved_pct"] == pytest.approx(18.1)
     assert row["independent_servers"] == "not measured"  # optional, never a failure
     assert row["candidate_n_slots"]["latency_s"]["n"] == 12
@@ -93,7 +72,11 @@ def test_completed_rows_use_medians() -> None:
 
 def test_table_header_is_exactly_the_procedure_columns() -> None:
     md = performance_table_markdown(build(full_series()))
-    header = "| backend/model | model checks | shared framework checks | base one-request time | candidate one-slot time | time saved % | measured base N-request serial time | candidate N-slot completion time | time saved % |"
+    header = (
+        "| backend/model | model checks | shared framework checks | base one-request time "
+        "| candidate one-slot time | time saved % | measured base N-request serial time "
+        "| candidate N-slot completion time | time saved % |"
+    )
     assert header in md.splitlines()
     assert len(TABLE_COLUMNS) == 9
     row4 = next(line for line in md.splitlines() if line.startswith("| cuda / higgs_v3 (N=4)"))
@@ -148,12 +131,7 @@ def test_independent_servers_and_memory_blocked() -> None:
     assert perf["status"] == "memory_blocked"
     assert "memory blocked: VRAM guard: stopped" in performance_table_markdown(perf)
     indep_blocked = full_series() + [
-        {
-            "series": "independent_servers",
-            "count": 4,
-            "blocked": "VRAM estimate: skipped",
-            "repeats": [],
-        }
+        {"series": "independent_servers", "count": 4, "blocked": "VRAM estimate: skipped", "repeats": []}
     ]
     perf = build(indep_blocked)
     assert perf["status"] == "completed"  # P3 is optional

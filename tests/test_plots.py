@@ -14,31 +14,13 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def stream() -> tuple[list[dict[str, Any]], list[tuple[float, str]]]:
-    phases = [
-        "startup",
-        "cold_load",
-        "cold_wave",
-        "warm_wave:1",
-        "mixed_wave:2",
-        "unload",
-        "idle",
-        "reload",
-    ]
+    phases = ["startup", "cold_load", "cold_wave", "warm_wave:1", "mixed_wave:2", "unload", "idle", "reload"]
     transitions = [(100.0 + i, p) for i, p in enumerate(phases)]
     samples: list[dict[str, Any]] = []
     for k in range(80):
         t = 100.0 + k * 0.1
         phase = phases[min(int(k * 0.1), len(phases) - 1)]
-        samples.append(
-            {
-                "t": t,
-                "phase": phase,
-                "kind": "host",
-                "rss_mib": 100 + k,
-                "pss_mib": 90 + k,
-                "pids": [1],
-            }
-        )
+        samples.append({"t": t, "phase": phase, "kind": "host", "rss_mib": 100 + k, "pss_mib": 90 + k, "pids": [1]})
         samples.append(
             {
                 "t": t + 0.01,
@@ -64,9 +46,7 @@ def test_writes_valid_png(tmp_path: Path) -> None:
     assert host_only.read_bytes()[:8] == PNG_MAGIC
 
 
-def test_missing_matplotlib_gives_install_message(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_missing_matplotlib_gives_install_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib...` fail
@@ -80,6 +60,4 @@ def test_missing_matplotlib_gives_install_message(
 
 def test_no_samples_message(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    assert (
-        plot_memory_timeline([], [], tmp_path / "x.png", title="t") == "no memory samples to plot"
-    )
+    assert plot_memory_timeline([], [], tmp_path / "x.png", title="t") == "no memory samples to plot"

@@ -20,17 +20,11 @@ from parval.protected.legacy import check_legacy_runtime
 from parval.status import Status
 from tests.gitkit import git, isolated_git  # noqa: F401 (autouse fixture)
 
-SCHEMA = json.loads(
-    (Path(__file__).resolve().parents[1] / "schemas" / "protected.schema.json").read_text()
-)
+SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "schemas" / "protected.schema.json").read_text())
 REFERENCE_BLOCK = Path("/work/shared/reference/legacy-rejection-block.txt")
 
-RUNTIME_HEAD = (
-    '#include "runtime.h"\n\nHttpResponse ServerState::register_model(const json & body) {\n'
-)
-RUNTIME_TAIL = (
-    '    auto id = body.at("id").get<std::string>();\n    return register_impl(id, body);\n}\n'
-)
+RUNTIME_HEAD = '#include "runtime.h"\n\nHttpResponse ServerState::register_model(const json & body) {\n'
+RUNTIME_TAIL = '    auto id = body.at("id").get<std::string>();\n    return register_impl(id, body);\n}\n'
 UPSTREAM_RUNTIME = RUNTIME_HEAD + RUNTIME_TAIL
 CANDIDATE_RUNTIME = RUNTIME_HEAD + LEGACY_REJECTION_BLOCK + RUNTIME_TAIL
 
@@ -130,9 +124,7 @@ def test_branch_ref_resolves_to_full_sha(repo: tuple[Path, str]) -> None:
         ("stage", "app/cli/staged.cpp", "added", "+new protected content"),
     ],
 )
-def test_protected_change_fails(
-    repo: tuple[Path, str], action: str, path: str, kind: str, needle: str
-) -> None:
+def test_protected_change_fails(repo: tuple[Path, str], action: str, path: str, kind: str, needle: str) -> None:
     root, sha = repo
     if action in ("edit", "commit"):
         write(root, path, "int http() { return 2; }\n")
@@ -184,18 +176,11 @@ def test_hunk_is_bounded(repo: tuple[Path, str]) -> None:
         (CANDIDATE_RUNTIME + "int extra();\n", "beyond", "+int extra();", 1),
         (RUNTIME_HEAD + LEGACY_REJECTION_BLOCK * 2 + RUNTIME_TAIL, "found 2 times", "+    if", 2),
         (UPSTREAM_RUNTIME, "not found", "", 0),
-        (
-            RUNTIME_HEAD + LEGACY_REJECTION_BLOCK.replace("400", "500") + RUNTIME_TAIL,
-            "not found",
-            "500",
-            0,
-        ),
+        (RUNTIME_HEAD + LEGACY_REJECTION_BLOCK.replace("400", "500") + RUNTIME_TAIL, "not found", "500", 0),
     ],
     ids=["extra-line", "block-twice", "block-missing", "block-altered"],
 )
-def test_legacy_runtime_failures(
-    repo: tuple[Path, str], candidate: str, reason: str, needle: str, count: int
-) -> None:
+def test_legacy_runtime_failures(repo: tuple[Path, str], candidate: str, reason: str, needle: str, count: int) -> None:
     root, sha = repo
     write(root, "app/server/runtime.cpp", candidate)
     result = verify_protected(root, sha)
@@ -265,9 +250,7 @@ def test_json_output_validates_and_file_written(repo: tuple[Path, str], tmp_path
     root, sha = repo
     out_file = tmp_path / "out" / "x4.json"
     out_file.parent.mkdir()
-    code, out, _ = invoke(
-        "--repo", str(root), "--upstream", sha, "--json", "--output", str(out_file)
-    )
+    code, out, _ = invoke("--repo", str(root), "--upstream", sha, "--json", "--output", str(out_file))
     assert code == 0
     printed = json.loads(out)
     jsonschema.validate(printed, SCHEMA)
@@ -334,10 +317,7 @@ def test_yaml_config_overrides(repo: tuple[Path, str], tmp_path: Path) -> None:
     result = verify_protected(root, sha, ProtectedConfig.load(cfg_file))
     # main.cpp is protected now; runtime.cpp is inside app/server but keeps its own rule.
     assert result.checked_paths == ["app/server/main.cpp", "app/server"]
-    assert sorted(c.path for c in result.changed) == [
-        "app/server/main.cpp",
-        "app/server/parallel_runtime.cpp",
-    ]
+    assert sorted(c.path for c in result.changed) == ["app/server/main.cpp", "app/server/parallel_runtime.cpp"]
     assert result.legacy_runtime.status is Status.PASS
 
 
@@ -379,9 +359,7 @@ def test_bad_config_exits_2(repo: tuple[Path, str], tmp_path: Path, content: str
 
 def test_unreadable_config_exits_2(repo: tuple[Path, str], tmp_path: Path) -> None:
     root, sha = repo
-    code, _, err = invoke(
-        "--repo", str(root), "--upstream", sha, "--config", str(tmp_path / "nope.yaml")
-    )
+    code, _, err = invoke("--repo", str(root), "--upstream", sha, "--config", str(tmp_path / "nope.yaml"))
     assert code == 2 and "cannot read config" in err
 
 
@@ -403,13 +381,9 @@ def test_block_inserted_anywhere_passes(lines: list[str], pos: int, crlf: bool) 
     cand = "".join(up_lines[:pos]) + LEGACY_REJECTION_BLOCK + "".join(up_lines[pos:])
     if crlf:
         cand = cand.replace("\n", "\r\n")
-    check = check_legacy_runtime(
-        cand, "".join(up_lines), LEGACY_REJECTION_BLOCK, path="r.cpp", limit=10_000
-    )
+    check = check_legacy_runtime(cand, "".join(up_lines), LEGACY_REJECTION_BLOCK, path="r.cpp", limit=10_000)
     assert check.status is Status.PASS
-    extra = check_legacy_runtime(
-        cand + "z\n", "".join(up_lines), LEGACY_REJECTION_BLOCK, path="r.cpp", limit=10_000
-    )
+    extra = check_legacy_runtime(cand + "z\n", "".join(up_lines), LEGACY_REJECTION_BLOCK, path="r.cpp", limit=10_000)
     assert extra.status is Status.FAIL and "+z" in extra.hunk
 
 

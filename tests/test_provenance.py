@@ -42,11 +42,22 @@ def test_the_manifest_records_where_the_run_was_made(monkeypatch: pytest.MonkeyP
 def test_a_single_run_report_shows_its_manifest_provenance(tmp_path: Path) -> None:
     from parval.report.markdown import _header
 
-    (tmp_path / "manifest.json").write_text(
-        '{"provenance": {"kind": "ci", "service": "gitlab-ci", "details": {}}}')
-    ev = {"identity": {"model": "m", "family": "f", "task": "t", "mode": "offline", "backend": "cpu",
-                       "candidate_sha256": "c", "baseline_sha256": "b"},
-          "verdict": {"line": "x", "admitted_counts": [], "exit_code": 3}, "procedure_version": "v",
-          "admission_ready": False, "all_plan_rules": False, "run": {"dir": str(tmp_path)}}
+    (tmp_path / "manifest.json").write_text('{"provenance": {"kind": "ci", "service": "gitlab-ci", "details": {}}}')
+    ev = {
+        "identity": {
+            "model": "m",
+            "family": "f",
+            "task": "t",
+            "mode": "offline",
+            "backend": "cpu",
+            "candidate_sha256": "c",
+            "baseline_sha256": "b",
+        },
+        "verdict": {"line": "x", "admitted_counts": [], "exit_code": 3},
+        "procedure_version": "v",
+        "admission_ready": False,
+        "all_plan_rules": False,
+        "run": {"dir": str(tmp_path)},
+    }
     assert "Evidence made: **CI (gitlab-ci)**" in "\n".join(_header(ev, {"run_dirs": [str(tmp_path)]}))
     assert not any("Evidence made" in line for line in _header(ev, {}))

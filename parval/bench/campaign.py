@@ -6,14 +6,13 @@ RSS over the whole loop, and whether evidence writing slows down as the run grow
 from __future__ import annotations
 
 import os
-import select
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from parval.bench.timing import ExitWatcher, TimedArtifactStore, TimedEventLog
 from parval.bench.util import (
     MODEL_ID,
     FileGrowthWatcher,
@@ -32,79 +31,29 @@ from parval.rundir.layout import EVENTS
 START_GRACE_S = 10.0
 
 
-class TimedEventLog(EventLog):
-    """EventLog that notes how long each append took and when it returned."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(path, sync_behind=True)  # as a campaign's log
-        self.durations: list[float] = []
-        self.kinds: list[str] = []
-        self.returned: list[float] = []
-
-    def append(self, kind: str, **fields: Any) -> dict[str, Any]:
-        t0 = time.perf_counter()
-        event = super().append(kind, **fields)
-        self.durations.append(time.perf_counter() - t0)
-        self.kinds.append(kind)
-        self.returned.append(time.monotonic())
-        return event
-
-
-class TimedArtifactStore(ArtifactStore):
-    def __init__(self, root: Path) -> None:
-        super().__init__(root)
-        self.durations: list[float] = []
-
-    def put(self, data: bytes, ext: str = "bin") -> str:
-        t0 = time.perf_counter()
-        digest = super().put(data, ext)
-        self.durations.append(time.perf_counter() - t0)
-        return digest
-
-
-class ExitWatcher:
-    """The exact moment a process exits, from a pidfd in a side thread (Linux >= 5.3)."""
-
-    def __init__(self, pid: int) -> None:
-        self.exited: float | None = None
-        try:
-            self._fd: int | None = os.pidfd_open(pid)
-        except (AttributeError, OSError):
-            self._fd = None
-            return
-        threading.Thread(target=self._run, name="bench-exit-watch", daemon=True).start()
-
-    def _run(self) -> None:
-        assert self._fd is not None
-        try:
-            poller = select.poll()
-            poller.register(self._fd, select.POLLIN)
-            for _ in range(6000):  # bounded: at most 10 minutes
-                if poller.poll(100):
-                    self.exited = time.monotonic()
-                    return
-        finally:
-            os.close(self._fd)
-
-
 def bench_plan(workdir: Path, *, service_ms: float, poll_ms: float) -> Path:
     exe = str(standin_executable())
     model = write_model(workdir)
     raw = {
-        "schema_version": 1, "name": "bench",
+        "schema_version": 1,
+        "name": "bench",
         "description": "parval bench: campaign-like loop on the stand-in",
         "servers": {"baseline": {"executable": exe}, "candidate": {"executable": exe}},
         "server": {"backend": "cpu", "threads": 1},
-        "model": {"id": MODEL_ID, "family": "standin_tts", "task": "tts", "mode": "offline",
-                  "path": model.name, "lazy": True,
-                  "load_options": {"capacity": 16, "service_ms": service_ms, "load_ms": 20,
-                                   "model_mib": 1, "session_mib": 1}},
+        "model": {
+            "id": MODEL_ID,
+            "family": "standin_tts",
+            "task": "tts",
+            "mode": "offline",
+            "path": model.name,
+            "lazy": True,
+            "load_options": {"capacity": 16, "service_ms": service_ms, "load_ms": 20, "model_mib": 1, "session_mib": 1},
+        },
         "counts": [1, 16],
         "requests": {"base": {"text": "parval bench wave request", "seed": 1234}},
         "memory": {"gpu_required": False, "host_interval_ms": 50},
         "status_poll_ms": poll_ms,
-        "timeouts": {"ready_s": 30, "request_s": 30, "wave_s": 60, "start_s": 600,
-                     "shutdown_grace_s": START_GRACE_S},
+        "timeouts": {"ready_s": 30, "request_s": 30, "wave_s": 60, "start_s": 600, "shutdown_grace_s": START_GRACE_S},
     }
     path = workdir / "bench-plan.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
@@ -125,8 +74,9 @@ def _wave_gaps(requests: list[dict[str, Any]]) -> list[tuple[int, float, float, 
     return out
 
 
-async def run_campaign(workdir: Path, *, total_requests: int, n: int, starts: int,
-                       service_ms: float, poll_ms: float = 5.0) -> dict[str, Any]:
+async def run_campaign(
+    workdir: Path, *, total_requests: int, n: int, starts: int, service_ms: float, poll_ms: float = 5.0
+) -> dict[str, Any]:
     from parval import api
     from parval.judge import judge_run
     from parval.plan.load import load_plan
@@ -146,8 +96,7 @@ async def run_campaign(workdir: Path, *, total_requests: int, n: int, starts: in
     log.listeners.append(lambda e: captured.append(e) if e["kind"] == "request" else None)
     per_start: list[dict[str, Any]] = []
     gaps: list[float] = []
-    parts: dict[str, list[float]] = {"record_ms": [], "checks_ms": [], "drained_ms": [],
-                                     "next_wave_ms": []}
+    parts: dict[str, list[float]] = {"record_ms": [], "checks_ms": [], "drained_ms": [], "next_wave_ms": []}
     judge_mid: dict[str, Any] = {}
     t_begin = time.monotonic()
     with FileGrowthWatcher(run_dir / "servers", "*/stdout.log") as watch:
@@ -164,10 +113,12 @@ async def run_campaign(workdir: Path, *, total_requests: int, n: int, starts: in
                 setattr(st, "drained", _timed(st.drained, drained_ms))  # noqa: B010
                 wave_events: list[float] = []
                 log.listeners.append(
-                    lambda e, we=wave_events: we.append(time.monotonic()) if e["kind"] == "wave" else None)
+                    lambda e, we=wave_events: we.append(time.monotonic()) if e["kind"] == "wave" else None
+                )
                 last_request_at: list[float] = []
                 log.listeners.append(
-                    lambda e, lr=last_request_at: lr.append(time.monotonic()) if e["kind"] == "request" else None)
+                    lambda e, lr=last_request_at: lr.append(time.monotonic()) if e["kind"] == "request" else None
+                )
                 base = campaign.requests[0]
                 for w in range(waves_per_start):
                     await wave_together(campaign, st, "warm_wave", w, [base] * n)
@@ -179,15 +130,16 @@ async def run_campaign(workdir: Path, *, total_requests: int, n: int, starts: in
                 marks["exit_body"] = time.monotonic()
             marks["after"] = time.monotonic()
             run_end = log.returned[-1] if log.kinds and log.kinds[-1] == "run_end" else None
-            ready_at = next((t for k, t in zip(reversed(log.kinds), reversed(log.returned),
-                                                strict=True) if k == "server_ready"), None)
+            ready_at = next(
+                (t for k, t in zip(reversed(log.kinds), reversed(log.returned), strict=True) if k == "server_ready"),
+                None,
+            )
             # per-wave breakdown: replies done -> records -> checks (incl. drained) -> next send
             reqs = list(captured)
             for k, last_done, first_send, gap in _wave_gaps(reqs):
                 gaps.append(gap)
                 done_at = t0_start + last_done
-                wave_req_times = [t for e, t in zip(reqs, last_request_at, strict=False)
-                                  if int(e["wave"]) == k]
+                wave_req_times = [t for e, t in zip(reqs, last_request_at, strict=False) if int(e["wave"]) == k]
                 if wave_req_times and k < len(wave_events):
                     parts["record_ms"].append((max(wave_req_times) - done_at) * 1000.0)
                     parts["checks_ms"].append((wave_events[k] - max(wave_req_times)) * 1000.0)
@@ -195,12 +147,20 @@ async def run_campaign(workdir: Path, *, total_requests: int, n: int, starts: in
             parts["drained_ms"].extend(drained_ms)
             stdout = str(server.stdout_path)
             listen = watch.first.get(stdout)
-            first_send0 = min((float(e["t_send"]) for e in reqs if int(e["wave"]) == 0),
-                              default=None)
-            per_start.append(_start_figures(marks, server.started, listen, ready_at, first_sample,
-                                            t0_start + first_send0 if first_send0 is not None
-                                            else None, exit_watch.exited, run_end,
-                                            server.stop_info))
+            first_send0 = min((float(e["t_send"]) for e in reqs if int(e["wave"]) == 0), default=None)
+            per_start.append(
+                _start_figures(
+                    marks,
+                    server.started,
+                    listen,
+                    ready_at,
+                    first_sample,
+                    t0_start + first_send0 if first_send0 is not None else None,
+                    exit_watch.exited,
+                    run_end,
+                    server.stop_info,
+                )
+            )
             if s == starts // 2 - 1 or (starts == 1 and not judge_mid):
                 judge_mid = _time_judge(judge_run, run_dir, log)
     elapsed = time.monotonic() - t_begin
@@ -212,8 +172,9 @@ async def run_campaign(workdir: Path, *, total_requests: int, n: int, starts: in
     overhead = campaign_overhead(read_events(run_dir / EVENTS), wall_s=elapsed) or {}
     summary = _start_summary(per_start)
     fixed_ms = [summary.get(k) for k in ("start_overhead_ms", "stop_overhead_ms")]
-    fixed_s = (sum(float(v) for v in fixed_ms if v is not None) / 1000.0
-               if all(v is not None for v in fixed_ms) else None)
+    fixed_s = (
+        sum(float(v) for v in fixed_ms if v is not None) / 1000.0 if all(v is not None for v in fixed_ms) else None
+    )
     if overhead:
         overhead["per_start_fixed_s"] = rnd(fixed_s, 4)
         overhead["beyond_starts_pct"] = overhead_beyond_starts_pct(overhead, fixed_s)
@@ -221,14 +182,23 @@ async def run_campaign(workdir: Path, *, total_requests: int, n: int, starts: in
     peak = proc_status_kib("VmHWM")
     return {
         "requests": len([k for k in log.kinds if k == "request"]),
-        "n": n, "starts": starts, "waves_per_start": waves_per_start, "service_ms": service_ms,
+        "n": n,
+        "starts": starts,
+        "waves_per_start": waves_per_start,
+        "service_ms": service_ms,
         "elapsed_s": round(elapsed, 3),
-        "gap_ms": _dist(gaps), "gap_parts_ms": {k: _dist(v) for k, v in parts.items()},
-        "per_start": summary, "starts_detail": per_start, "overhead": overhead,
-        "rss": {"peak_mib": rnd(peak / 1024 if peak else None, 1),
-                "before_mib": rnd(rss_before / 1024 if rss_before else None, 1),
-                "peak_reset": peak_reset},
-        "event_log": _append_growth(log), "artifacts": _growth(store.durations),
+        "gap_ms": _dist(gaps),
+        "gap_parts_ms": {k: _dist(v) for k, v in parts.items()},
+        "per_start": summary,
+        "starts_detail": per_start,
+        "overhead": overhead,
+        "rss": {
+            "peak_mib": rnd(peak / 1024 if peak else None, 1),
+            "before_mib": rnd(rss_before / 1024 if rss_before else None, 1),
+            "peak_reset": peak_reset,
+        },
+        "event_log": _append_growth(log),
+        "artifacts": _growth(store.durations),
         "controlled": controlled,
         "judge": {"mid": judge_mid, "end": judge_end},
     }
@@ -247,18 +217,29 @@ def _timed(drained: Any, sink: list[float]) -> Any:
 
 
 def _dist(values: list[float]) -> dict[str, Any]:
-    return {"median": rnd(median(values)), "p95": rnd(percentile(values, 95)),
-            "max": rnd(max(values) if values else None), "count": len(values)}
+    return {
+        "median": rnd(median(values)),
+        "p95": rnd(percentile(values, 95)),
+        "max": rnd(max(values) if values else None),
+        "count": len(values),
+    }
 
 
 def _ms(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else round((b - a) * 1000.0, 3)
 
 
-def _start_figures(marks: dict[str, float], spawned: float, listen: float | None,
-                   ready: float | None, first_sample: float | None, first_send: float | None,
-                   exited: float | None, run_end: float | None,
-                   stop_info: dict[str, Any]) -> dict[str, Any]:
+def _start_figures(
+    marks: dict[str, float],
+    spawned: float,
+    listen: float | None,
+    ready: float | None,
+    first_sample: float | None,
+    first_send: float | None,
+    exited: float | None,
+    run_end: float | None,
+    stop_info: dict[str, Any],
+) -> dict[str, Any]:
     own_ready = _ms(spawned, listen)
     to_first_send = _ms(marks["call"], first_send)
     own_stop = _ms(marks["exit_body"], exited)
@@ -271,12 +252,14 @@ def _start_figures(marks: dict[str, float], spawned: float, listen: float | None
         "first_poll_to_body_ms": _ms(first_sample, marks["body"]),
         "body_to_first_send_ms": _ms(marks["body"], first_send),
         "start_total_ms": to_first_send,
-        "start_overhead_ms": (round(to_first_send - own_ready, 3)
-                              if to_first_send is not None and own_ready is not None else None),
+        "start_overhead_ms": (
+            round(to_first_send - own_ready, 3) if to_first_send is not None and own_ready is not None else None
+        ),
         "server_own_stop_ms": own_stop,
         "stop_total_ms": stop_total,
-        "stop_overhead_ms": (round(stop_total - own_stop, 3)
-                             if stop_total is not None and own_stop is not None else None),
+        "stop_overhead_ms": (
+            round(stop_total - own_stop, 3) if stop_total is not None and own_stop is not None else None
+        ),
         "stop_graceful": stop_info.get("graceful"),
     }
 
@@ -299,12 +282,19 @@ def _growth(durations: list[float]) -> dict[str, Any]:
     first = [d * 1000.0 for d in durations[:k]]
     last = [d * 1000.0 for d in durations[-k:]]
     m_first, m_last = median(first), median(last)
-    deciles = [rnd(median([d * 1000.0 for d in durations[i * k:(i + 1) * k]]), 4)
-               for i in range(min(10, len(durations) // k))]
-    return {"calls": len(durations), "first_ms": rnd(m_first, 4), "last_ms": rnd(m_last, 4),
-            "decile_medians_ms": deciles,
-            "first_p95_ms": rnd(percentile(first, 95), 4), "last_p95_ms": rnd(percentile(last, 95), 4),
-            "ratio": rnd(m_last / m_first if m_first and m_last is not None else None)}
+    deciles = [
+        rnd(median([d * 1000.0 for d in durations[i * k : (i + 1) * k]]), 4)
+        for i in range(min(10, len(durations) // k))
+    ]
+    return {
+        "calls": len(durations),
+        "first_ms": rnd(m_first, 4),
+        "last_ms": rnd(m_last, 4),
+        "decile_medians_ms": deciles,
+        "first_p95_ms": rnd(percentile(first, 95), 4),
+        "last_p95_ms": rnd(percentile(last, 95), 4),
+        "ratio": rnd(m_last / m_first if m_first and m_last is not None else None),
+    }
 
 
 def _append_growth(log: TimedEventLog) -> dict[str, Any]:
@@ -318,8 +308,7 @@ def _append_growth(log: TimedEventLog) -> dict[str, Any]:
     return out
 
 
-def _controlled_growth(run_dir: Path, sample: dict[str, Any], rounds: int = 200,
-                       ) -> dict[str, Any]:
+def _controlled_growth(run_dir: Path, sample: dict[str, Any], rounds: int = 200) -> dict[str, Any]:
     """Size effect alone: the same append/put to the grown run and to an empty one,
     alternating, so that load from other processes hits both alike."""
     import shutil
@@ -332,11 +321,10 @@ def _controlled_growth(run_dir: Path, sample: dict[str, Any], rounds: int = 200,
     stores = {"grown": ArtifactStore(run_dir / "artifacts"), "empty": ArtifactStore(probe / "artifacts")}
     nonce = os.urandom(8).hex()  # every put writes a new file
     blob = next((p.read_bytes() for p in sorted((run_dir / "artifacts").iterdir())[:1]), b"{}")
-    times: dict[str, list[float]] = {f"{what}_{size}": [] for what in ("append", "put")
-                                     for size in ("grown", "empty")}
+    times: dict[str, list[float]] = {f"{what}_{size}": [] for what in ("append", "put") for size in ("grown", "empty")}
     try:
         for i in range(rounds):
-            for size in (("grown", "empty") if i % 2 == 0 else ("empty", "grown")):
+            for size in ("grown", "empty") if i % 2 == 0 else ("empty", "grown"):
                 t0 = time.perf_counter()
                 logs[size].append("request", **fields)
                 t1 = time.perf_counter()
@@ -350,8 +338,11 @@ def _controlled_growth(run_dir: Path, sample: dict[str, Any], rounds: int = 200,
     out: dict[str, Any] = {"rounds": rounds}
     for what in ("append", "put"):
         grown, empty = median(times[f"{what}_grown"]), median(times[f"{what}_empty"])
-        out[what] = {"grown_ms": rnd(grown, 4), "empty_ms": rnd(empty, 4),
-                     "ratio": rnd(grown / empty if grown is not None and empty else None)}
+        out[what] = {
+            "grown_ms": rnd(grown, 4),
+            "empty_ms": rnd(empty, 4),
+            "ratio": rnd(grown / empty if grown is not None and empty else None),
+        }
     return out
 
 
@@ -364,6 +355,9 @@ def _time_judge(judge_run: Any, run_dir: Path, log: TimedEventLog) -> dict[str, 
         error = f"{type(exc).__name__}: {exc}"[:300]
     ms = (time.perf_counter() - t0) * 1000.0
     events = len(log.kinds)
-    return {"ms": round(ms, 2), "events": events,
-            "ms_per_1k_events": round(ms * 1000.0 / events, 2) if events else None,
-            "error": error}
+    return {
+        "ms": round(ms, 2),
+        "events": events,
+        "ms_per_1k_events": round(ms * 1000.0 / events, 2) if events else None,
+        "error": error,
+    }

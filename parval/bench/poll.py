@@ -17,8 +17,9 @@ ROUTE = "/v1/tasks/run"
 MODES: dict[str, float | None] = {"off": None, "10ms": 0.010, "5ms": 0.005}
 
 
-async def run_poll(workdir: Path, model_path: Path, *, blocks: int, per_block: int,
-                   service_ms: float) -> dict[str, Any]:
+async def run_poll(
+    workdir: Path, model_path: Path, *, blocks: int, per_block: int, service_ms: float
+) -> dict[str, Any]:
     entry = model_entry(model_path, slots=1, service_ms=service_ms)
     latencies: dict[str, list[float]] = {m: [] for m in MODES}
     rates: dict[str, list[float]] = {m: [] for m in MODES if MODES[m] is not None}
@@ -26,8 +27,7 @@ async def run_poll(workdir: Path, model_path: Path, *, blocks: int, per_block: i
     failed = 0
     body = {"model": MODEL_ID, "request": {"text": "parval bench poll", "seed": 3}}
     async with running_standin(workdir, "poll", entry) as server:
-        client = Client(server.base_url, max_connections=4, request_timeout_s=30.0,
-                        max_body_bytes=64 << 20)
+        client = Client(server.base_url, max_connections=4, request_timeout_s=30.0, max_body_bytes=64 << 20)
         try:
             for _ in range(2):  # warm-up: load, first connections
                 await client.post(ROUTE, body)
@@ -62,11 +62,19 @@ async def run_poll(workdir: Path, model_path: Path, *, blocks: int, per_block: i
         med = median(lat)
         modes[mode] = {
             "interval_ms": None if MODES[mode] is None else round(float(MODES[mode] or 0) * 1000, 1),
-            "requests": len(lat), "latency_median_ms": rnd(med), "latency_p95_ms": rnd(percentile(lat, 95)),
+            "requests": len(lat),
+            "latency_median_ms": rnd(med),
+            "latency_p95_ms": rnd(percentile(lat, 95)),
             "effect_pct": rnd((med - off) / off * 100.0 if med is not None and off else None, 2)
-            if mode != "off" else None,
+            if mode != "off"
+            else None,
             "poll_hz": rnd(median(rates[mode]), 1) if mode in rates and rates[mode] else None,
             "poll_errors": errors[mode],
         }
-    return {"service_ms": service_ms, "blocks": blocks, "per_block": per_block,
-            "failed_requests": failed, "modes": modes}
+    return {
+        "service_ms": service_ms,
+        "blocks": blocks,
+        "per_block": per_block,
+        "failed_requests": failed,
+        "modes": modes,
+    }

@@ -15,12 +15,28 @@ from typing import Any
 from parval.errors import UsageError
 
 SCHEMA_VERSION = 1
-FULL: dict[str, Any] = {"ns": [2, 4, 8, 16], "waves": 20, "skew_service_ms": 150.0, "requests": 2000,
-        "starts": 5, "wave_service_ms": 20.0, "poll_blocks": 6, "poll_per_block": 15,
-        "poll_service_ms": 60.0}
-QUICK: dict[str, Any] = {"ns": [2, 16], "waves": 4, "skew_service_ms": 100.0, "requests": 160,
-         "starts": 2, "wave_service_ms": 20.0, "poll_blocks": 2, "poll_per_block": 5,
-         "poll_service_ms": 60.0}
+FULL: dict[str, Any] = {
+    "ns": [2, 4, 8, 16],
+    "waves": 20,
+    "skew_service_ms": 150.0,
+    "requests": 2000,
+    "starts": 5,
+    "wave_service_ms": 20.0,
+    "poll_blocks": 6,
+    "poll_per_block": 15,
+    "poll_service_ms": 60.0,
+}
+QUICK: dict[str, Any] = {
+    "ns": [2, 16],
+    "waves": 4,
+    "skew_service_ms": 100.0,
+    "requests": 160,
+    "starts": 2,
+    "wave_service_ms": 20.0,
+    "poll_blocks": 2,
+    "poll_per_block": 5,
+    "poll_service_ms": 60.0,
+}
 CAMPAIGN_N = 16
 
 
@@ -39,9 +55,13 @@ def _environment() -> dict[str, Any]:
         load = list(os.getloadavg())
     except OSError:
         load = []
-    return {"cpus": os.cpu_count(), "python": platform.python_version(),
-            "platform": platform.platform(), "loadavg_start": [round(x, 2) for x in load],
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "loadavg_start": [round(x, 2) for x in load],
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
 
 
 async def _run_all(cfg: dict[str, Any], workdir: Path, log: Any) -> dict[str, Any]:
@@ -52,13 +72,21 @@ async def _run_all(cfg: dict[str, Any], workdir: Path, log: Any) -> dict[str, An
 
     model = write_model(workdir)
     log("campaign-like loop: gap between waves, per-start overhead, RSS, evidence writing")
-    campaign = await run_campaign(workdir / "campaign", total_requests=cfg["requests"],
-                                  n=CAMPAIGN_N, starts=cfg["starts"],
-                                  service_ms=cfg["wave_service_ms"])
+    campaign = await run_campaign(
+        workdir / "campaign",
+        total_requests=cfg["requests"],
+        n=CAMPAIGN_N,
+        starts=cfg["starts"],
+        service_ms=cfg["wave_service_ms"],
+    )
     log(f"release skew: N = {cfg['ns']}, {cfg['waves']} waves per method")
-    skew = await run_skew(workdir / "skew", model, cfg["ns"], cfg["waves"],
-                          cfg["skew_service_ms"])
+    skew = await run_skew(workdir / "skew", model, cfg["ns"], cfg["waves"], cfg["skew_service_ms"])
     log("status poller: rate and effect on serial request latency")
-    poll = await run_poll(workdir / "poll", model, blocks=cfg["poll_blocks"],
-                          per_block=cfg["poll_per_block"], service_ms=cfg["poll_service_ms"])
+    poll = await run_poll(
+        workdir / "poll",
+        model,
+        blocks=cfg["poll_blocks"],
+        per_block=cfg["poll_per_block"],
+        service_ms=cfg["poll_service_ms"],
+    )
     return {"skew": skew, "campaign": campaign, "poll": poll}

@@ -66,8 +66,11 @@ class SkewSeries:
         out: dict[str, Any] = {"method": self.method, "n": self.n, "waves": len(self.waves)}
         for name in ("send_ms", "accept_ms", "start_ms", "lead_ms"):
             vals = col(name)
-            out[name] = {"median": rnd(median(vals)), "p95": rnd(percentile(vals, 95)),
-                         "max": rnd(max(vals) if vals else None)}
+            out[name] = {
+                "median": rnd(median(vals)),
+                "p95": rnd(percentile(vals, 95)),
+                "max": rnd(max(vals) if vals else None),
+            }
         out["requests_ok"] = sum(w.ok for w in self.waves)
         out["requests"] = sum(w.n for w in self.waves)
         out["slow_connects"] = sum(w.slow_connects for w in self.waves)
@@ -79,8 +82,7 @@ def bodies_for(tag: str, n: int) -> list[dict[str, Any]]:
     return [{"model": MODEL_ID, "request": {"text": f"{tag} r{i}", "seed": 7}} for i in range(n)]
 
 
-def baseline_wave(base_url: str, bodies: list[dict[str, Any]], timeout_s: float,
-                  ) -> tuple[list[float], int]:
+def baseline_wave(base_url: str, bodies: list[dict[str, Any]], timeout_s: float) -> tuple[list[float], int]:
     """Today's scripts: one thread per request, a Barrier, urllib, a new connection each."""
     n = len(bodies)
     barrier = threading.Barrier(n)
@@ -90,9 +92,12 @@ def baseline_wave(base_url: str, bodies: list[dict[str, Any]], timeout_s: float,
     def worker(i: int) -> None:
         barrier.wait()
         sends[i] = time.monotonic()
-        req = urllib.request.Request(base_url + ROUTE, data=json.dumps(bodies[i]).encode(),
-                                     headers={"Content-Type": "application/json"},
-                                     method="POST")
+        req = urllib.request.Request(
+            base_url + ROUTE,
+            data=json.dumps(bodies[i]).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
         try:
             with urllib.request.urlopen(req, timeout=timeout_s) as resp:
                 resp.read()
@@ -108,8 +113,7 @@ def baseline_wave(base_url: str, bodies: list[dict[str, Any]], timeout_s: float,
     return sends, sum(ok)
 
 
-def wave_sample(n: int, ok: int, sends: list[float], trace: list[dict[str, Any]], tag: str,
-                ) -> WaveSample:
+def wave_sample(n: int, ok: int, sends: list[float], trace: list[dict[str, Any]], tag: str) -> WaveSample:
     mine = {str(t.get("text")): t for t in trace if str(t.get("text", "")).startswith(tag + " ")}
     accepts = [int(t["accept_ns"]) / 1e9 for t in mine.values()]
     starts = [int(t["start_ns"]) / 1e9 for t in mine.values()]
@@ -119,7 +123,9 @@ def wave_sample(n: int, ok: int, sends: list[float], trace: list[dict[str, Any]]
         if t is not None and sent > 0:
             delays.append(int(t["start_ns"]) / 1e9 - sent)
     return WaveSample(
-        n=n, ok=ok, send_ms=spread_ms([s for s in sends if s > 0]),
+        n=n,
+        ok=ok,
+        send_ms=spread_ms([s for s in sends if s > 0]),
         accept_ms=spread_ms(accepts) if len(accepts) == n else None,
         start_ms=spread_ms(starts) if len(starts) == n else None,
         max_send_to_start_ms=max(delays) * 1000.0 if delays else None,
@@ -127,8 +133,16 @@ def wave_sample(n: int, ok: int, sends: list[float], trace: list[dict[str, Any]]
     )
 
 
-async def measure_n(workdir: Path, model_path: Path, n: int, waves: int, service_ms: float,
-                    *, with_poller: bool, timeout_s: float = 30.0) -> dict[str, SkewSeries]:
+async def measure_n(
+    workdir: Path,
+    model_path: Path,
+    n: int,
+    waves: int,
+    service_ms: float,
+    *,
+    with_poller: bool,
+    timeout_s: float = 30.0,
+) -> dict[str, SkewSeries]:
     """One fresh stand-in (capacity 16, slots n); R waves of each method, interleaved."""
     trace_path = workdir / f"trace-n{n}{'-poll' if with_poller else ''}.jsonl"
     trace = TraceReader(trace_path)
@@ -138,8 +152,7 @@ async def measure_n(workdir: Path, model_path: Path, n: int, waves: int, service
         series = {"parval+poll": SkewSeries("parval+poll", n)}
     name = f"skew-n{n}{'-poll' if with_poller else ''}"
     async with running_standin(workdir, name, entry, trace=trace_path) as server:
-        client = Client(server.base_url, max_connections=n + 4, request_timeout_s=timeout_s,
-                        max_body_bytes=64 << 20)
+        client = Client(server.base_url, max_connections=n + 4, request_timeout_s=timeout_s, max_body_bytes=64 << 20)
         try:
             async with anyio.create_task_group() as tg:
                 if with_poller:
@@ -147,8 +160,7 @@ async def measure_n(workdir: Path, model_path: Path, n: int, waves: int, service
                     tg.start_soon(poller.run)
                 # warm-up (not counted): the first of each method after the load
                 await release_together(client, ROUTE, bodies_for("warm-p", n), timeout_s)
-                await anyio.to_thread.run_sync(baseline_wave, server.base_url,
-                                               bodies_for("warm-b", n), timeout_s)
+                await anyio.to_thread.run_sync(baseline_wave, server.base_url, bodies_for("warm-b", n), timeout_s)
                 trace.new_lines()
                 for w in range(waves):
                     for method in series:
@@ -156,10 +168,10 @@ async def measure_n(workdir: Path, model_path: Path, n: int, waves: int, service
                         t_call = time.monotonic()
                         if method == "baseline":
                             sends, ok = await anyio.to_thread.run_sync(
-                                baseline_wave, server.base_url, bodies_for(tag, n), timeout_s)
+                                baseline_wave, server.base_url, bodies_for(tag, n), timeout_s
+                            )
                         else:
-                            replies = await release_together(client, ROUTE, bodies_for(tag, n),
-                                                             timeout_s)
+                            replies = await release_together(client, ROUTE, bodies_for(tag, n), timeout_s)
                             sends = [r.t_send for r in replies]
                             ok = sum(1 for r in replies if r.outcome == OK)
                         await anyio.sleep(0.02)  # let the handler threads finish closing
@@ -175,13 +187,11 @@ async def measure_n(workdir: Path, model_path: Path, n: int, waves: int, service
     return series
 
 
-async def run_skew(workdir: Path, model_path: Path, ns: list[int], waves: int,
-                   service_ms: float) -> dict[str, Any]:
+async def run_skew(workdir: Path, model_path: Path, ns: list[int], waves: int, service_ms: float) -> dict[str, Any]:
     before = tcp_listen_counters()
     results: list[dict[str, Any]] = []
     for n in ns:
-        for s in (await measure_n(workdir, model_path, n, waves, service_ms,
-                                  with_poller=False)).values():
+        for s in (await measure_n(workdir, model_path, n, waves, service_ms, with_poller=False)).values():
             results.append(s.summary())
     largest = max(ns)
     poll_before = tcp_listen_counters()
@@ -191,5 +201,10 @@ async def run_skew(workdir: Path, model_path: Path, ns: list[int], waves: int,
         summary = s.summary()
         summary["tcp_counters"] = poll_delta
         results.append(summary)
-    return {"service_ms": service_ms, "waves": waves, "ns": ns, "series": results,
-            "tcp_counters": counter_delta(before, tcp_listen_counters())}
+    return {
+        "service_ms": service_ms,
+        "waves": waves,
+        "ns": ns,
+        "series": results,
+        "tcp_counters": counter_delta(before, tcp_listen_counters()),
+    }

@@ -27,18 +27,36 @@ TRACE_ENV = "PARVAL_STANDIN_TRACE"
 def standin_executable() -> Path:
     exe = resolve_executable("parval-standin", Path.cwd())
     if exe is None:
-        raise ServerStartError("parval-standin not found on PATH or beside the interpreter",
-                               hint="install parval (pip install -e .) in this environment")
+        raise ServerStartError(
+            "parval-standin not found on PATH or beside the interpreter",
+            hint="install parval (pip install -e .) in this environment",
+        )
     return exe
 
 
-def model_entry(model_path: Path, *, slots: int | None, service_ms: float, load_ms: float = 5.0,
-                capacity: int = 16, lazy: bool = False) -> dict[str, Any]:
+def model_entry(
+    model_path: Path,
+    *,
+    slots: int | None,
+    service_ms: float,
+    load_ms: float = 5.0,
+    capacity: int = 16,
+    lazy: bool = False,
+) -> dict[str, Any]:
     entry: dict[str, Any] = {
-        "id": MODEL_ID, "family": "standin_tts", "task": "tts", "mode": "offline",
-        "path": str(model_path), "lazy": lazy,
-        "load_options": {"capacity": capacity, "service_ms": service_ms, "load_ms": load_ms,
-                         "model_mib": 1, "session_mib": 1},
+        "id": MODEL_ID,
+        "family": "standin_tts",
+        "task": "tts",
+        "mode": "offline",
+        "path": str(model_path),
+        "lazy": lazy,
+        "load_options": {
+            "capacity": capacity,
+            "service_ms": service_ms,
+            "load_ms": load_ms,
+            "model_mib": 1,
+            "session_mib": 1,
+        },
     }
     if slots is not None:
         entry["slots"] = slots
@@ -46,15 +64,22 @@ def model_entry(model_path: Path, *, slots: int | None, service_ms: float, load_
 
 
 def standin_config(entry: dict[str, Any]) -> dict[str, Any]:
-    return {"host": "127.0.0.1", "backend": "cpu", "device": 0, "threads": 1,
-            "busy_timeout_ms": 300000, "max_loaded_models": 0, "lazy_load": True,
-            "models": [entry]}
+    return {
+        "host": "127.0.0.1",
+        "backend": "cpu",
+        "device": 0,
+        "threads": 1,
+        "busy_timeout_ms": 300000,
+        "max_loaded_models": 0,
+        "lazy_load": True,
+        "models": [entry],
+    }
 
 
 @asynccontextmanager
-async def running_standin(workdir: Path, name: str, entry: dict[str, Any], *,
-                          trace: Path | None = None, ready_s: float = 30.0,
-                          ) -> AsyncIterator[ServerProcess]:
+async def running_standin(
+    workdir: Path, name: str, entry: dict[str, Any], *, trace: Path | None = None, ready_s: float = 30.0
+) -> AsyncIterator[ServerProcess]:
     """A fresh stand-in (flagged, 127.0.0.1, free port) started and stopped the way a
     campaign does it; it is always stopped, and killed if stopping fails."""
     env = {TRACE_ENV: str(trace)} if trace is not None else {}
@@ -108,6 +133,7 @@ class TraceReader:
 
 # -- statistics ------------------------------------------------------------------------
 
+
 def percentile(values: list[float], q: float) -> float | None:
     """Linear-interpolation percentile (q in 0..100); None for no values."""
     data = sorted(v for v in values if v is not None and not math.isnan(v))
@@ -135,11 +161,14 @@ def spread_ms(stamps_s: list[float]) -> float | None:
 
 # -- kernel and process counters -------------------------------------------------------
 
+
 def tcp_listen_counters() -> dict[str, int]:
     """TcpExt ListenOverflows/ListenDrops and Tcp RetransSegs (host-wide, from /proc)."""
     out: dict[str, int] = {}
-    for path, prefix, keys in (("/proc/net/netstat", "TcpExt:", ("ListenOverflows", "ListenDrops")),
-                               ("/proc/net/snmp", "Tcp:", ("RetransSegs",))):
+    for path, prefix, keys in (
+        ("/proc/net/netstat", "TcpExt:", ("ListenOverflows", "ListenDrops")),
+        ("/proc/net/snmp", "Tcp:", ("RetransSegs",)),
+    ):
         try:
             lines = Path(path).read_text().splitlines()
         except OSError:

@@ -12,23 +12,20 @@ from typing import Annotated, Any
 import anyio
 import typer
 
-from parval.bench.runner import (
-    CAMPAIGN_N,
-    FULL,
-    QUICK,
-    SCHEMA_VERSION,
-    _environment,
-    _parse_ns,
-    _run_all,
-)
+from parval.bench.runner import CAMPAIGN_N, FULL, QUICK, SCHEMA_VERSION, _environment, _parse_ns, _run_all
 
 
 def bench_command(
     quick: Annotated[bool, typer.Option("--quick", help="Few waves and counts (tests, CI).")] = False,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write every figure as JSON to FILE.")] = None,
     ns: Annotated[str | None, typer.Option("--n", help="Wave sizes for the skew test, e.g. 2,4,8,16.")] = None,
-    waves: Annotated[int | None, typer.Option("--waves", min=1, max=500, help="Waves per method and N (R; default 20, quick 4).")] = None,
-    requests: Annotated[int | None, typer.Option("--requests", min=32, max=100000, help="Requests in the campaign-like loop (default 2000).")] = None,
+    waves: Annotated[
+        int | None, typer.Option("--waves", min=1, max=500, help="Waves per method and N (R; default 20, quick 4).")
+    ] = None,
+    requests: Annotated[
+        int | None,
+        typer.Option("--requests", min=32, max=100000, help="Requests in the campaign-like loop (default 2000)."),
+    ] = None,
 ) -> None:
     """Measure parval's own speed against the stand-in (figures, not a verdict).
 
@@ -63,8 +60,13 @@ def bench_command(
         env["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         env["loadavg_end"] = []
-    data: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "quick": quick, "config": cfg,
-                            "environment": env, **results}
+    data: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "quick": quick,
+        "config": cfg,
+        "environment": env,
+        **results,
+    }
     data["targets"] = targets(data)
     typer.echo(render(data))
     if json_out is not None:

@@ -11,8 +11,7 @@ from parval.errors import UsageError
 
 
 def explain_command(
-    assertion: Annotated[str, typer.Argument(
-        help="An assertion ID, e.g. M2.observed_active, F1.fifo, Q5.")],
+    assertion: Annotated[str, typer.Argument(help="An assertion ID, e.g. M2.observed_active, F1.fifo, Q5.")],
 ) -> None:
     """Explain one assertion ID: what it asks, its evidence, its judge, how to reproduce it.
 
@@ -28,6 +27,8 @@ def explain_command(
     try:
         found = entry(assertion)
     except KeyError as exc:
-        raise UsageError(str(exc.args[0]), hint="IDs look like X1, M2.exact, F1.fifo, Q5 (groups "
-                         "X1-X4, M1-M6, F1-F6, Q1-Q6); the README lists them") from None
+        raise UsageError(
+            str(exc.args[0]),
+            hint="IDs look like X1, M2.exact, F1.fifo, Q5 (groups X1-X4, M1-M6, F1-F6, Q1-Q6); the README lists them",
+        ) from None
     typer.echo(describe(found))

@@ -12,19 +12,32 @@ from parval.report.history import _sha256, build_historical, write_historical
 
 
 def import_command(
-    old: Annotated[Path, typer.Argument(help="An older parval evidence.json (or its run directory), "
-                                        "or a mapping file for a hand-written report.")],
+    old: Annotated[
+        Path,
+        typer.Argument(
+            help="An older parval evidence.json (or its run directory), or a mapping file for a hand-written report."
+        ),
+    ],
     procedure: Annotated[str, typer.Option("--procedure", help="The procedure version OLD was made under.")],
-    out: Annotated[Path | None, typer.Option("--out", help="Directory for historical.json "
-                                             "(default: history/<record id>); never overwritten.")] = None,
-    candidate: Annotated[Path | None, typer.Option("--candidate", help="The current candidate executable: "
-                                                   "a different tested binary is listed as a limitation.")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Directory for historical.json (default: history/<record id>); never overwritten."),
+    ] = None,
+    candidate: Annotated[
+        Path | None,
+        typer.Option(
+            "--candidate", help="The current candidate executable: a different tested binary is listed as a limitation."
+        ),
+    ] = None,
 ) -> None:
     """Import older evidence as a separate historical record (never admission evidence).
 
-    Each old finding is mapped to an M/F entry with its original procedure version and tested hashes; failures are kept; missing raw outputs, histories or metadata and a changed binary are listed as limitations. Exit 0 imported, 2 usage error.
+    Each old finding is mapped to an M/F entry with its original procedure version and tested \
+hashes; failures are kept; missing raw outputs, histories or metadata and a changed binary are \
+listed as limitations. Exit 0 imported, 2 usage error.
 
-    Example: parval import runs/2026-05-model/evidence.json --procedure 2026-05-01 --out history/model-may
+    Example: parval import runs/2026-05-model/evidence.json --procedure 2026-05-01 --out \
+history/model-may
 
     Example: parval import old-report.map.yaml --procedure 2026-03-01
     """

@@ -9,21 +9,18 @@ from typing import Annotated
 import typer
 
 from parval.errors import UsageError
-from parval.plan.starter import (
-    PLACEHOLDER,
-    advertised_counts,
-    pick_model,
-    read_server_config,
-    starter_plan,
-)
+from parval.plan.starter import PLACEHOLDER, advertised_counts, pick_model, read_server_config, starter_plan
 
 
 def init_command(
     server_config: Annotated[Path, typer.Option("--server-config", help="An existing audiocpp_server config JSON.")],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Where to write the plan "
-                                                "(default: <model id>.plan.yaml; '-' for stdout).")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="The model entry to validate "
-                                              "(required when the config has several).")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Where to write the plan (default: <model id>.plan.yaml; '-' for stdout)."),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="The model entry to validate (required when the config has several).")
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
 ) -> None:
     """Write a starter plan from an existing audiocpp_server config.

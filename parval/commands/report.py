@@ -11,20 +11,35 @@ from parval.errors import UsageError
 
 
 def report_command(
-    runs: Annotated[list[Path] | None, typer.Argument(
-        help="Run directories. Several runs of the same model (shards, counts split over boxes) "
-             "are merged into one verdict.")] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="md (PR comment), json (the evidence "
-                                     "record) or junit (one test case per assertion).")] = "md",
+    runs: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Run directories. Several runs of the same model "
+            "(shards, counts split over boxes) are merged into one verdict."
+        ),
+    ] = None,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", "-f", help="md (PR comment), json (the evidence record) or junit (one test case per assertion)."
+        ),
+    ] = "md",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout.")] = None,
-    catalogue: Annotated[Path | None, typer.Option("--catalogue", help="Summarise every run under DIR "
-                                                   "(each directory holding an evidence.json).")] = None,
+    catalogue: Annotated[
+        Path | None,
+        typer.Option("--catalogue", help="Summarise every run under DIR (each directory holding an evidence.json)."),
+    ] = None,
     redact_paths: Annotated[bool, typer.Option("--redact-paths", help="Replace absolute paths with hashes.")] = False,
     rejudge: Annotated[bool, typer.Option("--rejudge", help="Judge the recorded events again first.")] = False,
 ) -> None:
     """Render evidence as markdown (PR comment), JSON or JUnit XML; merge runs; catalogue runs.
 
-    Merging refuses (exit 2) runs whose manifests disagree on the executables, model files, fixtures, model id, backend or provenance (local/CI), or whose plans disagree on what changes outputs (model options, quantization, requests, volatile fields, tolerance, threads), and names the field. The exit code is the verdict's: 0 admitted, 1 a required assertion FAILED (or the run directory was modified after judging), 3 evidence incomplete. With --catalogue: 0 every run admitted, 1 any run failed, 3 otherwise.
+    Merging refuses (exit 2) runs whose manifests disagree on the executables, model files, \
+fixtures, model id, backend or provenance (local/CI), or whose plans disagree on what changes \
+outputs (model options, quantization, requests, volatile fields, tolerance, threads), and names \
+the field. The exit code is the verdict's: 0 admitted, 1 a required assertion FAILED (or the run \
+directory was modified after judging), 3 evidence incomplete. With --catalogue: 0 every run \
+admitted, 1 any run failed, 3 otherwise.
 
     Example: parval report runs/demo --format md --output report.md
 
@@ -36,8 +51,9 @@ def report_command(
 
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: use md, json or junit")
-    text, code = render_report(runs or [], fmt=fmt, catalogue=catalogue, redact=redact_paths,
-                               rejudge=rejudge, output=output)
+    text, code = render_report(
+        runs or [], fmt=fmt, catalogue=catalogue, redact=redact_paths, rejudge=rejudge, output=output
+    )
     if output is not None:
         from parval.rundir.files import atomic_write
 

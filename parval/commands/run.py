@@ -23,23 +23,45 @@ def _parse_shard(value: str | None) -> tuple[int, int] | None:
 
 
 def run_command(
-    plan: Annotated[Path | None, typer.Argument(help="The YAML run plan (not needed with --resume: "
-                                                     "the run directory keeps its plan).")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Run directory (default: ./runs/<time>-<plan name>).")] = None,
-    resume: Annotated[Path | None, typer.Option("--resume", help="Continue an interrupted run directory "
-                                                "with the plan it keeps.")] = None,
+    plan: Annotated[
+        Path | None,
+        typer.Argument(help="The YAML run plan (not needed with --resume: the run directory keeps its plan)."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Run directory (default: ./runs/<time>-<plan name>).")
+    ] = None,
+    resume: Annotated[
+        Path | None, typer.Option("--resume", help="Continue an interrupted run directory with the plan it keeps.")
+    ] = None,
     shard: Annotated[str | None, typer.Option("--shard", help="Run shard i/n of the plan's counts (e.g. 2/4).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress; print only the verdict.")] = False,
-    events_json: Annotated[bool, typer.Option("--events-json", help="Stream progress events as JSON lines on "
-                                              "stdout (one object per line; README: Progress output).")] = False,
-    fail_fast: Annotated[bool, typer.Option("--fail-fast", help="Once a count has a FAIL, do not run the counts "
-                                            "above it (they cannot be admitted); the report lists them as not run.")] = False,
+    events_json: Annotated[
+        bool,
+        typer.Option(
+            "--events-json",
+            help="Stream progress events as JSON lines on stdout (one object per line; README: Progress output).",
+        ),
+    ] = False,
+    fail_fast: Annotated[
+        bool,
+        typer.Option(
+            "--fail-fast",
+            help="Once a count has a FAIL, do not run the counts "
+            "above it (they cannot be admitted); the report lists them as not run.",
+        ),
+    ] = False,
 ) -> None:
     """Run a whole validation campaign and write the evidence.
 
-    Ctrl-C (or SIGTERM) stops the servers within the plan's shutdown grace period, writes the partial evidence marked interrupted and exits 130 (143); a second Ctrl-C kills at once. `parval run --resume RUN` continues an interrupted run with the plan it keeps: completed starts are kept, the interrupted one is redone on a fresh process (a PLAN named as well must be that plan, or the resume is refused naming what differs).
+    Ctrl-C (or SIGTERM) stops the servers within the plan's shutdown grace period, writes the \
+partial evidence marked interrupted and exits 130 (143); a second Ctrl-C kills at once. `parval \
+run --resume RUN` continues an interrupted run with the plan it keeps: completed starts are kept, \
+the interrupted one is redone on a fresh process (a PLAN named as well must be that plan, or the \
+resume is refused naming what differs).
 
-    Progress goes to stderr: a live display on a terminal, one line per finished step otherwise. Exit code: 0 admitted, 1 a required assertion FAILED, 2 usage or plan error, 3 evidence incomplete, 4 internal error.
+    Progress goes to stderr: a live display on a terminal, one line per finished step otherwise. \
+Exit code: 0 admitted, 1 a required assertion FAILED, 2 usage or plan error, 3 evidence \
+incomplete, 4 internal error.
 
     Example: parval run plans/demo.yaml --out runs/demo
 
@@ -75,8 +97,9 @@ def run_command(
         else:
             run_dir = api.prepare_run_dir(loaded, out)
         listener, finish = make_listener(quiet=quiet, events_json=events_json)
-        run_dir, evidence = api.run_plan(loaded, run_dir=run_dir, listeners=[listener],
-                                         shard=shard_t, skip_runs=skip, fail_fast=fail_fast)
+        run_dir, evidence = api.run_plan(
+            loaded, run_dir=run_dir, listeners=[listener], shard=shard_t, skip_runs=skip, fail_fast=fail_fast
+        )
         finish(evidence)
         api.finalize(run_dir, evidence)
         code = int(evidence["verdict"]["exit_code"])
@@ -86,7 +109,10 @@ def run_command(
                 typer.echo(f"evidence: {run_dir / 'evidence.json'}")
                 typer.echo(f"report:   {run_dir / 'report.md'}")
         if sigs.exit_code is not None:
-            typer.echo(f"parval: error: interrupted by {sigs.name}; partial evidence written to "
-                       f"{run_dir} (continue with: parval run --resume {run_dir})", err=True)
+            typer.echo(
+                f"parval: error: interrupted by {sigs.name}; partial evidence written to "
+                f"{run_dir} (continue with: parval run --resume {run_dir})",
+                err=True,
+            )
             code = sigs.exit_code
     raise typer.Exit(code)

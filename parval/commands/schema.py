@@ -18,8 +18,9 @@ def _schema_names() -> list[str]:
 
 
 def schema_command(
-    which: Annotated[str, typer.Argument(help="plan, evidence, or another schema parval ships "
-                                         "(framework, protected, ctest).")],
+    which: Annotated[
+        str, typer.Argument(help="plan, evidence, or another schema parval ships (framework, protected, ctest).")
+    ],
 ) -> None:
     """Print one of parval's JSON Schemas (plan: the run plan; evidence: evidence.json).
 

@@ -8,9 +8,7 @@ from typing import Annotated
 import typer
 
 
-def validate_command(
-    plan: Annotated[Path, typer.Argument(help="The YAML run plan.")],
-) -> None:
+def validate_command(plan: Annotated[Path, typer.Argument(help="The YAML run plan.")]) -> None:
     """Check a plan against the schema and named files; print the schedule it would run.
 
     Example: parval validate plans/demo.yaml

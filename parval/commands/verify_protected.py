@@ -16,22 +16,14 @@ from parval.status import Status
 
 
 def verify_protected_command(
-    upstream: Annotated[
-        str,
-        typer.Option("--upstream", help="Upstream commit (sha, tag or branch) to compare with."),
-    ],
+    upstream: Annotated[str, typer.Option("--upstream", help="Upstream commit (sha, tag or branch) to compare with.")],
     repo: Annotated[Path, typer.Option("--repo", help="Candidate checkout.")] = Path("."),
     config: Annotated[
         Path | None,
-        typer.Option(
-            "--config",
-            help="YAML/JSON overriding protected_paths, legacy_runtime, allowed_block(_file).",
-        ),
+        typer.Option("--config", help="YAML/JSON overriding protected_paths, legacy_runtime, allowed_block(_file)."),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
-    output: Annotated[
-        Path | None, typer.Option("--output", help="Also write the JSON result to this file.")
-    ] = None,
+    output: Annotated[Path | None, typer.Option("--output", help="Also write the JSON result to this file.")] = None,
 ) -> None:
     """Check protected sources against upstream (assertion X4).
 

@@ -28,13 +28,23 @@ class Check:
     evidence: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"assertion": self.assertion, "name": self.name, "status": str(self.status),
-                "detail": self.detail, "evidence": self.evidence}
+        return {
+            "assertion": self.assertion,
+            "name": self.name,
+            "status": str(self.status),
+            "detail": self.detail,
+            "evidence": self.evidence,
+        }
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Check:
-        return cls(str(raw["assertion"]), str(raw["name"]), Status(raw["status"]), str(raw["detail"]),
-                   dict(raw.get("evidence") or {}))
+        return cls(
+            str(raw["assertion"]),
+            str(raw["name"]),
+            Status(raw["status"]),
+            str(raw["detail"]),
+            dict(raw.get("evidence") or {}),
+        )
 
 
 class Verdict:
@@ -98,13 +108,18 @@ class Verdict:
         return "; ".join(self.passed) or "ok"
 
 
-def assertion_result(assertion: str, checks: Iterable[Check], *, unrun_reason: str,
-                     reproduction: str, extra_limitations: Iterable[str] = ()) -> Result:
+def assertion_result(
+    assertion: str,
+    checks: Iterable[Check],
+    *,
+    unrun_reason: str,
+    reproduction: str,
+    extra_limitations: Iterable[str] = (),
+) -> Result:
     """One F assertion from its sub-checks; no sub-check at all is PENDING with a reason."""
     items = list(checks)
     limitations = [*contract.limitations(assertion), *extra_limitations]
-    evidence: dict[str, Any] = {"checks": [c.to_json() for c in items],
-                                "contract": contract.coverage_json(assertion)}
+    evidence: dict[str, Any] = {"checks": [c.to_json() for c in items], "contract": contract.coverage_json(assertion)}
     if not items:
         return Result(assertion, Status.PENDING, unrun_reason, evidence, reproduction, limitations)
     status = combine(c.status for c in items)

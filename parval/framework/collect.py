@@ -28,14 +28,21 @@ def framework_run_dir(out: Path | None, plan_name: str) -> Path:
     """`new_run_dir` with a -framework suffix; an --out holding a record is refused too, and
     the hint names no --resume (a framework run has none)."""
     if out is not None and ((out / RECORD).exists() or (out / EVENTS).exists()):
-        raise RunDirError(f"{out}: already holds a framework run; parval never overwrites evidence",
-                          hint="choose another --out")
+        raise RunDirError(
+            f"{out}: already holds a framework run; parval never overwrites evidence", hint="choose another --out"
+        )
     return new_run_dir(out, plan_name, suffix="-framework").resolve()
 
 
-def run_framework(plan_path: Path, *, out: Path | None = None, source_commit: str | None = None,
-                  probes: Path | None = None, only: str | None = None,
-                  argv: list[str] | None = None) -> tuple[Path, dict[str, Any]]:
+def run_framework(
+    plan_path: Path,
+    *,
+    out: Path | None = None,
+    source_commit: str | None = None,
+    probes: Path | None = None,
+    only: str | None = None,
+    argv: list[str] | None = None,
+) -> tuple[Path, dict[str, Any]]:
     """Run the probes and CTest, write record.json; returns (run dir, record)."""
     plan = load_plan(plan_path)
     options = load_options(probes)
@@ -49,8 +56,7 @@ def run_framework(plan_path: Path, *, out: Path | None = None, source_commit: st
     started = time.time()
     try:
         ctx = Context(plan, run_dir, log, options)
-        log.append("framework_start", plan=plan.name, plan_sha256=plan.sha256, only=only,
-                   selection=sorted(selected))
+        log.append("framework_start", plan=plan.name, plan_sha256=plan.sha256, only=only, selection=sorted(selected))
 
         async def main() -> tuple[list[dict[str, Any]], Any]:
             return await run_probes(ctx, selected)
@@ -61,9 +67,14 @@ def run_framework(plan_path: Path, *, out: Path | None = None, source_commit: st
         # Judging reads only recorded events from here on (the same path as --rejudge).
         inputs = judge_inputs(ctx, selected, only)
         log.append("judge_inputs", **inputs)
-        rinputs = record_inputs(ctx, started=started, outcomes=outcomes, selection=sorted(selected),
-                                source_commit=source_commit,
-                                argv=argv or ["parval", "framework", str(plan_path)])
+        rinputs = record_inputs(
+            ctx,
+            started=started,
+            outcomes=outcomes,
+            selection=sorted(selected),
+            source_commit=source_commit,
+            argv=argv or ["parval", "framework", str(plan_path)],
+        )
         log.append("record_inputs", **rinputs)
         record = assemble(rinputs, judge(ctx.findings.checks, runs, inputs), runs, ctx.findings.checks)
         write_record(run_dir, record)

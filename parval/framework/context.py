@@ -29,8 +29,9 @@ class Context:
         self.findings = Findings(
             lambda check: log.append("check", **check.to_json()),
             lambda assertion, name, judge, facts, evidence: log.append(
-                "observation", assertion=assertion, name=name, judge=judge, facts=facts,
-                evidence=evidence))
+                "observation", assertion=assertion, name=name, judge=judge, facts=facts, evidence=evidence
+            ),
+        )
         # Raw reply bodies of every probe request, content-addressed (made durable at the end).
         self.artifacts = ArtifactStore(run_dir / "artifacts")
         self.artifacts.defer_dir_sync = True
@@ -60,9 +61,13 @@ class Context:
         """Record a sub-check left open by a missing precondition; True when one is missing."""
         if first_missing(self.caps, needs) is None:
             return False
-        self.findings.observe(assertion, name, "precondition",
-                              {"capabilities": self.caps.to_json(), "needs": list(needs)},
-                              precondition=True)
+        self.findings.observe(
+            assertion,
+            name,
+            "precondition",
+            {"capabilities": self.caps.to_json(), "needs": list(needs)},
+            precondition=True,
+        )
         return True
 
     def too_short(self, assertion: str, name: str) -> bool:
@@ -72,6 +77,16 @@ class Context:
         if (short := self.timing.too_short(self.options.min_service_ms)) is None:
             return False
         self.findings.add(assertion, name, Status.PENDING, short)
+        return True
+
+    def load_too_fast(self, assertion: str, name: str, gaps: int, load: str, what: str) -> bool:
+        """Record a sub-check PENDING when `load` takes under `gaps` request gaps, too fast to
+        `what` while it runs (the measured timing decides); True when it does."""
+        assert self.timing is not None
+        load_s, gap_s = self.timing.load_s, self.timing.gap_s
+        if load_s >= gaps * gap_s:
+            return False
+        self.findings.add(assertion, name, Status.PENDING, f"{load} takes {load_s * 1000:.0f} ms: too fast to {what}")
         return True
 
     # -- ids and entries --------------------------------------------------------------------
@@ -89,26 +104,41 @@ class Context:
             opts.update(self.options.distinct_session_options[distinct])
         return opts
 
-    def entry(self, model_id: str | None = None, *, slots: Any = OMIT, distinct: int | None = None,
-              **overrides: Any) -> dict[str, Any]:
+    def entry(
+        self, model_id: str | None = None, *, slots: Any = OMIT, distinct: int | None = None, **overrides: Any
+    ) -> dict[str, Any]:
         """A config/registration entry derived from the plan's model (only id/options vary).
 
         Entries are always lazy: first-request and first-load probes need a cold model.
         """
-        return model_entry(self.plan, model_id=model_id, lazy=True, slots=slots,
-                           session_options=self.session_options(distinct), **overrides)
+        return model_entry(
+            self.plan,
+            model_id=model_id,
+            lazy=True,
+            slots=slots,
+            session_options=self.session_options(distinct),
+            **overrides,
+        )
 
     @staticmethod
     def registration(entry: dict[str, Any]) -> dict[str, Any]:
         """A /v1/models/load body: the keys that route parses (no lazy/busy/defaults)."""
-        drop = {"lazy", "busy_timeout_ms", "default_request_options", "voice_presets",
-                "default_voice_preset", "live_ingest"}
+        drop = {
+            "lazy",
+            "busy_timeout_ms",
+            "default_request_options",
+            "voice_presets",
+            "default_voice_preset",
+            "live_ingest",
+        }
         return {k: v for k, v in entry.items() if k not in drop}
 
-    def launch_spec(self, models: list[dict[str, Any]], *, flagged: bool,
-                    ui: bool | None = None, **server: Any) -> LaunchSpec:
-        return launch_spec(self.plan, "candidate", models, flagged=flagged,
-                           ui_management=self.ui if ui is None else ui, server=server)
+    def launch_spec(
+        self, models: list[dict[str, Any]], *, flagged: bool, ui: bool | None = None, **server: Any
+    ) -> LaunchSpec:
+        return launch_spec(
+            self.plan, "candidate", models, flagged=flagged, ui_management=self.ui if ui is None else ui, server=server
+        )
 
     # -- requests and outputs ---------------------------------------------------------------
     def base_request(self) -> dict[str, Any]:
@@ -135,8 +165,7 @@ class Context:
 
     def refs_json(self) -> dict[str, dict[str, list[str]]]:
         """Every reference known so far, as an observation records it."""
-        return {key: {phase: sorted(outs) for phase, outs in phases.items()}
-                for key, phases in self.refs.items()}
+        return {key: {phase: sorted(outs) for phase, outs in phases.items()} for key, phases in self.refs.items()}
 
     def ref_outputs(self, model: str, tag: str) -> set[str]:
         phases = self.refs.get(self.ref_key(model, tag), {})

@@ -31,8 +31,14 @@ class Cell:
     text: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "table": self.table, "where": self.where, "label": self.label,
-                "tests": list(self.tests), "text": self.text}
+        return {
+            "id": self.id,
+            "table": self.table,
+            "where": self.where,
+            "label": self.label,
+            "tests": list(self.tests),
+            "text": self.text,
+        }
 
 
 @dataclass(frozen=True)
@@ -48,9 +54,14 @@ def _load() -> tuple[dict[str, str], dict[str, Cell], dict[str, Coverage]]:
     """The cells and coverage, transcribed from the contract into contract.json (data)."""
     raw = json.loads(resources.files("parval.framework").joinpath("contract.json").read_text("utf-8"))
     cells = {r[0]: Cell(r[0], r[1], r[2], r[3], tuple(r[4].split()), r[5]) for r in raw["cells"]}
-    coverage = {aid: Coverage(tuple((str(c), str(lab), str(n)) for c, lab, n in v["cells"]),
-                              tuple(v["areas"].split()), v.get("outside", ""))
-                for aid, v in raw["coverage"].items()}
+    coverage = {
+        aid: Coverage(
+            tuple((str(c), str(lab), str(n)) for c, lab, n in v["cells"]),
+            tuple(v["areas"].split()),
+            v.get("outside", ""),
+        )
+        for aid, v in raw["coverage"].items()
+    }
     return dict(raw["areas"]), cells, coverage
 
 
@@ -62,10 +73,8 @@ def coverage_json(assertion_id: str) -> dict[str, Any]:
     cov = COVERAGE.get(assertion_id)
     if cov is None:
         return {"cells": [], "areas": []}
-    cells = [{**CELLS[cid].to_json(), "parval_label": label, "probe": note}
-             for cid, label, note in cov.cells]
-    return {"cells": cells, "areas": {a: AREAS[a] for a in cov.areas},
-            "outside_http": cov.outside_http}
+    cells = [{**CELLS[cid].to_json(), "parval_label": label, "probe": note} for cid, label, note in cov.cells]
+    return {"cells": cells, "areas": {a: AREAS[a] for a in cov.areas}, "outside_http": cov.outside_http}
 
 
 def limitations(assertion_id: str) -> list[str]:
@@ -78,12 +87,16 @@ def limitations(assertion_id: str) -> list[str]:
         cell = CELLS[cid]
         if cell.label != "D" or label != "D":
             tests = " ".join(cell.tests) or "GAP"
-            out.append(f"contract cell '{cell.where}' ({cell.table}) is {cell.label} [{tests}] in the "
-                       f"contract; parval covers it {label}: {note}")
+            out.append(
+                f"contract cell '{cell.where}' ({cell.table}) is {cell.label} [{tests}] in the "
+                f"contract; parval covers it {label}: {note}"
+            )
     if cov.outside_http:
         out.append(f"not observable over HTTP: {cov.outside_http}")
     partial = [a for a in cov.areas if AREAS[a] != "Directly tested"]
     if partial:
-        out.append("contract area(s) " + ", ".join(partial) + " labelled 'Partially tested': "
-                   "a pass here is not a blanket pass for the group")
+        out.append(
+            "contract area(s) " + ", ".join(partial) + " labelled 'Partially tested': "
+            "a pass here is not a blanket pass for the group"
+        )
     return out

@@ -52,9 +52,7 @@ def run_ctest(
     meta_d = dict(meta or {})
 
     def not_run(reason: str) -> CTestRun:
-        run = CTestRun.not_run(
-            label, reason, build_dir=build_dir, tests_regex=tests_regex, meta=meta_d
-        )
+        run = CTestRun.not_run(label, reason, build_dir=build_dir, tests_regex=tests_regex, meta=meta_d)
         run.env, run.started_at = env_over, started
         return run
 
@@ -66,14 +64,7 @@ def run_ctest(
 
     tmp = Path(tempfile.mkdtemp(prefix="parval-ctest-"))
     junit = tmp / "junit.xml"
-    cmd = [
-        exe,
-        "--test-dir",
-        str(build_dir.resolve()),
-        "--output-on-failure",
-        "--output-junit",
-        str(junit),
-    ]
+    cmd = [exe, "--test-dir", str(build_dir.resolve()), "--output-on-failure", "--output-junit", str(junit)]
     if tests_regex is not None:
         cmd += ["-R", tests_regex]
     cmd += list(extra_args)
@@ -152,9 +143,7 @@ def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
-def _verdict(
-    run: CTestRun, timed_out: bool, timeout_s: float, build_dir: Path, stderr: str
-) -> tuple[RunStatus, str]:
+def _verdict(run: CTestRun, timed_out: bool, timeout_s: float, build_dir: Path, stderr: str) -> tuple[RunStatus, str]:
     n = len(run.tests)
     if timed_out:
         return "error", f"ctest did not finish within {timeout_s:g} s (killed); {n} test(s) seen"

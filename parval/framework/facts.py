@@ -134,7 +134,8 @@ class Obs:
     @property
     def blocked(self) -> bool:
         return any(not w["seen"] for w in self.facts["waits"]) or any(
-            stalled(s) for s in self.facts.get("staggers", []))
+            stalled(s) for s in self.facts.get("staggers", [])
+        )
 
     def __setitem__(self, key: str, value: Any) -> None:
         self.facts[key] = value

@@ -25,14 +25,12 @@ class Findings:
     sub-check is that judge's verdict over the facts. Both the observation and the derived
     check are events: `parval report --rejudge` re-runs the judges over the observations."""
 
-    def __init__(self, record: Callable[[Check], object] | None = None,
-                 observe: Observe | None = None) -> None:
+    def __init__(self, record: Callable[[Check], object] | None = None, observe: Observe | None = None) -> None:
         self.checks: list[Check] = []
         self._record = record
         self._observe = observe
 
-    def observe(self, assertion: str, name: str, judge: str, facts: dict[str, Any],
-                **evidence: Any) -> Check:
+    def observe(self, assertion: str, name: str, judge: str, facts: dict[str, Any], **evidence: Any) -> Check:
         """Record what one situation showed and judge it with the judge named `judge`."""
         if assertion not in FRAMEWORK_GATE:
             raise ValueError(f"unknown framework assertion {assertion}")
@@ -44,15 +42,12 @@ class Findings:
         verdict = run_judge(judge, facts)
         return self._add(assertion, name, verdict.status, verdict.detail(), {"judge": judge, **evidence})
 
-    def add(self, assertion: str, name: str, status: Status, detail: str,
-            **evidence: Any) -> Check:
+    def add(self, assertion: str, name: str, status: Status, detail: str, **evidence: Any) -> Check:
         """A sub-check that judges no server behaviour (skipped, not set up, a probe that
         could not finish): only PENDING or BLOCKED, recorded as a `given` observation."""
-        return self.observe(assertion, name, "given", {"status": str(status), "detail": detail},
-                            **evidence)
+        return self.observe(assertion, name, "given", {"status": str(status), "detail": detail}, **evidence)
 
-    def _add(self, assertion: str, name: str, status: Status, detail: str,
-             evidence: dict[str, Any]) -> Check:
+    def _add(self, assertion: str, name: str, status: Status, detail: str, evidence: dict[str, Any]) -> Check:
         check = Check(assertion, name, status, detail, evidence)
         self.checks.append(check)
         if self._record is not None:

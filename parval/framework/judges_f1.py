@@ -21,8 +21,10 @@ def _pool(v: Verdict, f: Facts) -> None:
     caps = [s.capacity for s in rows]
     published = sorted({c for c in caps if c is not None})
     appearances = sum(1 for a, b in zip(caps, caps[1:], strict=False) if a is None and b is not None)
-    v.require(len(published) <= 1 and appearances <= 1,
-              f"max_parallel_slots appeared once with one value (seen {published}, {appearances} appearance(s))")
+    v.require(
+        len(published) <= 1 and appearances <= 1,
+        f"max_parallel_slots appeared once with one value (seen {published}, {appearances} appearance(s))",
+    )
     loaded = [bool(s.loaded) for s in rows]
     flips = sum(1 for a, b in zip(loaded, loaded[1:], strict=False) if a != b)
     v.require(flips <= 1, f"loaded went false -> true once ({flips} change(s))")
@@ -80,12 +82,14 @@ def forced_order(f: Facts) -> Verdict:
         requests = [*occupants, older, *later]
         all_ok(v, requests, "requests")
         v.require(manager.status == 200 and model in unloaded_ids(manager), "the unload answered 200 listing the model")
-        v.require(older.t_done <= manager.t_done + t.tol_s,
-                  f"the older queued request finished before the unload "
-                  f"({ms(older.t_done - manager.t_done)} ms relative)")
+        v.require(
+            older.t_done <= manager.t_done + t.tol_s,
+            f"the older queued request finished before the unload ({ms(older.t_done - manager.t_done)} ms relative)",
+        )
         early = [x.label for x in later if x.t_done < manager.t_done + t.tol_s]
-        v.require(not early, "later requests ran only after the unload"
-                  + (f" (barged: {', '.join(early)})" if early else ""))
+        v.require(
+            not early, "later requests ran only after the unload" + (f" (barged: {', '.join(early)})" if early else "")
+        )
         no_overtaking(v, requests, t.tol_s, "requests in enqueue order")
         outputs_match(v, f, "base", requests, "all")
     v.require(bool(f["drained"]), "counters drained afterwards")
@@ -108,8 +112,10 @@ def request_only_queue(f: Facts) -> Verdict:
     if f["marked"] and sorted(order) == sorted(expected):
         v.require(order == expected, f"observer trace shows admission in enqueue order ({order})")
     elif stagger < 0.025:
-        v.pend(f"no observer trace and slots free only {stagger * 1000:.0f} ms apart: completion "
-               "order cannot show admission order (use a validation build or a longer request)")
+        v.pend(
+            f"no observer trace and slots free only {stagger * 1000:.0f} ms apart: completion "
+            "order cannot show admission order (use a validation build or a longer request)"
+        )
     else:
         # Without a trace: staggered slots free a stagger apart, so order shows in completions.
         no_overtaking(v, requests, stagger / 2, "queued requests")
@@ -135,17 +141,23 @@ def overdue_case(f: Facts) -> Verdict:
     if v.blockers:
         pass
     elif barged:
-        v.block("the probe took a spare slot ahead of the waiting manager, so the overdue rule "
-                "was never reached (FIFO barging; judged by F1.fifo)")
+        v.block(
+            "the probe took a spare slot ahead of the waiting manager, so the overdue rule "
+            "was never reached (FIFO barging; judged by F1.fifo)"
+        )
     else:
-        v.require(probe.status == 503 and "all active slots exceeded busy_timeout_ms" in msg,
-                  f"probe rejected 503 'all active slots exceeded busy_timeout_ms' (got {probe.status}: {msg[:120]})")
+        v.require(
+            probe.status == 503 and "all active slots exceeded busy_timeout_ms" in msg,
+            f"probe rejected 503 'all active slots exceeded busy_timeout_ms' (got {probe.status}: {msg[:120]})",
+        )
         # The text is decisive: only the check before enqueueing produces it (a probe that
         # waited out its bound gets 'timed out waiting for a slot'); the latency bound only
         # allows for a loaded machine.
-        v.require(lat_ms is not None and lat_ms < probe_ms + t.tol_s * 1000,
-                  f"rejected in {lat_ms if lat_ms is None else round(lat_ms, 1)} ms against its "
-                  f"{probe_ms} ms bound (fail-fast before enqueueing)")
+        v.require(
+            lat_ms is not None and lat_ms < probe_ms + t.tol_s * 1000,
+            f"rejected in {lat_ms if lat_ms is None else round(lat_ms, 1)} ms against its "
+            f"{probe_ms} ms bound (fail-fast before enqueueing)",
+        )
         all_ok(v, occupants, "occupants")
     v.require(bool(f["drained"]), "counters drained afterwards")
     return v
@@ -164,9 +176,11 @@ def healthy_plus_overdue(f: Facts) -> Verdict:
     lat_ms = 0.0 if probe.elapsed_s is None else probe.elapsed_s * 1000
     if not v.blockers:
         served = probe.status == 200
-        v.require(served or (probe.status == 503 and "timed out waiting for a slot" in msg),
-                  f"probe waited: served or 503 'timed out waiting for a slot', never the fail-fast "
-                  f"rejection (got {probe.status}: {msg[:120]})")
+        v.require(
+            served or (probe.status == 503 and "timed out waiting for a slot" in msg),
+            f"probe waited: served or 503 'timed out waiting for a slot', never the fail-fast "
+            f"rejection (got {probe.status}: {msg[:120]})",
+        )
         v.require(served or lat_ms >= 0.9 * probe_ms, f"it waited {lat_ms:.0f} ms of its {probe_ms} ms bound")
     v.require(bool(f["drained"]), "counters drained afterwards")
     return v

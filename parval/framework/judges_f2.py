@@ -12,8 +12,10 @@ from parval.framework.observed import STALLED, all_ok, outputs_match, unloaded_i
 from parval.framework.observed import judge as register
 
 SLOTS_RANGE_TEXT = "model slots must be an integer between 1 and 16"
-BARGED = ("the later request ran ahead of the waiting reconfiguration (FIFO barging, judged "
-          "by F1.fifo), so which configuration it should bind cannot be judged here")
+BARGED = (
+    "the later request ran ahead of the waiting reconfiguration (FIFO barging, judged "
+    "by F1.fifo), so which configuration it should bind cannot be judged here"
+)
 
 
 @register("f2.unload_during_load")
@@ -33,12 +35,16 @@ def unload_during_load(f: Facts) -> Verdict:
     v.require(bool(f["settled"]), "both completed within bound")
     all_ok(v, [first], "the first request")
     outputs_match(v, f, "base", [first], "the first request", phase="cold")
-    ok_reply = unload.status == 200 and (model in unloaded_ids(unload)
-                                         or unload.json() == {"id": model, "loaded": False})
+    ok_reply = unload.status == 200 and (
+        model in unloaded_ids(unload) or unload.json() == {"id": model, "loaded": False}
+    )
     v.require(ok_reply, f"the unload answered 200 naming the model (got {unload.status})")
     early = unload.t_done < first.t_done - t.tol_s
-    v.require(not early, "the unload waited for the load in progress and its request"
-              + (f" ({(first.t_done - unload.t_done) * 1000:.0f} ms early)" if early else ""))
+    v.require(
+        not early,
+        "the unload waited for the load in progress and its request"
+        + (f" ({(first.t_done - unload.t_done) * 1000:.0f} ms early)" if early else ""),
+    )
     v.require(bool(f["ended_unloaded"]), "the model ended unloaded with drained counters")
     return v
 
@@ -46,8 +52,10 @@ def unload_during_load(f: Facts) -> Verdict:
 def _reconfigured(v: Verdict, manager: FlightFact, what: str, *, body_in_text: bool = True) -> None:
     body = manager.json()
     got = f"{manager.status} {body}" if body_in_text else f"{manager.status}"
-    v.require(manager.status == 200 and isinstance(body, dict) and body.get("reconfigured") is True,
-              f"{what} answered 200 reconfigured=true (got {got})")
+    v.require(
+        manager.status == 200 and isinstance(body, dict) and body.get("reconfigured") is True,
+        f"{what} answered 200 reconfigured=true (got {got})",
+    )
 
 
 def _opening(f: Facts, *labels: str) -> tuple[Verdict, list[FlightFact], list[FlightFact]]:
@@ -88,8 +96,9 @@ def unload_not_undone(f: Facts) -> Verdict:
         all_ok(v, [*occupants, older, manager], "requests and the unload")
         outputs_match(v, f, "base", [*occupants, older], "requests")
         v.require(older.t_done <= manager.t_done + t.tol_s, "the older request ran before the unload")
-        v.require(bool(f.get("ended_unloaded")),
-                  "the model ended unloaded (no older waiter reloaded it after the unload)")
+        v.require(
+            bool(f.get("ended_unloaded")), "the model ended unloaded (no older waiter reloaded it after the unload)"
+        )
     return v
 
 
@@ -113,11 +122,15 @@ def _kept(v: Verdict, f: Facts, entry: dict[str, Any]) -> None:
     n, cap, what = f["count"], f["capacity"], str(entry["what"])
     sample = entry.get("sample")
     seen: dict[str, Any] = sample if isinstance(sample, dict) else {}
-    v.require(sample is not None and seen.get("slots") == n and seen.get("loaded") is True
-              and seen.get("max_parallel") == cap,
-              f"after {what}: slots={n}, loaded, max_parallel_slots={cap} kept "
-              f"(saw slots={seen.get('slots')}, loaded={seen.get('loaded')}, "
-              f"max_parallel={seen.get('max_parallel')})")
+    v.require(
+        sample is not None
+        and seen.get("slots") == n
+        and seen.get("loaded") is True
+        and seen.get("max_parallel") == cap,
+        f"after {what}: slots={n}, loaded, max_parallel_slots={cap} kept "
+        f"(saw slots={seen.get('slots')}, loaded={seen.get('loaded')}, "
+        f"max_parallel={seen.get('max_parallel')})",
+    )
     after = flight(f, str(entry["after"]))
     all_ok(v, [after], f"a request after {what}")
     outputs_match(v, f, "base", [after], f"after {what}")
@@ -139,9 +152,11 @@ def unsupported_count(f: Facts) -> Verdict:
     body = reply.json()
     error = body.get("error") if isinstance(body, dict) else None
     kind = error.get("type") if isinstance(error, dict) else None
-    v.require(reply.status == 400 and kind == "invalid_request_error" and f"capacity={cap}" in reply.message,
-              f"slots={cap + 1} against capacity {cap}: 400 invalid_request_error naming capacity={cap} "
-              f"(got {reply.status} {reply.message[:120]})")
+    v.require(
+        reply.status == 400 and kind == "invalid_request_error" and f"capacity={cap}" in reply.message,
+        f"slots={cap + 1} against capacity {cap}: 400 invalid_request_error naming capacity={cap} "
+        f"(got {reply.status} {reply.message[:120]})",
+    )
     _kept_after(v, f, f"slots={cap + 1}")
     return v
 
@@ -156,8 +171,10 @@ def invalid_metadata(f: Facts) -> Verdict:
     _kept_after(v, f, "an invalid task")
     for form in f.get("forms") or []:
         reply = flight(f, str(form["label"]))
-        v.require(reply.status == 400 and SLOTS_RANGE_TEXT in reply.message,
-                  f"slots={form['slots']!r} rejected 400 '{SLOTS_RANGE_TEXT}' (got {reply.status})")
+        v.require(
+            reply.status == 400 and SLOTS_RANGE_TEXT in reply.message,
+            f"slots={form['slots']!r} rejected 400 '{SLOTS_RANGE_TEXT}' (got {reply.status})",
+        )
     _kept_after(v, f, "invalid slots values")
     return v
 
@@ -198,10 +215,11 @@ def post_commit_failure(f: Facts) -> Verdict:
     configuration registered and unloaded with its lease released; a retry recovers it."""
     v = Verdict()
     broken = flight(f, "reconfigure-missing")
-    v.require(broken.status is not None and broken.status >= 400,
-              f"a replacement whose load fails after commit is an error (got {broken.status})")
-    v.require(f.get("entry_loaded") is False,
-              "the new configuration stays registered and unloaded (no partial pool)")
+    v.require(
+        broken.status is not None and broken.status >= 400,
+        f"a replacement whose load fails after commit is an error (got {broken.status})",
+    )
+    v.require(f.get("entry_loaded") is False, "the new configuration stays registered and unloaded (no partial pool)")
     failing = flight(f, "request-while-broken")
     v.require(failing.status is not None and failing.status >= 400, "a request on it fails cleanly")
     v.require(bool(f["drained"]), "the failed load released its lease")
@@ -223,11 +241,15 @@ def native_batch(f: Facts) -> Verdict:
     v.require(bool(f["held"]), "the batch held a slot")
     v.require(bool(f["settled"]), "the unload completed")
     batch_done = f.get("batch_t_done")
-    v.require(batch_done is not None and float(batch_done) <= manager.t_done + t.tol_s,
-              "the unload waited for the whole batch exchange")
+    v.require(
+        batch_done is not None and float(batch_done) <= manager.t_done + t.tol_s,
+        "the unload waited for the whole batch exchange",
+    )
     events = f.get("events") or []
-    v.require(any(isinstance(e, dict) and e.get("type") == "task.batch.done" for e in events)
-              and "[DONE]" in events, "the batch exchange completed with its done event")
+    v.require(
+        any(isinstance(e, dict) and e.get("type") == "task.batch.done" for e in events) and "[DONE]" in events,
+        "the batch exchange completed with its done event",
+    )
     v.require(bool(f["drained"]), "a batch abandoned after one event released its lease")
     all_ok(v, [flight(f, "after")], "a request after the abandoned batch")
     return v

@@ -28,8 +28,10 @@ def config_load_failure(f: Facts) -> Verdict:
     v.require(_error(first.status), f"a request whose first load fails answers an error (got {first.status})")
     v.require(bool(f["drained_first"]), "the failed load released its lease")
     v.require(f.get("loaded_after") is False, "nothing was published")
-    v.require(_error(again.status) and again.status != 503,
-              f"a later request retries the load (an error again, not a stuck 503; got {again.status})")
+    v.require(
+        _error(again.status) and again.status != 503,
+        f"a later request retries the load (an error again, not a stuck 503; got {again.status})",
+    )
     v.require(bool(f["drained_again"]), "the retry released its lease too")
     return v
 
@@ -42,8 +44,10 @@ def registration_retry(f: Facts) -> Verdict:
     fail = flight(f, "register-missing")
     v.require(_error(fail.status), f"registration with a missing checkpoint fails (got {fail.status})")
     entry = f.get("entry")
-    v.require(isinstance(entry, dict) and entry.get("loaded") is False and not entry.get("active_slots"),
-              "the entry stays registered, unloaded, with no lease held")
+    v.require(
+        isinstance(entry, dict) and entry.get("loaded") is False and not entry.get("active_slots"),
+        "the entry stays registered, unloaded, with no lease held",
+    )
     good = flight(f, "register-good")
     v.require(good.status == 200, f"the retry with the good checkpoint loads (got {good.status})")
     out = named(f, "after-retry")
@@ -74,6 +78,7 @@ def invalid_alongside(f: Facts) -> Verdict:
 
 # -- what only the server's CTests can show --------------------------------------------------
 
+
 @dataclass(frozen=True)
 class CTestEvidence:
     """Evidence a black box cannot give: only the server's own tests (with the
@@ -86,26 +91,46 @@ class CTestEvidence:
 
 # (assertion, sub-check, CTest name pattern, what only that CTest shows)
 _CTEST_ROWS = (
-    ("F3.load_failures", "primary_injection", r"session_pool|parallel_lifecycle|model_slots|slot_validation",
-     "primary, null-primary and partial-clone load-failure injection (contract T12/T17)"),
-    ("F3.ownership", "resource_lifetime", r"ownership|session_pool|parallel_lifecycle",
-     "resource lifetime, cache and RNG privacy of sessions"),
-    ("F2.callback_lease", "stream_and_unstarted_callbacks", r"slot_validation|live_body|callback|stream",
-     "stream callbacks and abandoned unstarted deferred callbacks (contract T14/T18)"),
-    ("F5.no_convoy", "blocked_metadata", r"slot_validation",
-     "metadata blocked during bulk/status work (the AUDIOCPP_SLOT_VALIDATION hooks)"),
-    ("F5.retiring_residency", "blocked_teardown", r"slot_validation",
-     "teardown blocked while a model retires (the AUDIOCPP_SLOT_VALIDATION hooks)"),
+    (
+        "F3.load_failures",
+        "primary_injection",
+        r"session_pool|parallel_lifecycle|model_slots|slot_validation",
+        "primary, null-primary and partial-clone load-failure injection (contract T12/T17)",
+    ),
+    (
+        "F3.ownership",
+        "resource_lifetime",
+        r"ownership|session_pool|parallel_lifecycle",
+        "resource lifetime, cache and RNG privacy of sessions",
+    ),
+    (
+        "F2.callback_lease",
+        "stream_and_unstarted_callbacks",
+        r"slot_validation|live_body|callback|stream",
+        "stream callbacks and abandoned unstarted deferred callbacks (contract T14/T18)",
+    ),
+    (
+        "F5.no_convoy",
+        "blocked_metadata",
+        r"slot_validation",
+        "metadata blocked during bulk/status work (the AUDIOCPP_SLOT_VALIDATION hooks)",
+    ),
+    (
+        "F5.retiring_residency",
+        "blocked_teardown",
+        r"slot_validation",
+        "teardown blocked while a model retires (the AUDIOCPP_SLOT_VALIDATION hooks)",
+    ),
 )
 CTEST_EVIDENCE: dict[str, CTestEvidence] = {
-    aid: CTestEvidence(name, re.compile(pattern), what) for aid, name, pattern, what in _CTEST_ROWS}
+    aid: CTestEvidence(name, re.compile(pattern), what) for aid, name, pattern, what in _CTEST_ROWS
+}
 
 
 def ctest_cases(f: Facts) -> list[tuple[str, str]]:
     """The recorded cases of the default CTest run that match the recorded pattern."""
     pattern = re.compile(str(f["ctest_pattern"]))
-    return [(str(c["name"]), str(c["status"])) for c in f.get("cases") or []
-            if pattern.search(str(c["name"]))]
+    return [(str(c["name"]), str(c["status"])) for c in f.get("cases") or [] if pattern.search(str(c["name"]))]
 
 
 @register("f3.ctest_evidence")
@@ -120,8 +145,10 @@ def ctest_evidence(f: Facts) -> Verdict:
     if not isinstance(run, dict) or run.get("status") == "not_run":
         why = run.get("reason") if isinstance(run, dict) else "no CTest run in this record"
         observed = [str(x) for x in f.get("observed_over_http") or []]
-        v.pend(f"needs {needs}: CTest matching {pattern!r} ({why}); over HTTP "
-               f"only {', '.join(observed) or 'nothing'} was observed")
+        v.pend(
+            f"needs {needs}: CTest matching {pattern!r} ({why}); over HTTP "
+            f"only {', '.join(observed) or 'nothing'} was observed"
+        )
         return v
     cases = ctest_cases(f)
     ran = [name for name, status in cases if status == "passed"]

@@ -48,8 +48,7 @@ def queued_disconnect(f: Facts) -> Verdict:
     v = Verdict()
     waits(v, f)
     v.require(bool(f["settled"]), "client tasks ended")
-    v.require(bool(f["drained"]),
-              "queued_requests and active_slots drained (abandoned waiters ran or were removed)")
+    v.require(bool(f["drained"]), "queued_requests and active_slots drained (abandoned waiters ran or were removed)")
     all_ok(v, named(f, *f["occupants"]), "occupants")
     next_wave_exact(v, f)
     return v
@@ -73,11 +72,16 @@ def shutdown_policy(v: Verdict, running: list[FlightFact], queued: FlightFact) -
     admitted before SIGTERM is answered 200; a queued one is answered or rejected with an
     HTTP error; none may lose its connection without a reply. Returns which was which."""
     policy = drain_policy(running, queued)
-    v.require(not policy["no_reply"], "every request in flight at SIGTERM got an HTTP reply"
-              + (f" (connection dropped without one: {', '.join(policy['no_reply'])})" if policy["no_reply"] else ""))
+    v.require(
+        not policy["no_reply"],
+        "every request in flight at SIGTERM got an HTTP reply"
+        + (f" (connection dropped without one: {', '.join(policy['no_reply'])})" if policy["no_reply"] else ""),
+    )
     lost = [f"{f.label}={f.status}" for f in running if f.status not in (200, None)]
-    v.require(not lost, "every running request was drained (answered 200)"
-              + (f" (rejected: {', '.join(lost)})" if lost else ""))
+    v.require(
+        not lost,
+        "every running request was drained (answered 200)" + (f" (rejected: {', '.join(lost)})" if lost else ""),
+    )
     return policy
 
 
@@ -102,8 +106,9 @@ def sigterm_inflight(f: Facts) -> Verdict:
     waits(v, f)
     stop = dict(f["stop"] or {})
     grace = float(f["grace_s"])
-    v.require(not stop.get("killed"), f"the server exited by itself within {grace:g} s "
-              "(a SIGKILL is never a graceful drain)")
+    v.require(
+        not stop.get("killed"), f"the server exited by itself within {grace:g} s (a SIGKILL is never a graceful drain)"
+    )
     v.require(stop.get("exit_code") == 0, f"exit code 0 (got {stop.get('exit_code')})")
     running = named(f, *f["running"])
     queued = flight(f, str(f["queued"]))
@@ -121,7 +126,9 @@ def stalled_socket_io(f: Facts) -> Verdict:
     stop = dict(f["stop"] or {})
     bound = float(f["bound_s"])
     drain_s = float(f["drain_s"])
-    v.require(_exited_by_itself(stop),
-              f"exited 0 by itself within {bound:g} s with stalled header/body sockets "
-              f"(killed={stop.get('killed')}, exit={stop.get('exit_code')}, {drain_s:.2f} s)")
+    v.require(
+        _exited_by_itself(stop),
+        f"exited 0 by itself within {bound:g} s with stalled header/body sockets "
+        f"(killed={stop.get('killed')}, exit={stop.get('exit_code')}, {drain_s:.2f} s)",
+    )
     return v

@@ -63,10 +63,16 @@ def together(f: Facts) -> Verdict:
         both = [s for s in rows if s.active(a) >= 1 and s.active(b) >= 1]
         v.require(bool(both), "both models held slots at the same time")
     else:
-        odd = [f"{x.label}={x.status}" for x in flights if x.status != 200 and not
-               (x.status == 503 and BUSY_LIMIT_TEXT in x.message)]
-        v.require(not odd, "each request answered 200 or 503 'max_loaded_models ... every loaded model is busy'"
-                  + (f" (got {', '.join(odd)})" if odd else ""))
+        odd = [
+            f"{x.label}={x.status}"
+            for x in flights
+            if x.status != 200 and not (x.status == 503 and BUSY_LIMIT_TEXT in x.message)
+        ]
+        v.require(
+            not odd,
+            "each request answered 200 or 503 'max_loaded_models ... every loaded model is busy'"
+            + (f" (got {', '.join(odd)})" if odd else ""),
+        )
         v.require(any(x.status == 200 for x in flights), "at least one request was served")
         loaded_both = [s for s in rows if s.loaded(a) and s.loaded(b)]
         v.require(not loaded_both, "never two models loaded under max_loaded_models=1")
@@ -91,8 +97,10 @@ def warm_during_cold(f: Facts) -> Verdict:
         v.pend("the cold load finished before it could be observed")
     all_ok(v, [cold, warm], "requests")
     lat = warm.elapsed_s if warm.elapsed_s is not None else float("inf")
-    v.require(lat < t.service_s + t.load_s / 2 and warm.t_done < cold.t_done,
-              f"the warm model answered in {lat * 1000:.0f} ms without waiting for the cold load")
+    v.require(
+        lat < t.service_s + t.load_s / 2 and warm.t_done < cold.t_done,
+        f"the warm model answered in {lat * 1000:.0f} ms without waiting for the cold load",
+    )
     outputs_match(v, f, _tag(f, str(warm.model)), [warm], "the warm model")
     return v
 
@@ -141,13 +149,17 @@ def retiring(f: Facts) -> Verdict:
     if not f["teardown_window"]:
         v.pend("the unload finished before another load could be sent during its teardown")
     v.require(bool(f["settled"]), "the unload completed")
-    v.require(incoming.status == 200, f"the incoming load was served during the teardown "
-              f"(got {incoming.status}: {incoming.message[:100]})")
+    v.require(
+        incoming.status == 200,
+        f"the incoming load was served during the teardown (got {incoming.status}: {incoming.message[:100]})",
+    )
     outputs_match(v, f, str(f["incoming_tag"]), [incoming], "the incoming model")
     if f.get("keeper") is not None:
         lost = [s for s in samples(f, "keeper_samples") if s.loaded is False]
-        v.require(not lost and f.get("keeper_end_loaded") is True,
-                  "the keeper stayed loaded (not evicted because of the retiring model)")
+        v.require(
+            not lost and f.get("keeper_end_loaded") is True,
+            "the keeper stayed loaded (not evicted because of the retiring model)",
+        )
     return v
 
 
@@ -167,8 +179,9 @@ def ready_first(f: Facts) -> Verdict:
     all_ok(v, [cold, bulk], "the first request and the bulk unload")
     outputs_match(v, f, _tag(f, b), [cold], b, phase="cold")
     freed, published = f.get("freed_at"), f.get("published_at")
-    freed_first = freed is not None and float(freed) < cold.t_done and (
-        published is None or float(freed) < float(published))
+    freed_first = (
+        freed is not None and float(freed) < cold.t_done and (published is None or float(freed) < float(published))
+    )
     v.require(bool(v.blockers) or freed_first, "the ready idle model was freed before the first load finished")
     ids = unloaded_ids(bulk)
     v.require(ids == [a, b], f"reply lists the ready model first ({ids})")
@@ -194,10 +207,14 @@ def no_convoy(f: Facts) -> Verdict:
         v.pend("A's work finished before the unrelated reads could be sent during the unload")
     v.require(bool(f["settled"]), "everything completed")
     warm = flight(f, "warm-b")
-    for x, what in ((flight(f, "status"), "GET /v1/models"), (flight(f, "health"), "GET /health"),
-                    (warm, "the warm request to B")):
-        v.require(x.status == 200 and x.t_done < bulk.t_done,
-                  f"{what} answered before A's unload finished ({_lead(x, bulk)})")
+    for x, what in (
+        (flight(f, "status"), "GET /v1/models"),
+        (flight(f, "health"), "GET /health"),
+        (warm, "the warm request to B"),
+    ):
+        v.require(
+            x.status == 200 and x.t_done < bulk.t_done, f"{what} answered before A's unload finished ({_lead(x, bulk)})"
+        )
     outputs_match(v, f, _tag(f, b), [warm], "the warm model")
     return v
 

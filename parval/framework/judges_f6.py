@@ -15,16 +15,11 @@ from parval.status import Result, Status, not_applicable
 
 # Required when the default transport changed (procedure-assertions F6.ctest); a plan that
 # keeps the legacy listener passes its own list.
-DEFAULT_REQUIRED_TESTS: tuple[str, ...] = (
-    "parallel_http_live_body_test",
-    "parallel_http_ownership_test",
-)
+DEFAULT_REQUIRED_TESTS: tuple[str, ...] = ("parallel_http_live_body_test", "parallel_http_ownership_test")
 DEFAULT_SANITIZERS: tuple[str, ...] = ("asan", "tsan")
 # The CTests relevant to the parallel scope (scheduler, sessions, slots, server/HTTP paths);
 # a failure outside it is an unrelated common-suite failure, disclosed separately.
-RELEVANT_TESTS = re.compile(
-    r"parallel|slot|session|schedul|lifecycle|ownership|server|http|busy|registry|model_manag"
-)
+RELEVANT_TESTS = re.compile(r"parallel|slot|session|schedul|lifecycle|ownership|server|http|busy|registry|model_manag")
 
 
 def _latest(runs: Sequence[CTestRun], label: str) -> tuple[CTestRun | None, list[CTestRun]]:
@@ -74,12 +69,19 @@ def _assess_ctest(runs: Sequence[CTestRun], required: Sequence[str]) -> Result:
     req_status = {name: (c.status if (c := run.case(name)) else "absent") for name in required}
     relevant = [c.name for c in run.failures if c.name in required or RELEVANT_TESTS.search(c.name)]
     unrelated = [c.name for c in run.failures if c.name not in relevant]
-    evidence = {"run": run.to_json(), "required": req_status, "relevant_failures": relevant,
-                "unrelated_failures": unrelated, "relevant_pattern": RELEVANT_TESTS.pattern}
+    evidence = {
+        "run": run.to_json(),
+        "required": req_status,
+        "relevant_failures": relevant,
+        "unrelated_failures": unrelated,
+        "relevant_pattern": RELEVANT_TESTS.pattern,
+    }
     limitations = _superseded_notes(DEFAULT_LABEL, earlier)
     if unrelated:
-        limitations.append("unrelated common-suite failure(s), disclosed separately (outside the parallel "
-                           f"scope {RELEVANT_TESTS.pattern!r}): {', '.join(unrelated)}")
+        limitations.append(
+            "unrelated common-suite failure(s), disclosed separately (outside the parallel "
+            f"scope {RELEVANT_TESTS.pattern!r}): {', '.join(unrelated)}"
+        )
 
     def result(status: Status, reason: str) -> Result:
         return Result(rid, status, reason, evidence, run.reproduction, limitations)
@@ -98,14 +100,17 @@ def _assess_ctest(runs: Sequence[CTestRun], required: Sequence[str]) -> Result:
     return result(Status.PASS, f"{run.reason}{req}")
 
 
-def _assess_sanitizers(runs: Sequence[CTestRun], sanitizers: Sequence[str],
-                       unavailable: str | None = None) -> Result:
+def _assess_sanitizers(runs: Sequence[CTestRun], sanitizers: Sequence[str], unavailable: str | None = None) -> Result:
     rid = "F6.sanitizers"
     if not sanitizers:
         if unavailable:
             return not_applicable(rid, f"no sanitizer job can run here: {unavailable}")
-        return Result(rid, Status.PENDING, "no sanitizer job requested and no platform reason given "
-                      "(ASan and TSan run separately where supported; name why they cannot here)")
+        return Result(
+            rid,
+            Status.PENDING,
+            "no sanitizer job requested and no platform reason given "
+            "(ASan and TSan run separately where supported; name why they cannot here)",
+        )
     jobs: dict[str, dict[str, Any]] = {}
     statuses: list[Status] = []
     parts: list[str] = []
@@ -119,10 +124,7 @@ def _assess_sanitizers(runs: Sequence[CTestRun], sanitizers: Sequence[str],
         else:
             job = run.to_json()
             reason = run.reason
-            status = {
-                "passed": Status.PASS,
-                "not_run": Status.PENDING,
-            }.get(run.status, Status.FAIL)
+            status = {"passed": Status.PASS, "not_run": Status.PENDING}.get(run.status, Status.FAIL)
             if (empty := _nothing_ran(run)) is not None:
                 status, reason = Status.PENDING, empty
             if run.reproduction:

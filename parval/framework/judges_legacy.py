@@ -46,8 +46,10 @@ def unpublished_skip(f: Facts) -> Verdict:
     if f.get("during_loaded") is True:
         v.block("the load was already published when the unload was sent")
         return v
-    v.require(bulk.status == 200 and model not in unloaded_ids(bulk),
-              f"bulk unload answered at once without the unpublished model (unloaded={unloaded_ids(bulk)})")
+    v.require(
+        bulk.status == 200 and model not in unloaded_ids(bulk),
+        f"bulk unload answered at once without the unpublished model (unloaded={unloaded_ids(bulk)})",
+    )
     v.require(bulk.t_done < first.t_done - t.tol_s, "it did not wait for the load in progress")
     all_ok(v, [first], "the first request")
     v.require(bool(f.get("ended_loaded")), "the model ended loaded (the skipped load was published)")
@@ -68,8 +70,9 @@ def guard_serializes(f: Facts) -> Verdict:
     all_ok(v, items, "requests")
     done = sorted(x.t_done for x in items)
     gaps = [b - a for a, b in zip(done, done[1:], strict=False)]
-    v.require(all(g >= 0.6 * t.service_s for g in gaps),
-              f"completions a service apart ({[_ms_or_none(g) for g in gaps]} ms)")
+    v.require(
+        all(g >= 0.6 * t.service_s for g in gaps), f"completions a service apart ({[_ms_or_none(g) for g in gaps]} ms)"
+    )
     return v
 
 
@@ -83,11 +86,15 @@ def wedged_text(f: Facts) -> Verdict:
     probe = flight(f, "probe")
     v.require(bool(f["settled"]), "the holder completed")
     msg = probe.message
-    v.require(probe.status == 503 and "current inference has run" in msg and "likely wedged" in msg,
-              f"503 'current inference has run ... likely wedged' (got {probe.status}: {msg[:120]})")
+    v.require(
+        probe.status == 503 and "current inference has run" in msg and "likely wedged" in msg,
+        f"503 'current inference has run ... likely wedged' (got {probe.status}: {msg[:120]})",
+    )
     lat = (probe.elapsed_s or 0.0) * 1000
-    v.require(lat < bound + t.tol_s * 1000, f"rejected in {lat:.0f} ms against its {bound} ms bound "
-              "(the wedged text is only produced before waiting)")
+    v.require(
+        lat < bound + t.tol_s * 1000,
+        f"rejected in {lat:.0f} ms against its {bound} ms bound (the wedged text is only produced before waiting)",
+    )
     return v
 
 
@@ -107,8 +114,10 @@ def registration_forms(f: Facts) -> Verdict:
     the legacy text, and nothing was registered."""
     v = Verdict()
     for r in f["results"]:
-        v.require(r["status"] == 400 and r["message"] == LEGACY_SLOTS_TEXT,
-                  f"slots={r['slots']!r} rejected 400 '{LEGACY_SLOTS_TEXT}' (got {r['status']})")
+        v.require(
+            r["status"] == 400 and r["message"] == LEGACY_SLOTS_TEXT,
+            f"slots={r['slots']!r} rejected 400 '{LEGACY_SLOTS_TEXT}' (got {r['status']})",
+        )
     before, after = f.get("models_before"), f.get("models_after")
     v.require(before == after, f"registered model count unchanged ({before} -> {after})")
     return v
@@ -120,6 +129,8 @@ def config_forms(f: Facts) -> Verdict:
     with the rejection text."""
     v = Verdict()
     for s in f["starts"]:
-        v.require(bool(s["exited"]) and s["exit_code"] == 1 and bool(s["message"]),
-                  f"config slots={s['slots']!r}: startup failed with exit 1 and the rejection text")
+        v.require(
+            bool(s["exited"]) and s["exit_code"] == 1 and bool(s["message"]),
+            f"config slots={s['slots']!r}: startup failed with exit 1 and the rejection text",
+        )
     return v

@@ -14,11 +14,12 @@ from parval.framework.observed import judge as register
 def bounded(v: Verdict, probe: FlightFact, bound_ms: int, text: str, tol_s: float) -> None:
     """Rejected 503 with `text` after waiting out (about) its bound, not at once, not late."""
     msg = probe.message
-    v.require(probe.status == 503 and text in msg,
-              f"503 '{text}' (got {probe.status}: {msg[:120]})")
+    v.require(probe.status == 503 and text in msg, f"503 '{text}' (got {probe.status}: {msg[:120]})")
     lat = probe.elapsed_s or 0.0
-    v.require(0.9 * bound_ms / 1000 <= lat < bound_ms / 1000 + tol_s + 0.05,
-              f"gave up after {lat * 1000:.0f} ms for a {bound_ms} ms bound")
+    v.require(
+        0.9 * bound_ms / 1000 <= lat < bound_ms / 1000 + tol_s + 0.05,
+        f"gave up after {lat * 1000:.0f} ms for a {bound_ms} ms bound",
+    )
 
 
 @register("timeouts.case")
@@ -42,8 +43,9 @@ def case(f: Facts) -> Verdict:
         else:
             bounded(v, probe, int(f["bound_ms"]), str(expect), t.tol_s)
         if f.get("flagged"):
-            v.require(bool(f.get("drained")),
-                      "counters drained afterwards (no timed-out request stays counted as queued)")
+            v.require(
+                bool(f.get("drained")), "counters drained afterwards (no timed-out request stays counted as queued)"
+            )
     return v
 
 
@@ -55,11 +57,14 @@ def _behind(v: Verdict, f: Facts) -> None:
     if not seen or int(seen["queued"]) >= 1:
         return
     if not seen["manager_finished"]:
-        v.block("the request behind the manager took the spare slot instead of queueing (FIFO "
-                "barging, judged by F1.fifo)")
+        v.block(
+            "the request behind the manager took the spare slot instead of queueing (FIFO barging, judged by F1.fifo)"
+        )
     else:
-        v.block(STALLED.format(what="the targeted unload") + " (the request reached the "
-                "scheduler only after the manager gave up)")
+        v.block(
+            STALLED.format(what="the targeted unload") + " (the request reached the "
+            "scheduler only after the manager gave up)"
+        )
 
 
 @register("timeouts.manager_timeout")
@@ -78,15 +83,19 @@ def manager_timeout(f: Facts) -> Verdict:
     if not v.blockers:
         bounded(v, manager, int(f["bound_ms"]), str(f["expect"]), t.tol_s)
         all_ok(v, [*occupants, *([later] if later else [])], "requests")
-        v.require(bool(f["end_sampled"]) and f.get("end_loaded") is not False,
-                  "the model stayed loaded (the timed-out unload did nothing)")
+        v.require(
+            bool(f["end_sampled"]) and f.get("end_loaded") is not False,
+            "the model stayed loaded (the timed-out unload did nothing)",
+        )
         if later is not None:
             woke = f.get("woke_t")
             first_done = f.get("occupants_first_done")
             done_first = INF if first_done is None else float(first_done)
-            v.require(woke is not None and float(woke) < done_first,
-                      "the manager giving up woke the request queued behind it (it took the spare "
-                      "slot before the occupants finished)")
+            v.require(
+                woke is not None and float(woke) < done_first,
+                "the manager giving up woke the request queued behind it (it took the spare "
+                "slot before the occupants finished)",
+            )
     return v
 
 
@@ -102,8 +111,12 @@ def bulk_unbounded(f: Facts) -> Verdict:
     v.require(bool(f["settled"]), "everything completed within bound")
     if not v.blockers:
         lat = bulk.elapsed_s or 0.0
-        v.require(bulk.status == 200 and model in unloaded_ids(bulk),
-                  f"bulk unload answered 200 listing the model (got {bulk.status})")
-        v.require(lat * 1000 > ceiling, f"it waited {lat * 1000:.0f} ms, beyond the {ceiling} ms ceiling "
-                  "(bulk waits are unbounded)")
+        v.require(
+            bulk.status == 200 and model in unloaded_ids(bulk),
+            f"bulk unload answered 200 listing the model (got {bulk.status})",
+        )
+        v.require(
+            lat * 1000 > ceiling,
+            f"it waited {lat * 1000:.0f} ms, beyond the {ceiling} ms ceiling (bulk waits are unbounded)",
+        )
     return v

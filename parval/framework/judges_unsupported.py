@@ -20,12 +20,16 @@ def count_over_capacity(f: Facts) -> Verdict:
     v = Verdict()
     cap = int(f["capacity"])
     for r in with_prefix(f, "over-capacity"):
-        v.require(r.status is not None and r.status >= 400 and f"capacity={cap}" in r.message,
-                  f"{r.label}: an error naming capacity={cap} (got {r.status}: {r.message[:120]})")
+        v.require(
+            r.status is not None and r.status >= 400 and f"capacity={cap}" in r.message,
+            f"{r.label}: an error naming capacity={cap} (got {r.status}: {r.message[:120]})",
+        )
     v.require(bool(f["drained"]), "no lease stays held")
     end = samples({"samples": [f["end"]]}) if f.get("end") else []
-    v.require(bool(end) and end[0].loaded is False and end[0].capacity is None and end[0].slots == cap + 1,
-              f"the entry stays registered with slots={cap + 1}, unloaded, no capacity published")
+    v.require(
+        bool(end) and end[0].loaded is False and end[0].capacity is None and end[0].slots == cap + 1,
+        f"the entry stays registered with slots={cap + 1}, unloaded, no capacity published",
+    )
     return v
 
 
@@ -38,11 +42,14 @@ def unsupported_mode(f: Facts) -> Verdict:
     route = str(f["route"])
     refused = flight(f, "unsupported-mode")
     if route_absent(refused.status):
-        v.unsupported(f"the server has no {route} route (HTTP {refused.status}), so the mode "
-                      "refusal cannot be exercised")
+        v.unsupported(
+            f"the server has no {route} route (HTTP {refused.status}), so the mode refusal cannot be exercised"
+        )
         return v
-    v.require(refused.status is not None and 400 <= refused.status < 600,
-              f"{route} on a {f['mode']} model is refused with an error (got {refused.status})")
+    v.require(
+        refused.status is not None and 400 <= refused.status < 600,
+        f"{route} on a {f['mode']} model is refused with an error (got {refused.status})",
+    )
     v.require(bool(f["drained"]), "the refusal released its lease")
     after = flight(f, "after-refusal")
     all_ok(v, [after], "a request after the refusal")

@@ -23,14 +23,15 @@ Judge = Callable[[Facts], Verdict]
 JUDGES: dict[str, Judge] = {}
 
 
-
 def judge(key: str) -> Callable[[Judge], Judge]:
     """Register a pure judge of one kind of observation under `key`."""
+
     def register(fn: Judge) -> Judge:
         if key in JUDGES and JUDGES[key] is not fn:
             raise ValueError(f"judge {key} registered twice")
         JUDGES[key] = fn
         return fn
+
     return register
 
 
@@ -43,8 +44,10 @@ def run_judge(key: str, facts: Facts) -> Verdict:
 
 # -- pure building blocks of judges ----------------------------------------------------------
 
-STALLED = ("status reads stalled while {what} waited (registry lock held across a management "
-           "wait; judged by F5.no_convoy), so the forced order could not be observed")
+STALLED = (
+    "status reads stalled while {what} waited (registry lock held across a management "
+    "wait; judged by F5.no_convoy), so the forced order could not be observed"
+)
 
 
 def waits(v: Verdict, facts: Facts) -> None:
@@ -71,15 +74,17 @@ def no_overtaking(v: Verdict, ordered: list[FlightFact], tol_s: float, what: str
     later one (within `tol_s`, under a service time)."""
     worst: tuple[float, str, str] | None = None
     for i, early in enumerate(ordered):
-        for late in ordered[i + 1:]:
+        for late in ordered[i + 1 :]:
             lead = early.t_done - late.t_done
             if lead > tol_s and (worst is None or lead > worst[0]):
                 worst = (lead, early.label, late.label)
     if worst is None:
         v.require(True, f"{what}: no later request finished ahead of an earlier one")
     else:
-        v.require(False, f"{what}: {worst[2]} finished {worst[0] * 1000:.0f} ms before the "
-                         f"earlier-enqueued {worst[1]} (overtaken)")
+        v.require(
+            False,
+            f"{what}: {worst[2]} finished {worst[0] * 1000:.0f} ms before the earlier-enqueued {worst[1]} (overtaken)",
+        )
 
 
 def unloaded_ids(f: FlightFact) -> list[str]:
@@ -89,8 +94,7 @@ def unloaded_ids(f: FlightFact) -> list[str]:
     return []
 
 
-def reference(refs: dict[str, dict[str, list[str]]], model: str, tag: str,
-              phase: str | None) -> tuple[str | None, str]:
+def reference(refs: dict[str, dict[str, list[str]]], model: str, tag: str, phase: str | None) -> tuple[str | None, str]:
     """The one reference output a flight of this registration and phase must equal, or
     None with why it cannot be judged (no reference, or an ambiguous one)."""
     phases = refs.get(f"{model}|{tag}", {})
@@ -108,12 +112,15 @@ def reference(refs: dict[str, dict[str, list[str]]], model: str, tag: str,
         return next(iter(seen)), ""
     if not seen:
         return None, f"no {want} serial reference was recorded for {model} ({tag})"
-    return None, (f"the {want} serial references of {model} ({tag}) differ ({len(seen)} outputs), "
-                  "so the equivalent single-slot history cannot be told")
+    return None, (
+        f"the {want} serial references of {model} ({tag}) differ ({len(seen)} outputs), "
+        "so the equivalent single-slot history cannot be told"
+    )
 
 
-def outputs_match(v: Verdict, facts: Facts, tag: str, items: list[FlightFact], what: str,
-                  *, phase: str | None = None) -> None:
+def outputs_match(
+    v: Verdict, facts: Facts, tag: str, items: list[FlightFact], what: str, *, phase: str | None = None
+) -> None:
     """Each successful flight equals its own registration's reference for `phase` (None:
     a history the probe did not force). A missing or ambiguous reference is not judged."""
     refs = facts.get("refs") or {}
@@ -135,8 +142,10 @@ def outputs_match(v: Verdict, facts: Facts, tag: str, items: list[FlightFact], w
     if len(unjudged) == len(ok):
         return
     ref_what = f"'{tag}' {phase} reference" if phase else f"'{tag}' reference"
-    v.require(not wrong, f"{what} outputs equal their registration's {ref_what}"
-              + (f" (differ: {', '.join(wrong)})" if wrong else ""))
+    v.require(
+        not wrong,
+        f"{what} outputs equal their registration's {ref_what}" + (f" (differ: {', '.join(wrong)})" if wrong else ""),
+    )
 
 
 def ms(seconds: float) -> int:
@@ -144,6 +153,7 @@ def ms(seconds: float) -> int:
 
 
 # -- judges of situations that were not forced -----------------------------------------------
+
 
 @judge("given")
 def given(facts: Facts) -> Verdict:
@@ -160,8 +170,9 @@ def given(facts: Facts) -> Verdict:
     elif status is Status.NOT_APPLICABLE:
         v.not_applicable(text)
     else:
-        raise ValueError(f"a given sub-check cannot be {status}: PASS, FAIL and UNSUPPORTED "
-                         "come from a judge over what was observed")
+        raise ValueError(
+            f"a given sub-check cannot be {status}: PASS, FAIL and UNSUPPORTED come from a judge over what was observed"
+        )
     v.verbatim = text
     return v
 

@@ -61,27 +61,41 @@ def missing(caps: Capabilities, need: str) -> tuple[Status, str] | None:
     """Why `need` is not met (status, text), or None when it is."""
     if need == MANAGEMENT:
         if not caps.plan_ui_management:
-            return Status.PENDING, ("needs the management routes (/v1/models/load, /v1/models/unload): "
-                                    "the plan sets server.ui_management: false")
-        what = ("answered 403 (dynamic model management is disabled)" if caps.management_status == 403
-                else f"has no /v1/models/load route (HTTP {caps.management_status})")
-        return _known(caps.management,
-                      "needs the management routes: their presence was not determined",
-                      f"needs the management routes: the server {what}")
+            return Status.PENDING, (
+                "needs the management routes (/v1/models/load, /v1/models/unload): "
+                "the plan sets server.ui_management: false"
+            )
+        what = (
+            "answered 403 (dynamic model management is disabled)"
+            if caps.management_status == 403
+            else f"has no /v1/models/load route (HTTP {caps.management_status})"
+        )
+        return _known(
+            caps.management,
+            "needs the management routes: their presence was not determined",
+            f"needs the management routes: the server {what}",
+        )
     if need == BULK_UNLOAD:
-        return _known(caps.bulk_unload,
-                      "needs POST /v1/tasks/unload_models: its presence was not determined",
-                      "needs POST /v1/tasks/unload_models: the server has no such route "
-                      f"(HTTP {caps.bulk_status})")
+        return _known(
+            caps.bulk_unload,
+            "needs POST /v1/tasks/unload_models: its presence was not determined",
+            f"needs POST /v1/tasks/unload_models: the server has no such route (HTTP {caps.bulk_status})",
+        )
     if need == COUNTERS:
-        return _known(caps.counters, "needs the slot counters in /v1/models: not determined",
-                      "needs the slot counters (active_slots, queued_requests) in /v1/models: "
-                      "the server publishes none (not the parallel runtime: a legacy build, "
-                      "or --parallel-jobs ignored), so no order, lease or drain is observable")
+        return _known(
+            caps.counters,
+            "needs the slot counters in /v1/models: not determined",
+            "needs the slot counters (active_slots, queued_requests) in /v1/models: "
+            "the server publishes none (not the parallel runtime: a legacy build, "
+            "or --parallel-jobs ignored), so no order, lease or drain is observable",
+        )
     if need == LOADED:
-        return _known(caps.loaded, "needs the `loaded` field in /v1/models: not determined",
-                      "needs the `loaded` field in /v1/models: the server does not publish it, "
-                      "so publication and unload are not observable")
+        return _known(
+            caps.loaded,
+            "needs the `loaded` field in /v1/models: not determined",
+            "needs the `loaded` field in /v1/models: the server does not publish it, "
+            "so publication and unload are not observable",
+        )
     raise ValueError(f"unknown need {need}")
 
 

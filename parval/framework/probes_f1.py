@@ -37,15 +37,21 @@ async def first_wave(rig: Rig, model: str, n: int) -> tuple[Facts, list[Flight]]
     flights = [await rig.start_run(f"first{i}", model) for i in range(n + 1)]
     obs["settled"] = await rig.settle(flights, timing(rig).slack_s)
     obs["samples"] = rig.samples_of(model, t0)
-    obs["sessions"] = sorted({str(t.get("session")) for t in trace_lines(rig, offset)
-                              if t.get("model") == model})
+    obs["sessions"] = sorted({str(t.get("session")) for t in trace_lines(rig, offset) if t.get("model") == model})
     obs["traced"] = any(t.get("model") == model for t in trace_lines(rig, offset))
     facts = rig.observed(obs, flights)
     published = sorted({row[4] for row in obs["samples"] if row[4] is not None})
     if rig.flagged and published and ctx.capacity is None:
         ctx.capacity = published[0]
-    ctx.log.append("first_wave", rig=rig.name, model=model, count=n, capacity=published,
-                   sessions=obs["sessions"], timeline=rig.timeline(flights))
+    ctx.log.append(
+        "first_wave",
+        rig=rig.name,
+        model=model,
+        count=n,
+        capacity=published,
+        sessions=obs["sessions"],
+        timeline=rig.timeline(flights),
+    )
     return facts, flights
 
 
@@ -57,15 +63,19 @@ async def calibrate(rig: Rig, model: str) -> Timing:
     td = await rig.call("calibrate-unload", "POST", "/v1/tasks/unload_models", {"model_ids": [model]})
     d = statistics.median(f.reply.elapsed_s for f in warm if f.reply is not None)
     cold_s = cold.reply.elapsed_s if cold.reply else d
-    t = Timing(service_s=max(d, 0.001), load_s=max(0.0, cold_s - d),
-               teardown_s=td.reply.elapsed_s if td.reply and not route_absent(td.status) else 0.0)
+    t = Timing(
+        service_s=max(d, 0.001),
+        load_s=max(0.0, cold_s - d),
+        teardown_s=td.reply.elapsed_s if td.reply and not route_absent(td.status) else 0.0,
+    )
     # Without an unload the "cold" request ran on the first wave's pool: not a cold reference.
     rig.ctx.add_refs(model, "base", [rig.output(cold) if unloaded else None, *(rig.output(f) for f in warm)])
-    rig.ctx.log.append("calibration", rig=rig.name, timing=t.to_json(),
-                       statuses=[f.status for f in (cold, *warm, td)])
+    rig.ctx.log.append("calibration", rig=rig.name, timing=t.to_json(), statuses=[f.status for f in (cold, *warm, td)])
     if any(f.status != 200 for f in (cold, *warm)):
-        raise RuntimeError("calibration requests failed: " + ", ".join(
-            f"{f.label}={f.status} {f.message()[:120]}" for f in (cold, *warm) if f.status != 200))
+        raise RuntimeError(
+            "calibration requests failed: "
+            + ", ".join(f"{f.label}={f.status} {f.message()[:120]}" for f in (cold, *warm) if f.status != 200)
+        )
     return t
 
 
@@ -83,8 +93,9 @@ async def discover(rig: Rig, model: str) -> None:
         caps.bulk_unload = not route_absent(unload.status)
     if ctx.ui:
         # An invalid slots value: a server with the route rejects it without a state change.
-        reply = await rig.call("management-probe", "POST", "/v1/models/load",
-                               ctx.registration(ctx.entry(model, slots=0)))
+        reply = await rig.call(
+            "management-probe", "POST", "/v1/models/load", ctx.registration(ctx.entry(model, slots=0))
+        )
         caps.management_status = reply.status
         if reply.status is not None:
             caps.management = reply.status != 403 and not route_absent(reply.status)
@@ -110,10 +121,8 @@ async def forced_order(rig: Rig, model: str, n: int) -> Facts:
     everything = [*occupants, older, manager, *later]
     obs["settled"] = await rig.settle(everything, t.slack_s)
     obs["drained"] = await rig.drained([model], t.slack_s)
-    rig.ctx.log.append("forced_order", rig=rig.name, model=model, count=n,
-                       timeline=rig.timeline(everything))
-    return rig.observed(obs, everything, occupants=[f.label for f in occupants],
-                        later=[f.label for f in later])
+    rig.ctx.log.append("forced_order", rig=rig.name, model=model, count=n, timeline=rig.timeline(everything))
+    return rig.observed(obs, everything, occupants=[f.label for f in occupants], later=[f.label for f in later])
 
 
 async def request_only_queue(rig: Rig, model: str, n: int) -> Facts:
@@ -137,13 +146,21 @@ async def request_only_queue(rig: Rig, model: str, n: int) -> Facts:
     obs["settled"] = await rig.settle([*occupants, *queued], t.slack_s)
     obs["trace_seeds"] = [str(x.get("seed")) for x in trace_lines(rig, offset) if x.get("model") == model]
     obs["drained"] = await rig.drained([model], t.slack_s)
-    rig.ctx.log.append("request_only_queue", rig=rig.name, model=model, count=n,
-                       timeline=rig.timeline([*occupants, *queued]))
-    return rig.observed(obs, [*occupants, *queued], marked=marked, stagger_s=stagger,
-                        occupants=[f.label for f in occupants], queued=[f.label for f in queued])
+    rig.ctx.log.append(
+        "request_only_queue", rig=rig.name, model=model, count=n, timeline=rig.timeline([*occupants, *queued])
+    )
+    return rig.observed(
+        obs,
+        [*occupants, *queued],
+        marked=marked,
+        stagger_s=stagger,
+        occupants=[f.label for f in occupants],
+        queued=[f.label for f in queued],
+    )
 
 
 # -- rigs ------------------------------------------------------------------------------------
+
 
 async def cap1_probe(ctx: Context) -> None:
     """Capacity one (slots omitted, flagged): first pool, calibration, forced order."""
@@ -170,11 +187,16 @@ async def cap1_probe(ctx: Context) -> None:
         ctx.findings.observe("F1.cap1_fifo", "forced_order@1", "f1.forced_order", order)
         if not [n for n in tested_counts(ctx) if n >= 2]:
             ctx.findings.observe("F1.fifo", "forced_order@1", "f1.forced_order", order)
-            ctx.findings.observe("F1.fifo", "request_only_queue@1", "f1.request_only_queue",
-                                 await request_only_queue(rig, model, 1))
-            ctx.findings.add("F1.fifo", "multi_slot", Status.PENDING,
-                             f"capacity {ctx.capacity}: spare-slot FIFO needs a model with capacity >= 2 "
-                             "(slot-validation fixture build)")
+            ctx.findings.observe(
+                "F1.fifo", "request_only_queue@1", "f1.request_only_queue", await request_only_queue(rig, model, 1)
+            )
+            ctx.findings.add(
+                "F1.fifo",
+                "multi_slot",
+                Status.PENDING,
+                f"capacity {ctx.capacity}: spare-slot FIFO needs a model with capacity >= 2 "
+                "(slot-validation fixture build)",
+            )
 
 
 async def fifo_probe(ctx: Context) -> None:
@@ -188,14 +210,16 @@ async def fifo_probe(ctx: Context) -> None:
             ctx.findings.observe("F2.first_publish", f"first_publish@{n}", "f1.first_wave", wave)
             if ctx.too_short("F1.fifo", f"forced_order@{n}"):
                 continue
-            ctx.findings.observe("F1.fifo", f"forced_order@{n}", "f1.forced_order",
-                                 await forced_order(rig, model, n))
-            ctx.findings.observe("F1.fifo", f"request_only_queue@{n}", "f1.request_only_queue",
-                                 await request_only_queue(rig, model, n))
+            ctx.findings.observe("F1.fifo", f"forced_order@{n}", "f1.forced_order", await forced_order(rig, model, n))
+            ctx.findings.observe(
+                "F1.fifo", f"request_only_queue@{n}", "f1.request_only_queue", await request_only_queue(rig, model, n)
+            )
     skipped = [n for n in ctx.plan.counts if n not in tested_counts(ctx)]
     if skipped:
-        ctx.notes.append(f"plan counts {skipped} exceed the advertised capacity {ctx.capacity}; "
-                         "they are exercised as unsupported counts (F1.unsupported)")
+        ctx.notes.append(
+            f"plan counts {skipped} exceed the advertised capacity {ctx.capacity}; "
+            "they are exercised as unsupported counts (F1.unsupported)"
+        )
 
 
 async def overdue_probe(ctx: Context) -> None:
@@ -208,19 +232,39 @@ async def overdue_probe(ctx: Context) -> None:
     spec = ctx.launch_spec([ctx.entry(slots=n)], flagged=True)
     async with open_rig(ctx, f"f1-overdue-{n}", spec, [model]) as rig:
         await rig.run("warm", model)
-        ctx.findings.observe("F1.overdue", f"full_pool_manager@{n}", "f1.overdue_case",
-                             await overdue_case(rig, model, n, occupied=n, managers=1))
-        ctx.findings.observe("F1.overdue", f"two_managers@{n}", "f1.overdue_case",
-                             await overdue_case(rig, model, n, occupied=n, managers=2))
+        ctx.findings.observe(
+            "F1.overdue",
+            f"full_pool_manager@{n}",
+            "f1.overdue_case",
+            await overdue_case(rig, model, n, occupied=n, managers=1),
+        )
+        ctx.findings.observe(
+            "F1.overdue",
+            f"two_managers@{n}",
+            "f1.overdue_case",
+            await overdue_case(rig, model, n, occupied=n, managers=2),
+        )
         if n >= 2:
-            ctx.findings.observe("F1.overdue", f"spare_slots_manager@{n}", "f1.overdue_case",
-                                 await overdue_case(rig, model, n, occupied=n - 1, managers=1))
-            ctx.findings.observe("F1.overdue", f"healthy_plus_overdue@{n}", "f1.healthy_plus_overdue",
-                                 await healthy_plus_overdue(rig, model, n))
+            ctx.findings.observe(
+                "F1.overdue",
+                f"spare_slots_manager@{n}",
+                "f1.overdue_case",
+                await overdue_case(rig, model, n, occupied=n - 1, managers=1),
+            )
+            ctx.findings.observe(
+                "F1.overdue",
+                f"healthy_plus_overdue@{n}",
+                "f1.healthy_plus_overdue",
+                await healthy_plus_overdue(rig, model, n),
+            )
         else:
-            ctx.findings.add("F1.overdue", "spare_and_healthy_slots", Status.PENDING,
-                             f"capacity {ctx.capacity}: spare-slot and healthy-plus-overdue cases need "
-                             "a model with capacity >= 2 (slot-validation fixture build)")
+            ctx.findings.add(
+                "F1.overdue",
+                "spare_and_healthy_slots",
+                Status.PENDING,
+                f"capacity {ctx.capacity}: spare-slot and healthy-plus-overdue cases need "
+                "a model with capacity >= 2 (slot-validation fixture build)",
+            )
 
 
 async def overdue_case(rig: Rig, model: str, n: int, *, occupied: int, managers: int) -> Facts:
@@ -241,10 +285,22 @@ async def overdue_case(rig: Rig, model: str, n: int, *, occupied: int, managers:
     everything = [*occupants, *mgrs, probe]
     obs["settled"] = await rig.settle(everything, t.slack_s)
     obs["drained"] = await rig.drained([model], t.slack_s)
-    rig.ctx.log.append("overdue_case", rig=rig.name, count=n, occupied=occupied, managers=managers,
-                       probe_ms=probe_ms, timeline=rig.timeline(everything))
-    return rig.observed(obs, everything, probe_ms=probe_ms, occupants=[f.label for f in occupants],
-                        manager_labels=[m.label for m in mgrs])
+    rig.ctx.log.append(
+        "overdue_case",
+        rig=rig.name,
+        count=n,
+        occupied=occupied,
+        managers=managers,
+        probe_ms=probe_ms,
+        timeline=rig.timeline(everything),
+    )
+    return rig.observed(
+        obs,
+        everything,
+        probe_ms=probe_ms,
+        occupants=[f.label for f in occupants],
+        manager_labels=[m.label for m in mgrs],
+    )
 
 
 async def healthy_plus_overdue(rig: Rig, model: str, n: int) -> Facts:
@@ -261,9 +317,11 @@ async def healthy_plus_overdue(rig: Rig, model: str, n: int) -> Facts:
     await anyio.sleep(probe_ms / 1000 + 0.01)
     t_fresh = time.monotonic()
     fresh = [await rig.start_run(f"healthy{i}", model) for i in range(n - 1)]
-    obs.wait(f"the full pool ({n} active) while the overdue slot was held",
-             await rig.wait(lambda s: s.active(model) >= n, t.service_s, after=t_fresh) is not None,
-             unseen="the overdue slot freed before the full pool could be observed")
+    obs.wait(
+        f"the full pool ({n} active) while the overdue slot was held",
+        await rig.wait(lambda s: s.active(model) >= n, t.service_s, after=t_fresh) is not None,
+        unseen="the overdue slot freed before the full pool could be observed",
+    )
     probe = await rig.run("probe", model, busy_timeout_ms=probe_ms)
     obs["settled"] = await rig.settle([*old, *fresh, probe], t.slack_s)
     obs["drained"] = await rig.drained([model], t.slack_s)

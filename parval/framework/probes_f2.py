@@ -1,5 +1,5 @@
 """F2 on the flagged runtime: unload during a first load, reconfiguration with queued work,
-invalid replacements, same-ID publication and deferred-callback leases; plus the
+invalid replacements, same-ID publication (deferred-callback leases: probes_f2_callback); plus the
 overlapping-managers part of F1.fifo (two reconfigurations in observed order).
 
 Configurations are told apart by their outputs: the probes file's distinct
@@ -38,25 +38,26 @@ INVALID_SLOTS: list[Any] = [0, 17, 1.5, "2", None, True]
 
 # -- unload during the first load --------------------------------------------------------------
 
+
 async def unload_load_probe(ctx: Context) -> None:
     t = ctx.timing
     assert t is not None
     n = max(tested_counts(ctx))
     bulk_m, single_m = ctx.model_id, ctx.derived_id("targeted")
     models = [ctx.entry(bulk_m, slots=n), ctx.entry(single_m, slots=n)]
-    async with open_rig(ctx, "f2-unload-load", ctx.launch_spec(models, flagged=True),
-                        [bulk_m, single_m]) as rig:
+    async with open_rig(ctx, "f2-unload-load", ctx.launch_spec(models, flagged=True), [bulk_m, single_m]) as rig:
         if not ctx.unmet("F2.unload_vs_load", "bulk_during_first_load", BULK_UNLOAD):
-            await unload_during_load(rig, bulk_m, "bulk_during_first_load", "POST",
-                                     "/v1/tasks/unload_models", {"model_ids": [bulk_m]})
+            await unload_during_load(
+                rig, bulk_m, "bulk_during_first_load", "POST", "/v1/tasks/unload_models", {"model_ids": [bulk_m]}
+            )
         if not ctx.unmet("F2.unload_vs_load", "targeted_during_first_load", MANAGEMENT, BULK_UNLOAD):
             await own_references(rig, single_m)
-            await unload_during_load(rig, single_m, "targeted_during_first_load", "POST",
-                                     "/v1/models/unload", {"id": single_m})
+            await unload_during_load(
+                rig, single_m, "targeted_during_first_load", "POST", "/v1/models/unload", {"id": single_m}
+            )
 
 
-async def unload_during_load(rig: Rig, model: str, name: str, method: str, path: str,
-                             body: dict[str, Any]) -> None:
+async def unload_during_load(rig: Rig, model: str, name: str, method: str, path: str, body: dict[str, Any]) -> None:
     """An unload sent while the first load runs (judged by judges_f2.unload_during_load)."""
     t = timing(rig)
     obs = Obs(model=model)
@@ -66,24 +67,36 @@ async def unload_during_load(rig: Rig, model: str, name: str, method: str, path:
     unload = await rig.start("unload", method, path, body)
     await anyio.sleep(t.gap_s)
     # Status reads while the unload still waits (observed.stalled judges them).
-    obs["stall"] = None if unload.finished else {
-        "canaries": await canaries(rig, unload),
-        "manager_t_done": rig.rel(unload.t_done) if unload.finished else None}
+    obs["stall"] = (
+        None
+        if unload.finished
+        else {
+            "canaries": await canaries(rig, unload),
+            "manager_t_done": rig.rel(unload.t_done) if unload.finished else None,
+        }
+    )
     obs["settled"] = await rig.settle([first, unload], t.slack_s)
     if unload.status == 403:
         rig.ctx.findings.add("F2.unload_vs_load", name, Status.PENDING, NEEDS_UI)
         return
     obs["samples"] = rig.samples_of(model, first.t_send, unload.t_done)
-    end = await rig.wait(lambda s: s.loaded(model) is False and s.active(model) == 0
-                         and s.queued(model) == 0, t.slack_s)
+    end = await rig.wait(
+        lambda s: s.loaded(model) is False and s.active(model) == 0 and s.queued(model) == 0, t.slack_s
+    )
     obs["ended_unloaded"] = end is not None
     published = any(row[3] for row in obs["samples"])
-    rig.ctx.findings.observe("F2.unload_vs_load", name, "f2.unload_during_load",
-                             rig.observed(obs, [first, unload]),
-                             timeline=rig.timeline([first, unload]), publication_observed=published)
+    rig.ctx.findings.observe(
+        "F2.unload_vs_load",
+        name,
+        "f2.unload_during_load",
+        rig.observed(obs, [first, unload]),
+        timeline=rig.timeline([first, unload]),
+        publication_observed=published,
+    )
 
 
 # -- reconfiguration ---------------------------------------------------------------------------
+
 
 class Reconf:
     """Registration bodies for the rig's model at one count, per configuration."""
@@ -99,8 +112,9 @@ class Reconf:
         return ctx.registration(ctx.entry(self.model, distinct=distinct, **fields))
 
     async def to(self, label: str, distinct: int | None, **over: Any) -> Flight:
-        return await self.rig.call(label, "POST", "/v1/models/load", self.body(distinct, **over),
-                                   timeout_s=timing(self.rig).slack_s + 30)
+        return await self.rig.call(
+            label, "POST", "/v1/models/load", self.body(distinct, **over), timeout_s=timing(self.rig).slack_s + 30
+        )
 
     async def start(self, label: str, distinct: int | None) -> Flight:
         return await self.rig.start(label, "POST", "/v1/models/load", self.body(distinct))
@@ -117,25 +131,31 @@ async def reconfigure_probe(ctx: Context) -> None:
         await rig.run("warm", model)
         first = await rc.to("config-opt0", 0)
         if first.status == 403:
-            for aid, name in (("F2.reconfigure_queued", "reconfigure_queued"),
-                              ("F2.invalid_replacement", "invalid_replacement"),
-                              ("F2.same_id", "same_id"), ("F1.fifo", "overlapping_managers")):
+            for aid, name in (
+                ("F2.reconfigure_queued", "reconfigure_queued"),
+                ("F2.invalid_replacement", "invalid_replacement"),
+                ("F2.same_id", "same_id"),
+                ("F1.fifo", "overlapping_managers"),
+            ):
                 ctx.findings.add(aid, name, Status.PENDING, NEEDS_UI)
             return
         distinct = await config_refs(rig, rc)
         short = t.too_short(ctx.options.min_service_ms)
         for aid, name, fn, key in (
-            ("F2.reconfigure_queued", f"queued_before_barrier@{n}", queued_before_barrier,
-             "f2.queued_before_barrier"),
+            ("F2.reconfigure_queued", f"queued_before_barrier@{n}", queued_before_barrier, "f2.queued_before_barrier"),
             ("F2.reconfigure_queued", f"unload_not_undone@{n}", unload_not_undone, "f2.unload_not_undone"),
             ("F1.fifo", f"overlapping_managers@{n}", overlapping_managers, "f2.overlapping_managers"),
         ):
             if short is not None:
                 ctx.findings.add(aid, name, Status.PENDING, short)
             elif not distinct and fn is not unload_not_undone:
-                ctx.findings.add(aid, name, Status.PENDING,
-                                 "the distinct session_options did not change the output, so the "
-                                 "configuration a request used cannot be told; set distinct_session_options")
+                ctx.findings.add(
+                    aid,
+                    name,
+                    Status.PENDING,
+                    "the distinct session_options did not change the output, so the "
+                    "configuration a request used cannot be told; set distinct_session_options",
+                )
             else:
                 ctx.findings.observe(aid, name, key, await fn(rig, rc))
         await invalid_replacement(rig, rc)
@@ -152,7 +172,7 @@ async def config_refs(rig: Rig, rc: Reconf) -> bool:
         rig.ctx.add_refs(rc.model, f"opt{i}", [rig.output(f) for f in chain])
     await rc.to("config-base", None)
     sets = [rig.ctx.ref_outputs(rc.model, tag) for tag in ("base", "opt0", "opt1")]
-    return all(sets) and all(not (a & b) for i, a in enumerate(sets) for b in sets[i + 1:])
+    return all(sets) and all(not (a & b) for i, a in enumerate(sets) for b in sets[i + 1 :])
 
 
 async def queued_before_barrier(rig: Rig, rc: Reconf) -> Facts:
@@ -165,8 +185,7 @@ async def queued_before_barrier(rig: Rig, rc: Reconf) -> Facts:
     older = await enqueue(rig, rc.model, "older", 1, obs)
     manager = await rc.start("reconfigure-base", None)
     await stagger_manager(rig, manager, obs, "the reconfiguration")
-    later = await enqueue(rig, rc.model, "later", 2, obs) if not obs.blocked else \
-        await rig.start_run("later", rc.model)
+    later = await enqueue(rig, rc.model, "later", 2, obs) if not obs.blocked else await rig.start_run("later", rc.model)
     flights = [*occupants, older, manager, later]
     obs["settled"] = await rig.settle(flights, t.slack_s)
     obs["drained"] = await rig.drained([rc.model], t.slack_s)
@@ -204,8 +223,7 @@ async def overlapping_managers(rig: Rig, rc: Reconf) -> Facts:
     await stagger_manager(rig, m1, obs, "the first reconfiguration")
     m2 = await rc.start("reconfigure-opt1", 1)
     await stagger_manager(rig, m2, obs, "the second reconfiguration")
-    later = await enqueue(rig, rc.model, "later", 1, obs) if not obs.blocked else \
-        await rig.start_run("later", rc.model)
+    later = await enqueue(rig, rc.model, "later", 1, obs) if not obs.blocked else await rig.start_run("later", rc.model)
     flights = [*occupants, m1, m2, later]
     obs["settled"] = await rig.settle(flights, t.slack_s)
     await rc.to("config-base", None)
@@ -220,30 +238,41 @@ async def invalid_replacement(rig: Rig, rc: Reconf) -> None:
     ctx = rig.ctx
     cap = ctx.capacity or 1
 
+    def record(name: str, obs: Obs, flights: list[Flight], **evidence: Any) -> None:
+        """One sub-check of F2.invalid_replacement, judged by judges_f2.<name>."""
+        ctx.findings.observe("F2.invalid_replacement", name, f"f2.{name}", rig.observed(obs, flights), **evidence)
+
     async def kept(obs: Obs, flights: list[Flight], what: str) -> None:
         """The registration as /v1/models shows it right after `what`, and a request."""
         snap = await rig.wait(lambda s: s.get(rc.model) is not None, 5.0)
         sample = snap.get(rc.model) if snap else None
         after = await rig.run(f"after-{what}", rc.model)
         flights.append(after)
-        obs.facts.setdefault("kept", []).append({
-            "what": what, "after": after.label,
-            "sample": None if sample is None else {"slots": sample.slots, "loaded": sample.loaded,
-                                                   "max_parallel": sample.max_parallel}})
+        obs.facts.setdefault("kept", []).append(
+            {
+                "what": what,
+                "after": after.label,
+                "sample": None
+                if sample is None
+                else {"slots": sample.slots, "loaded": sample.loaded, "max_parallel": sample.max_parallel},
+            }
+        )
 
     await rc.to("config-base", None)
     await rig.run("warm", rc.model)
     if cap + 1 <= 16:
         obs = Obs(count=rc.n, capacity=cap)
-        reply = await rig.call("resize-over-capacity", "POST", "/v1/models/load",
-                               rc.body(None, slots=cap + 1))
+        reply = await rig.call("resize-over-capacity", "POST", "/v1/models/load", rc.body(None, slots=cap + 1))
         flights = [reply]
         await kept(obs, flights, f"slots={cap + 1}")
-        ctx.findings.observe("F2.invalid_replacement", "unsupported_count", "f2.unsupported_count",
-                             rig.observed(obs, flights))
+        record("unsupported_count", obs, flights)
     else:
-        ctx.findings.add("F2.invalid_replacement", "unsupported_count", Status.NOT_APPLICABLE,
-                         "capacity 16 is the hard cap: no valid count exceeds it")
+        ctx.findings.add(
+            "F2.invalid_replacement",
+            "unsupported_count",
+            Status.NOT_APPLICABLE,
+            "capacity 16 is the hard cap: no valid count exceeds it",
+        )
     obs = Obs(count=rc.n, capacity=cap)
     bad = await rig.call("bad-task", "POST", "/v1/models/load", rc.body(None, task="not-a-task"))
     flights = [bad]
@@ -255,12 +284,15 @@ async def invalid_replacement(rig: Rig, rc: Reconf) -> None:
         forms.append({"slots": value, "status": reply.status, "message": reply.message()[:120]})
     obs["forms"] = [{"slots": value, "label": f"slots-{value!r}"} for value in INVALID_SLOTS]
     await kept(obs, flights, "invalid slots values")
-    ctx.findings.observe("F2.invalid_replacement", "invalid_metadata", "f2.invalid_metadata",
-                         rig.observed(obs, flights), slot_forms=forms)
+    record("invalid_metadata", obs, flights, slot_forms=forms)
     other = 1 if rc.n > 1 else (2 if cap >= 2 else None)
     if other is None:
-        ctx.findings.add("F2.invalid_replacement", "valid_resize", Status.NOT_APPLICABLE,
-                         "capacity 1: there is no other valid count to resize to")
+        ctx.findings.add(
+            "F2.invalid_replacement",
+            "valid_resize",
+            Status.NOT_APPLICABLE,
+            "capacity 1: there is no other valid count to resize to",
+        )
         return
     obs = Obs(count=rc.n, other=other)
     resize = await rig.call(f"resize-{other}", "POST", "/v1/models/load", rc.body(None, slots=other))
@@ -268,8 +300,7 @@ async def invalid_replacement(rig: Rig, rc: Reconf) -> None:
     obs["resize_shown"] = snap is not None
     after = await rig.run("after-resize", rc.model)
     back = await rig.call(f"resize-{rc.n}", "POST", "/v1/models/load", rc.body(None))
-    ctx.findings.observe("F2.invalid_replacement", "valid_resize", "f2.valid_resize",
-                         rig.observed(obs, [resize, after, back]))
+    record("valid_resize", obs, [resize, after, back])
 
 
 async def same_id(rig: Rig) -> None:
@@ -290,13 +321,19 @@ async def same_id(rig: Rig) -> None:
     obs["models_after"] = model_count(after)
     listing = (await rig.call("models", "GET", "/v1/models")).json()
     obs["listed_ids"] = [e.get("id") for e in listing.get("data", [])] if isinstance(listing, dict) else []
-    ctx.findings.observe("F2.same_id", "concurrent_same_id", "f2.concurrent_same_id",
-                         rig.observed(obs, regs), timeline=rig.timeline(regs))
+    ctx.findings.observe(
+        "F2.same_id",
+        "concurrent_same_id",
+        "f2.concurrent_same_id",
+        rig.observed(obs, regs),
+        timeline=rig.timeline(regs),
+    )
 
     obs = Obs(sid=sid)
     missing = str(ctx.run_dir / "missing-model.bin")
-    broken = await rig.call("reconfigure-missing", "POST", "/v1/models/load",
-                            ctx.registration(ctx.entry(sid, path=missing)))
+    broken = await rig.call(
+        "reconfigure-missing", "POST", "/v1/models/load", ctx.registration(ctx.entry(sid, path=missing))
+    )
     listing = (await rig.call("models", "GET", "/v1/models")).json()
     entry: dict[str, Any] = {}
     if isinstance(listing, dict):
@@ -307,46 +344,10 @@ async def same_id(rig: Rig) -> None:
     fixed = await rig.call("reconfigure-good", "POST", "/v1/models/load", body)
     ok = await rig.run("request-after-retry", sid)
     await references(rig, sid, "base")  # its own registration: outputs may depend on the id
-    ctx.findings.observe("F2.same_id", "post_commit_failure", "f2.post_commit_failure",
-                         rig.observed(obs, [broken, failing, fixed, ok]),
-                         registered_path=entry.get("path"))
-
-
-# -- deferred callbacks ------------------------------------------------------------------------
-
-async def callback_probe(ctx: Context) -> None:
-    """Native batch responses hold their lease until the exchange completes or is dropped."""
-    t = ctx.timing
-    assert t is not None
-    model = ctx.model_id
-    spec = ctx.launch_spec([ctx.entry(model)], flagged=True)
-    async with open_rig(ctx, "f2-callback", spec, [model]) as rig:
-        body = {"model": model, "requests": [ctx.base_request(), ctx.base_request()]}
-        probe_reply, _ = await rig.client.sse("/v1/tasks/batch", body)
-        if probe_reply.status != 200:
-            ctx.findings.add("F2.callback_lease", "native_batch", Status.PENDING,
-                             f"the model serves no native batch ({probe_reply.status}: "
-                             f"{probe_reply.error_message()[:120]}); deferred stream/batch callbacks need a "
-                             "streaming or native-batch model, or CTest T14/T18")
-            return
-        obs = Obs(model=model)
-        done: dict[str, Any] = {}
-
-        async def batch() -> None:
-            done["reply"], done["events"] = await rig.client.sse("/v1/tasks/batch", body)
-
-        rig.tg.start_soon(batch)
-        seen = await rig.wait(lambda s: s.active(model) >= 1, t.slack_s)
-        obs["held"] = seen is not None
-        manager = await rig.bulk("unload", [model])
-        obs["settled"] = await rig.settle([manager], t.slack_s)
-        # The batch exchange as it stood when the unload answered.
-        reply = done.get("reply")
-        obs["batch_t_done"] = rig.rel(reply.t_done) if reply is not None else None
-        obs["events"] = [{"type": e.get("type")} if isinstance(e, dict) else str(e)[:200]
-                         for e in done.get("events", [])]
-        dropped, _ = await rig.client.sse("/v1/tasks/batch", body, stop_after_events=1)
-        obs["drained"] = await rig.drained([model], t.slack_s)
-        after = await rig.run("after", model)
-        ctx.findings.observe("F2.callback_lease", "native_batch", "f2.native_batch",
-                             rig.observed(obs, [manager, after]), dropped=dropped.summary())
+    ctx.findings.observe(
+        "F2.same_id",
+        "post_commit_failure",
+        "f2.post_commit_failure",
+        rig.observed(obs, [broken, failing, fixed, ok]),
+        registered_path=entry.get("path"),
+    )

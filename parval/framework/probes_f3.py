@@ -44,8 +44,13 @@ async def config_load_failure(rig: Rig, model: str) -> None:
     obs["drained_again"] = await rig.drained([model], t.slack_s)
     facts = rig.observed(obs, [first, again])
     for aid in ("F3.load_failures", "F3.ownership"):
-        rig.ctx.findings.observe(aid, "config_weight_load_failure", "f3.config_load_failure", facts,
-                                 messages=[first.message()[:200], again.message()[:200]])
+        rig.ctx.findings.observe(
+            aid,
+            "config_weight_load_failure",
+            "f3.config_load_failure",
+            facts,
+            messages=[first.message()[:200], again.message()[:200]],
+        )
 
 
 async def registration_retry(rig: Rig, missing: str) -> None:
@@ -57,21 +62,27 @@ async def registration_retry(rig: Rig, missing: str) -> None:
     obs = Obs(model=rid)
     if ctx.unmet("F3.load_failures", "registration_failure_retry", MANAGEMENT):
         return
-    fail = await rig.call("register-missing", "POST", "/v1/models/load",
-                          ctx.registration(ctx.entry(rid, path=missing)))
+    fail = await rig.call("register-missing", "POST", "/v1/models/load", ctx.registration(ctx.entry(rid, path=missing)))
     if fail.status == 403:
-        ctx.findings.add("F3.load_failures", "registration_failure_retry", Status.PENDING,
-                         "needs server.ui_management (403 dynamic model management is disabled)")
+        ctx.findings.add(
+            "F3.load_failures",
+            "registration_failure_retry",
+            Status.PENDING,
+            "needs server.ui_management (403 dynamic model management is disabled)",
+        )
         return
     listing = (await rig.call("models", "GET", "/v1/models")).json()
-    obs["entry"] = next((e for e in listing.get("data", []) if e.get("id") == rid), None) \
-        if isinstance(listing, dict) else None
-    good = await rig.call("register-good", "POST", "/v1/models/load",
-                          ctx.registration(ctx.entry(rid)), timeout_s=t.slack_s + 30)
+    obs["entry"] = (
+        next((e for e in listing.get("data", []) if e.get("id") == rid), None) if isinstance(listing, dict) else None
+    )
+    good = await rig.call(
+        "register-good", "POST", "/v1/models/load", ctx.registration(ctx.entry(rid)), timeout_s=t.slack_s + 30
+    )
     out = await rig.run("after-retry", rid)
     await references(rig, rid, "base")  # its own registration: outputs may depend on the id
-    ctx.findings.observe("F3.load_failures", "registration_failure_retry", "f3.registration_retry",
-                         rig.observed(obs, [fail, good, out]))
+    ctx.findings.observe(
+        "F3.load_failures", "registration_failure_retry", "f3.registration_retry", rig.observed(obs, [fail, good, out])
+    )
 
 
 async def invalid_alongside(rig: Rig, model: str, n: int) -> None:
@@ -80,8 +91,12 @@ async def invalid_alongside(rig: Rig, model: str, n: int) -> None:
     t = timing(rig)
     invalid = ctx.plan.invalid_request()
     if invalid is None:
-        ctx.findings.add("F3.ownership", "invalid_alongside", Status.PENDING,
-                         "the plan names no requests.invalid to send alongside healthy work")
+        ctx.findings.add(
+            "F3.ownership",
+            "invalid_alongside",
+            Status.PENDING,
+            "the plan names no requests.invalid to send alongside healthy work",
+        )
         return
     obs = Obs(count=n)
     await rig.run("warm", model)
@@ -91,10 +106,16 @@ async def invalid_alongside(rig: Rig, model: str, n: int) -> None:
     obs["drained"] = await rig.drained([model], t.slack_s)
     after = [await rig.start_run(f"after{i}", model) for i in range(n)]
     obs["after_settled"] = await rig.settle(after, t.slack_s)
-    facts = rig.observed(obs, [*healthy, bad, *after], healthy=[f.label for f in healthy],
-                         after=[f.label for f in after])
-    ctx.findings.observe("F3.ownership", "invalid_alongside", "f3.invalid_alongside", facts,
-                         timeline=rig.timeline([*healthy, bad, *after]))
+    facts = rig.observed(
+        obs, [*healthy, bad, *after], healthy=[f.label for f in healthy], after=[f.label for f in after]
+    )
+    ctx.findings.observe(
+        "F3.ownership",
+        "invalid_alongside",
+        "f3.invalid_alongside",
+        facts,
+        timeline=rig.timeline([*healthy, bad, *after]),
+    )
 
 
 def attach_ctest(ctx: Context, runs: list[CTestRun], selected: set[str] | None = None) -> None:
@@ -108,13 +129,16 @@ def attach_ctest(ctx: Context, runs: list[CTestRun], selected: set[str] | None =
             continue
         observed = [c.name for c in ctx.findings.of(aid)]
         base = {"needs": need.what, "ctest_pattern": need.pattern.pattern, "observed_over_http": observed}
-        facts = {**base, "assertion": aid,
-                 "run": None if run is None else {"label": run.label, "status": run.status,
-                                                  "reason": run.reason},
-                 "cases": [] if run is None else [{"name": c.name, "status": c.status} for c in run.tests]}
+        facts = {
+            **base,
+            "assertion": aid,
+            "run": None if run is None else {"label": run.label, "status": run.status, "reason": run.reason},
+            "cases": [] if run is None else [{"name": c.name, "status": c.status} for c in run.tests],
+        }
         if run is None or run.status == "not_run":
             ctx.findings.observe(aid, need.name, "f3.ctest_evidence", facts, **base)
             continue
         tests = {c.name: c.status for c in run.tests if need.pattern.search(c.name)}
-        ctx.findings.observe(aid, need.name, "f3.ctest_evidence", facts,
-                             reproduction=run.reproduction, tests=tests, **base)
+        ctx.findings.observe(
+            aid, need.name, "f3.ctest_evidence", facts, reproduction=run.reproduction, tests=tests, **base
+        )

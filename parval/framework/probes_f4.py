@@ -27,8 +27,7 @@ async def disconnect_probe(ctx: Context) -> None:
         return
     n = max(tested_counts(ctx))
     model = ctx.model_id
-    async with open_rig(ctx, "f4-disconnect", ctx.launch_spec([ctx.entry(slots=n)], flagged=True),
-                        [model]) as rig:
+    async with open_rig(ctx, "f4-disconnect", ctx.launch_spec([ctx.entry(slots=n)], flagged=True), [model]) as rig:
         await rig.run("warm", model)
         await running_disconnect(rig, model, n)
         await queued_disconnect(rig, model, n)
@@ -59,10 +58,17 @@ async def running_disconnect(rig: Rig, model: str, n: int) -> None:
     obs["settled"] = await rig.settle(flights, t.slack_s)
     obs["drained"] = await rig.drained([model], t.slack_s)
     wave = await next_wave_exact(rig, model, n, obs)
-    facts = rig.observed(obs, [*flights, *wave], occupants=[f.label for f in flights],
-                         dropped=[f.label for f in dropped])
-    rig.ctx.findings.observe("F4.disconnect", f"running_disconnect@{n}", "f4.running_disconnect", facts,
-                             dropped=len(dropped), timeline=rig.timeline(flights))
+    facts = rig.observed(
+        obs, [*flights, *wave], occupants=[f.label for f in flights], dropped=[f.label for f in dropped]
+    )
+    rig.ctx.findings.observe(
+        "F4.disconnect",
+        f"running_disconnect@{n}",
+        "f4.running_disconnect",
+        facts,
+        dropped=len(dropped),
+        timeline=rig.timeline(flights),
+    )
 
 
 async def queued_disconnect(rig: Rig, model: str, n: int) -> None:
@@ -78,10 +84,16 @@ async def queued_disconnect(rig: Rig, model: str, n: int) -> None:
     obs["settled"] = await rig.settle([*occupants, *queued], t.slack_s)
     obs["drained"] = await rig.drained([model], t.slack_s)
     wave = await next_wave_exact(rig, model, n, obs)
-    facts = rig.observed(obs, [*occupants, *queued, *wave], occupants=[f.label for f in occupants],
-                         queued=[f.label for f in queued])
-    rig.ctx.findings.observe("F4.disconnect", f"queued_disconnect@{n}", "f4.queued_disconnect", facts,
-                             timeline=rig.timeline([*occupants, *queued]))
+    facts = rig.observed(
+        obs, [*occupants, *queued, *wave], occupants=[f.label for f in occupants], queued=[f.label for f in queued]
+    )
+    rig.ctx.findings.observe(
+        "F4.disconnect",
+        f"queued_disconnect@{n}",
+        "f4.queued_disconnect",
+        facts,
+        timeline=rig.timeline([*occupants, *queued]),
+    )
 
 
 async def init_disconnect(rig: Rig, model: str, n: int) -> None:
@@ -99,8 +111,9 @@ async def init_disconnect(rig: Rig, model: str, n: int) -> None:
     obs["settled"] = await rig.settle([first], t.slack_s)
     obs["drained"] = await rig.drained([model], t.slack_s)
     wave = await next_wave_exact(rig, model, n, obs)
-    rig.ctx.findings.observe("F4.disconnect", "init_disconnect", "f4.init_disconnect",
-                             rig.observed(obs, [first, *wave]))
+    rig.ctx.findings.observe(
+        "F4.disconnect", "init_disconnect", "f4.init_disconnect", rig.observed(obs, [first, *wave])
+    )
 
 
 async def shutdown_probe(ctx: Context) -> None:
@@ -110,8 +123,7 @@ async def shutdown_probe(ctx: Context) -> None:
     assert t is not None
     n = max(tested_counts(ctx))
     model = ctx.model_id
-    async with open_rig(ctx, "f4-shutdown", ctx.launch_spec([ctx.entry(slots=n)], flagged=True),
-                        [model]) as rig:
+    async with open_rig(ctx, "f4-shutdown", ctx.launch_spec([ctx.entry(slots=n)], flagged=True), [model]) as rig:
         obs = Obs(count=n, grace_s=ctx.grace_s)
         await rig.run("warm", model)
         running = await occupy(rig, model, n, obs)
@@ -122,15 +134,31 @@ async def shutdown_probe(ctx: Context) -> None:
         obs["settled"] = await rig.settle([*running, queued], 10.0)
         info = rig.stop_info
         stopped_line = "audiocpp_server stopped" in _stdout(rig)
-        facts = rig.observed(obs, [*running, queued], stop=info, drain_s=drain_s,
-                             t_term=rig.rel(t_term), running=[f.label for f in running],
-                             queued=queued.label, stopped_line=stopped_line)
+        facts = rig.observed(
+            obs,
+            [*running, queued],
+            stop=info,
+            drain_s=drain_s,
+            t_term=rig.rel(t_term),
+            running=[f.label for f in running],
+            queued=queued.label,
+            stopped_line=stopped_line,
+        )
         policy = drain_policy(named(facts, *facts["running"]), flight(facts, queued.label))
         delivered = [f for f in (*running, queued) if f.status == 200]
-        ctx.findings.observe("F4.shutdown", f"sigterm_inflight@{n}", "f4.sigterm_inflight", facts,
-                             drain_s=round(drain_s, 4), stop=info, delivered=len(delivered),
-                             in_flight=n + 1, policy=policy, stopped_line=stopped_line,
-                             timeline=rig.timeline([*running, queued]))
+        ctx.findings.observe(
+            "F4.shutdown",
+            f"sigterm_inflight@{n}",
+            "f4.sigterm_inflight",
+            facts,
+            drain_s=round(drain_s, 4),
+            stop=info,
+            delivered=len(delivered),
+            in_flight=n + 1,
+            policy=policy,
+            stopped_line=stopped_line,
+            timeline=rig.timeline([*running, queued]),
+        )
 
 
 async def stalled_io_probe(ctx: Context) -> None:
@@ -145,8 +173,10 @@ async def stalled_io_probe(ctx: Context) -> None:
         header = await anyio.connect_tcp(host, port)
         await header.send(b"POST /v1/tasks/run HTTP/1.1\r\nHost: parval\r\n")
         body = await anyio.connect_tcp(host, port)
-        await body.send(b"POST /v1/tasks/run HTTP/1.1\r\nHost: parval\r\nContent-Type: application/json\r\n"
-                        b"Content-Length: 1000\r\n\r\n{\"model\":")
+        await body.send(
+            b"POST /v1/tasks/run HTTP/1.1\r\nHost: parval\r\nContent-Type: application/json\r\n"
+            b'Content-Length: 1000\r\n\r\n{"model":'
+        )
         await anyio.sleep(0.2)
         t_term = time.monotonic()
         rig.stop_info = await rig.server.stop(bound)
@@ -154,10 +184,12 @@ async def stalled_io_probe(ctx: Context) -> None:
         for stream in (header, body):
             await stream.aclose()
         info = rig.stop_info
-        facts = rig.observed(obs, [], stop=info, drain_s=drain_s, t_term=rig.rel(t_term),
-                             sockets=["stalled header", "stalled body"])
-        ctx.findings.observe("F4.shutdown", "stalled_socket_io", "f4.stalled_socket_io", facts,
-                             drain_s=round(drain_s, 4), stop=info)
+        facts = rig.observed(
+            obs, [], stop=info, drain_s=drain_s, t_term=rig.rel(t_term), sockets=["stalled header", "stalled body"]
+        )
+        ctx.findings.observe(
+            "F4.shutdown", "stalled_socket_io", "f4.stalled_socket_io", facts, drain_s=round(drain_s, 4), stop=info
+        )
 
 
 def _stdout(rig: Rig) -> str:

@@ -72,15 +72,16 @@ async def limit_probe(ctx: Context, limit: int) -> None:
         distinct = len({frozenset(ctx.ref_outputs(mid, tag)) for mid, _, tag in models}) == len(models)
         if not distinct:
             ctx.notes.append("F5: derived models gave identical outputs; contamination is not observable")
-        ctx.findings.observe("F5.two_models", f"together@limit{limit}", "f5.together",
-                             await together(rig, models, n, limit))
+        ctx.findings.observe(
+            "F5.two_models", f"together@limit{limit}", "f5.together", await together(rig, models, n, limit)
+        )
         if limit == 2:
             await warm_during_cold(rig, models)
-            ctx.findings.observe("F5.two_models", "unload_together@limit2", "f5.unload_together",
-                                 await unload_together(rig, models, n))
+            ctx.findings.observe(
+                "F5.two_models", "unload_together@limit2", "f5.unload_together", await unload_together(rig, models, n)
+            )
         else:
-            ctx.findings.observe("F5.two_models", "alternate@limit1", "f5.alternate",
-                                 await alternate(rig, models))
+            ctx.findings.observe("F5.two_models", "alternate@limit1", "f5.alternate", await alternate(rig, models))
         await retiring(rig, models, limit)
 
 
@@ -103,9 +104,7 @@ async def warm_during_cold(rig: Rig, models: Models) -> None:
     judges_f5.warm_during_cold)."""
     t = timing(rig)
     (a, _, _), (b, _, _) = models[0], models[1]
-    if t.load_s < 2 * t.gap_s:
-        rig.ctx.findings.add("F5.two_models", "warm_during_cold@limit2", Status.PENDING,
-                             f"the load takes {t.load_s * 1000:.0f} ms: too fast to overlap with")
+    if rig.ctx.load_too_fast("F5.two_models", "warm_during_cold@limit2", 2, "the load", "overlap with"):
         return
     obs = Obs()
     await reset(rig, [a])
@@ -115,8 +114,12 @@ async def warm_during_cold(rig: Rig, models: Models) -> None:
     obs["cold_load_seen"] = during is not None
     warm = await rig.start_run("warm-b", b)
     obs["settled"] = await rig.settle([cold, warm], t.slack_s)
-    rig.ctx.findings.observe("F5.two_models", "warm_during_cold@limit2", "f5.warm_during_cold",
-                             rig.observed(obs, [cold, warm], tags=_tags(models)))
+    rig.ctx.findings.observe(
+        "F5.two_models",
+        "warm_during_cold@limit2",
+        "f5.warm_during_cold",
+        rig.observed(obs, [cold, warm], tags=_tags(models)),
+    )
 
 
 async def unload_together(rig: Rig, models: Models, n: int) -> Facts:
@@ -130,14 +133,18 @@ async def unload_together(rig: Rig, models: Models, n: int) -> Facts:
     running = [await rig.start_run(f"{m}-run{i}", m) for i in range(n) for m in (a, b)]
     # Every request must be admitted (running or queued) before the barrier: one still in
     # flight to the server would rightly queue behind the unload and finish after it.
-    seen = await rig.wait(lambda s: s.active(a) >= 1 and s.active(b) >= 1
-                          and s.active(a) + s.queued(a) >= n and s.active(b) + s.queued(b) >= n,
-                          t.slack_s)
+    seen = await rig.wait(
+        lambda s: (
+            s.active(a) >= 1 and s.active(b) >= 1 and s.active(a) + s.queued(a) >= n and s.active(b) + s.queued(b) >= n
+        ),
+        t.slack_s,
+    )
     obs.wait("both models' requests admitted", seen is not None)
     bulk = await rig.bulk("unload-both", [a, b])
     obs["settled"] = await rig.settle([*running, bulk], t.slack_s)
-    end = await rig.wait(lambda s: not s.loaded(a) and not s.loaded(b) and s.active(a) == 0
-                         and s.active(b) == 0, t.slack_s)
+    end = await rig.wait(
+        lambda s: not s.loaded(a) and not s.loaded(b) and s.active(a) == 0 and s.active(b) == 0, t.slack_s
+    )
     obs["ended_unloaded"] = end is not None
     return rig.observed(obs, [*running, bulk], models=[a, b], running=_labels(running))
 
@@ -162,9 +169,13 @@ async def retiring(rig: Rig, models: Models, limit: int) -> None:
     t = timing(rig)
     name = f"retiring@limit{limit}"
     if t.teardown_s < 2 * t.gap_s:
-        rig.ctx.findings.add("F5.retiring_residency", name, Status.PENDING,
-                             f"an idle unload takes {t.teardown_s * 1000:.0f} ms: too fast to load another "
-                             "model while it retires (give the model a slower teardown)")
+        rig.ctx.findings.add(
+            "F5.retiring_residency",
+            name,
+            Status.PENDING,
+            f"an idle unload takes {t.teardown_s * 1000:.0f} ms: too fast to load another "
+            "model while it retires (give the model a slower teardown)",
+        )
         return
     obs = Obs(limit=limit)
     (a, _, _), (b, _, _), (m, _, tm) = models
@@ -189,9 +200,13 @@ async def retiring(rig: Rig, models: Models, limit: int) -> None:
         obs["keeper_samples"] = rig.samples_of(keeper, t_inc, inc_done)
         end = await rig.wait(lambda s: s.get(keeper) is not None, 2.0)
         obs["keeper_end_loaded"] = end.loaded(keeper) if end is not None else None
-    rig.ctx.findings.observe("F5.retiring_residency", name, "f5.retiring",
-                             rig.observed(obs, [unload, incoming], keeper=keeper, incoming_tag=tm),
-                             teardown_window=obs["teardown_window"])
+    rig.ctx.findings.observe(
+        "F5.retiring_residency",
+        name,
+        "f5.retiring",
+        rig.observed(obs, [unload, incoming], keeper=keeper, incoming_tag=tm),
+        teardown_window=obs["teardown_window"],
+    )
 
 
 async def bulk_probe(ctx: Context) -> None:
@@ -204,13 +219,19 @@ async def bulk_probe(ctx: Context) -> None:
     async with open_rig(ctx, "f5-bulk", spec, [m for m, _, _ in models]) as rig:
         await _refs(rig, models)
         first = await ready_first(rig, models)
-        ctx.findings.observe("F5.bulk_ready_first", "ready_idle_first", "f5.ready_first", first,
-                             freed_at=first["freed_at"], published_at=first["published_at"])
+        ctx.findings.observe(
+            "F5.bulk_ready_first",
+            "ready_idle_first",
+            "f5.ready_first",
+            first,
+            freed_at=first["freed_at"],
+            published_at=first["published_at"],
+        )
         if not ctx.too_short("F5.no_convoy", "no_convoy"):
-            ctx.findings.observe("F5.no_convoy", "unrelated_progress", "f5.no_convoy",
-                                 await no_convoy(rig, models, n))
-        ctx.findings.observe("F5.bulk_selections", "reversed_overlapping_duplicate", "f5.selections",
-                             await selections(rig, models, n))
+            ctx.findings.observe("F5.no_convoy", "unrelated_progress", "f5.no_convoy", await no_convoy(rig, models, n))
+        ctx.findings.observe(
+            "F5.bulk_selections", "reversed_overlapping_duplicate", "f5.selections", await selections(rig, models, n)
+        )
 
 
 async def ready_first(rig: Rig, models: Models) -> Facts:
@@ -253,8 +274,10 @@ async def no_convoy(rig: Rig, models: Models, n: int) -> Facts:
     for m in (a, b):
         await rig.run(f"warm-{m}", m)
     busy = [await rig.start_run(f"a-{i}", a) for i in range(2 * n)]  # two services of work on A
-    obs.wait("A full with queued work",
-             await rig.wait(lambda s: s.active(a) >= n and s.queued(a) >= n, t.slack_s) is not None)
+    obs.wait(
+        "A full with queued work",
+        await rig.wait(lambda s: s.active(a) >= n and s.queued(a) >= n, t.slack_s) is not None,
+    )
     bulk = await rig.bulk("unload-a", [a])
     await anyio.sleep(t.gap_s)
     obs["bulk_waiting"] = not bulk.finished
@@ -262,8 +285,7 @@ async def no_convoy(rig: Rig, models: Models, n: int) -> Facts:
     health = await rig.start("health", "GET", "/health")
     warm = await rig.start_run("warm-b", b)
     obs["settled"] = await rig.settle([*busy, bulk, status, health, warm], t.slack_s)
-    return rig.observed(obs, [*busy, bulk, status, health, warm], models=[a, b], tags=_tags(models),
-                        busy=_labels(busy))
+    return rig.observed(obs, [*busy, bulk, status, health, warm], models=[a, b], tags=_tags(models), busy=_labels(busy))
 
 
 async def selections(rig: Rig, models: Models, n: int) -> Facts:
@@ -285,10 +307,26 @@ async def selections(rig: Rig, models: Models, n: int) -> Facts:
         await rig.start("unload-all", "POST", "/v1/tasks/unload_all_models", {}),
     ]
     obs["settled"] = await rig.settle([*running, *bulks], t.slack_s)
-    end = await rig.wait(lambda s: not s.loaded(a) and not s.loaded(b) and s.active(a) == 0
-                         and s.active(b) == 0 and s.queued(a) == 0 and s.queued(b) == 0, t.slack_s)
+    end = await rig.wait(
+        lambda s: (
+            not s.loaded(a)
+            and not s.loaded(b)
+            and s.active(a) == 0
+            and s.active(b) == 0
+            and s.queued(a) == 0
+            and s.queued(b) == 0
+        ),
+        t.slack_s,
+    )
     obs["ended_unloaded"] = end is not None
     after = [await rig.run(f"after-{m}", m) for m in (a, b)]
-    return rig.observed(obs, [*running, *bulks, *after], models=[a, b], tags=_tags(models),
-                        unknown=unknown, running=_labels(running), bulks=_labels(bulks),
-                        after=_labels(after))
+    return rig.observed(
+        obs,
+        [*running, *bulks, *after],
+        models=[a, b],
+        tags=_tags(models),
+        unknown=unknown,
+        running=_labels(running),
+        bulks=_labels(bulks),
+        after=_labels(after),
+    )

@@ -5,6 +5,7 @@ reason, and its assertion stays PENDING."""
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import anyio
 
@@ -22,35 +23,42 @@ async def ctest_runs(ctx: Context) -> list[CTestRun]:
     timeout = ctx.options.ctest_timeout_s
     runs: list[CTestRun] = []
 
-    async def run(build_dir: str, label: str, tests_regex: str | None, *,
-                  extra_args: tuple[str, ...] = (), env: dict[str, str] | None = None,
-                  meta: dict[str, object] | None = None) -> CTestRun:
-        call = functools.partial(run_ctest, ctx.plan.resolve(build_dir), tests_regex=tests_regex,
-                                 label=label, timeout_s=timeout, extra_args=extra_args, env=env,
-                                 meta=meta)
+    async def run(build_dir: str, label: str, **opts: Any) -> CTestRun:
+        """run_ctest (tests_regex, extra_args, env, meta: `opts`) in a thread, at the probes
+        file's timeout, logged."""
+        call = functools.partial(run_ctest, ctx.plan.resolve(build_dir), label=label, timeout_s=timeout, **opts)
         result: CTestRun = await anyio.to_thread.run_sync(call)
         ctx.log.append("ctest", label=result.label, summary=result.summary(), status=result.status)
         return result
 
     if build:
-        runs.append(await run(build, DEFAULT_LABEL, regex))
+        runs.append(await run(build, DEFAULT_LABEL, tests_regex=regex))
     else:
         runs.append(CTestRun.not_run(DEFAULT_LABEL, "no framework.ctest_build_dir in the plan"))
     dirs = fw.get("sanitizer_build_dirs") or {}
     for label in ctx.options.sanitizers:
         if label in dirs:
-            runs.append(await run(dirs[label], label, regex, meta={"sanitizer": label}))
+            runs.append(await run(dirs[label], label, tests_regex=regex, meta={"sanitizer": label}))
         else:
-            runs.append(CTestRun.not_run(label, f"no framework.sanitizer_build_dirs.{label} in the plan "
-                                                "(unsupported platform or not built)"))
+            runs.append(
+                CTestRun.not_run(
+                    label, f"no framework.sanitizer_build_dirs.{label} in the plan (unsupported platform or not built)"
+                )
+            )
     stress = ctx.options.stress
     if stress is None:
         runs.append(CTestRun.not_run(STRESS_LABEL, "no stress job in the probes file (stress: {regex, seed, repeat})"))
     elif not build:
         runs.append(CTestRun.not_run(STRESS_LABEL, "the stress job needs framework.ctest_build_dir"))
     else:
-        runs.append(await run(build, STRESS_LABEL, stress.regex,
-                              extra_args=("--repeat", f"until-fail:{stress.repeat}"),
-                              env={STRESS_SEED_ENV: str(stress.seed)},
-                              meta={"seed": stress.seed, "repeat": stress.repeat}))
+        runs.append(
+            await run(
+                build,
+                STRESS_LABEL,
+                tests_regex=stress.regex,
+                extra_args=("--repeat", f"until-fail:{stress.repeat}"),
+                env={STRESS_SEED_ENV: str(stress.seed)},
+                meta={"seed": stress.seed, "repeat": stress.repeat},
+            )
+        )
     return runs

@@ -28,8 +28,11 @@ async def legacy_probe(ctx: Context) -> None:
     assert t is not None
     a, z = timeout_models(ctx)
     w = ctx.derived_id("legacy-w")
-    models = [ctx.entry(a, busy_timeout_ms=t.ceiling_ms), ctx.entry(z, busy_timeout_ms=0),
-              ctx.entry(w, busy_timeout_ms=0)]
+    models = [
+        ctx.entry(a, busy_timeout_ms=t.ceiling_ms),
+        ctx.entry(z, busy_timeout_ms=0),
+        ctx.entry(w, busy_timeout_ms=0),
+    ]
     spec = ctx.launch_spec(models, flagged=False)
     async with open_rig(ctx, "legacy", spec, [a, z, w]) as rig:
         await own_references(rig, z)
@@ -53,8 +56,9 @@ async def first_session(rig: Rig, model: str) -> None:
     obs["settled"] = await rig.settle(flights, t.slack_s)
     snap = rig.poller.latest
     obs["end_loaded"] = snap.loaded(model) if snap is not None else None
-    rig.ctx.findings.observe("F2.first_publish", "legacy_one_session", "legacy.first_session",
-                             rig.observed(obs, flights))
+    rig.ctx.findings.observe(
+        "F2.first_publish", "legacy_one_session", "legacy.first_session", rig.observed(obs, flights)
+    )
 
 
 async def unpublished_skip(rig: Rig, model: str) -> None:
@@ -63,10 +67,9 @@ async def unpublished_skip(rig: Rig, model: str) -> None:
     t = timing(rig)
     if rig.ctx.unmet("F2.unload_vs_load", "legacy_unpublished_skip", BULK_UNLOAD, LOADED):
         return
-    if t.load_s < 3 * t.gap_s:
-        rig.ctx.findings.add("F2.unload_vs_load", "legacy_unpublished_skip", Status.PENDING,
-                             f"the first load takes {t.load_s * 1000:.0f} ms: too fast to unload while it "
-                             "is in progress")
+    if rig.ctx.load_too_fast(
+        "F2.unload_vs_load", "legacy_unpublished_skip", 3, "the first load", "unload while it is in progress"
+    ):
         return
     obs = Obs(model=model)
     first = await rig.start_run("first", model)
@@ -79,8 +82,9 @@ async def unpublished_skip(rig: Rig, model: str) -> None:
     if obs["during_loaded"] is not True:
         ended = await rig.wait(lambda s: s.loaded(model) is True, t.slack_s)
         obs["ended_loaded"] = ended is not None
-    rig.ctx.findings.observe("F2.unload_vs_load", "legacy_unpublished_skip", "legacy.unpublished_skip",
-                             rig.observed(obs, [first, bulk]))
+    rig.ctx.findings.observe(
+        "F2.unload_vs_load", "legacy_unpublished_skip", "legacy.unpublished_skip", rig.observed(obs, [first, bulk])
+    )
 
 
 async def guard_serializes(rig: Rig, model: str) -> None:
@@ -91,8 +95,9 @@ async def guard_serializes(rig: Rig, model: str) -> None:
     await rig.run("warm", model)
     flights = [await rig.start_run(f"concurrent{i}", model) for i in range(3)]
     obs["settled"] = await rig.settle(flights, t.slack_s)
-    rig.ctx.findings.observe("F1.legacy_admission", "guard_serializes", "legacy.guard_serializes",
-                             rig.observed(obs, flights))
+    rig.ctx.findings.observe(
+        "F1.legacy_admission", "guard_serializes", "legacy.guard_serializes", rig.observed(obs, flights)
+    )
 
 
 async def wedged_text(rig: Rig, model: str) -> None:
@@ -105,8 +110,9 @@ async def wedged_text(rig: Rig, model: str) -> None:
     await anyio.sleep(bound / 1000 + t.gap_s)
     probe = await rig.run("probe", model, busy_timeout_ms=bound)
     obs["settled"] = await rig.settle([holder], t.slack_s)
-    rig.ctx.findings.observe("F1.legacy_admission", "guard_wedged_fail_fast", "legacy.wedged_text",
-                             rig.observed(obs, [holder, probe]))
+    rig.ctx.findings.observe(
+        "F1.legacy_admission", "guard_wedged_fail_fast", "legacy.wedged_text", rig.observed(obs, [holder, probe])
+    )
 
 
 async def status_fields(rig: Rig) -> None:
@@ -118,8 +124,9 @@ async def status_fields(rig: Rig) -> None:
     entries = entries if isinstance(entries, list) else []
     # The keys of every listed entry (the body itself may be too large for the fact).
     obs["entries"] = [sorted(map(str, e)) if isinstance(e, dict) else None for e in entries]
-    rig.ctx.findings.observe("F1.legacy_admission", "no_slot_fields", "legacy.status_fields",
-                             rig.observed(obs, [reply]))
+    rig.ctx.findings.observe(
+        "F1.legacy_admission", "no_slot_fields", "legacy.status_fields", rig.observed(obs, [reply])
+    )
 
 
 async def registration_forms(rig: Rig) -> None:
@@ -138,16 +145,25 @@ async def registration_forms(rig: Rig) -> None:
         calls.append(reply)
         results.append({"slots": value, "status": reply.status, "message": reply.message()[:160]})
     if any(r["status"] == 403 for r in results):
-        ctx.findings.add("F1.legacy_admission", "registration_slots_forms", Status.PENDING,
-                         "registration needs server.ui_management (403 dynamic model management is disabled)",
-                         results=results)
+        ctx.findings.add(
+            "F1.legacy_admission",
+            "registration_slots_forms",
+            Status.PENDING,
+            "registration needs server.ui_management (403 dynamic model management is disabled)",
+            results=results,
+        )
         return
     calls.append(await rig.call("health-after", "GET", "/health"))
     after = calls[-1].json()
     obs["results"] = results
     obs["models_before"], obs["models_after"] = model_count(before), model_count(after)
-    ctx.findings.observe("F1.legacy_admission", "registration_slots_forms", "legacy.registration_forms",
-                         rig.observed(obs, calls), results=results)
+    ctx.findings.observe(
+        "F1.legacy_admission",
+        "registration_slots_forms",
+        "legacy.registration_forms",
+        rig.observed(obs, calls),
+        results=results,
+    )
 
 
 async def config_forms(ctx: Context) -> None:
@@ -165,7 +181,9 @@ async def config_forms(ctx: Context) -> None:
             exited = server.exit_code is not None
         stderr = server.stderr_text()
         await server.stop(5.0)
-        seen.append({"slots": value, "exit_code": server.exit_code, "exited": exited,
-                     "message": LEGACY_SLOTS_TEXT in stderr})
-    ctx.findings.observe("F1.legacy_admission", "config_slots_rejected", "legacy.config_forms",
-                         {"starts": seen}, starts=seen)
+        seen.append(
+            {"slots": value, "exit_code": server.exit_code, "exited": exited, "message": LEGACY_SLOTS_TEXT in stderr}
+        )
+    ctx.findings.observe(
+        "F1.legacy_admission", "config_slots_rejected", "legacy.config_forms", {"starts": seen}, starts=seen
+    )

@@ -56,8 +56,7 @@ async def timeout_checks(rig: Rig, n: int, runtime: str) -> None:
     for m in (a, z):
         await rig.run(f"warm-{m}", m)
 
-    async def case(name: str, model: str, body_timeout: int | None, expect: str | None,
-                   bound_ms: int) -> None:
+    async def case(name: str, model: str, body_timeout: int | None, expect: str | None, bound_ms: int) -> None:
         """One bounded (or unbounded) probe behind fresh occupants (judged by
         judges_timeouts.case)."""
         obs = Obs(case=name, expect=expect, bound_ms=bound_ms, probe=f"probe-{name}")
@@ -93,16 +92,27 @@ async def manager_timeout(rig: Rig, model: str, n: int, runtime: str, text: str,
         # A spare slot exists, yet the request must queue behind the waiting manager.
         later = await rig.start_run("behind-manager", model)
         snap = await rig.wait(lambda s: s.queued(model) >= 1 or s.active(model) >= n, t.slack_s)
-        obs.wait("the request behind the manager queued", snap is not None,
-                 unseen="the request behind the manager was never observed queued")
+        obs.wait(
+            "the request behind the manager queued",
+            snap is not None,
+            unseen="the request behind the manager was never observed queued",
+        )
         if snap is not None:
             # What the sample that ended the wait showed, and whether the manager was done then.
-            obs["behind"] = {"t": rig.rel(snap.t), "queued": snap.queued(model),
-                             "active": snap.active(model), "manager_finished": manager.finished}
+            obs["behind"] = {
+                "t": rig.rel(snap.t),
+                "queued": snap.queued(model),
+                "active": snap.active(model),
+                "manager_finished": manager.finished,
+            }
     await manager.done.wait()
     if manager.status == 403:
-        ctx.findings.add("F1.timeouts", f"manager_timeout@{runtime}", Status.PENDING,
-                         "targeted unload needs server.ui_management (403 dynamic model management is disabled)")
+        ctx.findings.add(
+            "F1.timeouts",
+            f"manager_timeout@{runtime}",
+            Status.PENDING,
+            "targeted unload needs server.ui_management (403 dynamic model management is disabled)",
+        )
         await rig.settle([*occupants, *([later] if later else [])], t.slack_s)
         return
     woke = None
@@ -116,8 +126,9 @@ async def manager_timeout(rig: Rig, model: str, n: int, runtime: str, text: str,
     snap_end = rig.poller.latest
     obs["end_sampled"] = snap_end is not None
     obs["end_loaded"] = snap_end.loaded(model) if snap_end is not None else None
-    facts = rig.observed(obs, flights, occupants=[f.label for f in occupants],
-                         later=later.label if later is not None else None)
+    facts = rig.observed(
+        obs, flights, occupants=[f.label for f in occupants], later=later.label if later is not None else None
+    )
     ctx.findings.observe("F1.timeouts", f"manager_timeout@{runtime}", "timeouts.manager_timeout", facts)
 
 

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import platform
 import re
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -27,13 +24,11 @@ from parval.framework.ctest import CTestRun
 from parval.plan.schemas import schema_errors
 from parval.procedure.catalogue import FRAMEWORK_GATE, group_of
 from parval.rundir.files import sha256_file, write_json
-from parval.rundir.manifest import cpu_model
+from parval.rundir.manifest import host_platform
 from parval.status import Result, Status, combine
 
 RECORD = "record.json"
 SCHEMA_VERSION = 1
-
-
 
 
 def identity(ctx: Context, source_commit: str | None) -> dict[str, Any]:
@@ -50,8 +45,7 @@ def identity(ctx: Context, source_commit: str | None) -> dict[str, Any]:
         "counts": covered_counts(ctx.findings.checks),
         "device": server["device"],
         "threads": server["threads"],
-        "platform": {"os": platform.platform(), "machine": platform.machine(), "cpu": cpu_model(),
-                     "cpu_count": os.cpu_count(), "python": sys.version.split()[0]},
+        "platform": host_platform(),
         "plan_sha256": ctx.plan.sha256,
         "plan_path": str(ctx.plan.path),
         "plan_name": ctx.plan.name,
@@ -92,20 +86,33 @@ def groups(results: list[Result]) -> dict[str, Any]:
     for g in sorted({group_of(r.id) for r in results}):
         members = [r for r in results if group_of(r.id) == g]
         status = combine(r.status for r in members)
-        partial = sorted({a for r in members for a in contract.COVERAGE.get(r.id, contract.Coverage((), ())).areas
-                          if contract.AREAS[a] != "Directly tested"})
+        partial = sorted(
+            {
+                a
+                for r in members
+                for a in contract.COVERAGE.get(r.id, contract.Coverage((), ())).areas
+                if contract.AREAS[a] != "Directly tested"
+            }
+        )
         limited = [r.id for r in members if r.limitations]
         blanket = status is Status.PASS and not partial and not limited
         if status is Status.PASS and not blanket:
-            summary = (f"{g} PASS with partial coverage: every assertion passed, but contract area(s) "
-                       f"{', '.join(partial)} are partially tested and {len(limited)} assertion(s) carry "
-                       "limitations; not a blanket pass")
+            summary = (
+                f"{g} PASS with partial coverage: every assertion passed, but contract area(s) "
+                f"{', '.join(partial)} are partially tested and {len(limited)} assertion(s) carry "
+                "limitations; not a blanket pass"
+            )
         else:
             counts = {s: sum(1 for r in members if r.status is s) for s in Status}
             summary = f"{g} {status}: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-        out[g] = {"status": str(status), "assertions": [r.id for r in members],
-                  "coverage": "partial" if (partial or limited) else "full",
-                  "blanket_pass": blanket, "partial_areas": partial, "summary": summary}
+        out[g] = {
+            "status": str(status),
+            "assertions": [r.id for r in members],
+            "coverage": "partial" if (partial or limited) else "full",
+            "blanket_pass": blanket,
+            "partial_areas": partial,
+            "summary": summary,
+        }
     return out
 
 
@@ -113,7 +120,7 @@ def verdict(results: list[Result]) -> dict[str, Any]:
     applicable = [r for r in results if r.applicable]
     status = combine(r.status for r in applicable)
     if status is Status.PASS:
-        code, line = EXIT_ADMITTED, "every applicable F assertion PASS (partial contract areas noted)"
+        code, line = (EXIT_ADMITTED, "every applicable F assertion PASS (partial contract areas noted)")
     elif status is Status.FAIL:
         failed = [r.id for r in applicable if r.status is Status.FAIL]
         code, line = EXIT_FAILED, f"FAIL: {', '.join(failed)}"
@@ -123,16 +130,9 @@ def verdict(results: list[Result]) -> dict[str, Any]:
     return {"status": str(status), "exit_code": code, "line": line}
 
 
-def build_record(ctx: Context, results: list[Result], runs: list[CTestRun], *, started: float,
-                 outcomes: list[dict[str, Any]], selection: list[str], source_commit: str | None,
-                 argv: list[str]) -> dict[str, Any]:
-    inputs = record_inputs(ctx, started=started, outcomes=outcomes, selection=selection,
-                           source_commit=source_commit, argv=argv)
-    return assemble(inputs, results, runs, ctx.findings.checks)
-
-
-def assemble(inputs: dict[str, Any], results: list[Result], runs: list[CTestRun],
-             checks: list[Check]) -> dict[str, Any]:
+def assemble(
+    inputs: dict[str, Any], results: list[Result], runs: list[CTestRun], checks: list[Check]
+) -> dict[str, Any]:
     """The record from its recorded inputs and the judged results (also for --rejudge)."""
     missing = [a for a in FRAMEWORK_GATE if a not in {r.id for r in results}]
     if missing:
@@ -158,8 +158,15 @@ def assemble(inputs: dict[str, Any], results: list[Result], runs: list[CTestRun]
     }
 
 
-def record_inputs(ctx: Context, *, started: float, outcomes: list[dict[str, Any]], selection: list[str],
-                  source_commit: str | None, argv: list[str]) -> dict[str, Any]:
+def record_inputs(
+    ctx: Context,
+    *,
+    started: float,
+    outcomes: list[dict[str, Any]],
+    selection: list[str],
+    source_commit: str | None,
+    argv: list[str],
+) -> dict[str, Any]:
     """What the record states besides judged results, fixed when the probes end."""
     ident = identity(ctx, source_commit)
     ident.pop("counts")
@@ -174,17 +181,20 @@ def record_inputs(ctx: Context, *, started: float, outcomes: list[dict[str, Any]
             "counts_tested": [n for n in ctx.plan.counts if n <= (ctx.capacity or 1)],
             "plan_counts": ctx.plan.counts,
             "ui_management": ctx.ui,
-            "model": {"id": ctx.model_id, "family": ctx.plan.model["family"],
-                      "task": ctx.plan.model["task"], "mode": ctx.plan.model["mode"],
-                      "path": str(ctx.plan.model_path),
-                      "sha256": sha256_file(ctx.plan.model_path) if ctx.plan.model_path.is_file() else None},
+            "model": {
+                "id": ctx.model_id,
+                "family": ctx.plan.model["family"],
+                "task": ctx.plan.model["task"],
+                "mode": ctx.plan.model["mode"],
+                "path": str(ctx.plan.model_path),
+                "sha256": sha256_file(ctx.plan.model_path) if ctx.plan.model_path.is_file() else None,
+            },
             "timing": ctx.timing.to_json() if ctx.timing else None,
             "selection": selection,
             "notes": ctx.notes,
             "capabilities": ctx.caps.to_json(),
         },
-        "contract": {"version": contract.CONTRACT_VERSION, "document": contract.CONTRACT_DOC,
-                     "areas": contract.AREAS},
+        "contract": {"version": contract.CONTRACT_VERSION, "document": contract.CONTRACT_DOC, "areas": contract.AREAS},
         "probes": outcomes,
         "reproduction": " ".join(argv),
     }

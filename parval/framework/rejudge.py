@@ -61,8 +61,10 @@ def rejudge_framework(run_dir: Path) -> dict[str, Any]:
             last[str(kind)] = _fields(e)
     missing = [k for k in ("judge_inputs", "record_inputs") if k not in last]
     if missing:
-        raise RunDirError(f"{run_dir}: the framework events hold no {', '.join(missing)} "
-                          "(recorded by an older parval, or the run did not finish), so the record "
-                          "cannot be rebuilt from them")
+        raise RunDirError(
+            f"{run_dir}: the framework events hold no {', '.join(missing)} "
+            "(recorded by an older parval, or the run did not finish), so the record "
+            "cannot be rebuilt from them"
+        )
     results = judge(checks, runs, last["judge_inputs"])
     return assemble(last["record_inputs"], results, runs, checks)

@@ -20,8 +20,11 @@ def load_framework_record(run_dir: Path, rejudge: bool) -> tuple[dict[str, Any],
 
     record = rejudge_framework(run_dir)
     changed = sorted(k for k in set(record) | set(stored) if record.get(k) != stored.get(k))
-    notes = [f"re-judged from events.jsonl; differs from the stored {RECORD} in: {', '.join(changed)}"
-             if changed else f"re-judged from events.jsonl: identical to the stored {RECORD}"]
+    notes = [
+        f"re-judged from events.jsonl; differs from the stored {RECORD} in: {', '.join(changed)}"
+        if changed
+        else f"re-judged from events.jsonl: identical to the stored {RECORD}"
+    ]
     return record, notes
 
 
@@ -35,11 +38,17 @@ def render_framework(record: dict[str, Any], fmt: str, notes: list[str]) -> str:
 
 def _markdown(record: dict[str, Any], notes: list[str]) -> str:
     ident = record["identity"]
-    lines = [f"## Framework record {record['record_id']}", "",
-             f"**{record['verdict']['line']}**", "",
-             f"candidate `{ident['candidate_name']}` sha256 `{ident['candidate_sha256'][:16]}`, backend "
-             f"{ident['backend']}, source commit {ident.get('source_commit') or 'not recorded'}, procedure "
-             f"{record['procedure_version']}, counts covered: {ident.get('counts') or 'none'}", ""]
+    lines = [
+        f"## Framework record {record['record_id']}",
+        "",
+        f"**{record['verdict']['line']}**",
+        "",
+        f"candidate `{ident['candidate_name']}` sha256 `{ident['candidate_sha256'][:16]}`, backend "
+        f"{ident['backend']}, source commit {ident.get('source_commit') or 'not recorded'}, "
+        f"procedure {record['procedure_version']}, "
+        f"counts covered: {ident.get('counts') or 'none'}",
+        "",
+    ]
     lines += [f"> {n}" for n in notes]
     lines += ["", "| assertion | status | reason |", "|---|---|---|"]
     for a in record["assertions"]:
@@ -59,5 +68,8 @@ def _junit(record: dict[str, Any]) -> str:
             body = f"<skipped message={quoteattr(a['status'] + ': ' + a['reason'][:500])}/>"
         cases.append(f'  <testcase classname="framework" name={quoteattr(a["id"])}>{body}</testcase>')
     fails = sum(1 for a in record["assertions"] if a["status"] == "FAIL")
-    return (f'<?xml version="1.0" encoding="utf-8"?>\n<testsuite name={quoteattr(escape(record["record_id"]))} '
-            f'tests="{len(cases)}" failures="{fails}">\n' + "\n".join(cases) + "\n</testsuite>\n")
+    return (
+        '<?xml version="1.0" encoding="utf-8"?>\n'
+        f"<testsuite name={quoteattr(escape(record['record_id']))} "
+        f'tests="{len(cases)}" failures="{fails}">\n' + "\n".join(cases) + "\n</testsuite>\n"
+    )

@@ -18,13 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx
 from anyio.abc import TaskGroup, TaskStatus
 
-from parval.procedure.server_facts import ROUTE_MODELS
+from parval.framework.poller import ModelsPoller, Snapshot
 from parval.server.client import Client, Reply
 from parval.server.process import LaunchSpec, ServerProcess, spawn, wait_ready
-from parval.server.status import PollLoop, StatusSample, parse_models
 
 if TYPE_CHECKING:
     from parval.framework.context import Context
@@ -73,82 +71,6 @@ class Flight:
             self.scope.cancel()
 
 
-@dataclass(frozen=True)
-class Snapshot:
-    t: float
-    ok: bool
-    rtt: float
-    models: dict[str, StatusSample]
-
-    def get(self, model_id: str) -> StatusSample | None:
-        return self.models.get(model_id)
-
-    def active(self, model_id: str) -> int:
-        s = self.models.get(model_id)
-        return (s.active or 0) if s else 0
-
-    def queued(self, model_id: str) -> int:
-        s = self.models.get(model_id)
-        return (s.queued or 0) if s else 0
-
-    def loaded(self, model_id: str) -> bool | None:
-        s = self.models.get(model_id)
-        return s.loaded if s else None
-
-    def capacity(self, model_id: str) -> int | None:
-        s = self.models.get(model_id)
-        return s.max_parallel if s else None
-
-    def slots(self, model_id: str) -> int | None:
-        s = self.models.get(model_id)
-        return s.slots if s else None
-
-
-class ModelsPoller(PollLoop[Snapshot]):
-    """One snapshot of every watched model per poll (observational)."""
-
-    read_timeout_s = 30.0
-
-    def __init__(self, base_url: str, model_ids: list[str], interval_s: float) -> None:
-        super().__init__(base_url, interval_s)
-        self.model_ids = list(model_ids)
-
-    async def poll_once(self, client: httpx.AsyncClient) -> Snapshot:
-        t0 = time.monotonic()
-        models: dict[str, StatusSample] = {}
-        ok = False
-        try:
-            resp = await client.get(self.base_url + ROUTE_MODELS)
-            if resp.status_code == 200:
-                ok = True
-                for mid in self.model_ids:
-                    sample = parse_models(resp.content, mid)
-                    if sample is not None and sample.present:
-                        models[mid] = sample
-        except httpx.HTTPError:
-            pass
-        if not ok:
-            self.errors += 1
-        t1 = time.monotonic()
-        self.add(Snapshot(t1, ok, t1 - t0, models))
-        return self.samples[-1]
-
-    async def wait_for(self, predicate: Callable[[Snapshot], bool], timeout_s: float,
-                       *, after: float | None = None) -> Snapshot | None:
-        """A snapshot taken after `after` (default: now) that satisfies `predicate`."""
-        since = time.monotonic() if after is None else after
-        with anyio.move_on_after(timeout_s):
-            while True:
-                s = self.latest
-                if s is not None and s.ok and s.t >= since and predicate(s):
-                    return s
-                await self._changed.wait()
-        return None
-
-    def between(self, t0: float, t1: float) -> list[Snapshot]:
-        return [s for s in self.samples if t0 <= s.t <= t1 and s.ok]
-
-
 @dataclass
 class Rig:
     """One fresh candidate server of a probe, its client, poller and flights."""
@@ -168,16 +90,23 @@ class Rig:
         return None if t == float("inf") else round(t - self.t0, 4)
 
     # -- flights --------------------------------------------------------------------------
-    async def start(self, label: str, method: str, path: str, body: Any = None,
-                    timeout_s: float | None = None) -> Flight:
+    async def start(
+        self, label: str, method: str, path: str, body: Any = None, timeout_s: float | None = None
+    ) -> Flight:
         model = body.get("model") if isinstance(body, dict) else None
         flight = Flight(label, method, path, model=model if isinstance(model, str) else None)
         self.flights.append(flight)
         await self.tg.start(self._fly, flight, body, timeout_s)
         return flight
 
-    async def _fly(self, flight: Flight, body: Any, timeout_s: float | None,
-                   *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def _fly(
+        self,
+        flight: Flight,
+        body: Any,
+        timeout_s: float | None,
+        *,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
         with anyio.CancelScope() as scope:
             flight.scope = scope
             flight.t_send = time.monotonic()
@@ -185,33 +114,41 @@ class Rig:
             flight.reply = await self.client.request(flight.method, flight.path, body, timeout_s)
         if scope.cancelled_caught:
             flight.cancelled = True
-        self.ctx.log.append("flight", rig=self.name, label=flight.label, path=flight.path,
-                            t_send=self.rel(flight.t_send),
-                            t_done=self.rel(flight.t_done) if flight.reply else None,
-                            cancelled=flight.cancelled,
-                            reply=flight.reply.summary() if flight.reply else None)
+        self.ctx.log.append(
+            "flight",
+            rig=self.name,
+            label=flight.label,
+            path=flight.path,
+            t_send=self.rel(flight.t_send),
+            t_done=self.rel(flight.t_done) if flight.reply else None,
+            cancelled=flight.cancelled,
+            reply=flight.reply.summary() if flight.reply else None,
+        )
         flight.done.set()
 
-    async def call(self, label: str, method: str, path: str, body: Any = None,
-                   timeout_s: float | None = None) -> Flight:
+    async def call(
+        self, label: str, method: str, path: str, body: Any = None, timeout_s: float | None = None
+    ) -> Flight:
         flight = await self.start(label, method, path, body, timeout_s)
         await flight.done.wait()
         return flight
 
-    def run_body(self, model: str, request: dict[str, Any] | None = None,
-                 busy_timeout_ms: int | None = None) -> dict[str, Any]:
+    def run_body(
+        self, model: str, request: dict[str, Any] | None = None, busy_timeout_ms: int | None = None
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": model, "request": request or self.ctx.base_request()}
         if busy_timeout_ms is not None:
             body["busy_timeout_ms"] = busy_timeout_ms
         return body
 
-    async def start_run(self, label: str, model: str, *, request: dict[str, Any] | None = None,
-                        busy_timeout_ms: int | None = None) -> Flight:
-        return await self.start(label, "POST", self.ctx.route,
-                                self.run_body(model, request, busy_timeout_ms))
+    async def start_run(
+        self, label: str, model: str, *, request: dict[str, Any] | None = None, busy_timeout_ms: int | None = None
+    ) -> Flight:
+        return await self.start(label, "POST", self.ctx.route, self.run_body(model, request, busy_timeout_ms))
 
-    async def run(self, label: str, model: str, *, request: dict[str, Any] | None = None,
-                  busy_timeout_ms: int | None = None) -> Flight:
+    async def run(
+        self, label: str, model: str, *, request: dict[str, Any] | None = None, busy_timeout_ms: int | None = None
+    ) -> Flight:
         flight = await self.start_run(label, model, request=request, busy_timeout_ms=busy_timeout_ms)
         await flight.done.wait()
         return flight
@@ -233,12 +170,14 @@ class Rig:
         if model_id not in self.poller.model_ids:
             self.poller.model_ids.append(model_id)
 
-    async def wait(self, predicate: Callable[[Snapshot], bool], timeout_s: float,
-                   *, after: float | None = None) -> Snapshot | None:
+    async def wait(
+        self, predicate: Callable[[Snapshot], bool], timeout_s: float, *, after: float | None = None
+    ) -> Snapshot | None:
         return await self.poller.wait_for(predicate, timeout_s, after=after)
 
     async def drained(self, models: list[str], timeout_s: float) -> bool:
         """Counters observed back at zero; absent counters never count as drained."""
+
         def zero(s: Snapshot, m: str) -> bool:
             x = s.get(m)
             return x is not None and x.active == 0 and x.queued == 0
@@ -261,10 +200,17 @@ class Rig:
         """One flight as an observation records it (parval.framework.observed.FlightFact):
         the raw reply body goes to the artifacts, a run reply's canonical output hash and a
         small management reply's JSON into the fact itself."""
-        out: dict[str, Any] = {"label": f.label, "model": f.model, "method": f.method, "path": f.path,
-                               "t_send": self.rel(f.t_send), "finished": f.finished,
-                               "t_done": self.rel(f.t_done) if f.reply is not None else None,
-                               "status": f.status, "cancelled": f.cancelled}
+        out: dict[str, Any] = {
+            "label": f.label,
+            "model": f.model,
+            "method": f.method,
+            "path": f.path,
+            "t_send": self.rel(f.t_send),
+            "finished": f.finished,
+            "t_done": self.rel(f.t_done) if f.reply is not None else None,
+            "status": f.status,
+            "cancelled": f.cancelled,
+        }
         r = f.reply
         if r is None:
             return out
@@ -301,11 +247,16 @@ class Rig:
         """The facts of one forced situation, completed with what every judge may read:
         the rig, the measured timing, the references known now and the flights."""
         obs.facts.update(facts)
-        obs.facts.update({
-            "rig": self.name, "flagged": self.flagged, "model_id": self.ctx.model_id,
-            "timing": self.timing_facts(), "refs": self.ctx.refs_json(),
-            "flights": [self.fact(f) for f in flights],
-        })
+        obs.facts.update(
+            {
+                "rig": self.name,
+                "flagged": self.flagged,
+                "model_id": self.ctx.model_id,
+                "timing": self.timing_facts(),
+                "refs": self.ctx.refs_json(),
+                "flights": [self.fact(f) for f in flights],
+            }
+        )
         return obs.facts
 
     def timing_facts(self) -> dict[str, Any] | None:
@@ -313,14 +264,25 @@ class Rig:
         t = self.ctx.timing
         if t is None:
             return None
-        return {**t.to_json(), "service_ms": t.service_s * 1000, "load_ms": t.load_s * 1000,
-                "teardown_ms": t.teardown_s * 1000}
+        return {
+            **t.to_json(),
+            "service_ms": t.service_s * 1000,
+            "load_ms": t.load_s * 1000,
+            "teardown_ms": t.teardown_s * 1000,
+        }
 
     def timeline(self, flights: list[Flight]) -> list[dict[str, Any]]:
-        return [{"label": f.label, "t_send": self.rel(f.t_send), "t_done": self.rel(f.t_done),
-                 "status": f.status, "cancelled": f.cancelled,
-                 "error": f.message()[:200] if f.status not in (None, 200) else ""}
-                for f in flights]
+        return [
+            {
+                "label": f.label,
+                "t_send": self.rel(f.t_send),
+                "t_done": self.rel(f.t_done),
+                "status": f.status,
+                "cancelled": f.cancelled,
+                "error": f.message()[:200] if f.status not in (None, 200) else "",
+            }
+            for f in flights
+        ]
 
 
 def _write_status(path: Path, rig: Rig) -> None:
@@ -336,8 +298,7 @@ def _write_status(path: Path, rig: Rig) -> None:
 async def open_rig(ctx: Context, name: str, spec: LaunchSpec, model_ids: list[str]) -> AsyncIterator[Rig]:
     """Launch, wait for /health, poll, yield; always stop the server and record the end."""
     directory: Path = ctx.run_dir / "servers" / name
-    ctx.log.append("rig_start", rig=name, flagged=spec.flagged, config=spec.config,
-                   ui_management=spec.ui_management)
+    ctx.log.append("rig_start", rig=name, flagged=spec.flagged, config=spec.config, ui_management=spec.ui_management)
     server = spawn(spec, directory, name)
     rig: Rig | None = None
     try:
@@ -347,9 +308,12 @@ async def open_rig(ctx: Context, name: str, spec: LaunchSpec, model_ids: list[st
             poller = ModelsPoller(server.base_url, model_ids, ctx.poll_interval_s)
             tg.start_soon(poller.run)
             await poller.wait_for(lambda s: True, 10.0)
-            client = Client(server.base_url, max_connections=64,
-                            request_timeout_s=ctx.request_timeout_s,
-                            max_body_bytes=ctx.max_body_bytes)
+            client = Client(
+                server.base_url,
+                max_connections=64,
+                request_timeout_s=ctx.request_timeout_s,
+                max_body_bytes=ctx.max_body_bytes,
+            )
             rig = Rig(ctx, name, server, client, poller, tg, spec.flagged)
             try:
                 yield rig
@@ -365,7 +329,11 @@ async def open_rig(ctx: Context, name: str, spec: LaunchSpec, model_ids: list[st
                 await server.stop(min(ctx.grace_s, 5.0))
         if rig is not None:
             _write_status(directory / "status.jsonl", rig)
-        ctx.log.append("rig_end", rig=name, stop=rig.stop_info if rig else server.stop_info,
-                       polls=len(rig.poller.samples) if rig else 0,
-                       poll_errors=rig.poller.errors if rig else 0,
-                       log_tail=server.log_tail(1500))
+        ctx.log.append(
+            "rig_end",
+            rig=name,
+            stop=rig.stop_info if rig else server.stop_info,
+            polls=len(rig.poller.samples) if rig else 0,
+            poll_errors=rig.poller.errors if rig else 0,
+            log_tail=server.log_tail(1500),
+        )

@@ -29,7 +29,8 @@ from parval.framework.findings import Findings
 from parval.framework.judges_f6 import DEFAULT_REQUIRED_TESTS, assess_f6
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, LOADED, MANAGEMENT, first_missing
 from parval.framework.probes_f1 import cap1_probe, fifo_probe, overdue_probe
-from parval.framework.probes_f2 import callback_probe, reconfigure_probe, unload_load_probe
+from parval.framework.probes_f2 import reconfigure_probe, unload_load_probe
+from parval.framework.probes_f2_callback import callback_probe
 from parval.framework.probes_f3 import CTEST_EVIDENCE, attach_ctest, failures_probe
 from parval.framework.probes_f4 import disconnect_probe, shutdown_probe, stalled_io_probe
 from parval.framework.probes_f5 import bulk_probe, limit_probe
@@ -67,12 +68,15 @@ PROBES: tuple[Probe, ...] = (
     Probe("f1_fifo", ("F1.fifo", "F2.first_publish"), fifo_probe, SLOTS),
     Probe("f1_overdue", ("F1.overdue",), overdue_probe, (*SLOTS, BULK_UNLOAD)),
     Probe("f1_timeouts", ("F1.timeouts",), flagged_timeouts_probe, SLOTS),
-    Probe("legacy", ("F1.legacy_admission", "F1.timeouts", "F2.first_publish", "F2.unload_vs_load"),
-          legacy_probe),
+    Probe("legacy", ("F1.legacy_admission", "F1.timeouts", "F2.first_publish", "F2.unload_vs_load"), legacy_probe),
     Probe("f1_unsupported", ("F1.unsupported",), unsupported_probe),
     Probe("f2_unload_load", ("F2.unload_vs_load",), unload_load_probe, SLOTS),
-    Probe("f2_reconfigure", ("F2.reconfigure_queued", "F2.invalid_replacement", "F2.same_id", "F1.fifo"),
-          reconfigure_probe, (*SLOTS, MANAGEMENT)),
+    Probe(
+        "f2_reconfigure",
+        ("F2.reconfigure_queued", "F2.invalid_replacement", "F2.same_id", "F1.fifo"),
+        reconfigure_probe,
+        (*SLOTS, MANAGEMENT),
+    ),
     Probe("f2_callback", ("F2.callback_lease",), callback_probe, SLOTS),
     Probe("f3_failures", ("F3.load_failures", "F3.ownership"), failures_probe, SLOTS),
     Probe("f4_disconnect", ("F4.disconnect",), disconnect_probe, SLOTS),
@@ -80,8 +84,7 @@ PROBES: tuple[Probe, ...] = (
     Probe("f4_stalled_io", ("F4.shutdown",), stalled_io_probe),
     Probe("f5_limit2", ("F5.two_models", "F5.retiring_residency"), _limit2, (*SLOTS, BULK_UNLOAD)),
     Probe("f5_limit1", ("F5.two_models", "F5.retiring_residency"), _limit1, (*SLOTS, BULK_UNLOAD)),
-    Probe("f5_bulk", ("F5.bulk_ready_first", "F5.no_convoy", "F5.bulk_selections"), bulk_probe,
-          (*SLOTS, BULK_UNLOAD)),
+    Probe("f5_bulk", ("F5.bulk_ready_first", "F5.no_convoy", "F5.bulk_selections"), bulk_probe, (*SLOTS, BULK_UNLOAD)),
 )
 
 
@@ -122,20 +125,26 @@ async def run_probes(ctx: Context, selected: set[str]) -> tuple[list[dict[str, A
             continue
         if not calibrated:
             for aid in probe.assertions:
-                ctx.findings.add(aid, probe.name, Status.BLOCKED,
-                                 "the calibration start failed, so no timing could be derived")
+                ctx.findings.add(
+                    aid, probe.name, Status.BLOCKED, "the calibration start failed, so no timing could be derived"
+                )
             outcomes.append({"probe": probe.name, "outcome": "blocked"})
             continue
         gap = first_missing(ctx.caps, probe.needs)
         if gap is not None:
             for aid in probe.assertions:
                 if aid in selected:
-                    ctx.findings.observe(aid, probe.name, "precondition",
-                                         {"capabilities": ctx.caps.to_json(), "needs": list(probe.needs)},
-                                         precondition=True)
+                    ctx.findings.observe(
+                        aid,
+                        probe.name,
+                        "precondition",
+                        {"capabilities": ctx.caps.to_json(), "needs": list(probe.needs)},
+                        precondition=True,
+                    )
             ctx.log.append("probe_skipped", probe=probe.name, status=str(gap[0]), reason=gap[1])
-            outcomes.append({"probe": probe.name, "outcome": "precondition", "error": gap[1],
-                             "assertions": list(probe.assertions)})
+            outcomes.append(
+                {"probe": probe.name, "outcome": "precondition", "error": gap[1], "assertions": list(probe.assertions)}
+            )
             continue
         outcome = await _run_one(ctx, probe)
         outcomes.append(outcome)
@@ -172,17 +181,26 @@ async def _run_one(ctx: Context, probe: Probe) -> dict[str, Any]:
     if error:
         for aid in probe.assertions:
             ctx.findings.add(aid, probe.name, Status.BLOCKED, f"probe {probe.name} did not complete: {error}")
-    return {"probe": probe.name, "outcome": "error" if error else "ok", "error": error,
-            "elapsed_s": elapsed, "assertions": list(probe.assertions)}
+    return {
+        "probe": probe.name,
+        "outcome": "error" if error else "ok",
+        "error": error,
+        "elapsed_s": elapsed,
+        "assertions": list(probe.assertions),
+    }
 
 
 def judge_inputs(ctx: Context, selected: set[str], only: str | None) -> dict[str, Any]:
     """Everything besides the sub-checks and CTest runs that judging reads (recorded as an
     event, so `parval report --rejudge` needs nothing else)."""
-    return {"selected": sorted(selected), "only": only, "plan_path": str(ctx.plan.path),
-            "required_tests": None if ctx.options.required_tests is None else list(ctx.options.required_tests),
-            "sanitizers": list(ctx.options.sanitizers),
-            "sanitizers_unavailable": ctx.options.sanitizers_unavailable}
+    return {
+        "selected": sorted(selected),
+        "only": only,
+        "plan_path": str(ctx.plan.path),
+        "required_tests": None if ctx.options.required_tests is None else list(ctx.options.required_tests),
+        "sanitizers": list(ctx.options.sanitizers),
+        "sanitizers_unavailable": ctx.options.sanitizers_unavailable,
+    }
 
 
 def results(ctx: Context, selected: set[str], runs: list[CTestRun], only: str | None) -> list[Result]:
@@ -201,21 +219,32 @@ def judge(checks: list[Check], runs: list[CTestRun], inputs: dict[str, Any]) -> 
     f6: dict[str, Result] = {}
     if runs:
         required = inputs["required_tests"]
-        for r in assess_f6(runs, DEFAULT_REQUIRED_TESTS if required is None else required,
-                           inputs["sanitizers"], inputs["sanitizers_unavailable"]):
+        for r in assess_f6(
+            runs,
+            DEFAULT_REQUIRED_TESTS if required is None else required,
+            inputs["sanitizers"],
+            inputs["sanitizers_unavailable"],
+        ):
             r.limitations = [*contract.limitations(r.id), *r.limitations]
             r.evidence = {**r.evidence, "contract": contract.coverage_json(r.id)}
             f6[r.id] = r
     for aid in FRAMEWORK_GATE:
         if aid not in selected:
-            r = Result(aid, Status.PENDING, f"not selected in this record (--only {only})",
-                       {"checks": [c.to_json() for c in findings.of(aid)]},
-                       reproduction.format(id=aid))
+            r = Result(
+                aid,
+                Status.PENDING,
+                f"not selected in this record (--only {only})",
+                {"checks": [c.to_json() for c in findings.of(aid)]},
+                reproduction.format(id=aid),
+            )
         elif aid in f6:
             r = f6[aid]
         else:
-            r = assertion_result(aid, findings.of(aid),
-                                 unrun_reason="no probe produced evidence for this assertion",
-                                 reproduction=reproduction.format(id=aid))
+            r = assertion_result(
+                aid,
+                findings.of(aid),
+                unrun_reason="no probe produced evidence for this assertion",
+                reproduction=reproduction.format(id=aid),
+            )
         out.append(r)
     return out

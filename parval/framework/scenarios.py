@@ -16,7 +16,8 @@ from typing import Any
 import anyio
 
 from parval.framework.facts import Obs
-from parval.framework.rig import Flight, Rig, Snapshot
+from parval.framework.poller import Snapshot
+from parval.framework.rig import Flight, Rig
 from parval.framework.settings import Timing
 from parval.server.trace import read_trace
 
@@ -34,8 +35,16 @@ def queued_at_least(model: str, k: int) -> Callable[[Snapshot], bool]:
     return lambda s: s.queued(model) >= k
 
 
-async def occupy(rig: Rig, model: str, n: int, obs: Obs, *, label: str = "occupant",
-                 stagger_s: float | None = None, loaded: bool = True) -> list[Flight]:
+async def occupy(
+    rig: Rig,
+    model: str,
+    n: int,
+    obs: Obs,
+    *,
+    label: str = "occupant",
+    stagger_s: float | None = None,
+    loaded: bool = True,
+) -> list[Flight]:
     """n requests holding n slots (observed). With `stagger_s` they are admitted one by one
     that far apart, so their slots also free one by one. `loaded=False` accepts slots
     still waiting for the first load (their leases age during the load)."""
@@ -52,16 +61,23 @@ async def occupy(rig: Rig, model: str, n: int, obs: Obs, *, label: str = "occupa
         return flights
     for i in range(n):
         flights.append(await rig.start_run(f"{label}{i}", model))
-        if not obs.wait(f"{i + 1} active slot(s) for {model}",
-                        await rig.wait(held(i + 1), t.slack_s) is not None):
+        if not obs.wait(f"{i + 1} active slot(s) for {model}", await rig.wait(held(i + 1), t.slack_s) is not None):
             break
         await anyio.sleep(stagger_s)
     return flights
 
 
-async def enqueue(rig: Rig, model: str, label: str, want_queued: int, obs: Obs, *,
-                  request: dict[str, Any] | None = None, busy_timeout_ms: int | None = None,
-                  observe_s: float | None = None) -> Flight:
+async def enqueue(
+    rig: Rig,
+    model: str,
+    label: str,
+    want_queued: int,
+    obs: Obs,
+    *,
+    request: dict[str, Any] | None = None,
+    busy_timeout_ms: int | None = None,
+    observe_s: float | None = None,
+) -> Flight:
     """Send one request and wait until `queued_requests` shows it waiting."""
     t = timing(rig)
     flight = await rig.start_run(label, model, request=request, busy_timeout_ms=busy_timeout_ms)
@@ -102,6 +118,16 @@ async def stagger_manager(rig: Rig, flight: Flight, obs: Obs, what: str) -> None
     entry["manager_t_done"] = rig.rel(flight.t_done) if flight.finished else None
 
 
+async def observe_after(
+    rig: Rig, obs: Obs, model: str, label: str, check: tuple[str, str, str], flights: list[Flight], **evidence: Any
+) -> None:
+    """End a scenario: whether `model` drained, then one more request to it (`label`);
+    record `check` (assertion, sub-check, judge) over the flights and that request."""
+    obs["drained"] = await rig.drained([model], timing(rig).slack_s)
+    after = await rig.run(label, model)
+    rig.ctx.findings.observe(*check, rig.observed(obs, [*flights, after]), **evidence)
+
+
 def trace_lines(rig: Rig, offset: int = 0) -> list[dict[str, Any]]:
     """Observer-trace lines (validation builds) written to stderr since byte `offset`."""
     return read_trace(rig.server.stderr_path, offset)[0]
@@ -119,8 +145,7 @@ async def reset(rig: Rig, models: list[str]) -> bool:
     t = timing(rig)
     if rig.ctx.caps.bulk_unload is False:
         return False
-    reply = await rig.call("reset", "POST", "/v1/tasks/unload_models", {"model_ids": models},
-                           timeout_s=t.slack_s + 30)
+    reply = await rig.call("reset", "POST", "/v1/tasks/unload_models", {"model_ids": models}, timeout_s=t.slack_s + 30)
     # The legacy runtime publishes no slot counters: nothing to wait for there.
     if reply.status == 200 and rig.flagged and rig.ctx.caps.counters is not False:
         await rig.drained(models, t.slack_s)

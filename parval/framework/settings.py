@@ -29,11 +29,19 @@ import yaml
 
 from parval.errors import UsageError
 
-DEFAULT_DISTINCT: tuple[dict[str, str], ...] = (
-    {"parval_probe": "1"}, {"parval_probe": "2"}, {"parval_probe": "3"},
-)
-KNOWN_KEYS = {"source_commit", "distinct_session_options", "min_service_ms", "stalled_io_grace_s",
-              "sanitizers", "sanitizers_unavailable", "required_tests", "ctest_timeout_s", "stress", "skip"}
+DEFAULT_DISTINCT: tuple[dict[str, str], ...] = ({"parval_probe": "1"}, {"parval_probe": "2"}, {"parval_probe": "3"})
+KNOWN_KEYS = {
+    "source_commit",
+    "distinct_session_options",
+    "min_service_ms",
+    "stalled_io_grace_s",
+    "sanitizers",
+    "sanitizers_unavailable",
+    "required_tests",
+    "ctest_timeout_s",
+    "stress",
+    "skip",
+}
 
 
 @dataclass(frozen=True)
@@ -79,16 +87,14 @@ def load_options(path: Path | None) -> ProbeOptions:
         raise UsageError(f"--probes {path}: unknown key(s) {unknown}; known: {sorted(KNOWN_KEYS)}")
     where = f"--probes {path}"
     distinct = raw.get("distinct_session_options", list(DEFAULT_DISTINCT))
-    if (not isinstance(distinct, list) or len(distinct) < 3
-            or not all(isinstance(d, dict) for d in distinct)):
+    if not isinstance(distinct, list) or len(distinct) < 3 or not all(isinstance(d, dict) for d in distinct):
         raise UsageError(f"{where}: distinct_session_options must be a list of at least 3 mappings")
     stress = raw.get("stress")
     stress_opt: Stress | None = None
     if stress is not None:
         if not isinstance(stress, dict):
             raise UsageError(f"{where}: stress must be a mapping {{regex, seed, repeat}}")
-        stress_opt = Stress(stress.get("regex"), int(stress.get("seed", 1)),
-                            int(stress.get("repeat", 10)))
+        stress_opt = Stress(stress.get("regex"), int(stress.get("seed", 1)), int(stress.get("repeat", 10)))
     required = raw.get("required_tests")
     return ProbeOptions(
         source_commit=_opt_str(raw.get("source_commit"), where, "source_commit"),
@@ -158,12 +164,20 @@ class Timing:
 
     def too_short(self, min_service_ms: float) -> str | None:
         if self.service_s * 1000 < min_service_ms:
-            return (f"a warm request takes {self.service_s * 1000:.0f} ms, under min_service_ms="
-                    f"{min_service_ms:g}: too short to force an order; use a longer request fixture")
+            return (
+                f"a warm request takes {self.service_s * 1000:.0f} ms, under min_service_ms="
+                f"{min_service_ms:g}: too short to force an order; use a longer request fixture"
+            )
         return None
 
     def to_json(self) -> dict[str, Any]:
-        return {"service_ms": round(self.service_s * 1000, 2), "load_ms": round(self.load_s * 1000, 2),
-                "teardown_ms": round(self.teardown_s * 1000, 2), "gap_ms": round(self.gap_s * 1000, 2),
-                "tolerance_ms": round(self.tol_s * 1000, 2), "overdue_probe_ms": self.overdue_ms,
-                "short_ceiling_ms": self.ceiling_ms, "scenario_bound_s": round(self.slack_s, 2)}
+        return {
+            "service_ms": round(self.service_s * 1000, 2),
+            "load_ms": round(self.load_s * 1000, 2),
+            "teardown_ms": round(self.teardown_s * 1000, 2),
+            "gap_ms": round(self.gap_s * 1000, 2),
+            "tolerance_ms": round(self.tol_s * 1000, 2),
+            "overdue_probe_ms": self.overdue_ms,
+            "short_ceiling_ms": self.ceiling_ms,
+            "scenario_bound_s": round(self.slack_s, 2),
+        }

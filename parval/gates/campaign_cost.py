@@ -12,8 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 
-def campaign_overhead(events: Iterable[dict[str, Any]],
-                      wall_s: float | None = None) -> dict[str, Any] | None:
+def campaign_overhead(events: Iterable[dict[str, Any]], wall_s: float | None = None) -> dict[str, Any] | None:
     """{wall_s, server_s, service_s, readiness_s, starts, requests, repeated_waves,
     overhead_s, ratio, per_start_s}; None when the campaign did not end. The wall time is
     the campaign_end's unless `wall_s` is given (loops that are not whole campaigns)."""
@@ -41,9 +40,14 @@ def campaign_overhead(events: Iterable[dict[str, Any]],
     server = service + readiness
     overhead = max(0.0, wall - server)
     return {
-        "wall_s": round(wall, 3), "server_s": round(server, 3), "service_s": round(service, 3),
-        "readiness_s": round(readiness, 3), "starts": starts, "requests": requests,
-        "repeated_waves": repeats, "overhead_s": round(overhead, 3),
+        "wall_s": round(wall, 3),
+        "server_s": round(server, 3),
+        "service_s": round(service, 3),
+        "readiness_s": round(readiness, 3),
+        "starts": starts,
+        "requests": requests,
+        "repeated_waves": repeats,
+        "overhead_s": round(overhead, 3),
         "ratio": round(wall / server, 2) if server > 0 else None,
         "per_start_s": round(overhead / starts, 3) if starts else None,
     }
@@ -63,7 +67,10 @@ def describe_overhead(o: dict[str, Any] | None) -> str:
     if not o:
         return "campaign overhead: not available (the campaign did not end)"
     ratio = f"{o['ratio']}x" if o["ratio"] is not None else "n/a"
-    return (f"campaign wall {o['wall_s']:.1f} s for {o['requests']} requests over {o['starts']} starts; "
-            f"server time {o['server_s']:.1f} s (service {o['service_s']:.1f} s + readiness "
-            f"{o['readiness_s']:.1f} s); overhead {o['overhead_s']:.1f} s "
-            f"({o['per_start_s']} s per start), wall/server {ratio}")
+    return (
+        f"campaign wall {o['wall_s']:.1f} s for {o['requests']} requests "
+        f"over {o['starts']} starts; "
+        f"server time {o['server_s']:.1f} s (service {o['service_s']:.1f} s + readiness "
+        f"{o['readiness_s']:.1f} s); overhead {o['overhead_s']:.1f} s "
+        f"({o['per_start_s']} s per start), wall/server {ratio}"
+    )

@@ -5,7 +5,7 @@ fields removed (never a whole metadata object), keys sorted; audio fields are de
 hashed separately so a report can name which stem differs. Two outputs are equal when the
 canonical hashes are equal: byte-identical audio and exact text and metadata (Q2, Q3).
 A declared tolerance (`within_tolerance`) covers PCM sample values only; whether an
-excluded field is really volatile is measured (`volatility`), not assumed.
+excluded field is really volatile is measured (gates/volatility.py), not assumed.
 """
 
 from __future__ import annotations
@@ -117,9 +117,7 @@ def canonicalize(body: bytes, volatile: list[str]) -> Output:
         meaningful = remove_volatile(data, volatile)
         if not meaningful:
             return Output(False, problem="reply has no output fields")
-        canon = hashlib.sha256(
-            json.dumps(meaningful, sort_keys=True, separators=(",", ":")).encode()
-        ).hexdigest()
+        canon = hashlib.sha256(json.dumps(meaningful, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     except RecursionError:
         return Output(False, problem="reply JSON is nested too deeply")
     text = data.get("text") if isinstance(data.get("text"), str) else None
@@ -177,8 +175,11 @@ def _pcm_pairs(a: dict[str, Any], b: dict[str, Any]) -> tuple[list[tuple[str, An
     if pa or pb:
         return [], {"where": "named_audio_outputs", "problem": pa or pb}
     if set(fa) != set(fb):
-        return [], {"where": "audio fields", "only_in_a": sorted(set(fa) - set(fb)),
-                    "only_in_b": sorted(set(fb) - set(fa))}
+        return [], {
+            "where": "audio fields",
+            "only_in_a": sorted(set(fa) - set(fb)),
+            "only_in_b": sorted(set(fb) - set(fa)),
+        }
     pairs = []
     for name in sorted(fa):
         sa, ra, _ = decode_wav_b64(fa[name])
@@ -186,8 +187,12 @@ def _pcm_pairs(a: dict[str, Any], b: dict[str, Any]) -> tuple[list[tuple[str, An
         if sa is None or sb is None:
             return [], {"where": name, "problem": "audio not decodable"}
         if sa.shape != sb.shape or ra != rb:
-            return [], {"where": name, "frames": [int(sa.shape[0]), int(sb.shape[0])],
-                        "channels": [int(sa.shape[1]), int(sb.shape[1])], "sample_rate": [ra, rb]}
+            return [], {
+                "where": name,
+                "frames": [int(sa.shape[0]), int(sb.shape[0])],
+                "channels": [int(sa.shape[1]), int(sb.shape[1])],
+                "sample_rate": [ra, rb],
+            }
         pairs.append((name, sa, sb))
     return pairs, {}
 
@@ -206,8 +211,12 @@ def first_difference(a_body: bytes, b_body: bytes, volatile: list[str]) -> dict[
         diff = np.nonzero((sa != sb).any(axis=1))[0]
         if diff.size:
             delta = np.abs(sa.astype(np.int32) - sb.astype(np.int32))
-            return {"where": name, "first_frame": int(diff[0]), "frames_differing": int(diff.size),
-                    "max_abs_diff": int(delta.max())}
+            return {
+                "where": name,
+                "first_frame": int(diff[0]),
+                "frames_differing": int(diff.size),
+                "max_abs_diff": int(delta.max()),
+            }
     return {"where": "fields", "fields": _changed_fields(a, b)}
 
 
@@ -234,14 +243,19 @@ def within_tolerance(a_body: bytes, b_body: bytes, volatile: list[str], toleranc
     if structural:
         return False, {"why": "audio outputs differ in shape or identity", **structural}
     if _without_audio(a) != _without_audio(b):
-        return False, {"why": "non-audio fields differ (a tolerance covers PCM samples only)",
-                       "where": "fields", "fields": _changed_fields(a, b)}
+        return False, {
+            "why": "non-audio fields differ (a tolerance covers PCM samples only)",
+            "where": "fields",
+            "fields": _changed_fields(a, b),
+        }
     if not pairs:
         return False, {"why": "no audio to apply a sample tolerance to"}
     worst = max(int(np.abs(sa.astype(np.int32) - sb.astype(np.int32)).max(initial=0)) for _, sa, sb in pairs)
     if worst > tolerance:
-        return False, {"why": f"max abs sample difference {worst} exceeds the declared {tolerance}",
-                       "max_abs_sample_diff": worst}
+        return False, {
+            "why": f"max abs sample difference {worst} exceeds the declared {tolerance}",
+            "max_abs_sample_diff": worst,
+        }
     return True, {"max_abs_sample_diff": worst}
 
 
@@ -255,74 +269,6 @@ def max_abs_sample_diff(a_body: bytes, b_body: bytes) -> int | None:
     if structural or not pairs:
         return None
     return max(int(np.abs(sa.astype(np.int32) - sb.astype(np.int32)).max(initial=0)) for _, sa, sb in pairs)
-
-
-def leaves_at(data: Any, path: str) -> dict[str, str] | None:
-    """Every leaf under the nodes a dotted volatile `path` names (through lists, as
-    `remove_volatile` walks them): leaf path -> canonical JSON of its value. None when the
-    path names nothing in this reply. Empty objects and lists are leaves themselves."""
-    out: dict[str, str] = {}
-    found = False
-
-    def collect(node: Any, where: str) -> None:
-        if isinstance(node, dict) and node:
-            for k, v in node.items():
-                collect(v, f"{where}.{k}")
-        elif isinstance(node, list) and node:
-            for i, v in enumerate(node):
-                collect(v, f"{where}[{i}]")
-        else:
-            out[where] = json.dumps(node, sort_keys=True)
-
-    def walk(node: Any, parts: list[str], where: str) -> None:
-        nonlocal found
-        if isinstance(node, list):
-            for i, item in enumerate(node):
-                walk(item, parts, f"{where}[{i}]")
-            return
-        if not isinstance(node, dict) or parts[0] not in node:
-            return
-        here = f"{where}.{parts[0]}" if where else parts[0]
-        if len(parts) == 1:
-            found = True
-            collect(node[parts[0]], here)
-        else:
-            walk(node[parts[0]], parts[1:], here)
-
-    walk(data, path.split("."), "")
-    return out if found else None
-
-
-_ABSENT = "\0absent"
-
-
-def volatility(groups: dict[str, list[Any]], path: str) -> dict[str, Any]:
-    """Is an excluded path measured to vary? `groups` holds parsed replies to identical
-    requests (one group per request and history). A leaf varies when it differs within some
-    group; it is stable when it was seen in a group of two or more replies and never
-    differed; unmeasured when it never was. status: varies (every leaf varies), stable (some
-    leaf is stable), unmeasured (some leaf could not be measured), absent (never appeared)."""
-    seen: set[str] = set()
-    varying: set[str] = set()
-    measured: set[str] = set()
-    repeated = 0
-    for replies in groups.values():
-        found = [leaves_at(r, path) for r in replies]
-        leaves = {leaf for f in found if f is not None for leaf in f}
-        seen |= leaves
-        if len(replies) < 2:
-            continue
-        repeated += 1
-        for leaf in leaves:
-            values = {(f or {}).get(leaf, _ABSENT) for f in found}
-            measured.add(leaf)
-            if len(values) > 1:
-                varying.add(leaf)
-    stable = sorted(measured - varying)
-    unmeasured = sorted(seen - measured)
-    status = ("absent" if not seen else "stable" if stable else "unmeasured" if unmeasured else "varies")
-    return {"path": path, "status": status, "varying": sorted(varying), "stable": stable,
-            "unmeasured": unmeasured, "groups": len(groups), "repeated_groups": repeated}
 
 
 def _flip_wav_b64(value: str) -> str:

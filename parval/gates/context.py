@@ -21,8 +21,9 @@ REF_PHASES = ("ref_cold", "ref_warm", "ref_warm2")
 class Context:
     """One run as the model-gate judges see it, with the plan's comparison rules applied."""
 
-    def __init__(self, rec: Records, plan: dict[str, Any], manifest: dict[str, Any],
-                 run_dir: Path | None, plan_path: str) -> None:
+    def __init__(
+        self, rec: Records, plan: dict[str, Any], manifest: dict[str, Any], run_dir: Path | None, plan_path: str
+    ) -> None:
         self.rec = rec
         self.plan = plan
         self.manifest = manifest
@@ -36,8 +37,7 @@ class Context:
     def judge(self, events: list[dict[str, Any]]) -> Tally:
         """Judge these requests; the same starts' and phases' requests in set-aside
         attempts are judged too, and their failures (only) join the tally."""
-        t = judge_requests(self.rec, events, run_dir=self.run_dir, tolerance=self.tolerance,
-                           volatile=self.volatile)
+        t = self._judge_requests(events)
         scope = {_scope_key(e) for e in events}
         aside = [e for e in self.rec.set_aside_requests() if _scope_key(e) in scope]
         if aside:
@@ -47,19 +47,22 @@ class Context:
     def judge_set_aside(self, events: list[dict[str, Any]]) -> Tally:
         """Failures only, in set-aside attempts' requests that have a reference."""
         chosen = [e for e in events if e.get("ref") and not e.get("expect_error")]
-        return set_aside_failures(self.rec, chosen, run_dir=self.run_dir,
-                                  tolerance=self.tolerance, volatile=self.volatile)
+        return set_aside_failures(self.rec, self._judge_requests(chosen))
+
+    def _judge_requests(self, events: list[dict[str, Any]]) -> Tally:
+        return judge_requests(self.rec, events, run_dir=self.run_dir, tolerance=self.tolerance, volatile=self.volatile)
 
     def set_aside_scope(self, count: int | None) -> tuple[Tally, list[dict[str, Any]]]:
         """Failures in set-aside attempts for one Q5 scope: count starts at `count`, or
         (None) every other start of the executable under test. (tally, crashes)"""
+
         def in_scope(run: str, attempt: Any) -> bool:
             start = (self.rec.set_aside.get((run, attempt)) or {}).get("run_start") or {}
             own = start.get("count") if start.get("role") == "count" else None
             return bool(own == count)
+
         events = [e for e in self.rec.set_aside_requests() if in_scope(e["run"], e.get("attempt"))]
-        crashes = [c for c in self.rec.set_aside_crashes()
-                   if in_scope(c["run"], c.get("attempt"))]
+        crashes = [c for c in self.rec.set_aside_crashes() if in_scope(c["run"], c.get("attempt"))]
         return self.judge_set_aside(events), crashes
 
     def ready(self, run: str) -> dict[str, Any] | None:
@@ -92,8 +95,9 @@ def _scope_key(e: dict[str, Any]) -> tuple[Any, ...]:
     return (e.get("run"), e.get("phase"), bool(e.get("reversed")))
 
 
-def exact_result(id_: str, tally: Tally, what: str, ctx: Context, run: str | None = None,
-                 count: int | None = None) -> Result:
+def exact_result(
+    id_: str, tally: Tally, what: str, ctx: Context, run: str | None = None, count: int | None = None
+) -> Result:
     """The verdict of an output comparison. A FAIL says what it rests on (`failure_kind`):
     "output" (mismatches only: what serial variation or an uncaught negative control may
     mask) or "request" (request errors or malformed replies, which neither explains)."""
@@ -113,8 +117,9 @@ def exact_result(id_: str, tally: Tally, what: str, ctx: Context, run: str | Non
     return r
 
 
-def run_judges(ctx: Context, judges: Mapping[str, Callable[[Context], Result]],
-               start: str | Callable[[str], str]) -> list[Result]:
+def run_judges(
+    ctx: Context, judges: Mapping[str, Callable[[Context], Result]], start: str | Callable[[str], str]
+) -> list[Result]:
     """Every judge of a group's table, each result reproducible from the start it was judged
     on: `start` names it, or maps an assertion id to it."""
     out = [judge(ctx) for judge in judges.values()]

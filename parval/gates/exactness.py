@@ -32,17 +32,25 @@ class Tally:
 
     @property
     def clean(self) -> bool:
-        return self.compared > 0 and not (self.mismatches or self.errors or self.indeterminate
-                                          or self.malformed or self.no_reference)
+        return self.compared > 0 and not (
+            self.mismatches or self.errors or self.indeterminate or self.malformed or self.no_reference
+        )
 
     def summary(self) -> dict[str, Any]:
         return {
-            "compared": self.compared, "exact": self.exact, "within_declared_tolerance": self.tolerated,
-            "mismatches": self.mismatches[:50], "mismatch_count": len(self.mismatches),
-            "errors": self.errors[:20], "error_count": len(self.errors),
-            "indeterminate": self.indeterminate[:20], "indeterminate_count": len(self.indeterminate),
-            "malformed": self.malformed[:20], "malformed_count": len(self.malformed),
-            "no_reference": self.no_reference[:20], "no_reference_count": len(self.no_reference),
+            "compared": self.compared,
+            "exact": self.exact,
+            "within_declared_tolerance": self.tolerated,
+            "mismatches": self.mismatches[:50],
+            "mismatch_count": len(self.mismatches),
+            "errors": self.errors[:20],
+            "error_count": len(self.errors),
+            "indeterminate": self.indeterminate[:20],
+            "indeterminate_count": len(self.indeterminate),
+            "malformed": self.malformed[:20],
+            "malformed_count": len(self.malformed),
+            "no_reference": self.no_reference[:20],
+            "no_reference_count": len(self.no_reference),
         }
 
     def problem(self) -> str:
@@ -67,31 +75,50 @@ class Tally:
 
 
 def _where(e: dict[str, Any]) -> dict[str, Any]:
-    return {"run": e["run"], "attempt": e.get("attempt"), "phase": e["phase"], "wave": e["wave"],
-            "req": e["req"], "slot": e.get("slot"), "history": e.get("history"), "artifact": e.get("artifact")}
+    return {
+        "run": e["run"],
+        "attempt": e.get("attempt"),
+        "phase": e["phase"],
+        "wave": e["wave"],
+        "req": e["req"],
+        "slot": e.get("slot"),
+        "history": e.get("history"),
+        "artifact": e.get("artifact"),
+    }
 
 
 def failure_key(m: dict[str, Any]) -> tuple[Any, ...]:
     """Identity of one recorded failure (the same request judged by two assertions)."""
-    return (m.get("run"), m.get("attempt"), m.get("phase"), m.get("wave"), m.get("req"),
-            m.get("slot"), m.get("artifact"))
+    return (
+        m.get("run"),
+        m.get("attempt"),
+        m.get("phase"),
+        m.get("wave"),
+        m.get("req"),
+        m.get("slot"),
+        m.get("artifact"),
+    )
 
 
-def set_aside_failures(rec: Records, events: list[dict[str, Any]], *, run_dir: Path | None = None,
-                       tolerance: int | None = None, volatile: list[str] | None = None) -> Tally:
-    """Judge requests of set-aside attempts: keep only what failed (mismatches, request
-    errors, malformed replies), each marked with its attempt and why it was set aside.
-    Nothing here counts as compared or exact."""
-    t = judge_requests(rec, events, run_dir=run_dir, tolerance=tolerance, volatile=volatile)
+def set_aside_failures(rec: Records, judged: Tally) -> Tally:
+    """The failures of set-aside attempts' requests (as `judge_requests` judged them): only
+    mismatches, request errors and malformed replies are kept, each marked with its attempt
+    and why it was set aside. Nothing here counts as compared or exact."""
     out = Tally()
     for name in ("mismatches", "errors", "malformed"):
-        for m in getattr(t, name):
+        for m in getattr(judged, name):
             getattr(out, name).append({**m, "set_aside": rec.set_aside_status(m["run"], m.get("attempt"))})
     return out
 
 
-def judge_requests(rec: Records, events: list[dict[str, Any]], *, run_dir: Path | None = None,
-                   tolerance: int | None = None, volatile: list[str] | None = None) -> Tally:
+def judge_requests(
+    rec: Records,
+    events: list[dict[str, Any]],
+    *,
+    run_dir: Path | None = None,
+    tolerance: int | None = None,
+    volatile: list[str] | None = None,
+) -> Tally:
     t = Tally()
     for e in events:
         reply = e.get("reply") or {}
@@ -124,18 +151,25 @@ def judge_requests(rec: Records, events: list[dict[str, Any]], *, run_dir: Path 
             if found.get("covered"):
                 t.tolerated += 1
                 continue
-        m = {**_where(e), "ref": key, "got_canon": out["canon"],
-             "ref_canon": ref_canon, "ref_artifact": ref.get("artifact"),
-             "got_audio": out.get("audio"), "ref_audio": (ref.get("output") or {}).get("audio"),
-             "max_abs_sample_diff": diff}
+        m = {
+            **_where(e),
+            "ref": key,
+            "got_canon": out["canon"],
+            "ref_canon": ref_canon,
+            "ref_artifact": ref.get("artifact"),
+            "got_audio": out.get("audio"),
+            "ref_audio": (ref.get("output") or {}).get("audio"),
+            "max_abs_sample_diff": diff,
+        }
         if found is not None:
             m["tolerance_check"] = found.get("why", "")
         t.mismatches.append(m)
     return t
 
 
-def tolerance_check(run_dir: Path | None, e: dict[str, Any], ref: dict[str, Any], volatile: list[str],
-                    tolerance: int) -> dict[str, Any]:
+def tolerance_check(
+    run_dir: Path | None, e: dict[str, Any], ref: dict[str, Any], volatile: list[str], tolerance: int
+) -> dict[str, Any]:
     """Does the declared tolerance cover the difference between two recorded requests'
     raw replies? {"covered": bool, "why"/"max_abs_sample_diff": ...}"""
     if run_dir is None or not e.get("artifact") or not ref.get("artifact"):

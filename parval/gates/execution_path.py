@@ -41,12 +41,12 @@ def x1_legacy_path(ctx: Context) -> Result:
         problems.append("the experimental-runtime warning was printed without --parallel-jobs")
     for p in probes:
         if not (p.get("rejected") and p.get("message_ok")):
-            problems.append(f"config slots={p['value']!r} was not rejected at startup "
-                            "with the legacy text")
+            problems.append(f"config slots={p['value']!r} was not rejected at startup with the legacy text")
     for reg in regs:
         if not reg.get("ok"):
-            problems.append(f"registration slots={reg['value']!r}: got "
-                            f"{reg['reply'].get('status')} {reg.get('message')!r}")
+            problems.append(
+                f"registration slots={reg['value']!r}: got {reg['reply'].get('status')} {reg.get('message')!r}"
+            )
     fields = (rec.ends.get(LEGACY) or {}).get("status_fields") or {}
     if fields.get("slot_fields"):
         problems.append("/v1/models shows slot fields on the legacy runtime")
@@ -55,16 +55,21 @@ def x1_legacy_path(ctx: Context) -> Result:
     if problems:
         return failed("X1", "; ".join(problems), **ev)
     if untried:
-        return pending("X1", f"startup not tried with slots forms {', '.join(untried)} "
-                       "(all of 1, 2, null, false, \"4\" are required)", **ev)
+        return pending(
+            "X1",
+            f'startup not tried with slots forms {", ".join(untried)} (all of 1, 2, null, false, "4" are required)',
+            **ev,
+        )
     if regs and (reg_untried := _untried_forms(regs)):
-        return pending("X1", f"registration not tried with slots forms {', '.join(reg_untried)}",
-                       **ev)
+        return pending("X1", f"registration not tried with slots forms {', '.join(reg_untried)}", **ev)
     if not regs:
-        return pending("X1", "startup rejection verified; registration probes need "
-                       "server.ui_management", **ev)
-    return passed("X1", "legacy path: no warning, every explicit slots field rejected "
-                  f"({len(probes)} config forms, {len(regs)} registration forms)", **ev)
+        return pending("X1", "startup rejection verified; registration probes need server.ui_management", **ev)
+    return passed(
+        "X1",
+        "legacy path: no warning, every explicit slots field rejected "
+        f"({len(probes)} config forms, {len(regs)} registration forms)",
+        **ev,
+    )
 
 
 def x2_flagged_capacity_one(ctx: Context) -> Result:
@@ -78,8 +83,7 @@ def x2_flagged_capacity_one(ctx: Context) -> Result:
         problems.append("flagged capacity-one start printed no experimental-runtime warning")
     fields = (rec.ends.get(CAP1) or {}).get("status_fields") or {}
     if fields.get("first_slots") != 1:
-        problems.append("omitted slots should mean capacity one; /v1/models slots "
-                        f"{fields.get('first_slots')}")
+        problems.append(f"omitted slots should mean capacity one; /v1/models slots {fields.get('first_slots')}")
     for run, start in rec.runs.items():
         ready = ctx.ready(run)
         if start.get("role") == "count" and ready and not ready.get("warning_marker"):
@@ -87,8 +91,7 @@ def x2_flagged_capacity_one(ctx: Context) -> Result:
     ev = {"cap1_status_fields": fields}
     if problems:
         return failed("X2", "; ".join(problems), **ev)
-    return passed("X2", "flagged runs print the warning; omitted slots = capacity one on the "
-                  "parallel runtime", **ev)
+    return passed("X2", "flagged runs print the warning; omitted slots = capacity one on the parallel runtime", **ev)
 
 
 def _reply_status(step: dict[str, Any]) -> Any:
@@ -104,26 +107,41 @@ def x3_resize_across_one(ctx: Context) -> Result:
     e = resize[-1]
     steps = e.get("steps") or []
     if e.get("capacity_refused"):
-        return pending("X3", "the model's capacity does not allow two slots (server: "
-                       f"{e['capacity_refused']!r}): resizing across one cannot be exercised "
-                       "with this model", steps=steps)
+        return pending(
+            "X3",
+            "the model's capacity does not allow two slots (server: "
+            f"{e['capacity_refused']!r}): resizing across one cannot be exercised "
+            "with this model",
+            steps=steps,
+        )
     sizes = [s.get("slots") for s in steps]
     if 2 not in sizes or 1 not in sizes:
-        return pending("X3", f"resize steps {sizes} do not cross one (both 2 and 1 are needed)",
-                       steps=steps)
+        return pending("X3", f"resize steps {sizes} do not cross one (both 2 and 1 are needed)", steps=steps)
     if not e.get("ok"):
         bad = [s for s in steps if _reply_status(s) != 200 or not s.get("status_fields")]
-        return failed("X3", "resizing across one failed or lost the parallel lifecycle: "
-                      + "; ".join(f"slots={s['slots']}: status {_reply_status(s)}, status fields "
-                                  f"{'kept' if s.get('status_fields') else 'missing'}"
-                                  for s in bad), steps=steps)
+        return failed(
+            "X3",
+            "resizing across one failed or lost the parallel lifecycle: "
+            + "; ".join(
+                f"slots={s['slots']}: status {_reply_status(s)}, status fields "
+                f"{'kept' if s.get('status_fields') else 'missing'}"
+                for s in bad
+            ),
+            steps=steps,
+        )
     outputs = ctx.rec.requests(CAP1, ("x3_after_resize",))
     if not outputs:
-        return pending("X3", "resized across one, but no output after a resize was recorded",
-                       steps=steps)
-    r = exact_result("X3", ctx.judge(outputs), "resized " + "→".join(["1", *map(str, sizes)])
-                     + " on one process, parallel status fields kept; first output after each "
-                     "resize vs the cold reference", ctx, CAP1)
+        return pending("X3", "resized across one, but no output after a resize was recorded", steps=steps)
+    r = exact_result(
+        "X3",
+        ctx.judge(outputs),
+        "resized "
+        + "→".join(["1", *map(str, sizes)])
+        + " on one process, parallel status fields kept; first output after each "
+        "resize vs the cold reference",
+        ctx,
+        CAP1,
+    )
     r.evidence["steps"] = steps
     return r
 

@@ -42,9 +42,14 @@ def load_record(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def framework_checks(record_path: str | None, manifest: dict[str, Any],
-                     protected: dict[str, Any] | None, *, plan: dict[str, Any] | None = None,
-                     counts: list[int] | None = None) -> tuple[list[Result], dict[str, Any]]:
+def framework_checks(
+    record_path: str | None,
+    manifest: dict[str, Any],
+    protected: dict[str, Any] | None,
+    *,
+    plan: dict[str, Any] | None = None,
+    counts: list[int] | None = None,
+) -> tuple[list[Result], dict[str, Any]]:
     """(F results + X4, the framework_checks object for the evidence).
 
     `counts` are the counts this model run may admit (default: the manifest's plan counts);
@@ -52,16 +57,22 @@ def framework_checks(record_path: str | None, manifest: dict[str, Any],
     match the record's and the X4 result's candidate commit; its `framework.reuse` asks for
     a reviewed reuse of a record made for another build, see parval/gates/framework_reuse.py)."""
     if plan is None:  # the manifest's copy of the plan settings this check reads
-        plan = {"framework": (manifest.get("settings") or {}).get("framework"),
-                "model": manifest.get("model"), "identity": manifest.get("identity")}
+        plan = {
+            "framework": (manifest.get("settings") or {}).get("framework"),
+            "model": manifest.get("model"),
+            "identity": manifest.get("identity"),
+        }
     cand = manifest.get("executables", {}).get("candidate", {}).get("sha256")
     backend = manifest.get("platform", {}).get("backend")
-    run_counts = sorted(int(n) for n in (counts if counts is not None
-                                         else (manifest.get("settings") or {}).get("counts") or []))
+    run_counts = sorted(
+        int(n) for n in (counts if counts is not None else (manifest.get("settings") or {}).get("counts") or [])
+    )
     commit = candidate_commit(plan, manifest)
     results: list[Result] = []
-    info: dict[str, Any] = {"record": None, "scope": {"candidate_sha256": cand, "backend": backend,
-                                                      "counts": run_counts, "candidate_commit": commit}}
+    info: dict[str, Any] = {
+        "record": None,
+        "scope": {"candidate_sha256": cand, "backend": backend, "counts": run_counts, "candidate_commit": commit},
+    }
     reuse = _reuse(plan, manifest)
     if reuse is not None:
         info["reuse"] = reuse.to_json()
@@ -76,13 +87,20 @@ def framework_checks(record_path: str | None, manifest: dict[str, Any],
         reason = f"framework record {record_path} is missing or unreadable"
     else:
         ident = record.get("identity") if isinstance(record.get("identity"), dict) else {}
-        info["record"] = {"path": record_path, "identity": ident, "id": record.get("record_id"),
-                          "procedure_version": record.get("procedure_version")}
+        info["record"] = {
+            "path": record_path,
+            "identity": ident,
+            "id": record.get("record_id"),
+            "procedure_version": record.get("procedure_version"),
+        }
         reason = reason or record_problem(record, record_file(Path(record_path)), manifest, commit, reuse)
         # Group summaries say where a pass is not a blanket pass (partial contract areas).
         if isinstance(record.get("groups"), dict):
-            info["record"]["groups"] = {g: {k: v.get(k) for k in ("status", "coverage", "blanket_pass", "summary")}
-                                        for g, v in record["groups"].items() if isinstance(v, dict)}
+            info["record"]["groups"] = {
+                g: {k: v.get(k) for k in ("status", "coverage", "blanket_pass", "summary")}
+                for g, v in record["groups"].items()
+                if isinstance(v, dict)
+            }
         if isinstance(record.get("verdict"), dict):
             info["record"]["verdict"] = record["verdict"].get("line")
     if reason:
@@ -103,17 +121,28 @@ def framework_checks(record_path: str | None, manifest: dict[str, Any],
                 r.limitations = [*r.limitations, reuse.reason]
                 if reuse.family in reuse.adapter_changes and not commit:
                     r.limitations.append(
-                        f"the plan names no identity.candidate.source_commit, so this run is not shown "
-                        f"to be the {reuse.family} model gate on build {reuse.candidate_commit[:12]}")
+                        "the plan names no identity.candidate.source_commit, "
+                        f"so this run is not shown to be the {reuse.family} model gate "
+                        f"on build {reuse.candidate_commit[:12]}"
+                    )
             results.append(r)
         covered, missing, why = coverage(record, run_counts)
-        info["coverage"] = {"record_counts": covered, "run_counts": run_counts, "missing": missing,
-                            "count_scoped": list(COUNT_SCOPED)}
+        info["coverage"] = {
+            "record_counts": covered,
+            "run_counts": run_counts,
+            "missing": missing,
+            "count_scoped": list(COUNT_SCOPED),
+        }
         for n in missing:
             for fid in COUNT_SCOPED:
-                r = pending(fid, f"framework record {rid} does not cover count {n} ({why}); F1 FIFO and "
-                            "the first-load pool drain apply at every flagged count, so count "
-                            f"{n} cannot be admitted on this record", record=rid, missing_counts=missing)
+                r = pending(
+                    fid,
+                    f"framework record {rid} does not cover count {n} ({why}); F1 FIFO and "
+                    "the first-load pool drain apply at every flagged count, so count "
+                    f"{n} cannot be admitted on this record",
+                    record=rid,
+                    missing_counts=missing,
+                )
                 r.count = n
                 results.append(r)
     results.append(x4_result(protected, commit))
@@ -136,8 +165,9 @@ def _reuse(plan: dict[str, Any] | None, manifest: dict[str, Any]) -> ReuseDecisi
     return decide(cfg, base, family)
 
 
-def record_problem(record: dict[str, Any], path: Path, manifest: dict[str, Any],
-                   commit: str | None, reuse: ReuseDecision | None = None) -> str:
+def record_problem(
+    record: dict[str, Any], path: Path, manifest: dict[str, Any], commit: str | None, reuse: ReuseDecision | None = None
+) -> str:
     """Why this record cannot be used for this run ('' when it can), first problem only.
 
     Under an accepted reuse the record is for another executable by design: instead of the
@@ -148,37 +178,47 @@ def record_problem(record: dict[str, Any], path: Path, manifest: dict[str, Any],
     errors = schema_errors(record, "framework")
     if errors:
         more = f" (+{len(errors) - 3} more)" if len(errors) > 3 else ""
-        return (f"framework record {path} does not match schemas/framework.schema.json: "
-                + "; ".join(errors[:3]) + more)
+        return f"framework record {path} does not match schemas/framework.schema.json: " + "; ".join(errors[:3]) + more
     want = manifest.get("procedure_version") or PROCEDURE_VERSION
     if record.get("procedure_version") != want:
-        return (f"framework record was made under procedure version {record.get('procedure_version')}, "
-                f"this run uses {want}: evidence of another procedure version is historical, not current")
+        return (
+            f"framework record was made under procedure version {record.get('procedure_version')}, "
+            f"this run uses {want}: "
+            "evidence of another procedure version is historical, not current"
+        )
     tampered = integrity_problems(path)
     if tampered:
-        return (f"framework record directory {path.parent} changed since it was recorded: "
-                + "; ".join(tampered[:5]))
+        return f"framework record directory {path.parent} changed since it was recorded: " + "; ".join(tampered[:5])
     ident = record["identity"]
     cand = manifest.get("executables", {}).get("candidate", {}).get("sha256")
     backend = manifest.get("platform", {}).get("backend")
     recorded = ident.get("source_commit")
     if reuse is not None:
         if not isinstance(recorded, str) or not same_commit(recorded, reuse.record_commit):
-            return (f"framework record {path} names source commit {recorded}, not the reviewed "
-                    f"record commit {reuse.record_commit[:12]} (framework.reuse.record_commit)")
+            return (
+                f"framework record {path} names source commit {recorded}, not the reviewed "
+                f"record commit {reuse.record_commit[:12]} (framework.reuse.record_commit)"
+            )
         if commit and not same_commit(commit, reuse.candidate_commit):
-            return (f"framework.reuse diffed up to candidate commit {reuse.candidate_commit[:12]}, the plan "
-                    f"names {commit[:12]} (identity.candidate.source_commit)")
+            return (
+                f"framework.reuse diffed up to candidate commit {reuse.candidate_commit[:12]}, "
+                f"the plan names {commit[:12]} (identity.candidate.source_commit)"
+            )
     elif ident.get("candidate_sha256") != cand:
-        return (f"framework record is for another executable ({str(ident.get('candidate_sha256'))[:12]} "
-                f"!= {str(cand)[:12]})")
+        return (
+            "framework record is for another executable "
+            f"({str(ident.get('candidate_sha256'))[:12]} "
+            f"!= {str(cand)[:12]})"
+        )
     if ident.get("backend") != backend:
         return f"framework record is for backend {ident.get('backend')}, this run uses {backend}"
     if (other := _other_machine(ident, manifest)) is not None:
         return f"framework record is for platform {other}, this run uses {_machine(manifest)}"
     if reuse is None and commit and isinstance(recorded, str) and recorded and not same_commit(recorded, commit):
-        return (f"framework record was made from source commit {recorded[:12]}, the plan names "
-                f"candidate commit {commit[:12]}")
+        return (
+            f"framework record was made from source commit {recorded[:12]}, the plan names "
+            f"candidate commit {commit[:12]}"
+        )
     return ""
 
 
@@ -253,8 +293,11 @@ def same_commit(a: str, b: str) -> bool:
 # -- X4 -------------------------------------------------------------------------------------
 def x4_result(protected: dict[str, Any] | None, commit: str | None) -> Result:
     if protected is None:
-        return pending("X4", "no verify-protected result attached (plan framework.protected); run "
-                       "`parval verify-protected --upstream <sha> --output x4.json`")
+        return pending(
+            "X4",
+            "no verify-protected result attached (plan framework.protected); run "
+            "`parval verify-protected --upstream <sha> --output x4.json`",
+        )
     from parval.plan.schemas import schema_errors
 
     if not isinstance(protected, dict):
@@ -265,26 +308,41 @@ def x4_result(protected: dict[str, Any] | None, commit: str | None) -> Result:
     again = "re-run `parval verify-protected --repo <candidate checkout> --upstream <sha> --output x4.json`"
     errors = schema_errors(raw, "protected")
     if errors:
-        return pending("X4", "verify-protected result does not match schemas/protected.schema.json: "
-                       + "; ".join(errors[:3]) + f"; {again}")
+        return pending(
+            "X4",
+            "verify-protected result does not match schemas/protected.schema.json: "
+            + "; ".join(errors[:3])
+            + f"; {again}",
+        )
     cand = raw.get("candidate_commit")
     if not isinstance(cand, str) or not cand:
-        return pending("X4", "verify-protected result does not name the candidate source commit it "
-                       f"checked (candidate_commit), so it cannot be tied to this build; {again}",
-                       upstream=raw.get("upstream"))
+        return pending(
+            "X4",
+            "verify-protected result does not name the candidate source commit it "
+            f"checked (candidate_commit), so it cannot be tied to this build; {again}",
+            upstream=raw.get("upstream"),
+        )
     if commit and not same_commit(cand, commit):
-        return pending("X4", f"verify-protected checked candidate commit {cand[:12]}, the plan names "
-                       f"{commit[:12]} (identity.candidate.source_commit); {again} on that commit",
-                       upstream=raw.get("upstream"), candidate_commit=cand)
-    x4 = Result.from_json(protected) if "id" in protected and "assertion" not in protected \
-        else x4_from_protected(raw)
+        return pending(
+            "X4",
+            f"verify-protected checked candidate commit {cand[:12]}, the plan names "
+            f"{commit[:12]} (identity.candidate.source_commit); {again} on that commit",
+            upstream=raw.get("upstream"),
+            candidate_commit=cand,
+        )
+    x4 = Result.from_json(protected) if "id" in protected and "assertion" not in protected else x4_from_protected(raw)
     x4.evidence = {**x4.evidence, "upstream": raw.get("upstream"), "candidate_commit": cand}
     if raw.get("candidate_dirty"):
-        x4.limitations = [*x4.limitations, "the candidate working tree had uncommitted changes when "
-                          "checked: the commit alone does not reproduce it"]
+        x4.limitations = [
+            *x4.limitations,
+            "the candidate working tree had uncommitted changes when checked: the commit alone does not reproduce it",
+        ]
     if not commit:
-        x4.limitations = [*x4.limitations, "the plan names no candidate source commit "
-                          "(identity.candidate.source_commit) to tie this check to the tested build"]
+        x4.limitations = [
+            *x4.limitations,
+            "the plan names no candidate source commit "
+            "(identity.candidate.source_commit) to tie this check to the tested build",
+        ]
     return x4
 
 
@@ -301,9 +359,15 @@ def x4_from_protected(data: dict[str, Any]) -> Result:
     legacy = data.get("legacy_runtime") or {}
     reason = f"{found}; legacy runtime {legacy.get('path')}: {legacy.get('reason')}"
     repo = shlex.quote(str(data.get("repo") or "."))
-    return Result("X4", status, reason, dict(data),
-                  reproduction=f"parval verify-protected --repo {repo} "
-                               f"--upstream {data.get('upstream')}",
-                  limitations=["protected files are compared as git sees them (after clean "
-                               "filters such as core.autocrlf); files ignored by .gitignore are "
-                               "not checked"])
+    return Result(
+        "X4",
+        status,
+        reason,
+        dict(data),
+        reproduction=f"parval verify-protected --repo {repo} --upstream {data.get('upstream')}",
+        limitations=[
+            "protected files are compared as git sees them (after clean "
+            "filters such as core.autocrlf); files ignored by .gitignore are "
+            "not checked"
+        ],
+    )

@@ -37,7 +37,10 @@ FRAMEWORK_PATHS: tuple[str, ...] = (
 )
 # Per-model adapters: a change confined to one family's directories is adapter-only.
 ADAPTER_ROOTS: tuple[str, ...] = (
-    "src/models", "include/engine/models", "src/community_models", "include/engine/community_models",
+    "src/models",
+    "include/engine/models",
+    "src/community_models",
+    "include/engine/community_models",
 )
 
 REUSED = "reused"
@@ -84,12 +87,20 @@ class ReuseDecision:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "status": self.status, "reused": self.reused, "reason": self.reason,
-            "record": self.record, "record_commit": self.record_commit,
-            "candidate_commit": self.candidate_commit, "repo": self.repo, "family": self.family,
-            "framework_paths": list(FRAMEWORK_PATHS), "adapter_roots": list(ADAPTER_ROOTS),
-            "changed_framework": self.changed_framework, "adapter_changes": self.adapter_changes,
-            "other_changed": self.other_changed, "model_gate_required": self.model_gate_required,
+            "status": self.status,
+            "reused": self.reused,
+            "reason": self.reason,
+            "record": self.record,
+            "record_commit": self.record_commit,
+            "candidate_commit": self.candidate_commit,
+            "repo": self.repo,
+            "family": self.family,
+            "framework_paths": list(FRAMEWORK_PATHS),
+            "adapter_roots": list(ADAPTER_ROOTS),
+            "changed_framework": self.changed_framework,
+            "adapter_changes": self.adapter_changes,
+            "other_changed": self.other_changed,
+            "model_gate_required": self.model_gate_required,
         }
 
 
@@ -99,13 +110,15 @@ def changed_files(repo: Path, old: str, new: str) -> tuple[str, str, list[str]]:
 
     root = repo_root(repo)
     a, b = resolve_commit(root, old), resolve_commit(root, new)
-    out = git_output(root, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff",
-                     "--ignore-submodules=none", a, b, "--")
+    out = git_output(
+        root, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--ignore-submodules=none", a, b, "--"
+    )
     return a, b, sorted(os.fsdecode(p) for p in out.split(b"\0") if p)
 
 
-def classify(files: list[str], family: str, *, record: str, record_commit: str, candidate_commit: str,
-             repo: str) -> ReuseDecision:
+def classify(
+    files: list[str], family: str, *, record: str, record_commit: str, candidate_commit: str, repo: str
+) -> ReuseDecision:
     """The decision for the files changed between the record's commit and the candidate's."""
     framework = [f for f in files if any(_under(f, p) for p in FRAMEWORK_PATHS)]
     adapters: dict[str, list[str]] = {}
@@ -123,19 +136,27 @@ def classify(files: list[str], family: str, *, record: str, record_commit: str, 
     where = f"framework record reused from {record} ({record_commit[:12]})"
 
     def made(status: str, reason: str) -> ReuseDecision:
-        return ReuseDecision(status, record, record_commit, candidate_commit, repo, family, reason,
-                             sorted(framework), adapters, other)
+        return ReuseDecision(
+            status, record, record_commit, candidate_commit, repo, family, reason, sorted(framework), adapters, other
+        )
 
     if framework:
         names = ", ".join(sorted(framework)[:10]) + (f" (+{len(framework) - 10} more)" if len(framework) > 10 else "")
-        return made(REFUSED, f"framework record reuse from {record} ({record_commit[:12]}) refused: "
-                    f"framework paths changed up to candidate {candidate_commit[:12]}: {names}; "
-                    "rerun F1-F6 on the new build")
+        return made(
+            REFUSED,
+            f"framework record reuse from {record} ({record_commit[:12]}) refused: "
+            f"framework paths changed up to candidate {candidate_commit[:12]}: {names}; "
+            "rerun F1-F6 on the new build",
+        )
     if adapters:
         gates = ", ".join(sorted(adapters))
-        own = (f"; this run is the {family} model gate on the new build" if family in adapters else "")
-        return made(ADAPTER_ONLY, f"{where}: framework paths unchanged; adapter-only changes in {gates}: "
-                    f"the model gate of {gates} must be rerun on the new build {candidate_commit[:12]}{own}")
+        own = f"; this run is the {family} model gate on the new build" if family in adapters else ""
+        return made(
+            ADAPTER_ONLY,
+            f"{where}: framework paths unchanged; adapter-only changes in {gates}: "
+            f"the model gate of {gates} must be rerun "
+            f"on the new build {candidate_commit[:12]}{own}",
+        )
     return made(REUSED, f"{where}: framework paths unchanged")
 
 
@@ -145,17 +166,26 @@ def decide(reuse: dict[str, Any], base_dir: Path, family: str) -> ReuseDecision:
     record_commit = str(reuse.get("record_commit") or "")
     candidate_commit = str(reuse.get("candidate_commit") or "")
     repo_raw = str(reuse.get("repo") or "")
-    missing = [k for k, v in (("record", record), ("record_commit", record_commit),
-                              ("candidate_commit", candidate_commit), ("repo", repo_raw)) if not v]
+    missing = [
+        k
+        for k, v in (
+            ("record", record),
+            ("record_commit", record_commit),
+            ("candidate_commit", candidate_commit),
+            ("repo", repo_raw),
+        )
+        if not v
+    ]
     repo = Path(repo_raw) if Path(repo_raw).is_absolute() else base_dir / repo_raw
     record_path = record if Path(record).is_absolute() else str(base_dir / record)
+
+    def unavailable(reason: str) -> ReuseDecision:
+        return ReuseDecision(UNAVAILABLE, record_path, record_commit, candidate_commit, str(repo), family, reason)
+
     if missing:
-        return ReuseDecision(UNAVAILABLE, record_path, record_commit, candidate_commit, str(repo), family,
-                             f"framework.reuse lacks {', '.join(missing)}: the reuse cannot be reviewed")
+        return unavailable(f"framework.reuse lacks {', '.join(missing)}: the reuse cannot be reviewed")
     try:
         old, new, files = changed_files(repo, record_commit, candidate_commit)
     except ParvalError as exc:
-        return ReuseDecision(UNAVAILABLE, record_path, record_commit, candidate_commit, str(repo), family,
-                             f"framework record reuse from {record} cannot be reviewed: {exc.message}")
-    return classify(files, family, record=record_path, record_commit=old, candidate_commit=new,
-                    repo=str(repo))
+        return unavailable(f"framework record reuse from {record} cannot be reviewed: {exc.message}")
+    return classify(files, family, record=record_path, record_commit=old, candidate_commit=new, repo=str(repo))

@@ -18,20 +18,19 @@ def _outputs(rec: Records, run: str) -> dict[tuple[str, str], dict[str, Any]]:
     return {(e["req"], e["phase"]): e for e in rec.requests(run, REF_PHASES)}
 
 
-def serial_variation(rec: Records, *, run_dir: Path | None = None, tolerance: int | None = None,
-                     volatile: list[str] | None = None) -> SerialVerdict:
+def serial_variation(
+    rec: Records, *, run_dir: Path | None = None, tolerance: int | None = None, volatile: list[str] | None = None
+) -> SerialVerdict:
     """Do serial repeats of the baseline agree? With a tolerance declared in the plan (the
     procedure's model-specific quality criterion), repeats whose only difference is PCM
     samples within it agree; anything else that differs is serial variation."""
     a, b = _outputs(rec, "ref-baseline-a"), _outputs(rec, "ref-baseline-b")
     if not a or not b:
-        return (Status.PENDING,
-                "two fresh baseline starts are needed to measure serial repeat variation", {})
+        return (Status.PENDING, "two fresh baseline starts are needed to measure serial repeat variation", {})
     diffs: list[dict[str, Any]] = []
     tolerated: list[dict[str, Any]] = []
 
-    def differ(x: dict[str, Any], y: dict[str, Any], where: dict[str, Any],
-               labels: tuple[str, str]) -> None:
+    def differ(x: dict[str, Any], y: dict[str, Any], where: dict[str, Any], labels: tuple[str, str]) -> None:
         cx, cy = (x.get("output") or {}).get("canon"), (y.get("output") or {}).get("canon")
         if cx == cy:
             return
@@ -61,25 +60,43 @@ def serial_variation(rec: Records, *, run_dir: Path | None = None, tolerance: in
         ev.update(within_declared_tolerance=tolerated, tolerance=tolerance)
     if diffs:
         beyond = f" beyond the declared tolerance {tolerance}" if tolerance is not None else ""
-        return Status.PENDING, (f"parity unverified: serial output varies ({len(diffs)} "
-                                "difference(s) between repeats on one slot or across two fresh "
-                                f"starts{beyond})"), ev
+        return (
+            Status.PENDING,
+            (
+                f"parity unverified: serial output varies ({len(diffs)} "
+                "difference(s) between repeats on one slot or across two fresh "
+                f"starts{beyond})"
+            ),
+            ev,
+        )
     if tolerated:
-        return Status.PASS, (f"{len(a)} outputs agree across two fresh starts and warm repeats "
-                             f"({len(tolerated)} repeat(s) within the declared tolerance "
-                             f"{tolerance})"), ev
+        return (
+            Status.PASS,
+            (
+                f"{len(a)} outputs agree across two fresh starts and warm repeats "
+                f"({len(tolerated)} repeat(s) within the declared tolerance "
+                f"{tolerance})"
+            ),
+            ev,
+        )
     return Status.PASS, f"{len(a)} outputs identical across two fresh starts and warm repeats", ev
 
 
 # What the procedure's manifest must record: (path in the manifest, what it is).
 MANIFEST_ITEMS = (
     ("model.sha256", "checkpoint hash"),
-    ("model.task", "task"), ("model.mode", "mode"), ("settings", "settings"),
-    ("fixtures", "fixture hashes"), ("requests", "request bodies and seeds"),
+    ("model.task", "task"),
+    ("model.mode", "mode"),
+    ("settings", "settings"),
+    ("fixtures", "fixture hashes"),
+    ("requests", "request bodies and seeds"),
     ("executables.baseline.sha256", "baseline executable hash"),
     ("executables.candidate.sha256", "candidate executable hash"),
-    ("platform.os", "OS"), ("platform.device", "device"), ("platform.driver", "driver"),
-    ("platform.backend", "backend"), ("platform.threads", "threads"),
+    ("platform.os", "OS"),
+    ("platform.device", "device"),
+    ("platform.driver", "driver"),
+    ("platform.backend", "backend"),
+    ("platform.threads", "threads"),
     ("plan.sha256", "plan hash"),
 )
 
@@ -95,8 +112,7 @@ def manifest_gaps(ctx: Context) -> list[str]:
             node = node.get(part) if isinstance(node, dict) else None
         return node
 
-    gaps = [f"{path} ({what})" for path, what in MANIFEST_ITEMS
-            if at(path) is None or at(path) == ""]
+    gaps = [f"{path} ({what})" for path, what in MANIFEST_ITEMS if at(path) is None or at(path) == ""]
     declared = (ctx.plan.get("model") or {}).get("auxiliary_files") or []
     hashed = at("model.auxiliary") or {}
     if len(hashed) < len(declared):
@@ -117,15 +133,22 @@ def m1_manifest(ctx: Context, serial: SerialVerdict) -> Result:
     man = ctx.manifest
     missing = manifest_gaps(ctx)
     platform = {k: v for k, v in (man.get("platform") or {}).items() if k != "gpu"}
-    ev: dict[str, Any] = {"missing": missing, "identity": man.get("identity") or {},
-                          "fixtures": len(man.get("fixtures") or {}),
-                          "references": len(ctx.rec.refs), "platform": platform}
+    ev: dict[str, Any] = {
+        "missing": missing,
+        "identity": man.get("identity") or {},
+        "fixtures": len(man.get("fixtures") or {}),
+        "references": len(ctx.rec.refs),
+        "platform": platform,
+    }
     if missing:
-        return pending("M1.manifest", f"the manifest does not identify: {'; '.join(missing)}",
-                       **ev)
-    return passed("M1.manifest", "manifest hashes checkpoint, auxiliaries, fixtures, executables "
-                  "and plan; records quantization, task/mode/settings, seeds, references, source "
-                  "commits, build flags, OS, device, driver, backend and threads", **ev)
+        return pending("M1.manifest", f"the manifest does not identify: {'; '.join(missing)}", **ev)
+    return passed(
+        "M1.manifest",
+        "manifest hashes checkpoint, auxiliaries, fixtures, executables "
+        "and plan; records quantization, task/mode/settings, seeds, references, source "
+        "commits, build flags, OS, device, driver, backend and threads",
+        **ev,
+    )
 
 
 def m1_serial_repeat(ctx: Context, serial: SerialVerdict) -> Result:
@@ -137,8 +160,7 @@ def _parity(id_: str, run: str, ctx: Context) -> Result:
     events = ctx.rec.requests(run, REF_PHASES)
     if not events:
         return pending(id_, f"{run} did not complete")
-    return exact_result(id_, ctx.judge(events),
-                        f"{run} vs upstream legacy (cold, warm, repeated warm)", ctx, run)
+    return exact_result(id_, ctx.judge(events), f"{run} vs upstream legacy (cold, warm, repeated warm)", ctx, run)
 
 
 def m1_legacy_parity(ctx: Context, serial: SerialVerdict) -> Result:
@@ -162,12 +184,13 @@ def m1_cold_warm_refs(ctx: Context, serial: SerialVerdict) -> Result:
     def canon(key: str) -> Any:
         return (refs.get(key, {}).get("output") or {}).get("canon")
 
-    same = [k.split("|")[0] for k in colds
-            if k.endswith("|cold") and canon(k) == canon(k.replace("|cold", "|warm"))]
-    return passed("M1.cold_warm_refs",
-                  f"{len(colds)} cold and {len(warms)} warm/history references kept apart; "
-                  "cold outputs are compared with cold references only",
-                  cold_equals_warm_for=sorted(same))
+    same = [k.split("|")[0] for k in colds if k.endswith("|cold") and canon(k) == canon(k.replace("|cold", "|warm"))]
+    return passed(
+        "M1.cold_warm_refs",
+        f"{len(colds)} cold and {len(warms)} warm/history references kept apart; "
+        "cold outputs are compared with cold references only",
+        cold_equals_warm_for=sorted(same),
+    )
 
 
 JUDGES: dict[str, Callable[[Context, SerialVerdict], Result]] = {

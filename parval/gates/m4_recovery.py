@@ -13,8 +13,13 @@ from parval.status import Result, Status, failed, not_applicable, pending
 RUN = "recovery"
 
 # The M4 assertions judged on the recovery start (M4.adapter_overrides is not).
-ON_RECOVERY = ("M4.invalid_alongside", "M4.load_failure_retry", "M4.targeted_unload",
-               "M4.all_unload", "M4.unload_during_first_load")
+ON_RECOVERY = (
+    "M4.invalid_alongside",
+    "M4.load_failure_retry",
+    "M4.targeted_unload",
+    "M4.all_unload",
+    "M4.unload_during_first_load",
+)
 
 
 def _missing(ctx: Context, id_: str) -> Result | None:
@@ -41,10 +46,8 @@ def lease_problem(drained: dict[str, Any] | None) -> str | None:
     if drained.get("ok"):
         return None
     if not drained.get("fields_present", drained.get("active") is not None):
-        return ("the server publishes no slot counters (active_slots/queued_requests): "
-                "lease release cannot be shown")
-    return (f"lease left held: active_slots {drained.get('active')}, "
-            f"queued_requests {drained.get('queued')}")
+        return "the server publishes no slot counters (active_slots/queued_requests): lease release cannot be shown"
+    return f"lease left held: active_slots {drained.get('active')}, queued_requests {drained.get('queued')}"
 
 
 def unload_waited(e: dict[str, Any]) -> bool:
@@ -92,8 +95,7 @@ def judge_load_failure(ctx: Context, run: str, lf: dict[str, Any] | None) -> Res
     if lf is None or lf.get("skipped"):
         return pending(id_, (lf or {}).get("skipped", "not recorded"))
     if not lf["failed"] or not lf["retried"]:
-        return failed(id_, f"broken load answered {lf['failure']['status']}, "
-                      f"retry {lf['retry']['status']}", **lf)
+        return failed(id_, f"broken load answered {lf['failure']['status']}, retry {lf['retry']['status']}", **lf)
     if "drained" not in lf:
         return pending(id_, "recorded without healthy work alongside or a drain check", **lf)
     events = ctx.rec.requests(run, ("load_failure_alongside", "load_retry"))
@@ -102,11 +104,21 @@ def judge_load_failure(ctx: Context, run: str, lf: dict[str, Any] | None) -> Res
         r = failed(id_, f"after the failed load: {lease}", load_failure=lf, **t.summary())
         r.reproduction = ctx.repro(run)
         return r
-    r = exact_result(id_, t, "failed load of the same registration with healthy work in flight; "
-                     "healthy outputs and the retried load's output", ctx, run)
+    r = exact_result(
+        id_,
+        t,
+        "failed load of the same registration with healthy work in flight; "
+        "healthy outputs and the retried load's output",
+        ctx,
+        run,
+    )
     if r.status is Status.PASS and not lf.get("healthy_in_flight"):
-        r = pending(id_, "the healthy work was not seen in flight before the broken load was sent",
-                    load_failure=lf, **t.summary())
+        r = pending(
+            id_,
+            "the healthy work was not seen in flight before the broken load was sent",
+            load_failure=lf,
+            **t.summary(),
+        )
     r.evidence["load_failure"] = lf
     return r
 
@@ -130,15 +142,22 @@ def _unload(ctx: Context, which: str, id_: str) -> Result:
     if not e["issued_while_active"]:
         return pending(id_, "could not observe the work in flight before issuing the unload", **e)
     if e.get("active_while_unload_waits", 0) > e.get("busy", 0):
-        return failed(id_, f"a request sent after the {which} unload was admitted while the "
-                      f"unload waited ({e['active_while_unload_waits']} active > {e['busy']} in "
-                      "front): it barged past the waiting manager", **e)
+        return failed(
+            id_,
+            f"a request sent after the {which} unload was admitted while the "
+            f"unload waited ({e['active_while_unload_waits']} active > {e['busy']} in "
+            "front): it barged past the waiting manager",
+            **e,
+        )
     if not unload_waited(e) or not e["ended_unloaded"]:
-        return failed(id_, f"unload returned at {e['unload_done']}s, before the in-flight work "
-                      f"finished (last reply {max(e['requests_done'], default=0)}s), or the model "
-                      f"stayed loaded (ended_unloaded={e['ended_unloaded']})", **e)
-    return exact_result(id_, t, f"{which} unload waited for in-flight work; outputs and reload",
-                        ctx, RUN)
+        return failed(
+            id_,
+            f"unload returned at {e['unload_done']}s, before the in-flight work "
+            f"finished (last reply {max(e['requests_done'], default=0)}s), or the model "
+            f"stayed loaded (ended_unloaded={e['ended_unloaded']})",
+            **e,
+        )
+    return exact_result(id_, t, f"{which} unload waited for in-flight work; outputs and reload", ctx, RUN)
 
 
 def m4_targeted_unload(ctx: Context) -> Result:
@@ -163,19 +182,29 @@ def m4_unload_during_first_load(ctx: Context) -> Result:
     if not e["issued_during_load"]:
         return pending(id_, "the first load finished before the unload could be issued", **e)
     if not unload_waited(e) or not e["ended_unloaded"]:
-        return failed(id_, "unload did not wait for the first load (returned at "
-                      f"{e['unload_done']}s, request done at {max(e['requests_done'], default=0)}s)"
-                      f" or the model stayed loaded ({e['ended_unloaded']=})", **e)
+        return failed(
+            id_,
+            "unload did not wait for the first load (returned at "
+            f"{e['unload_done']}s, request done at {max(e['requests_done'], default=0)}s)"
+            f" or the model stayed loaded ({e['ended_unloaded']=})",
+            **e,
+        )
     phases = ("unload_during_load_first", "unload_during_load_reload")
-    return exact_result(id_, ctx.judge(ctx.rec.requests(RUN, phases)),
-                        "unload during the first lazy load waited; reload matches the cold "
-                        "reference", ctx, RUN)
+    return exact_result(
+        id_,
+        ctx.judge(ctx.rec.requests(RUN, phases)),
+        "unload during the first lazy load waited; reload matches the cold reference",
+        ctx,
+        RUN,
+    )
 
 
 def m4_adapter_overrides(ctx: Context) -> Result:
     """M4.adapter_overrides: not applicable until a plan declares adapter overrides."""
-    return not_applicable("M4.adapter_overrides", "the plan declares no adapter-specific "
-                          "queue/timeout/eviction overrides; shared semantics are F1/F5")
+    return not_applicable(
+        "M4.adapter_overrides",
+        "the plan declares no adapter-specific queue/timeout/eviction overrides; shared semantics are F1/F5",
+    )
 
 
 JUDGES: dict[str, Callable[[Context], Result]] = {

@@ -39,16 +39,8 @@ def _interval_text(sums: list[dict[str, Any]]) -> str:
     parts = []
     for kind in ("host", "gpu"):
         conf = iv.get(f"{kind}_interval_s", iv.get(kind))
-        got = [
-            s["achieved_interval_s"][kind]["median_s"]
-            for s in sums
-            if s["achieved_interval_s"][kind]
-        ]
-        text = (
-            f"{kind} every {conf * 1000:.0f} ms"
-            if conf is not None
-            else f"{kind} interval not recorded"
-        )
+        got = [s["achieved_interval_s"][kind]["median_s"] for s in sums if s["achieved_interval_s"][kind]]
+        text = f"{kind} every {conf * 1000:.0f} ms" if conf is not None else f"{kind} interval not recorded"
         if got:
             text += f" (achieved median {statistics.median(got) * 1000:.1f} ms)"
         parts.append(text)
@@ -77,11 +69,7 @@ def m5_sampled(inp: CountInputs) -> Result:
                 "missing": {"host": miss_host, "gpu": miss_gpu},
             }
         )
-    evidence = {
-        "interval": sums[0]["interval"],
-        "required_phase_groups": list(REQUIRED_GROUPS),
-        "starts": per_start,
-    }
+    evidence = {"interval": sums[0]["interval"], "required_phase_groups": list(REQUIRED_GROUPS), "starts": per_start}
     limitations: list[str] = []
     unavailable = gpu_unavailable(sums)
     host_text = (
@@ -90,9 +78,7 @@ def m5_sampled(inp: CountInputs) -> Result:
         else "host memory incomplete: " + "; ".join(host_gaps)
     )
     if not gpu_required:
-        limitations.append(
-            "GPU memory not applicable for this backend (plan: gpu_required = false)"
-        )
+        limitations.append("GPU memory not applicable for this backend (plan: gpu_required = false)")
         gpu_text = "GPU memory not applicable"
     elif unavailable:
         limitations.append("GPU memory PENDING: " + "; ".join(unavailable))
@@ -103,11 +89,7 @@ def m5_sampled(inp: CountInputs) -> Result:
         gpu_text = f"GPU memory sampled in every start ({sums[0]['gpu_info']})"
     reason = f"{host_text}; {gpu_text}; {_interval_text(sums)}"
     ok = not host_gaps and (not gpu_required or (not unavailable and not gpu_gaps))
-    result = (
-        passed("M5.sampled", reason, **evidence)
-        if ok
-        else pending("M5.sampled", reason, **evidence)
-    )
+    result = passed("M5.sampled", reason, **evidence) if ok else pending("M5.sampled", reason, **evidence)
     result.limitations = limitations
     return result
 
@@ -135,23 +117,16 @@ def m5_peaks(inp: CountInputs) -> Result:
     def peaks(metric: str) -> list[float | None]:
         return [r.get(metric, {}).get("first_request_peak_mib") for r in per_start]
 
-    summary = {
-        m: max(v for v in peaks(m) if v is not None)
-        for m in wanted
-        if any(v is not None for v in peaks(m))
-    }
+    summary = {m: max(v for v in peaks(m) if v is not None) for m in wanted if any(v is not None for v in peaks(m))}
     evidence = {
         "includes": {m: INCLUDES[m] for m in wanted},
         "max_first_request_peak_mib": summary,
         "starts": per_start,
-        "note": "retained-after-unload is reported, not judged: a logical unload is not freed "
-        "memory",
+        "note": "retained-after-unload is reported, not judged: a logical unload is not freed memory",
     }
     missing = []
     if any(v is None for v in peaks("host_rss")):
-        missing.append(
-            "host first-request peak missing (no cold_load/cold_wave host samples) in some start"
-        )
+        missing.append("host first-request peak missing (no cold_load/cold_wave host samples) in some start")
     unavailable = gpu_unavailable(sums)
     if gpu_required and unavailable:
         missing.append("GPU first-request peak not sampled: " + "; ".join(unavailable))
@@ -175,9 +150,7 @@ def _aggregate(sums: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]
         for key in ("idle_baseline_mib", "first_request_peak_mib", "warm_steady_state_mib"):
             vals = [r[key] for r in rows if r[key] is not None]
             fig[key] = round3(statistics.median(vals)) if vals else None
-        res = [
-            r["retained_after_unload"]["residue_mib"] for r in rows if r["retained_after_unload"]
-        ]
+        res = [r["retained_after_unload"]["residue_mib"] for r in rows if r["retained_after_unload"]]
         res = [v for v in res if v is not None]
         fig["residue_mib"] = round3(statistics.median(res)) if res else None
         agg[m] = fig
@@ -191,9 +164,7 @@ def m5_baseline(inp: CountInputs) -> Result:
         return not_applicable("M5.baseline", "no retention investigation or memory change declared")
     base = [summarise_start(b) for b in baseline if b.count == count]
     if not base:
-        return pending(
-            "M5.baseline", f"baseline has no start at count {count}; comparison not made"
-        )
+        return pending("M5.baseline", f"baseline has no start at count {count}; comparison not made")
     cand, ref = _aggregate(sums), _aggregate(base)
     compare: dict[str, Any] = {}
     for m in cand.keys() & ref.keys():

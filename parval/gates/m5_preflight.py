@@ -4,11 +4,7 @@ from __future__ import annotations
 
 
 def preflight_estimate(
-    two_slot_mib: float,
-    one_slot_mib: float,
-    slots: int,
-    available_mib: float,
-    margin_mib: float = 1024,
+    two_slot_mib: float, one_slot_mib: float, slots: int, available_mib: float, margin_mib: float = 1024
 ) -> tuple[bool, str]:
     """The survey preflight: estimate = two-slot retained + (slots - 2) x (two - one).
 

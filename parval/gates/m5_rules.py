@@ -25,9 +25,7 @@ class StabilisationRule:
 
     def __post_init__(self) -> None:
         if self.metric not in METRICS:
-            raise ValueError(
-                f"unknown stabilisation metric {self.metric!r}; use one of {sorted(METRICS)}"
-            )
+            raise ValueError(f"unknown stabilisation metric {self.metric!r}; use one of {sorted(METRICS)}")
         if self.last_k_waves < 2:
             raise ValueError("last_k_waves must be at least 2 to measure growth")
         if self.max_growth_mib <= 0:
@@ -66,9 +64,7 @@ def wave_growth(sums: list[dict[str, Any]], metric: str, k: int | None) -> list[
                 "growth_per_wave_mib": deltas,
                 "window_waves": len(window),
                 "window_growth_mib": total,
-                "window_growth_per_wave_mib": None
-                if total is None
-                else round(total / (len(window) - 1), 3),
+                "window_growth_per_wave_mib": None if total is None else round(total / (len(window) - 1), 3),
             }
         )
     return out
@@ -123,9 +119,7 @@ def retention(sums: list[dict[str, Any]], metric: str, bound: float | None) -> d
         out["text"] = (
             f"{metric} retained after unload: "
             + "; ".join(
-                f"start {r['start_index']} has {r['cycles']} unload/reload cycle(s) with an "
-                "idle level"
-                for r in short
+                f"start {r['start_index']} has {r['cycles']} unload/reload cycle(s) with an idle level" for r in short
             )
             + f" (at least {MIN_UNLOAD_CYCLES} are needed to tell a constant residue "
             "from memory kept after each unload)"
@@ -160,13 +154,10 @@ def retention(sums: list[dict[str, Any]], metric: str, bound: float | None) -> d
         )
         return out
     diag = "; ".join(
-        f"{listing(r)} (per cycle {', '.join(f'{d:+.1f}' for d in r['growth_per_cycle_mib'])} "
-        f"MiB, bound {bound:g} MiB)"
+        f"{listing(r)} (per cycle {', '.join(f'{d:+.1f}' for d in r['growth_per_cycle_mib'])} MiB, bound {bound:g} MiB)"
         for r in growing
     )
-    every = len(growing) == len(rows) and all(
-        d >= bound for r in rows for d in r["growth_per_cycle_mib"]
-    )
+    every = len(growing) == len(rows) and all(d >= bound for r in rows for d in r["growth_per_cycle_mib"])
     if every and cycles >= MIN_UNLOAD_CYCLES + 1:
         out["status"] = "fail"
         out["text"] = (

@@ -26,8 +26,7 @@ INCLUDES: dict[str, str] = {
     "host_pss": "process tree PSS: as RSS, with shared pages split between processes",
     "gpu_device": "NVML device-wide used memory: every process on the device plus driver "
     "contexts (the v2 struct excludes driver-reserved memory; v1 includes it)",
-    "gpu_process": "NVML per-process GPU memory of the server tree: weights + contexts + "
-    "workspaces on device",
+    "gpu_process": "NVML per-process GPU memory of the server tree: weights + contexts + workspaces on device",
 }
 
 _IDLE = {"startup", "idle", "idle_after_unload", "idle-after-unload"}
@@ -151,9 +150,7 @@ def _metric_summary(points: list[tuple[float, str, float]]) -> dict[str, Any] | 
             break
     first_peak = max(cold) if cold else None
     # dict order = first appearance in time, so waves come out in the order they ran
-    wave_items = [
-        (ph, peak) for ph, peak in phase_peaks.items() if phase_base(ph).endswith("_wave")
-    ]
+    wave_items = [(ph, peak) for ph, peak in phase_peaks.items() if phase_base(ph).endswith("_wave")]
     waves = [{"phase": ph, "peak_mib": round3(peak)} for ph, peak in wave_items]
     repeat = [peak for ph, peak in wave_items if is_repeat_wave(ph)]
 
@@ -179,9 +176,7 @@ def _metric_summary(points: list[tuple[float, str, float]]) -> dict[str, Any] | 
         "samples": len(points),
         "idle_baseline_mib": round3(idle),
         "first_request_peak_mib": round3(first_peak),
-        "first_request_over_idle_mib": None
-        if idle is None or first_peak is None
-        else round3(first_peak - idle),
+        "first_request_over_idle_mib": None if idle is None or first_peak is None else round3(first_peak - idle),
         "phase_peaks_mib": {k: round3(v) for k, v in phase_peaks.items()},
         "wave_peaks": waves,
         "warm_steady_state_mib": round3(statistics.median(repeat)) if repeat else None,
@@ -211,9 +206,7 @@ def summarise_start(start: StartMemory) -> dict[str, Any]:
         "gpu_available": _gpu_available(start.gpu_info),
         "interval": dict(start.interval),
         "achieved_interval_s": {k: _achieved_interval(start.samples, k) for k in ("host", "gpu")},
-        "samples": {
-            k: sum(1 for s in start.samples if s.get("kind") == k) for k in ("host", "gpu")
-        },
+        "samples": {k: sum(1 for s in start.samples if s.get("kind") == k) for k in ("host", "gpu")},
         "phases_sampled": phases,
         "metrics": {m: _metric_summary(_points(start.samples, m)) for m in METRICS},
         "guard_stop": start.guard_stop,

@@ -8,13 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from parval.gates.m5_rules import (
-    CountInputs,
-    retention,
-    retention_metrics,
-    tested_range,
-    wave_growth,
-)
+from parval.gates.m5_rules import CountInputs, retention, retention_metrics, tested_range, wave_growth
 from parval.gates.m5_samples import METRICS, gpu_unavailable
 from parval.status import Result, Status, blocked, failed, passed, pending
 
@@ -62,11 +56,7 @@ def _evidence(inp: CountInputs, diagnostics: dict[str, list[dict[str, Any]]]) ->
     return {
         "rule": None
         if rule is None
-        else {
-            "last_k_waves": rule.last_k_waves,
-            "max_growth_mib": rule.max_growth_mib,
-            "metric": rule.metric,
-        },
+        else {"last_k_waves": rule.last_k_waves, "max_growth_mib": rule.max_growth_mib, "metric": rule.metric},
         "growth": diagnostics,
         "retained_after_unload": residue,
     }
@@ -81,10 +71,7 @@ def m5_stable(inp: CountInputs) -> Result:
         if any(s["metrics"][m] for s in sums)
     }
     evidence = _evidence(inp, diagnostics)
-    found = [
-        retention(sums, m, rule.max_growth_mib if rule else None)
-        for m in retention_metrics(sums, rule)
-    ]
+    found = [retention(sums, m, rule.max_growth_mib if rule else None) for m in retention_metrics(sums, rule)]
     evidence["retention"] = found
 
     def out(r: Result) -> Result:
@@ -99,9 +86,7 @@ def m5_stable(inp: CountInputs) -> Result:
         used = g.get("device_used_mib")
         limit = g.get("guard_mib", guards[0]["interval"].get("guard_mib"))
         why = g.get("reason") or f"memory guard: {_num(used)} MiB >= {_num(limit)} MiB"
-        evidence["guard_stops"] = [
-            {"start_index": s["start_index"], **s["guard_stop"]} for s in guards
-        ]
+        evidence["guard_stops"] = [{"start_index": s["start_index"], **s["guard_stop"]} for s in guards]
         return out(
             blocked(
                 "M5.stable",
@@ -112,9 +97,7 @@ def m5_stable(inp: CountInputs) -> Result:
         )
 
     range_metric = rule.metric if rule else "host_rss"
-    tested = tested_range(
-        diagnostics.get(range_metric) or wave_growth(sums, range_metric, None), count
-    )
+    tested = tested_range(diagnostics.get(range_metric) or wave_growth(sums, range_metric, None), count)
     if rule is None:
         return out(
             pending(
@@ -125,19 +108,11 @@ def m5_stable(inp: CountInputs) -> Result:
             )
         )
     if rule.metric.startswith("gpu") and not inp.gpu_required:
-        return out(
-            pending(
-                "M5.stable",
-                f"rule metric {rule.metric} but GPU memory is not applicable",
-                **evidence,
-            )
-        )
+        return out(pending("M5.stable", f"rule metric {rule.metric} but GPU memory is not applicable", **evidence))
     unavailable = gpu_unavailable(sums) if rule.metric.startswith("gpu") else []
     if unavailable or rule.metric not in diagnostics:
         why = "; ".join(unavailable) or "no samples"
-        return out(
-            pending("M5.stable", f"rule metric {rule.metric} not sampled: {why}", **evidence)
-        )
+        return out(pending("M5.stable", f"rule metric {rule.metric} not sampled: {why}", **evidence))
 
     growth = diagnostics[rule.metric]
     short = [g for g in growth if g["waves"] < rule.last_k_waves]
@@ -146,8 +121,7 @@ def m5_stable(inp: CountInputs) -> Result:
         return out(
             pending(
                 "M5.stable",
-                f"not enough waves: {text} < K={rule.last_k_waves} repeated-use waves "
-                f"({rule.metric}); {tested}",
+                f"not enough waves: {text} < K={rule.last_k_waves} repeated-use waves ({rule.metric}); {tested}",
                 **evidence,
             )
         )
@@ -175,11 +149,7 @@ def m5_stable(inp: CountInputs) -> Result:
     )
     if monotonic_everywhere:
         return out(
-            failed(
-                "M5.stable",
-                f"continuing growth in every start, on every wave: {diag}; {tested}",
-                **evidence,
-            )
+            failed("M5.stable", f"continuing growth in every start, on every wave: {diag}; {tested}", **evidence)
         )
     return out(
         pending(

@@ -10,10 +10,23 @@ from parval.status import Result, Status
 
 # The verdicts that rest on output comparison: the ones masked, and the ones Q5 reads.
 COMPARISON_IDS = {
-    "M1.legacy_parity", "M1.cap1_parity", "M2.exact", "M2.unload_reload", "M2.serial_reuse",
-    "M3.variation", "M3.reversed", "M3.history", "M4.invalid_alongside", "M4.load_failure_retry",
-    "M4.targeted_unload", "M4.all_unload", "M4.unload_during_first_load", "M6.streaming",
-    "M6.batch", "Q4", "Q5",
+    "M1.legacy_parity",
+    "M1.cap1_parity",
+    "M2.exact",
+    "M2.unload_reload",
+    "M2.serial_reuse",
+    "M3.variation",
+    "M3.reversed",
+    "M3.history",
+    "M4.invalid_alongside",
+    "M4.load_failure_retry",
+    "M4.targeted_unload",
+    "M4.all_unload",
+    "M4.unload_during_first_load",
+    "M6.streaming",
+    "M6.batch",
+    "Q4",
+    "Q5",
 }
 
 
@@ -41,9 +54,10 @@ def mask_comparisons(results: list[Result], caught: bool, serial: SerialVerdict)
             continue
         if not caught:
             r.evidence["status_before_negative_control"] = str(r.status)
-            r.status, r.reason = Status.BLOCKED, ("negative control not caught (or not run): the "
-                                                   "comparator was not shown able to fail; "
-                                                   + r.reason)
+            r.status, r.reason = (
+                Status.BLOCKED,
+                ("negative control not caught (or not run): the comparator was not shown able to fail; " + r.reason),
+            )
         elif serial[0] is not Status.PASS and r.status in (Status.PASS, Status.FAIL):
             r.evidence["status_before_serial_check"] = str(r.status)
             r.status = Status.PENDING

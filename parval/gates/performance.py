@@ -127,10 +127,7 @@ def _row(series: list[dict[str, Any]], count: int, verdicts: dict[str, Any]) -> 
     elif independent.get("blocked"):
         indep = f"memory blocked: {independent['blocked']}"
     else:
-        indep = {
-            **independent,
-            "candidate_saved_pct": saved_pct(independent["median_s"], med("candidate_n_slots")),
-        }
+        indep = {**independent, "candidate_saved_pct": saved_pct(independent["median_s"], med("candidate_n_slots"))}
     status = "memory_blocked" if memory_blocked else ("pending" if pending else "completed")
     return {
         "count": count,
@@ -191,9 +188,7 @@ def build_performance(
         status = "memory_blocked"  # the missing figures could not run within memory
     notes = list(NOTES)
     if any(r["base_n_serial"] and r["base_n_serial"]["estimate"] for r in rows):
-        notes.append(
-            "some base N-request serial times are estimates (N x one request), labelled 'estimate'"
-        )
+        notes.append("some base N-request serial times are estimates (N x one request), labelled 'estimate'")
     if _first_word(model_checks) != "PASS":
         notes.append(f"model checks {model_checks}: not admitted whatever the speed figures say")
     return {

@@ -8,15 +8,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from parval.gates.compare import volatility
 from parval.gates.context import REF_PHASES, Context
 from parval.gates.exactness import failure_key
 from parval.gates.masking import COMPARISON_IDS
+from parval.gates.volatility import volatility
 from parval.status import Result, Status, combine, failed, not_applicable, passed, pending
 
 # Excluding a path ending in one of these would hide what the model produced.
-MEANINGFUL_FIELDS = ("meta", "metadata", "artifacts", "named_audio_outputs", "audio", "text",
-                     "segments")
+MEANINGFUL_FIELDS = ("meta", "metadata", "artifacts", "named_audio_outputs", "audio", "text", "segments")
 
 
 def q1_settings(ctx: Context, results: list[Result]) -> Result:
@@ -30,13 +29,15 @@ def q1_settings(ctx: Context, results: list[Result]) -> Result:
     distinct = {repr(sorted(v.items())) for v in settings.values()}
     if len(distinct) > 1:
         first = next(iter(settings.values()))
-        differing = sorted({k for v in settings.values() for k in set(v) | set(first)
-                            if v.get(k) != first.get(k)})
+        differing = sorted({k for v in settings.values() for k in set(v) | set(first) if v.get(k) != first.get(k)})
         return failed("Q1", f"quality settings differ between compared runs: {differing}")
     if not settings:
         return pending("Q1", "no compared run recorded the model's settings: nothing to compare")
-    return passed("Q1", f"identical model settings in all {len(settings)} compared runs",
-                  quality_settings=(ctx.plan.get("compare") or {}).get("quality_settings", {}))
+    return passed(
+        "Q1",
+        f"identical model settings in all {len(settings)} compared runs",
+        quality_settings=(ctx.plan.get("compare") or {}).get("quality_settings", {}),
+    )
 
 
 def _baseline_groups(ctx: Context) -> tuple[dict[str, list[Any]], list[str]]:
@@ -54,8 +55,7 @@ def _baseline_groups(ctx: Context) -> tuple[dict[str, list[Any]], list[str]]:
                 raw = (ctx.run_dir / "artifacts" / f"{e['artifact']}.json").read_bytes()
                 body = json.loads(raw)
             except (OSError, ValueError) as exc:
-                problems.append(f"{run} {e['req']}/{e['phase']}: raw reply unreadable "
-                                f"({type(exc).__name__})")
+                problems.append(f"{run} {e['req']}/{e['phase']}: raw reply unreadable ({type(exc).__name__})")
                 continue
             groups.setdefault(str(e.get("ref") or f"{e['req']}|{e['phase']}"), []).append(body)
     return groups, problems
@@ -70,36 +70,53 @@ def q2_volatile_fields(ctx: Context, results: list[Result]) -> Result:
     if whole:
         return failed("Q2", f"volatile exclusions remove meaningful output: {whole}")
     if not vol:
-        return passed("Q2", "no field excluded: every output field is compared",
-                      raw_responses="artifacts/")
+        return passed("Q2", "no field excluded: every output field is compared", raw_responses="artifacts/")
     groups, problems = _baseline_groups(ctx)
-    measured = [{**volatility(groups, v["path"]), "justification": v["justification"]}
-                for v in vol]
-    ev: dict[str, Any] = {"volatile_fields": measured, "identical_request_groups": len(groups),
-                          "raw_responses": "artifacts/", "problems": problems}
+    measured = [{**volatility(groups, v["path"]), "justification": v["justification"]} for v in vol]
+    ev: dict[str, Any] = {
+        "volatile_fields": measured,
+        "identical_request_groups": len(groups),
+        "raw_responses": "artifacts/",
+        "problems": problems,
+    }
     stable = [m for m in measured if m["status"] == "stable"]
     if stable:
-        return failed("Q2", "excluded as volatile but identical across identical serial baseline "
-                      "requests: " + "; ".join(f"{m['path']} (stable: {', '.join(m['stable'][:8])})"
-                                               for m in stable), **ev)
+        return failed(
+            "Q2",
+            "excluded as volatile but identical across identical serial baseline "
+            "requests: " + "; ".join(f"{m['path']} (stable: {', '.join(m['stable'][:8])})" for m in stable),
+            **ev,
+        )
     if not any(m["repeated_groups"] for m in measured):
-        return pending("Q2", "volatility not measurable: fewer than two identical serial "
-                       "baseline requests with raw replies recorded", **ev)
+        return pending(
+            "Q2",
+            "volatility not measurable: fewer than two identical serial baseline requests with raw replies recorded",
+            **ev,
+        )
     # A named path that no baseline reply carries excludes nothing there (e.g. timing.rtf on
     # a task without audio); only a path that appeared once and was never repeated is unknown.
     unknown = [m for m in measured if m["status"] == "unmeasured"]
     if unknown:
-        return pending("Q2", "volatility not shown for " + "; ".join(
-            f"{m['path']} (seen once only: {', '.join(m['unmeasured'][:8])})" for m in unknown),
-            **ev)
+        return pending(
+            "Q2",
+            "volatility not shown for "
+            + "; ".join(f"{m['path']} (seen once only: {', '.join(m['unmeasured'][:8])})" for m in unknown),
+            **ev,
+        )
     absent = [m["path"] for m in measured if m["status"] == "absent"]
-    note = (f"; never present in a baseline reply, so excluding nothing: {', '.join(absent)}"
-            if absent else "")
-    return passed("Q2", "only fields measured to vary across identical serial requests are "
-                  "excluded: " + ", ".join(f"{m['path']} ({m['justification']}; "
-                                           f"{len(m['varying'])} leaf/leaves vary)"
-                                           for m in measured if m["status"] == "varies")
-                  + note, **ev)
+    note = f"; never present in a baseline reply, so excluding nothing: {', '.join(absent)}" if absent else ""
+    return passed(
+        "Q2",
+        "only fields measured to vary across identical serial requests are "
+        "excluded: "
+        + ", ".join(
+            f"{m['path']} ({m['justification']}; {len(m['varying'])} leaf/leaves vary)"
+            for m in measured
+            if m["status"] == "varies"
+        )
+        + note,
+        **ev,
+    )
 
 
 def q3_tolerance(ctx: Context, results: list[Result]) -> Result:
@@ -109,20 +126,27 @@ def q3_tolerance(ctx: Context, results: list[Result]) -> Result:
     if not tol:
         return passed("Q3", "byte-exact comparison; no tolerance declared")
     plan_sha = ctx.manifest.get("plan", {}).get("sha256", "")[:12]
-    return passed("Q3", f"tolerance {tol['max_abs_sample_diff']} declared in the plan before the "
-                  f"run (plan sha256 {plan_sha} in the manifest): {tol['justification']}")
+    return passed(
+        "Q3",
+        f"tolerance {tol['max_abs_sample_diff']} declared in the plan before the "
+        f"run (plan sha256 {plan_sha} in the manifest): {tol['justification']}",
+    )
 
 
 def q4_history_refs(ctx: Context, results: list[Result]) -> Result:
     """Q4: a cache-sensitive model's outputs are compared with same-history single-slot
     references only (M3.history at every count), never the closest reference."""
     if not ctx.cache_sensitive:
-        return not_applicable("Q4", "stateless model: one reference per request (cold and warm "
-                              "kept apart)")
+        return not_applicable("Q4", "stateless model: one reference per request (cold and warm kept apart)")
     hist = [r for r in results if r.id == "M3.history"]
     st = combine(r.status for r in hist)
-    q4 = Result("Q4", st, "same-history single-slot references only; never the closest reference"
-                if st is Status.PASS else "see M3.history")
+    q4 = Result(
+        "Q4",
+        st,
+        "same-history single-slot references only; never the closest reference"
+        if st is Status.PASS
+        else "see M3.history",
+    )
     if st is Status.FAIL:
         kinds = {r.evidence.get("failure_kind") for r in hist if r.status is Status.FAIL}
         q4.evidence["failure_kind"] = "output" if kinds == {"output"} else "lifecycle"
@@ -134,30 +158,37 @@ def q5_intermittent(ctx: Context, results: list[Result], count: int | None = Non
     mismatch in its comparison verdicts, whatever later repeats did, and every failure seen
     in an attempt parval set aside (abandoned or redone) in that scope: those never prove
     a PASS, but a mismatch, request error or crash in them stays failed."""
-    mismatches = [m for r in results if r.count == count and r.id in COMPARISON_IDS
-                  for m in r.evidence.get("mismatches", [])]
+    mismatches = [
+        m for r in results if r.count == count and r.id in COMPARISON_IDS for m in r.evidence.get("mismatches", [])
+    ]
     aside, crashes = ctx.set_aside_scope(count)
     seen = {failure_key(m) for m in mismatches}
     mismatches += [m for m in aside.mismatches if failure_key(m) not in seen]
     aside_errors = aside.errors + aside.malformed
     problems = []
     if mismatches:
-        problems.append(f"{len(mismatches)} mismatch(es) recorded; a mismatch stays failed however "
-                        "many repeats pass")
+        problems.append(f"{len(mismatches)} mismatch(es) recorded; a mismatch stays failed however many repeats pass")
     if aside_errors:
-        problems.append(f"{len(aside_errors)} request error(s) or malformed repl(ies) in "
-                        "attempt(s) parval set aside")
+        problems.append(f"{len(aside_errors)} request error(s) or malformed repl(ies) in attempt(s) parval set aside")
     if crashes:
-        problems.append("server crashed in set-aside attempt(s): " + ", ".join(
-            f"{c['run']} attempt {c.get('attempt')} ({c.get('where')}, exit {c.get('exit_code')})"
-            for c in crashes[:5]))
+        problems.append(
+            "server crashed in set-aside attempt(s): "
+            + ", ".join(
+                f"{c['run']} attempt {c.get('attempt')} ({c.get('where')}, exit {c.get('exit_code')})"
+                for c in crashes[:5]
+            )
+        )
     if problems:
-        kind = ("output" if not (aside_errors or crashes)
-                else "request" if not crashes else "lifecycle")
+        kind = "output" if not (aside_errors or crashes) else "request" if not crashes else "lifecycle"
         kept = ("run", "attempt", "where", "exit_code", "signal", "set_aside")
-        r = failed("Q5", "; ".join(problems), failure_kind=kind, mismatches=mismatches[:50],
-                   set_aside_errors=aside_errors[:20],
-                   set_aside_crashes=[{k: c.get(k) for k in kept} for c in crashes])
+        r = failed(
+            "Q5",
+            "; ".join(problems),
+            failure_kind=kind,
+            mismatches=mismatches[:50],
+            set_aside_errors=aside_errors[:20],
+            set_aside_crashes=[{k: c.get(k) for k in kept} for c in crashes],
+        )
     else:
         r = passed("Q5", "no intermittent mismatch in any repeat")
     r.count = count

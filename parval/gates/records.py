@@ -20,12 +20,12 @@ COUNT_PHASES = ("cold_wave", "warm_wave", "mixed_wave", "reload_wave", "serial_r
 @dataclass
 class Records:
     events: list[dict[str, Any]]
-    runs: dict[str, dict[str, Any]] = field(default_factory=dict)      # name -> run_start
-    ends: dict[str, dict[str, Any]] = field(default_factory=dict)      # name -> run_end
+    runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> run_start
+    ends: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> run_end
     by_run: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    failures: list[dict[str, Any]] = field(default_factory=list)       # start_failed/aborted/timeout
+    failures: list[dict[str, Any]] = field(default_factory=list)  # start_failed/aborted/timeout
     crashes: list[dict[str, Any]] = field(default_factory=list)
-    refs: dict[str, dict[str, Any]] = field(default_factory=dict)      # ref key -> request event
+    refs: dict[str, dict[str, Any]] = field(default_factory=dict)  # ref key -> request event
     # Attempts that do not stand: (run, attempt) -> {"run_start", "status", "events"}.
     set_aside: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
 
@@ -45,8 +45,9 @@ class Records:
         return start is not None and e.get("attempt", start["attempt"]) == start["attempt"]
 
     def requests(self, run: str, phases: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
-        return [e for e in self.by_run.get(run, []) if e["kind"] == "request"
-                and (phases is None or e["phase"] in phases)]
+        return [
+            e for e in self.by_run.get(run, []) if e["kind"] == "request" and (phases is None or e["phase"] in phases)
+        ]
 
     def waves(self, run: str) -> list[dict[str, Any]]:
         return [e for e in self.by_run.get(run, []) if e["kind"] == "wave"]
@@ -55,8 +56,9 @@ class Records:
         entry = self.set_aside.get((run, attempt)) if isinstance(attempt, int) else None
         return str(entry["status"]) if entry else "unknown"
 
-    def set_aside_requests(self, run: str | None = None, phases: tuple[str, ...] | None = None,
-                           *, candidate_only: bool = True) -> list[dict[str, Any]]:
+    def set_aside_requests(
+        self, run: str | None = None, phases: tuple[str, ...] | None = None, *, candidate_only: bool = True
+    ) -> list[dict[str, Any]]:
         """Request events of set-aside attempts (of one start, or all), in recorded order.
         By default only starts of the executable under test: a reference start's outputs
         are references, not outputs to judge."""
@@ -64,13 +66,21 @@ class Records:
         for (name, _attempt), entry in self.set_aside.items():
             if (run is not None and name != run) or (candidate_only and not entry["candidate"]):
                 continue
-            out += [e for e in entry["events"] if e.get("kind") == "request"
-                    and (phases is None or e.get("phase") in phases)]
+            out += [
+                e
+                for e in entry["events"]
+                if e.get("kind") == "request" and (phases is None or e.get("phase") in phases)
+            ]
         return out
 
     def set_aside_crashes(self) -> list[dict[str, Any]]:
-        return [{**e, "set_aside": entry["status"]} for entry in self.set_aside.values() if entry["candidate"]
-                for e in entry["events"] if e.get("kind") == "server_crash"]
+        return [
+            {**e, "set_aside": entry["status"]}
+            for entry in self.set_aside.values()
+            if entry["candidate"]
+            for e in entry["events"]
+            if e.get("kind") == "server_crash"
+        ]
 
     def count_runs(self, n: int) -> list[str]:
         return sorted(r for r, s in self.runs.items() if s.get("role") == "count" and s.get("count") == n)
@@ -98,8 +108,7 @@ def build_records(events: list[dict[str, Any]]) -> Records:
             abandoned.add((e["run"], e["attempt"]))
     for name, attempts in starts.items():
         complete = [a for a in attempts if (name, a["attempt"]) in ended]
-        died = [a for a in attempts if (name, a["attempt"]) in crashed
-                and (name, a["attempt"]) not in abandoned]
+        died = [a for a in attempts if (name, a["attempt"]) in crashed and (name, a["attempt"]) not in abandoned]
         # The last complete attempt stands. A start whose server died is judged too (a
         # crash is evidence); one that parval itself abandoned (interrupted, redone on
         # resume) never stands, but is kept below as set aside: its failures count.
@@ -114,8 +123,7 @@ def build_records(events: list[dict[str, Any]]) -> Records:
                 continue
             which = (name, a["attempt"])
             status = "superseded" if which in ended and which not in abandoned else "abandoned"
-            rec.set_aside[which] = {"run_start": a, "status": status, "events": [],
-                                  "candidate": _candidate(a)}
+            rec.set_aside[which] = {"run_start": a, "status": status, "events": [], "candidate": _candidate(a)}
     for e in events:
         kind = e.get("kind")
         if kind in ("start_failed", "start_aborted", "start_timeout", "wave_timeout"):

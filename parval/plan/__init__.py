@@ -1,1 +1,2 @@
-"""The run plan: loading and validating it, its JSON Schemas, the schedule it implies, the starter plan of `parval init`."""
+"""The run plan: loading and validating it, its JSON Schemas, the schedule it implies, the
+starter plan of `parval init`."""

@@ -164,10 +164,18 @@ class Plan:
 
 # The variation kind a request field implies when a variation names no `kind` (M3.variation).
 _KIND_OF_FIELD = {
-    "text": "length", "max_tokens": "length", "max_steps": "length", "duration_seconds": "length",
+    "text": "length",
+    "max_tokens": "length",
+    "max_steps": "length",
+    "duration_seconds": "length",
     "seed": "seed",
-    "voice_ref": "reference", "voice_id": "reference", "reference_text": "reference",
-    "prosody_ref": "reference", "style_ref": "reference", "target_voice": "reference", "speaker": "reference",
+    "voice_ref": "reference",
+    "voice_id": "reference",
+    "reference_text": "reference",
+    "prosody_ref": "reference",
+    "style_ref": "reference",
+    "target_voice": "reference",
+    "speaker": "reference",
 }
 VARIATION_KINDS = ("length", "seed", "reference", "preparation")
 
@@ -256,8 +264,7 @@ def load_plan(path: Path, *, check_files: bool = True, located_at: Path | None =
     if errors:
         lines = "\n".join(f"  {path.name}: {e}" for e in errors)
         raise PlanError(
-            f"{path}: {len(errors)} schema error(s):\n{lines}",
-            hint="`parval schema plan` prints the plan schema",
+            f"{path}: {len(errors)} schema error(s):\n{lines}", hint="`parval schema plan` prints the plan schema"
         )
     raw = fill_defaults(load_schema("plan"), data)
     plan = Plan(path=(located_at or path).resolve(), raw=raw, sha256=hashlib.sha256(text.encode()).hexdigest())
@@ -345,15 +352,25 @@ def shard_counts(counts: list[int], shard: tuple[int, int] | None) -> list[int]:
 OMIT = "omit"  # "leave the slots key out" (None is the explicit `slots: null`)
 
 
-def model_entry(plan: Plan, *, model_id: str | None = None, lazy: bool | None = None,
-                slots: Any = OMIT, session_options: dict[str, Any] | None = None,
-                **overrides: Any) -> dict[str, Any]:
+def model_entry(
+    plan: Plan,
+    *,
+    model_id: str | None = None,
+    lazy: bool | None = None,
+    slots: Any = OMIT,
+    session_options: dict[str, Any] | None = None,
+    **overrides: Any,
+) -> dict[str, Any]:
     """A config/registration entry of the plan's model; the id, laziness, slots, session
     options and any other key may be set for one start or probe."""
     m = plan.model
     entry: dict[str, Any] = {
-        "id": model_id or m["id"], "family": m["family"], "task": m["task"], "mode": m["mode"],
-        "path": str(plan.model_path), "lazy": m["lazy"] if lazy is None else lazy,
+        "id": model_id or m["id"],
+        "family": m["family"],
+        "task": m["task"],
+        "mode": m["mode"],
+        "path": str(plan.model_path),
+        "lazy": m["lazy"] if lazy is None else lazy,
     }
     for key in ("load_options", "session_options", "default_request_options"):
         value = session_options if key == "session_options" and session_options is not None else m[key]

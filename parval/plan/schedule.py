@@ -21,8 +21,14 @@ def schedule_rows(plan: Plan) -> list[tuple[str, int, int, int]]:
         mixed = w["mixed_at_largest"] if n == max(plan.counts) else w["mixed"]
         waves = 1 + w["warm"] + mixed + 1
         requests = n * waves + w["serial_reuse"]
-        rows.append((f"count {n} (x{plan.starts_per_count} starts)", plan.starts_per_count,
-                     waves * plan.starts_per_count, requests * plan.starts_per_count))
+        rows.append(
+            (
+                f"count {n} (x{plan.starts_per_count} starts)",
+                plan.starts_per_count,
+                waves * plan.starts_per_count,
+                requests * plan.starts_per_count,
+            )
+        )
     largest = max(plan.counts)
     rows.append((f"recovery at {largest}", 1, 6, largest * 6 + 6))
     return rows
@@ -32,29 +38,40 @@ def describe_schedule(plan: Plan) -> str:
     rows = schedule_rows(plan)
     reqs = len(plan.requests())
     w = plan.waves
-    lines = [f"plan {plan.name} (sha256 {plan.sha256[:12]}) is valid",
-             f"model {plan.model_id} ({plan.model['family']}, {plan.model['task']}, {plan.model['mode']}), "
-             f"counts {plan.counts}, {plan.starts_per_count} fresh starts per count, "
-             f"{'cache-sensitive' if plan.cache_sensitive else 'stateless'}",
-             "", f"{'unit':<34} {'starts':>6} {'waves':>6} {'requests':>9}"]
+    lines = [
+        f"plan {plan.name} (sha256 {plan.sha256[:12]}) is valid",
+        f"model {plan.model_id} "
+        f"({plan.model['family']}, {plan.model['task']}, {plan.model['mode']}), "
+        f"counts {plan.counts}, {plan.starts_per_count} fresh starts per count, "
+        f"{'cache-sensitive' if plan.cache_sensitive else 'stateless'}",
+        "",
+        f"{'unit':<34} {'starts':>6} {'waves':>6} {'requests':>9}",
+    ]
     for name, starts, waves, requests in rows:
         lines.append(f"{name:<34} {starts:>6} {waves:>6} {requests:>9}")
     total = [sum(int(r[i]) for r in rows) for i in (1, 2, 3)]
     lines.append(f"{'total':<34} {total[0]:>6} {total[1]:>6} {total[2]:>9}")
     if plan.cache_sensitive:
         lines.append("plus one single-slot history replay per distinct slot history")
-    repeatable = sum(n * (w["warm"] + (w["mixed_at_largest"] if n == max(plan.counts) else w["mixed"]))
-                     * plan.starts_per_count for n in plan.counts if n > 1)
+    repeatable = sum(
+        n * (w["warm"] + (w["mixed_at_largest"] if n == max(plan.counts) else w["mixed"])) * plan.starts_per_count
+        for n in plan.counts
+        if n > 1
+    )
     if repeatable:
-        lines.append(f"plus up to {repeatable * (WAVE_ATTEMPTS - 1)} requests of repeated waves: a warm "
-                     f"or mixed wave is repeated (at most {WAVE_ATTEMPTS - 1} times) only when the server "
-                     "publishes slot counters and the client's overlap was too short to show N leases")
+        lines.append(
+            f"plus up to {repeatable * (WAVE_ATTEMPTS - 1)} requests of repeated waves: a warm "
+            f"or mixed wave is repeated (at most {WAVE_ATTEMPTS - 1} times) only when the server "
+            "publishes slot counters and the client's overlap was too short to show N leases"
+        )
     for n in plan.counts:
         mixed = w["mixed_at_largest"] if n == max(plan.counts) else w["mixed"]
         mixes = mixed if n == 1 else (mixed + 1) // 2  # n>1: each mix also runs reversed
         if mixes * n < reqs:
-            lines.append(f"warning: at count {n}, {mixed} mixed wave(s) x {n} slot(s) cannot use all {reqs} "
-                         "requests; M3.variation will stay PENDING there (raise waves.mixed)")
+            lines.append(
+                f"warning: at count {n}, {mixed} mixed wave(s) x {n} slot(s) cannot use all {reqs} "
+                "requests; M3.variation will stay PENDING there (raise waves.mixed)"
+            )
     if max(plan.counts) and w["mixed_at_largest"] < 10:
         lines.append("warning: fewer than ten mixed waves at the largest count: M3.ten_waves will FAIL")
     return "\n".join(lines)

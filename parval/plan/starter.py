@@ -20,8 +20,15 @@ from parval.plan.load import GPU_BACKENDS
 
 PLACEHOLDER = "EDIT-ME"
 TEXT_TASKS = {"tts", "gen", "vdes"}
-ENTRY_EXTRA_KEYS = ("config", "weight", "model_spec_override", "voice_presets", "default_voice_preset",
-                    "busy_timeout_ms", "live_ingest")
+ENTRY_EXTRA_KEYS = (
+    "config",
+    "weight",
+    "model_spec_override",
+    "voice_presets",
+    "default_voice_preset",
+    "busy_timeout_ms",
+    "live_ingest",
+)
 BACKENDS = {"cpu", "cuda", "hip", "rocm", "vulkan", "metal"}
 
 
@@ -72,13 +79,14 @@ def advertised_counts(entry: dict[str, Any]) -> list[int]:
 def _requests(task: str) -> list[str]:
     if task in TEXT_TASKS:
         base = {"text": "The quick brown fox jumps over the lazy dog.", "seed": 1234}
+        long_text = "A longer sentence makes a longer output, so the effective input length really changes here."
         return [
             "requests:",
             f"  base: {_y(base)}",
             "  variations:               # each must change the effective input (M3.variation)",
             "    - name: long_text",
             "      changes: text",
-            f"      request: {_y({**base, 'text': 'A longer sentence makes a longer output, so the effective input length really changes here.'})}",
+            f"      request: {_y({**base, 'text': long_text})}",
             "    - name: other_seed",
             "      changes: seed",
             f"      request: {_y({**base, 'seed': 99})}",
@@ -88,7 +96,7 @@ def _requests(task: str) -> list[str]:
         ]
     base = {"audio": f"{PLACEHOLDER}/fixtures/input-1.wav", "seed": 1234}
     return [
-        "requests:                  # EDIT-ME: point audio at real fixture files (relative to this plan)",
+        ("requests:                  # EDIT-ME: point audio at real fixture files (relative to this plan)"),
         f"  base: {_y(base)}",
         "  variations:               # each must change the effective input (M3.variation)",
         "    - name: other_audio",
@@ -118,8 +126,14 @@ def starter_plan(config: dict[str, Any], entry: dict[str, Any], config_path: Pat
         raise UsageError(f"{config_path}: unsupported backend {backend!r}")
     gpu = backend in GPU_BACKENDS
     task = str(entry.get("task", "tts"))
-    model: dict[str, Any] = {"id": entry["id"], "family": entry["family"], "task": task,
-                             "mode": entry.get("mode", "offline"), "path": rel, "lazy": True}
+    model: dict[str, Any] = {
+        "id": entry["id"],
+        "family": entry["family"],
+        "task": task,
+        "mode": entry.get("mode", "offline"),
+        "path": rel,
+        "lazy": True,
+    }
     description = f"Parallel-slot admission of {entry['id']} ({entry['family']}, {task}) on {backend}."
     lines = [
         f"# parval starter plan for model {entry['id']!r}, written by `parval init` from",
@@ -142,7 +156,10 @@ def starter_plan(config: dict[str, Any], entry: dict[str, Any], config_path: Pat
         f"  threads: {int(config.get('threads', 1))}",
         f"  busy_timeout_ms: {int(config.get('busy_timeout_ms', 300000))}",
         f"  max_loaded_models: {int(config.get('max_loaded_models', 0))}",
-        f"  ui_management: {_y(bool(config.get('ui_management', False)))}   # true needs a native-model-manager build; enables the registration probes",
+        (
+            f"  ui_management: {_y(bool(config.get('ui_management', False)))}   "
+            "# true needs a native-model-manager build; enables the registration probes"
+        ),
         "",
         "model:",
     ]
@@ -157,7 +174,7 @@ def starter_plan(config: dict[str, Any], entry: dict[str, Any], config_path: Pat
     lines += [
         "  cache_sensitive: false     # true when outputs depend on the slot's request history",
         f"  admit_modes: [{_y(model['mode'])}]",
-        "  variation_kinds: [length, seed]   # EDIT: kinds the model supports: length, seed, reference, preparation",
+        ("  variation_kinds: [length, seed]   # EDIT: kinds the model supports: length, seed, reference, preparation"),
         "",
         "# What parval cannot discover (M1.manifest stays PENDING naming each item left out):",
         "# identity:",
@@ -182,11 +199,11 @@ def starter_plan(config: dict[str, Any], entry: dict[str, Any], config_path: Pat
         f"  gpu_required: {_y(gpu)}",
         "  # Declare the stabilisation rule BEFORE the run (M5.stable stays PENDING without one;",
         "  # never choose the bound after seeing the data). EDIT-ME and uncomment:",
-        f"  # stabilisation: {{last_k_waves: 5, max_growth_mib: 64, metric: {'gpu_process' if gpu else 'host_rss'}}}",
+        (f"  # stabilisation: {{last_k_waves: 5, max_growth_mib: 64, metric: {'gpu_process' if gpu else 'host_rss'}}}"),
         "",
         "framework:",
-        "  record: null              # the shared F1-F6 record from `parval framework` (else F1-F6 stay PENDING)",
-        "  protected: null           # a `parval verify-protected --output x4.json` result (else X4 stays PENDING)",
+        ("  record: null              # the shared F1-F6 record from `parval framework` (else F1-F6 stay PENDING)"),
+        ("  protected: null           # a `parval verify-protected --output x4.json` result (else X4 stays PENDING)"),
         "",
     ]
     return "\n".join(lines) + "\n"

@@ -9,22 +9,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from parval.procedure.catalogue import (
-    EXECUTION_PATH,
-    FRAMEWORK_GATE,
-    MODEL_GATE,
-    QUALITY_RULES,
-    group_of,
-)
+from parval.procedure.catalogue import EXECUTION_PATH, FRAMEWORK_GATE, MODEL_GATE, QUALITY_RULES, group_of
 
 CATALOGUE: dict[str, str] = {**EXECUTION_PATH, **MODEL_GATE, **FRAMEWORK_GATE, **QUALITY_RULES}
 
 # How each assertion is reproduced.
 RUN = "parval run PLAN, then parval report RUN --rejudge (judges the recorded events again)"
-FRAMEWORK = ("parval framework PLAN --only {id}, then parval report FRAMEWORK_RUN --rejudge "
-             "(judges the recorded observations again)")
-X4_CMD = ("parval verify-protected --repo CANDIDATE_CHECKOUT --upstream SHA --output x4.json; "
-          "name x4.json in the plan's framework.protected, then parval report RUN --rejudge")
+FRAMEWORK = (
+    "parval framework PLAN --only {id}, then parval report FRAMEWORK_RUN --rejudge "
+    "(judges the recorded observations again)"
+)
+X4_CMD = (
+    "parval verify-protected --repo CANDIDATE_CHECKOUT --upstream SHA --output x4.json; "
+    "name x4.json in the plan's framework.protected, then parval report RUN --rejudge"
+)
 
 # What each scope means: where the assertion is judged and how often.
 SCOPES = {
@@ -33,44 +31,79 @@ SCOPES = {
     "count": "once per advertised count (each count has its own status)",
     "record": "once per candidate build, in the shared framework record",
     "commit": "once per candidate commit (verify-protected result)",
-    "rule": "once per model run, as a quality rule of the comparison itself (Q5 also once per "
-            "count)",
+    "rule": "once per model run, as a quality rule of the comparison itself (Q5 also once per count)",
 }
 
 # Evidence kinds: events in events.jsonl and files in the run directory.
-STARTS = ("`run_start` / `run_end` events of every fresh start (role, count, attempt); "
-          "`server_crash` (exit status, log tail) and `start_failed` / `start_aborted` / "
-          "`start_timeout` / `wave_timeout`")
-READY = ("`server_ready` events (argv, warning_marker) and the `status_fields` of `run_end` "
-         "(the slot fields /v1/models showed)")
+STARTS = (
+    "`run_start` / `run_end` events of every fresh start (role, count, attempt); "
+    "`server_crash` (exit status, log tail) and `start_failed` / `start_aborted` / "
+    "`start_timeout` / `wave_timeout`"
+)
+READY = (
+    "`server_ready` events (argv, warning_marker) and the `status_fields` of `run_end` "
+    "(the slot fields /v1/models showed)"
+)
 WAVES = "`wave` events of every start (phase, wave, n, mode: concurrent or serial, batch_s)"
-WAVE_STATUS = ("the status poller's summary in each `wave` event (`status`: max_active_loaded, "
-               "max_active, polls, poll_errors, poll_hz, fields_present); the samples behind it "
-               "in servers/<run>-<attempt>/status.jsonl")
-DRAINED = ("the drain check in each `wave` event (`drained`: ok, active, queued, "
-           "fields_present)")
-REQUESTS = ("`request` events (run, phase, wave, req, ref, t_send / t_done, reply outcome, "
-            "output canon) with the raw reply in artifacts/<sha256>.json")
-REFS = ("the reference table: valid `request` events of ref-baseline-a (upstream legacy, "
-        "cold / warm / warm2) and of the history-* single-slot replays, with their artifacts")
+WAVE_STATUS = (
+    "the status poller's summary in each `wave` event (`status`: max_active_loaded, "
+    "max_active, polls, poll_errors, poll_hz, fields_present); the samples behind it "
+    "in servers/<run>-<attempt>/status.jsonl"
+)
+DRAINED = "the drain check in each `wave` event (`drained`: ok, active, queued, fields_present)"
+REQUESTS = (
+    "`request` events (run, phase, wave, req, ref, t_send / t_done, reply outcome, "
+    "output canon) with the raw reply in artifacts/<sha256>.json"
+)
+REFS = (
+    "the reference table: valid `request` events of ref-baseline-a (upstream legacy, "
+    "cold / warm / warm2) and of the history-* single-slot replays, with their artifacts"
+)
 BASELINE_B = "`request` events of ref-baseline-b (the second fresh upstream start)"
-NEGATIVE = ("`negative_control` event: a planted mismatch the comparator must catch (else "
-            "every output comparison is BLOCKED)")
-SET_ASIDE = ("`request` and `server_crash` events of set-aside attempts (abandoned or "
-             "superseded): never proof of a PASS, but their failures count")
+NEGATIVE = (
+    "`negative_control` event: a planted mismatch the comparator must catch (else every output comparison is BLOCKED)"
+)
+SET_ASIDE = (
+    "`request` and `server_crash` events of set-aside attempts (abandoned or "
+    "superseded): never proof of a PASS, but their failures count"
+)
 PLAN = "plan.json (the run's plan snapshot)"
-MANIFEST = ("manifest.json (hashes of checkpoint, auxiliaries, fixtures, executables and plan; "
-            "platform; the plan's identity block)")
-MEMORY = ("servers/<run>-<attempt>/memory.jsonl (host RSS/PSS and GPU device/process samples, "
-          "each tagged with its phase) and the `memory` block of `run_end` (intervals, GPU "
-          "info, guard stop)")
-OBS = ("`observation` events of the framework record (sub-check name, judge key, facts: "
-       "timelines, replies, status samples, bounded waits) and the `check` each judge derives")
-CTEST = ("`ctest_run` events of the framework record (label default / asan / tsan / stress, "
-         "status, test cases from JUnit or stdout, meta: sanitizer, seed, repeat)")
-PROTECTED = ("the verify-protected JSON the plan's framework.protected names "
-             "(schemas/protected.schema.json: status, upstream, candidate_commit, changed, "
-             "legacy_runtime), checked against identity.candidate.source_commit")
+MANIFEST = (
+    "manifest.json (hashes of checkpoint, auxiliaries, fixtures, executables and plan; "
+    "platform; the plan's identity block)"
+)
+MEMORY = (
+    "servers/<run>-<attempt>/memory.jsonl (host RSS/PSS and GPU device/process samples, "
+    "each tagged with its phase) and the `memory` block of `run_end` (intervals, GPU "
+    "info, guard stop)"
+)
+OBS = (
+    "`observation` events of the framework record (sub-check name, judge key, facts: "
+    "timelines, replies, status samples, bounded waits) and the `check` each judge derives"
+)
+CTEST = (
+    "`ctest_run` events of the framework record (label default / asan / tsan / stress, "
+    "status, test cases from JUnit or stdout, meta: sanitizer, seed, repeat)"
+)
+PROTECTED = (
+    "the verify-protected JSON the plan's framework.protected names "
+    "(schemas/protected.schema.json: status, upstream, candidate_commit, changed, "
+    "legacy_runtime), checked against identity.candidate.source_commit"
+)
+
+
+# What the model entries share: the compared count-wave requests and notes.
+COMPARED = "compared with the reference table (" + REFS.split(": ", 1)[1] + ")"
+MASKED = (
+    "an output comparison: without a caught negative control its PASS or output-only "
+    "FAIL is BLOCKED, and while M1.serial_repeat is not PASS it is PENDING (parity "
+    "unverified); lifecycle and request-error FAILs stand"
+)
+NO_UI = "PENDING without server.ui_management (registration needs a native-model-manager build)"
+COUNT_REQUESTS = (
+    "`request` events of the count<N>-s<k> starts (phases cold_wave, warm_wave, "
+    "mixed_wave, reload_wave, serial_reuse), " + COMPARED
+)
 
 
 @dataclass(frozen=True)
@@ -98,3 +131,21 @@ class Entry:
         if not callable(fn):
             raise TypeError(f"{self.judge} is not callable")
         return fn  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The entries of one gate module judged in one scope: `module` prefixes each judge
+    function's name ("" when each entry names its judge in full)."""
+
+    scope: str
+    module: str = ""
+
+    def __call__(
+        self, id_: str, fn: str, evidence: tuple[str, ...], faults: tuple[str, ...] = (), notes: tuple[str, ...] = ()
+    ) -> Entry:
+        return Entry(id_, self.scope, f"{self.module}:{fn}" if self.module else fn, evidence, faults, notes=notes)
+
+    def noted(self, id_: str, fn: str, evidence: tuple[str, ...], *notes: str) -> Entry:
+        """An entry with notes but no stand-in faults."""
+        return self(id_, fn, evidence, notes=notes)

@@ -18,9 +18,14 @@ def _first_line(doc: str | None) -> str:
 
 def _wrap(text: str, indent: str = "", first: str | None = None) -> list[str]:
     """`text` wrapped to WIDTH columns; `first` prefixes the first line (default `indent`)."""
-    return textwrap.wrap(text, WIDTH, initial_indent=indent if first is None else first,
-                         subsequent_indent=indent, break_on_hyphens=False,
-                         break_long_words=False) or [indent.rstrip()]
+    return textwrap.wrap(
+        text,
+        WIDTH,
+        initial_indent=indent if first is None else first,
+        subsequent_indent=indent,
+        break_on_hyphens=False,
+        break_long_words=False,
+    ) or [indent.rstrip()]
 
 
 def _bullets(items: tuple[str, ...] | list[str]) -> list[str]:
@@ -50,13 +55,10 @@ def describe(e: Entry) -> str:
 
         cells = contract.coverage_json(e.id).get("cells") or []
         if cells:
-            lines += ["", "Behaviour-contract cells its probes reach (parval's label / the "
-                      "contract's):"]
-            lines += _bullets([f"{c['id']}: {c.get('parval_label', '?')} / "
-                               f"{c.get('label', '?')}" for c in cells])
+            lines += ["", "Behaviour-contract cells its probes reach (parval's label / the contract's):"]
+            lines += _bullets([f"{c['id']}: {c.get('parval_label', '?')} / {c.get('label', '?')}" for c in cells])
     if e.faults:
-        lines += [""] + _wrap("Stand-in faults that make it FAIL (--fault NAME): "
-                              + ", ".join(e.faults), "  ", "")
+        lines += [""] + _wrap("Stand-in faults that make it FAIL (--fault NAME): " + ", ".join(e.faults), "  ", "")
     lines += [""] + _wrap(f"Reproduce: {e.reproduce}", "  ", "")
     if e.notes:
         lines += ["", "Notes:"] + _bullets(e.notes)

@@ -2,22 +2,24 @@
 what the procedure asks, the one function that judges it, the evidence parval records for
 it, the stand-in faults that make it fail, and how to reproduce it.
 
-The entries live in entries_model.py (X, M, Q) and entries_framework.py (F); `Entry`, the
-scopes and the evidence kinds they share live in entry.py. `parval explain ID` prints an
-entry; tests/layout/test_registry.py checks that every catalogue ID has exactly one entry
-and that each named judge exists and is the function its gate module's own table
-(`JUDGES`) dispatches to, so the registry cannot drift from the code.
+The entries live in entries_model.py (X, M1-M3), entries_m4_q6.py (M4-M6, Q) and
+entries_framework.py (F); `Entry`, the scopes and the evidence kinds they share live in
+entry.py. `parval explain ID` prints an entry; tests/layout/test_registry.py checks that
+every catalogue ID has exactly one entry and that each named judge exists and is the
+function its gate module's own table (`JUDGES`) dispatches to, so the registry cannot
+drift from the code.
 """
 
 from __future__ import annotations
 
 from parval.procedure.entries_framework import FRAMEWORK_ENTRIES
+from parval.procedure.entries_m4_q6 import LATER_MODEL_ENTRIES
 from parval.procedure.entries_model import MODEL_ENTRIES
 from parval.procedure.entry import CATALOGUE, SCOPES, Entry
 
 __all__ = ["CATALOGUE", "ENTRIES", "SCOPES", "Entry", "entry"]
 
-ENTRIES: tuple[Entry, ...] = (*MODEL_ENTRIES, *FRAMEWORK_ENTRIES)
+ENTRIES: tuple[Entry, ...] = (*MODEL_ENTRIES, *LATER_MODEL_ENTRIES, *FRAMEWORK_ENTRIES)
 
 
 def entry(assertion_id: str) -> Entry:
@@ -30,5 +32,6 @@ def entry(assertion_id: str) -> Entry:
             return e
     prefix = assertion_id.strip().lower().split(".")[0]
     close = [i for i in CATALOGUE if prefix and i.lower().startswith(prefix)]
-    raise KeyError(f"{assertion_id!r} is not an assertion ID"
-                   + (f" (did you mean: {', '.join(close[:8])})" if close else ""))
+    raise KeyError(
+        f"{assertion_id!r} is not an assertion ID" + (f" (did you mean: {', '.join(close[:8])})" if close else "")
+    )

@@ -13,9 +13,7 @@ from parval.protected.result import ChangedFile, ProtectedResult
 from parval.status import Status
 
 
-def _changed_files(
-    root: Path, sha: str, paths: list[str], cfg: ProtectedConfig
-) -> list[ChangedFile]:
+def _changed_files(root: Path, sha: str, paths: list[str], cfg: ProtectedConfig) -> list[ChangedFile]:
     """Protected files differing from the commit: tracked changes, then untracked files."""
     legacy = cfg.legacy_runtime
     changes: dict[str, ChangeKind] = {}
@@ -44,20 +42,14 @@ def _changed_files(
             changed = [c for c in changed if c.path != name]
             if old is not None and current == old:
                 continue
-            changed.append(
-                ChangedFile(name, "modified", worktree_hunk(root, name, old, cfg.max_hunk_chars))
-            )
+            changed.append(ChangedFile(name, "modified", worktree_hunk(root, name, old, cfg.max_hunk_chars)))
         else:
-            changed.append(
-                ChangedFile(name, "added", worktree_hunk(root, name, None, cfg.max_hunk_chars))
-            )
+            changed.append(ChangedFile(name, "added", worktree_hunk(root, name, None, cfg.max_hunk_chars)))
     changed.sort(key=lambda c: c.path)
     return changed
 
 
-def verify_protected(
-    repo: Path, upstream: str, config: ProtectedConfig | None = None
-) -> ProtectedResult:
+def verify_protected(repo: Path, upstream: str, config: ProtectedConfig | None = None) -> ProtectedResult:
     """Run the X4 source-boundary check. Raises GitError/UsageError (exit 2) on bad input."""
     cfg = config or ProtectedConfig()
     root = git.repo_root(repo)
@@ -69,16 +61,11 @@ def verify_protected(
     up_blob = git.blob(root, sha, legacy)
     up_text = up_blob.decode("utf-8", "surrogateescape") if up_blob is not None else None
     legacy_check = check_legacy_runtime(
-        read_worktree_text(root, legacy),
-        up_text,
-        cfg.allowed_block,
-        path=legacy,
-        limit=cfg.max_hunk_chars,
+        read_worktree_text(root, legacy), up_text, cfg.allowed_block, path=legacy, limit=cfg.max_hunk_chars
     )
 
     warnings = [
-        f"protected path {p} does not exist at upstream {sha[:12]}"
-        for p in git.missing_at_upstream(root, sha, paths)
+        f"protected path {p} does not exist at upstream {sha[:12]}" for p in git.missing_at_upstream(root, sha, paths)
     ]
     status = Status.PASS if not changed and legacy_check.status is Status.PASS else Status.FAIL
     head, dirty = git.candidate_head(root)

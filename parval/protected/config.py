@@ -54,20 +54,10 @@ class ProtectedConfig:
     max_hunk_chars: int = DEFAULT_MAX_HUNK_CHARS
     source: str = "built-in defaults"
 
-    _KEYS = frozenset(
-        {
-            "protected_paths",
-            "legacy_runtime",
-            "allowed_block",
-            "allowed_block_file",
-            "max_hunk_chars",
-        }
-    )
+    _KEYS = frozenset({"protected_paths", "legacy_runtime", "allowed_block", "allowed_block_file", "max_hunk_chars"})
 
     @classmethod
-    def from_mapping(
-        cls, data: Mapping[str, Any], *, base_dir: Path, source: str = "mapping"
-    ) -> ProtectedConfig:
+    def from_mapping(cls, data: Mapping[str, Any], *, base_dir: Path, source: str = "mapping") -> ProtectedConfig:
         """Build a config from parsed YAML/JSON; `allowed_block_file` is relative to base_dir.
 
         A `verify_protected:` section is used when present, so a plan file can carry it.
@@ -79,17 +69,14 @@ class ProtectedConfig:
         unknown = sorted(set(section) - cls._KEYS)
         if unknown:
             raise UsageError(
-                f"{source}: unknown key(s) {', '.join(map(str, unknown))}; "
-                f"allowed: {', '.join(sorted(cls._KEYS))}"
+                f"{source}: unknown key(s) {', '.join(map(str, unknown))}; allowed: {', '.join(sorted(cls._KEYS))}"
             )
         cfg = cls(source=source)
         if "protected_paths" in section:
             paths = section["protected_paths"]
             if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
                 raise UsageError(f"{source}: protected_paths must be a list of strings")
-            cfg = replace(
-                cfg, protected_paths=tuple(_normalise_repo_path(p, source) for p in paths)
-            )
+            cfg = replace(cfg, protected_paths=tuple(_normalise_repo_path(p, source) for p in paths))
         if "legacy_runtime" in section:
             legacy = section["legacy_runtime"]
             if not isinstance(legacy, str):

@@ -19,16 +19,12 @@ ChangeKind = Literal["modified", "added", "deleted"]
 _GIT_TIMEOUT_S = 300.0
 
 
-def git_proc(
-    root: Path, *args: str, stdin: bytes | None = None
-) -> subprocess.CompletedProcess[bytes]:
+def git_proc(root: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     """Run git in `root`; the caller reads the exit status."""
     env = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
     cmd = ["git", "--literal-pathspecs", "-C", str(root), *args]
     try:
-        return subprocess.run(
-            cmd, input=stdin, capture_output=True, env=env, timeout=_GIT_TIMEOUT_S, check=False
-        )
+        return subprocess.run(cmd, input=stdin, capture_output=True, env=env, timeout=_GIT_TIMEOUT_S, check=False)
     except FileNotFoundError as exc:
         raise GitError("git executable not found on PATH") from exc
     except subprocess.TimeoutExpired as exc:
@@ -137,7 +133,5 @@ def candidate_head(root: Path) -> tuple[str | None, bool]:
     """(HEAD's commit id or None, whether tracked or untracked files differ from HEAD)."""
     proc = git_proc(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
     head = proc.stdout.decode("ascii", "replace").strip() if proc.returncode == 0 else ""
-    status = git_output(
-        root, "status", "--porcelain", "--untracked-files=normal", "--ignore-submodules=none"
-    )
+    status = git_output(root, "status", "--porcelain", "--untracked-files=normal", "--ignore-submodules=none")
     return (head or None), bool(status.strip())

@@ -58,9 +58,7 @@ def worktree_hunk(root: Path, path: str, old: bytes | None, limit: int) -> str:
 
 def join_diff(lines: Iterable[str]) -> str:
     """difflib omits the newline after a last line without one; keep every line separate."""
-    return "".join(
-        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
-    )
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
 def bound(text: str, limit: int) -> str:

@@ -63,20 +63,14 @@ def check_legacy_runtime(
         stripped = cand.replace(block_lf, "", 1)
         what = "not found" if count == 0 else f"found {count} times"
         return fail(
-            f"registration-rejection block {what}; it must appear exactly once",
-            _unified(up, stripped, path),
-            count,
+            f"registration-rejection block {what}; it must appear exactly once", _unified(up, stripped, path), count
         )
     stripped = cand.replace(block_lf, "", 1)
     if stripped != up:
         return fail(
-            "differs from upstream beyond the registration-rejection block",
-            _unified(up, stripped, path),
-            count,
+            "differs from upstream beyond the registration-rejection block", _unified(up, stripped, path), count
         )
-    return LegacyRuntimeCheck(
-        path, Status.PASS, "only the registration-rejection block differs", "", count, digest
-    )
+    return LegacyRuntimeCheck(path, Status.PASS, "only the registration-rejection block differs", "", count, digest)
 
 
 def _unified(upstream: str, candidate_minus_block: str, path: str) -> str:

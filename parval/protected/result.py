@@ -83,13 +83,11 @@ class ProtectedResult:
 
     def to_text(self) -> str:
         lines = [
-            f"{ASSERTION_ID} {self.status}: protected sources vs upstream {self.upstream}"
-            f" ({self.upstream_ref})",
+            f"{ASSERTION_ID} {self.status}: protected sources vs upstream {self.upstream} ({self.upstream_ref})",
             f"  repo: {self.repo}",
             f"  candidate commit: {self.candidate_commit or '(none)'}"
             + (" (working tree has uncommitted changes)" if self.candidate_dirty else ""),
-            f"  protected paths checked: {len(self.checked_paths)}; "
-            f"changed files: {len(self.changed)}",
+            f"  protected paths checked: {len(self.checked_paths)}; changed files: {len(self.changed)}",
         ]
         for c in self.changed:
             lines.append(f"  {c.kind}: {c.path}")

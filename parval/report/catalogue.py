@@ -18,7 +18,8 @@ def find_runs(root: Path) -> list[Path]:
 
 
 def blocking(ev: dict[str, Any]) -> list[str]:
-    """The assertions that keep a run from admission: FAIL first, then BLOCKED/PENDING/UNSUPPORTED."""
+    """The assertions that keep a run from admission: FAIL first, then
+    BLOCKED/PENDING/UNSUPPORTED."""
     order = {"FAIL": 0, "BLOCKED": 1, "UNSUPPORTED": 2, "PENDING": 3}
     items = [a for a in ev["assertions"] if a["status"] in order]
     items.sort(key=lambda a: order[a["status"]])
@@ -34,16 +35,25 @@ def catalogue_rows(root: Path) -> list[dict[str, Any]]:
         except (OSError, ValueError, KeyError) as exc:
             rows.append({"dir": str(d), "error": f"unreadable evidence: {exc}"})
             continue
-        rows.append({
-            "dir": str(d.relative_to(root)) if d != root else ".",
-            "model": ident.get("model"), "family": ident.get("family"), "task": ident.get("task"),
-            "backend": ident.get("backend"), "mode": ident.get("mode"),
-            "admitted_counts": v.get("admitted_counts", []), "admission_ready": ev.get("admission_ready"),
-            "exit_code": v.get("exit_code"), "blocking": blocking(ev),
-            "date": ev.get("generated_at"), "candidate_sha256": ident.get("candidate_sha256"),
-            "shard": (ev.get("run") or {}).get("shard"), "procedure_version": ev.get("procedure_version"),
-            "provenance": (ev.get("run") or {}).get("provenance") or _manifest_provenance(d),
-        })
+        rows.append(
+            {
+                "dir": str(d.relative_to(root)) if d != root else ".",
+                "model": ident.get("model"),
+                "family": ident.get("family"),
+                "task": ident.get("task"),
+                "backend": ident.get("backend"),
+                "mode": ident.get("mode"),
+                "admitted_counts": v.get("admitted_counts", []),
+                "admission_ready": ev.get("admission_ready"),
+                "exit_code": v.get("exit_code"),
+                "blocking": blocking(ev),
+                "date": ev.get("generated_at"),
+                "candidate_sha256": ident.get("candidate_sha256"),
+                "shard": (ev.get("run") or {}).get("shard"),
+                "procedure_version": ev.get("procedure_version"),
+                "provenance": (ev.get("run") or {}).get("provenance") or _manifest_provenance(d),
+            }
+        )
     mark_superseded(rows)
     return rows
 
@@ -62,8 +72,11 @@ def mark_superseded(rows: list[dict[str, Any]]) -> None:
     for r in rows:
         if "error" in r:
             continue
-        key = json.dumps([r.get(k) for k in ("model", "family", "task", "backend", "mode", "shard")]
-                         + [(r.get("provenance") or {}).get("kind")], sort_keys=True)
+        key = json.dumps(
+            [r.get(k) for k in ("model", "family", "task", "backend", "mode", "shard")]
+            + [(r.get("provenance") or {}).get("kind")],
+            sort_keys=True,
+        )
         groups.setdefault(key, []).append(r)
     for members in groups.values():
         members.sort(key=lambda r: str(r.get("date") or ""))
@@ -89,12 +102,15 @@ def render_catalogue(root: Path, fmt: str) -> tuple[str, int]:
     if not rows and history:
         return _render_history_only(root, fmt, history), 3
     if not rows:
-        raise RunDirError(f"{root}: no run directory (with an evidence.json) under it",
-                          hint="point --catalogue at the directory holding your runs, e.g. runs/")
+        raise RunDirError(
+            f"{root}: no run directory (with an evidence.json) under it",
+            hint="point --catalogue at the directory holding your runs, e.g. runs/",
+        )
     code = catalogue_exit(rows)
     if fmt == "json":
-        return json.dumps({"catalogue": str(root), "runs": rows, "historical": history},
-                          indent=2, sort_keys=True) + "\n", code
+        return json.dumps(
+            {"catalogue": str(root), "runs": rows, "historical": history}, indent=2, sort_keys=True
+        ) + "\n", code
     if fmt == "junit":
         from parval.report.junit import render_catalogue_junit
 
@@ -107,10 +123,7 @@ def render_catalogue(root: Path, fmt: str) -> tuple[str, int]:
 def _render_history_only(root: Path, fmt: str, history: list[dict[str, Any]]) -> str:
     """Only historical records under DIR: listed, never an admission (exit 3)."""
     if fmt == "json":
-        return json.dumps({"catalogue": str(root), "runs": [], "historical": history},
-                          indent=2, sort_keys=True) + "\n"
+        return json.dumps({"catalogue": str(root), "runs": [], "historical": history}, indent=2, sort_keys=True) + "\n"
     from parval.report.catalogue_md import render_catalogue_markdown
 
     return render_catalogue_markdown(str(root), [], history)
-
-

@@ -11,9 +11,12 @@ from typing import Any
 from parval.report.md_base import ICON, MAX_ROWS, count_sources, detailed, esc, short
 
 UNRESOLVED = ("BLOCKED", "UNSUPPORTED", "PENDING")
-_PROBLEM_LISTS = (("errors", "Request errors"), ("malformed", "Malformed replies"),
-                  ("indeterminate", "Indeterminate outcomes"),
-                  ("no_reference", "Outputs without a same-history reference"))
+_PROBLEM_LISTS = (
+    ("errors", "Request errors"),
+    ("malformed", "Malformed replies"),
+    ("indeterminate", "Indeterminate outcomes"),
+    ("no_reference", "Outputs without a same-history reference"),
+)
 
 
 def _history(h: Any) -> str:
@@ -25,9 +28,13 @@ def _history(h: Any) -> str:
 
 
 def _where(m: dict[str, Any]) -> list[str]:
-    return [esc(m.get("run", "–")), f"{esc(m.get('phase', '–'))} · {m.get('wave', '–')}",
-            f"`{esc(m.get('req', '–'))}`", esc("–" if m.get("slot") is None else m["slot"]),
-            esc(_history(m.get("history")))]
+    return [
+        esc(m.get("run", "–")),
+        f"{esc(m.get('phase', '–'))} · {m.get('wave', '–')}",
+        f"`{esc(m.get('req', '–'))}`",
+        esc("–" if m.get("slot") is None else m["slot"]),
+        esc(_history(m.get("history"))),
+    ]
 
 
 def _more(items: list[dict[str, Any]], total: int) -> list[str]:
@@ -36,24 +43,28 @@ def _more(items: list[dict[str, Any]], total: int) -> list[str]:
 
 
 def mismatch_table(items: list[dict[str, Any]], total: int) -> list[str]:
-    rows = ["| # | run | phase · wave | request | slot | slot history "
-            "| got (canonical sha256) | reference (canonical sha256) |",
-            "|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| # | run | phase · wave | request | slot | slot history "
+        "| got (canonical sha256) | reference (canonical sha256) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for i, m in enumerate(items[:MAX_ROWS], 1):
         ref = f"{short(m.get('ref_canon'))} ({esc(m.get('ref', ''))})"
-        rows.append(f"| {i} | " + " | ".join(_where(m))
-                    + f" | {short(m.get('got_canon'))} | {ref} |")
+        rows.append(f"| {i} | " + " | ".join(_where(m)) + f" | {short(m.get('got_canon'))} | {ref} |")
     return rows + _more(items, total)
 
 
 def error_table(items: list[dict[str, Any]], total: int, what: str) -> list[str]:
-    rows = [f"{what}:", "", "| # | run | phase · wave | request | slot | slot history | outcome |",
-            "|---|---|---|---|---|---|---|"]
+    rows = [
+        f"{what}:",
+        "",
+        "| # | run | phase · wave | request | slot | slot history | outcome |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for i, m in enumerate(items[:MAX_ROWS], 1):
         outcome = m.get("error") or m.get("problem") or m.get("outcome") or m.get("ref") or ""
         status = f"HTTP {m['status']}: " if m.get("status") else ""
-        rows.append(f"| {i} | " + " | ".join(_where(m))
-                    + f" | {esc(status + str(outcome))[:200]} |")
+        rows.append(f"| {i} | " + " | ".join(_where(m)) + f" | {esc(status + str(outcome))[:200]} |")
     return rows + _more(items, total)
 
 
@@ -65,8 +76,7 @@ def generic_evidence(evidence: dict[str, Any]) -> list[str]:
         if key in ("per_count", "status_before_negative_control", "status_before_serial_check"):
             continue
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            cols = [k for k in value[0]
-                    if isinstance(value[0][k], str | int | float | bool) or value[0][k] is None][:7]
+            cols = [k for k in value[0] if isinstance(value[0][k], str | int | float | bool) or value[0][k] is None][:7]
             if not cols:
                 continue
             lines += [f"`{key}`:", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -85,51 +95,55 @@ def generic_evidence(evidence: dict[str, Any]) -> list[str]:
 def campaign_command(ev: dict[str, Any], count: int | None) -> str:
     """`parval run PLAN [--shard i/n]` for the run that judged `count` (any run if None)."""
     runs = ev.get("merged_from") or [{**(ev.get("run") or {}), "counts": None}]
-    run = next((r for r in runs
-                if count is None or r.get("counts") is None or count in r["counts"]), runs[0])
+    run = next((r for r in runs if count is None or r.get("counts") is None or count in r["counts"]), runs[0])
     cmd = f"parval run {shlex.quote(str(run.get('plan') or 'PLAN'))}"
     if run.get("shard"):
         cmd += f" --shard {run['shard'][0]}/{run['shard'][1]}"
     return cmd
 
 
-def reproduce_block(a: dict[str, Any], first: dict[str, Any] | None, ev: dict[str, Any],
-                    context: dict[str, Any], count: int | None) -> list[str]:
-    cmds: list[str | None] = ["# the whole campaign, as parval ran it:",
-                              a.get("reproduction") or campaign_command(ev, count)]
+def reproduce_block(
+    a: dict[str, Any], first: dict[str, Any] | None, ev: dict[str, Any], context: dict[str, Any], count: int | None
+) -> list[str]:
+    cmds: list[str | None] = [
+        "# the whole campaign, as parval ran it:",
+        a.get("reproduction") or campaign_command(ev, count),
+    ]
     if first is not None:
         argv = (context.get("argv") or {}).get(str(first.get("run")))
         req = first.get("req")
         if argv:
-            cmds += ["" if cmds else None,
-                     f"# this server alone ({first.get('run')}), exactly as started:",
-                     " ".join(shlex.quote(x) for x in argv)]
+            cmds += [
+                "" if cmds else None,
+                f"# this server alone ({first.get('run')}), exactly as started:",
+                " ".join(shlex.quote(x) for x in argv),
+            ]
         history = first.get("history") or []
         bodies = context.get("requests") or {}
         if req in bodies:
             if history:
-                cmds.append("# send the slot's history first, one at a time: "
-                            f"{', '.join(map(str, history))}")
-            payload = json.dumps({"model": ev["identity"]["model"], "request": bodies[req]},
-                                 sort_keys=True)
-            cmds += [f"# then request '{req}' (port: see the server's config.json):",
-                     "curl -sS http://127.0.0.1:$PORT/v1/tasks/run "
-                     "-H 'Content-Type: application/json' \\",
-                     f"  -d {shlex.quote(payload)}"]
+                cmds.append(f"# send the slot's history first, one at a time: {', '.join(map(str, history))}")
+            payload = json.dumps({"model": ev["identity"]["model"], "request": bodies[req]}, sort_keys=True)
+            cmds += [
+                f"# then request '{req}' (port: see the server's config.json):",
+                "curl -sS http://127.0.0.1:$PORT/v1/tasks/run -H 'Content-Type: application/json' \\",
+                f"  -d {shlex.quote(payload)}",
+            ]
         if first.get("artifact") and (first.get("ref_artifact") or first.get("ref_canon")):
             dirs = count_sources(ev, count)
             base = dirs[0] if dirs else "RUN_DIR"
-            cmds += ["" if cmds else None, "# compare the two recorded responses byte for byte:",
-                     f"cmp {base}/artifacts/{first['artifact']}.json "
-                     f"{base}/artifacts/{first.get('ref_artifact')}.json"]
+            cmds += [
+                "" if cmds else None,
+                "# compare the two recorded responses byte for byte:",
+                f"cmp {base}/artifacts/{first['artifact']}.json {base}/artifacts/{first.get('ref_artifact')}.json",
+            ]
     lines = [c for c in cmds if c is not None]
     if not lines:
         return []
     return ["Reproduce:", "", "```sh", *lines, "```", ""]
 
 
-def explain_failure(count: int | None, a: dict[str, Any], ev: dict[str, Any],
-                    context: dict[str, Any]) -> list[str]:
+def explain_failure(count: int | None, a: dict[str, Any], ev: dict[str, Any], context: dict[str, Any]) -> list[str]:
     where = f" at count {count}" if count is not None else ""
     lines = [f"#### ❌ {a['id']}{where}", "", esc(a.get("reason", "")), ""]
     e = a.get("evidence") or {}
@@ -139,9 +153,11 @@ def explain_failure(count: int | None, a: dict[str, Any], ev: dict[str, Any],
         total = int(e.get("mismatch_count", len(mism)))
         first = mism[0]
         lines += mismatch_table(mism, total) + [""]
-        lines += [f"First mismatch: got canonical sha256 `{first.get('got_canon')}` (artifact "
-                  f"`{first.get('artifact')}`), reference `{first.get('ref_canon')}` "
-                  f"(artifact `{first.get('ref_artifact')}`)."]
+        lines += [
+            f"First mismatch: got canonical sha256 `{first.get('got_canon')}` (artifact "
+            f"`{first.get('artifact')}`), reference `{first.get('ref_canon')}` "
+            f"(artifact `{first.get('ref_artifact')}`)."
+        ]
         ga, ra = (first.get("got_audio") or {}), (first.get("ref_audio") or {})
         if ga or ra:
             lines[-1] += f" Audio: got {_audio(ga)}, reference {_audio(ra)}."
@@ -153,9 +169,9 @@ def explain_failure(count: int | None, a: dict[str, Any], ev: dict[str, Any],
             lines += error_table(items, int(e.get(f"{key}_count", len(items))), what) + [""]
     if not mism and not any(e.get(k) for k, _ in _PROBLEM_LISTS):
         lines += generic_evidence(e) + [""]
-        first = next((v[0] for v in e.values()
-                      if isinstance(v, list) and v and isinstance(v[0], dict) and v[0].get("run")),
-                     None)
+        first = next(
+            (v[0] for v in e.values() if isinstance(v, list) and v and isinstance(v[0], dict) and v[0].get("run")), None
+        )
     lines += reproduce_block(a, first, ev, context, count)
     return lines
 
@@ -164,8 +180,9 @@ def _audio(info: dict[str, Any]) -> str:
     parts = []
     for name, v in info.items():
         if isinstance(v, dict):
-            parts.append(f"{name} {v.get('frames')} frames @ {v.get('sample_rate')} Hz "
-                         f"sha256 {short(v.get('sha256'), 12)}")
+            parts.append(
+                f"{name} {v.get('frames')} frames @ {v.get('sample_rate')} Hz sha256 {short(v.get('sha256'), 12)}"
+            )
     return "; ".join(parts) or "–"
 
 
@@ -176,8 +193,7 @@ def unresolved_lines(ev: dict[str, Any]) -> list[str]:
             label = a["id"] + (f"@{n}" if n is not None else "")
             groups.setdefault((a["status"], a.get("reason", "")), []).append(label)
     lines = []
-    for (status, reason), ids in sorted(
-            groups.items(), key=lambda kv: (UNRESOLVED.index(kv[0][0]), -len(kv[1]))):
+    for (status, reason), ids in sorted(groups.items(), key=lambda kv: (UNRESOLVED.index(kv[0][0]), -len(kv[1]))):
         shown = ", ".join(ids[:8]) + (f" (+{len(ids) - 8} more)" if len(ids) > 8 else "")
         lines.append(f"- {ICON[status]} **{status}** {esc(shown)}: {esc(reason)[:300]}")
     return lines

@@ -69,16 +69,35 @@ def _standing(original: str, version: str) -> tuple[str, str]:
     """(current status, why): failures are retained, nothing else counts now."""
     if original == "FAIL":
         return "FAIL", f"failure retained from procedure {version}"
-    return "PENDING", (f"historical {original} under procedure {version}; never counts toward admission "
-                       f"under procedure {PROCEDURE_VERSION}: re-run it")
+    return "PENDING", (
+        f"historical {original} under procedure {version}; never counts toward admission "
+        f"under procedure {PROCEDURE_VERSION}: re-run it"
+    )
 
 
-def _entry(original_id: str, maps_to: list[str], original: str, version: str, tested: dict[str, Any],
-           counts: list[int] | None = None, source: str = "", reason: str = "") -> dict[str, Any]:
+def _entry(
+    original_id: str,
+    maps_to: list[str],
+    original: str,
+    version: str,
+    tested: dict[str, Any],
+    counts: list[int] | None = None,
+    source: str = "",
+    reason: str = "",
+) -> dict[str, Any]:
     status, why = _standing(original, version)
-    return {"original_id": original_id, "maps_to": maps_to, "original_status": original,
-            "original_reason": reason, "status": status, "reason": why, "counts": counts or [],
-            "procedure_version": version, "tested": tested, "source": source}
+    return {
+        "original_id": original_id,
+        "maps_to": maps_to,
+        "original_status": original,
+        "original_reason": reason,
+        "status": status,
+        "reason": why,
+        "counts": counts or [],
+        "procedure_version": version,
+        "tested": tested,
+        "source": source,
+    }
 
 
 # -- from a parval evidence file ------------------------------------------------------------
@@ -97,11 +116,13 @@ def _from_evidence(ev: dict[str, Any], run_dir: Path | None, version: str) -> di
         maps = [aid] if _known(aid) else []
         per = (a.get("evidence") or {}).get("per_count") if isinstance(a.get("evidence"), dict) else None
         counts = sorted(int(n) for n in per if str(n).isdigit()) if isinstance(per, dict) else []
-        entries.append(_entry(aid, maps, st, version, tested, counts, "evidence.json assertions",
-                              str(a.get("reason", ""))))
+        entries.append(
+            _entry(aid, maps, st, version, tested, counts, "evidence.json assertions", str(a.get("reason", "")))
+        )
     if run_dir is None:
-        limitations.append("imported without its run directory: no recorded events, raw outputs, "
-                           "slot histories or manifest")
+        limitations.append(
+            "imported without its run directory: no recorded events, raw outputs, slot histories or manifest"
+        )
     else:
         if not (run_dir / "events.jsonl").exists():
             limitations.append("no recorded events (events.jsonl): slot histories and request timings missing")
@@ -109,8 +130,26 @@ def _from_evidence(ev: dict[str, Any], run_dir: Path | None, version: str) -> di
             limitations.append("no raw outputs (artifacts/): outputs cannot be re-compared")
         if not (run_dir / "manifest.json").exists():
             limitations.append("no manifest.json: build, platform and settings metadata missing")
-    return {"identity": {k: ident.get(k) for k in IDENTITY_KEYS}, "tested": tested, "entries": entries,
-            "limitations": limitations, "format": "parval-evidence"}
+    return _imported(ident, tested, entries, limitations, "parval-evidence")
+
+
+def _imported(
+    ident: dict[str, Any],
+    tested: dict[str, Any],
+    entries: list[dict[str, Any]],
+    limitations: list[str],
+    fmt: str,
+    source: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The body of a historical record, whichever format it was read from."""
+    return {
+        "identity": {k: ident.get(k) for k in IDENTITY_KEYS},
+        "tested": tested,
+        "entries": entries,
+        "limitations": limitations,
+        "format": fmt,
+        **(source or {}),
+    }
 
 
 # -- from a mapping file --------------------------------------------------------------------
@@ -128,13 +167,17 @@ def _from_mapping(data: dict[str, Any], base: Path, version: str) -> dict[str, A
             raise UsageError(f"mapping file: findings[{i - 1}] must be a mapping")
         st = str(f.get("status", "")).upper()
         if st not in _STATUSES:
-            raise UsageError(f"mapping file: findings[{i - 1}].status {f.get('status')!r}: use one of "
-                             + ", ".join(sorted(_STATUSES)))
+            raise UsageError(
+                f"mapping file: findings[{i - 1}].status {f.get('status')!r}: use one of "
+                + ", ".join(sorted(_STATUSES))
+            )
         maps = [str(m) for m in (f.get("maps_to") or [])]
         unknown = [m for m in maps if not _known(m)]
         if unknown:
-            raise UsageError(f"mapping file: findings[{i - 1}].maps_to names unknown assertion(s) "
-                             f"{', '.join(unknown)} (see procedure-assertions)")
+            raise UsageError(
+                f"mapping file: findings[{i - 1}].maps_to names unknown assertion(s) "
+                f"{', '.join(unknown)} (see procedure-assertions)"
+            )
         label = str(f.get("section") or f"finding {i}")
         if not maps:
             limitations.append(f"{label}: not mapped to any M/F entry")
@@ -152,8 +195,7 @@ def _from_mapping(data: dict[str, Any], base: Path, version: str) -> dict[str, A
         source = {"report": str(rp), "report_sha256": _sha256(rp) if rp.is_file() else None}
         if not rp.is_file():
             limitations.append(f"the mapped report {rp} is not available to check against")
-    return {"identity": {k: ident_raw.get(k) for k in IDENTITY_KEYS}, "tested": tested, "entries": entries,
-            "limitations": limitations, "format": "mapping", **source}
+    return _imported(ident_raw, tested, entries, limitations, "mapping", source)
 
 
 # -- the record -----------------------------------------------------------------------------
@@ -162,8 +204,10 @@ def build_historical(old: Path, version: str, *, candidate_sha256: str | None = 
     if not version.strip():
         raise UsageError("--procedure: give the procedure version OLD was made under")
     if version == PROCEDURE_VERSION:
-        raise UsageError(f"--procedure {version} is the current procedure version: that evidence is "
-                         "current, not historical", hint="use `parval report RUN` (or --rejudge) for it")
+        raise UsageError(
+            f"--procedure {version} is the current procedure version: that evidence is current, not historical",
+            hint="use `parval report RUN` (or --rejudge) for it",
+        )
     path = old / "evidence.json" if old.is_dir() else old
     if not path.is_file():
         raise InputFileError(f"{old}: no such file (or no evidence.json in that directory)")
@@ -177,8 +221,10 @@ def build_historical(old: Path, version: str, *, candidate_sha256: str | None = 
         stated = data.get("procedure_version")
         body = _from_evidence(data, path.parent if path.name == "evidence.json" else None, version)
     else:
-        raise UsageError(f"{path}: neither a parval evidence file nor a mapping file "
-                         f"(kind: {MAPPING_KIND}); README 'Historical records' shows the format")
+        raise UsageError(
+            f"{path}: neither a parval evidence file nor a mapping file "
+            f"(kind: {MAPPING_KIND}); README 'Historical records' shows the format"
+        )
     if stated is not None and str(stated) != version:
         raise UsageError(f"{path} says procedure version {stated}, --procedure says {version}")
     tested = body["tested"]
@@ -187,26 +233,45 @@ def build_historical(old: Path, version: str, *, candidate_sha256: str | None = 
         if not tested.get(k):
             limitations.append(f"tested {k} not recorded")
     if candidate_sha256 and tested.get("candidate_sha256") != candidate_sha256:
-        limitations.append(f"changed binary: the tested candidate {str(tested.get('candidate_sha256'))[:12]} "
-                           f"is not the current candidate {candidate_sha256[:12]}; new executables inherit "
-                           "no quality certification")
-    limitations.append(f"made under procedure {version}; under procedure {PROCEDURE_VERSION} it never counts "
-                       "toward admission")
+        limitations.append(
+            f"changed binary: the tested candidate {str(tested.get('candidate_sha256'))[:12]} "
+            f"is not the current candidate {candidate_sha256[:12]}; new executables inherit "
+            "no quality certification"
+        )
+    limitations.append(
+        f"made under procedure {version}; under procedure {PROCEDURE_VERSION} it never counts toward admission"
+    )
     entries = body["entries"]
     failures = sorted({e["original_id"] for e in entries if e["status"] == "FAIL"})
     digest = _sha256(path)
-    line = (f"HISTORICAL evidence (procedure {version}): {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, "
-            f"{len(failures)} failure(s) retained; not admission evidence under procedure {PROCEDURE_VERSION}")
+    line = (
+        f"HISTORICAL evidence (procedure {version}): "
+        f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, "
+        f"{len(failures)} failure(s) retained; "
+        f"not admission evidence under procedure {PROCEDURE_VERSION}"
+    )
     return {
-        "kind": RECORD_KIND, "schema_version": 1, "historical": True,
+        "kind": RECORD_KIND,
+        "schema_version": 1,
+        "historical": True,
         "record_id": f"hist-{digest[:12]}",
-        "imported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "parval_version": __version__,
-        "procedure_version": version, "current_procedure_version": PROCEDURE_VERSION,
-        "source": {"path": str(path), "sha256": digest, "format": body["format"],
-                   **{k: body[k] for k in ("report", "report_sha256") if k in body}},
-        "identity": body["identity"], "tested": tested, "entries": entries, "failures": failures,
+        "imported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "parval_version": __version__,
+        "procedure_version": version,
+        "current_procedure_version": PROCEDURE_VERSION,
+        "source": {
+            "path": str(path),
+            "sha256": digest,
+            "format": body["format"],
+            **{k: body[k] for k in ("report", "report_sha256") if k in body},
+        },
+        "identity": body["identity"],
+        "tested": tested,
+        "entries": entries,
+        "failures": failures,
         "limitations": list(dict.fromkeys(limitations)),
-        "admission_ready": False, "counts_toward_admission": False,
+        "admission_ready": False,
+        "counts_toward_admission": False,
         "verdict": {"line": line, "admitted_counts": []},
     }
 
@@ -214,8 +279,9 @@ def build_historical(old: Path, version: str, *, candidate_sha256: str | None = 
 def write_historical(record: dict[str, Any], out: Path) -> Path:
     """Write into a new directory; an existing record or run is never overwritten."""
     if (out / HISTORICAL).exists() or (out / "evidence.json").exists() or (out / "events.jsonl").exists():
-        raise RunDirError(f"{out}: already holds a record or run; parval never overwrites evidence",
-                          hint="choose another --out")
+        raise RunDirError(
+            f"{out}: already holds a record or run; parval never overwrites evidence", hint="choose another --out"
+        )
     if out.exists() and not out.is_dir():
         raise RunDirError(f"{out}: exists and is not a directory", hint="choose another --out")
     from parval.rundir.files import write_json
@@ -237,9 +303,19 @@ def historical_rows(root: Path) -> list[dict[str, Any]]:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             rows.append({"dir": rel, "error": f"unreadable historical record: {exc}"})
             continue
-        rows.append({"dir": rel, "record_id": rec.get("record_id"), "model": ident.get("model"),
-                     "backend": ident.get("backend"), "procedure_version": rec.get("procedure_version"),
-                     "candidate_sha256": tested.get("candidate_sha256"), "entries": len(rec.get("entries") or []),
-                     "failures": rec.get("failures") or [], "limitations": len(rec.get("limitations") or []),
-                     "imported_at": rec.get("imported_at"), "admission_ready": False})
+        rows.append(
+            {
+                "dir": rel,
+                "record_id": rec.get("record_id"),
+                "model": ident.get("model"),
+                "backend": ident.get("backend"),
+                "procedure_version": rec.get("procedure_version"),
+                "candidate_sha256": tested.get("candidate_sha256"),
+                "entries": len(rec.get("entries") or []),
+                "failures": rec.get("failures") or [],
+                "limitations": len(rec.get("limitations") or []),
+                "imported_at": rec.get("imported_at"),
+                "admission_ready": False,
+            }
+        )
     return rows

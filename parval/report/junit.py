@@ -21,15 +21,19 @@ def _failure_text(a: dict[str, Any], ev: dict[str, Any], count: int | None) -> s
     lines = [str(a.get("reason", ""))]
     e = a.get("evidence") or {}
     for m in (e.get("mismatches") or [])[:10]:
-        lines.append(f"mismatch: run={m.get('run')} phase={m.get('phase')} wave={m.get('wave')} "
-                     f"req={m.get('req')} slot={m.get('slot')} history={m.get('history')} "
-                     f"got_canon={m.get('got_canon')} ref_canon={m.get('ref_canon')} "
-                     f"artifact={m.get('artifact')} ref_artifact={m.get('ref_artifact')}")
+        lines.append(
+            f"mismatch: run={m.get('run')} phase={m.get('phase')} wave={m.get('wave')} "
+            f"req={m.get('req')} slot={m.get('slot')} history={m.get('history')} "
+            f"got_canon={m.get('got_canon')} ref_canon={m.get('ref_canon')} "
+            f"artifact={m.get('artifact')} ref_artifact={m.get('ref_artifact')}"
+        )
     for key in ("errors", "malformed", "indeterminate", "no_reference"):
         for m in (e.get(key) or [])[:5]:
-            lines.append(f"{key}: run={m.get('run')} phase={m.get('phase')} wave={m.get('wave')} "
-                         f"req={m.get('req')} history={m.get('history')} "
-                         f"detail={m.get('error') or m.get('problem') or m.get('outcome')}")
+            lines.append(
+                f"{key}: run={m.get('run')} phase={m.get('phase')} wave={m.get('wave')} "
+                f"req={m.get('req')} history={m.get('history')} "
+                f"detail={m.get('error') or m.get('problem') or m.get('outcome')}"
+            )
     lines.append(f"reproduce: {a.get('reproduction') or campaign_command(ev, count)}")
     return "\n".join(lines)
 
@@ -53,15 +57,23 @@ def cases(ev: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], int | None
 
 def _suite(ev: dict[str, Any], name: str) -> ET.Element:
     items = cases(ev)
-    suite = ET.Element("testsuite", name=name, tests=str(len(items)),
-                       failures=str(sum(c[2]["status"] == "FAIL" for c in items)), errors="0",
-                       skipped=str(sum(c[2]["status"] in SKIPPED for c in items)))
+    suite = ET.Element(
+        "testsuite",
+        name=name,
+        tests=str(len(items)),
+        failures=str(sum(c[2]["status"] == "FAIL" for c in items)),
+        errors="0",
+        skipped=str(sum(c[2]["status"] in SKIPPED for c in items)),
+    )
     props = ET.SubElement(suite, "properties")
-    for key, value in (("verdict", ev["verdict"]["line"]), ("exit_code", ev["verdict"]["exit_code"]),
-                       ("admitted_counts", ",".join(map(str, ev["verdict"]["admitted_counts"]))),
-                       ("admission_ready", str(ev["admission_ready"]).lower()),
-                       ("procedure_version", ev.get("procedure_version")),
-                       ("candidate_sha256", ev["identity"].get("candidate_sha256"))):
+    for key, value in (
+        ("verdict", ev["verdict"]["line"]),
+        ("exit_code", ev["verdict"]["exit_code"]),
+        ("admitted_counts", ",".join(map(str, ev["verdict"]["admitted_counts"]))),
+        ("admission_ready", str(ev["admission_ready"]).lower()),
+        ("procedure_version", ev.get("procedure_version")),
+        ("candidate_sha256", ev["identity"].get("candidate_sha256")),
+    ):
         ET.SubElement(props, "property", name=key, value=str(value))
     for test, group, a, count in items:
         model = ev["identity"]["model"]
@@ -83,13 +95,17 @@ def render_junit(ev: dict[str, Any]) -> str:
 def render_catalogue_junit(rows: list[dict[str, Any]]) -> str:
     """One test case per run directory: admitted passes, a FAIL fails, the rest is skipped."""
     root = ET.Element("testsuites", name="parval catalogue")
-    suite = ET.SubElement(root, "testsuite", name="parval catalogue", tests=str(len(rows)),
-                          failures=str(sum("error" in r or r.get("exit_code") == 1 for r in rows)),
-                          errors="0",
-                          skipped=str(sum("error" not in r and r.get("exit_code") not in (0, 1) for r in rows)))
+    suite = ET.SubElement(
+        root,
+        "testsuite",
+        name="parval catalogue",
+        tests=str(len(rows)),
+        failures=str(sum("error" in r or r.get("exit_code") == 1 for r in rows)),
+        errors="0",
+        skipped=str(sum("error" not in r and r.get("exit_code") not in (0, 1) for r in rows)),
+    )
     for r in rows:
-        case = ET.SubElement(suite, "testcase", classname=f"parval.{r.get('model', 'unknown')}",
-                             name=str(r["dir"]))
+        case = ET.SubElement(suite, "testcase", classname=f"parval.{r.get('model', 'unknown')}", name=str(r["dir"]))
         if "error" in r:
             ET.SubElement(case, "failure", message=str(r["error"]), type="INVALID")
         elif r.get("exit_code") == 1:

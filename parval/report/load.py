@@ -29,8 +29,9 @@ def load_run(run_dir: Path, rejudge: bool) -> dict[str, Any]:
     try:
         data: dict[str, Any] = json.loads((run_dir / EVIDENCE).read_text("utf-8"))
     except ValueError as exc:
-        raise RunDirError(f"{run_dir / EVIDENCE}: not valid JSON ({exc})",
-                          hint="re-judge the recorded events with --rejudge") from None
+        raise RunDirError(
+            f"{run_dir / EVIDENCE}: not valid JSON ({exc})", hint="re-judge the recorded events with --rejudge"
+        ) from None
     return data
 
 
@@ -38,5 +39,3 @@ def run_problems(run_dir: Path, ev: dict[str, Any]) -> list[str]:
     from parval.rundir.integrity import integrity_problems
 
     return integrity_problems(run_dir, ev)
-
-

@@ -18,12 +18,22 @@ from parval.report.performance_md import performance_table_markdown
 from parval.rundir.provenance import label
 from parval.status import Status, combine
 
-MODEL_GROUPS = {"M1": "Scope / serial quality", "M2": "Every admitted count",
-                "M3": "Mixed / repeated quality", "M4": "Model recovery", "M5": "Memory reuse",
-                "M6": "Execution modes"}
-FRAMEWORK_GROUPS = {"F1": "Scheduling and compatibility", "F2": "Load / configuration transitions",
-                    "F3": "Failure / resource lifetime", "F4": "Disconnect / shutdown",
-                    "F5": "Multiple models / eviction", "F6": "Regressions / sanitizers"}
+MODEL_GROUPS = {
+    "M1": "Scope / serial quality",
+    "M2": "Every admitted count",
+    "M3": "Mixed / repeated quality",
+    "M4": "Model recovery",
+    "M5": "Memory reuse",
+    "M6": "Execution modes",
+}
+FRAMEWORK_GROUPS = {
+    "F1": "Scheduling and compatibility",
+    "F2": "Load / configuration transitions",
+    "F3": "Failure / resource lifetime",
+    "F4": "Disconnect / shutdown",
+    "F5": "Multiple models / eviction",
+    "F6": "Regressions / sanitizers",
+}
 OTHER_GROUPS = ["X1", "X2", "X3", "X4", "Q1", "Q2", "Q3", "Q4", "Q5", "Q6"]
 GROUPS = [*OTHER_GROUPS[:4], *MODEL_GROUPS, *FRAMEWORK_GROUPS, *OTHER_GROUPS[4:]]
 COMMENT_LIMIT = 60_000  # GitHub refuses comments over 65,536 characters
@@ -56,17 +66,19 @@ def check_table(ev: dict[str, Any]) -> list[str]:
         bad: dict[str, list[str]] = {}
         for n, a in mine:
             if a["status"] not in ("PASS", "NOT_APPLICABLE"):
-                bad.setdefault(f"{a['id']} {ICON[a['status']]}", []).append(
-                    "" if n is None else str(n))
-        listed = [k + (f" @{','.join(c for c in v if c)}" if any(v) else "")
-                  for k, v in bad.items()]
+                bad.setdefault(f"{a['id']} {ICON[a['status']]}", []).append("" if n is None else str(n))
+        listed = [k + (f" @{','.join(c for c in v if c)}" if any(v) else "") for k, v in bad.items()]
         more = f" (+{len(listed) - 6} more)" if len(listed) > 6 else ""
-        rows.append(f"| **{g}** {title} | {ICON[st]} {st} | " + " | ".join(cells)
-                    + f" | {esc(', '.join(listed[:6]) + more)} |")
+        rows.append(
+            f"| **{g}** {title} | {ICON[st]} {st} | " + " | ".join(cells) + f" | {esc(', '.join(listed[:6]) + more)} |"
+        )
     verdicts = ev["verdict"].get("counts", {})
     admitted = set(ev["verdict"].get("admitted_counts", []))
-    cells = [f"{ICON.get(verdicts.get(str(n), 'PENDING'), '')} {verdicts.get(str(n), '?')}"
-             + (" **admitted**" if n in admitted else "") for n in counts]
+    cells = [
+        f"{ICON.get(verdicts.get(str(n), 'PENDING'), '')} {verdicts.get(str(n), '?')}"
+        + (" **admitted**" if n in admitted else "")
+        for n in counts
+    ]
     rows.append("| **count verdict** | | " + " | ".join(cells) + " | |")
     return rows
 
@@ -79,17 +91,18 @@ def other_line(ev: dict[str, Any]) -> str:
 
 
 # -- per-assertion details -----------------------------------------------------------------
-def _details(a: dict[str, Any], per: list[tuple[int | None, dict[str, Any]]],
-             cap: int) -> list[str]:
+def _details(a: dict[str, Any], per: list[tuple[int | None, dict[str, Any]]], cap: int) -> list[str]:
     open_attr = " open" if a["status"] == "FAIL" else ""
-    lines = [f"<details{open_attr}><summary>{ICON[a['status']]} <b>{a['id']}</b> {a['status']} — "
-             f"{esc(a.get('reason', ''))[:200]}</summary>", ""]
+    lines = [
+        f"<details{open_attr}><summary>{ICON[a['status']]} <b>{a['id']}</b> {a['status']} — "
+        f"{esc(a.get('reason', ''))[:200]}</summary>",
+        "",
+    ]
     counted = [(n, x) for n, x in per if n is not None]
     if counted:
         lines += ["| count | status | reason |", "|---|---|---|"]
         for n, x in counted:
-            lines.append(f"| {n} | {ICON[x['status']]} {x['status']} "
-                         f"| {esc(x.get('reason', ''))[:300]} |")
+            lines.append(f"| {n} | {ICON[x['status']]} {x['status']} | {esc(x.get('reason', ''))[:300]} |")
         lines.append("")
     if a.get("reproduction"):
         lines += ["Reproduce:", "", "```sh", a["reproduction"], "```", ""]
@@ -124,28 +137,41 @@ def framework_lines(ev: dict[str, Any]) -> list[str]:
         return []
     out = ["### Framework record", ""]
     if rec is not None:
-        out.append(f"Record `{esc(rec.get('id'))}` ({esc(rec.get('path'))}), procedure "
-                   f"{esc(rec.get('procedure_version'))}: "
-                   + ("used" if fw.get("trusted")
-                      else f"not used: {esc(fw.get('untrusted_reason'))}"))
+        out.append(
+            f"Record `{esc(rec.get('id'))}` ({esc(rec.get('path'))}), procedure "
+            f"{esc(rec.get('procedure_version'))}: "
+            + ("used" if fw.get("trusted") else f"not used: {esc(fw.get('untrusted_reason'))}")
+        )
     if cov and cov.get("missing"):
-        out.append(f"Counts it does not cover (not admissible on it): {cov['missing']} "
-                   f"(record counts {cov.get('record_counts')}).")
+        out.append(
+            f"Counts it does not cover (not admissible on it): {cov['missing']} "
+            f"(record counts {cov.get('record_counts')})."
+        )
     if reuse is not None:
-        out += ["", f"Reuse: **{esc(reuse.get('status'))}** — {esc(reuse.get('reason'))}", "",
-                "Framework paths diffed (" + esc(reuse.get("record_commit", ""))[:12] + " → "
-                + esc(reuse.get("candidate_commit", ""))[:12] + "): "
-                + ", ".join(f"`{p}`" for p in reuse.get("framework_paths", []))]
-        for key, title in (("changed_framework", "changed framework files"),
-                           ("other_changed", "other changed files")):
+        out += [
+            "",
+            f"Reuse: **{esc(reuse.get('status'))}** — {esc(reuse.get('reason'))}",
+            "",
+            "Framework paths diffed ("
+            + esc(reuse.get("record_commit", ""))[:12]
+            + " → "
+            + esc(reuse.get("candidate_commit", ""))[:12]
+            + "): "
+            + ", ".join(f"`{p}`" for p in reuse.get("framework_paths", [])),
+        ]
+        for key, title in (("changed_framework", "changed framework files"), ("other_changed", "other changed files")):
             files = reuse.get(key) or []
             if files:
-                out.append(f"{title}: " + ", ".join(f"`{esc(f)}`" for f in files[:20])
-                           + (f" (+{len(files) - 20} more)" if len(files) > 20 else ""))
+                out.append(
+                    f"{title}: "
+                    + ", ".join(f"`{esc(f)}`" for f in files[:20])
+                    + (f" (+{len(files) - 20} more)" if len(files) > 20 else "")
+                )
         for fam, files in sorted((reuse.get("adapter_changes") or {}).items()):
-            out.append(f"adapter-only changes in `{esc(fam)}` "
-                       "(model gate required on the new build): "
-                       + ", ".join(f"`{esc(f)}`" for f in files[:10]))
+            out.append(
+                f"adapter-only changes in `{esc(fam)}` "
+                "(model gate required on the new build): " + ", ".join(f"`{esc(f)}`" for f in files[:10])
+            )
     return [*out, ""]
 
 
@@ -184,29 +210,44 @@ def _header(ev: dict[str, Any], ctx: dict[str, Any] | None = None) -> list[str]:
     if prov is not None:
         out += [f"Evidence made: **{esc(label(prov))}** (local and CI results are kept apart)", ""]
     if ev.get("merged_from"):
-        out += [f"Merged from {len(ev['merged_from'])} runs "
-                "(same executables, model files and fixtures):", "",
-                "| run | shard | counts | plan sha256 | that run alone |", "|---|---|---|---|---|"]
+        out += [
+            f"Merged from {len(ev['merged_from'])} runs (same executables, model files and fixtures):",
+            "",
+            "| run | shard | counts | plan sha256 | that run alone |",
+            "|---|---|---|---|---|",
+        ]
         for r in ev["merged_from"]:
             shard = f"{r['shard'][0]}/{r['shard'][1]}" if r.get("shard") else "–"
-            out.append(f"| `{esc(r['dir'])}` | {shard} | {r['counts']} "
-                       f"| {short(r.get('plan_sha256'), 12)} | "
-                       f"{esc(r['verdict'])[:120]} |")
-        out += ["", "events sha256 per run: " + ", ".join(short(r.get("events_sha256"), 12)
-                                                         for r in ev["merged_from"])]
+            out.append(
+                f"| `{esc(r['dir'])}` | {shard} | {r['counts']} "
+                f"| {short(r.get('plan_sha256'), 12)} | "
+                f"{esc(r['verdict'])[:120]} |"
+            )
+        out += ["", "events sha256 per run: " + ", ".join(short(r.get("events_sha256"), 12) for r in ev["merged_from"])]
         out.append("")
     if (ev.get("run") or {}).get("interrupted"):
         out += ["> ⚠️ A run was interrupted: this evidence is partial.", ""]
     return out
 
 
-def render_markdown(ev: dict[str, Any], *, plots: list[tuple[str, str]] | None = None,
-                    plot_note: str | None = None, context: dict[str, Any] | None = None) -> str:
+def render_markdown(
+    ev: dict[str, Any],
+    *,
+    plots: list[tuple[str, str]] | None = None,
+    plot_note: str | None = None,
+    context: dict[str, Any] | None = None,
+) -> str:
     ctx = context or {}
     top = _header(ev, ctx)
-    top += ["### Checks (M1–M6 model gate, F1–F6 shared framework gate)", "",
-            *check_table(ev), "",
-            other_line(ev), "", *framework_lines(ev)]
+    top += [
+        "### Checks (M1–M6 model gate, F1–F6 shared framework gate)",
+        "",
+        *check_table(ev),
+        "",
+        other_line(ev),
+        "",
+        *framework_lines(ev),
+    ]
     fails = [(n, a) for n, a in detailed(ev) if a["status"] == "FAIL"]
     unresolved = unresolved_lines(ev)
     if fails or unresolved:
@@ -214,19 +255,18 @@ def render_markdown(ev: dict[str, Any], *, plots: list[tuple[str, str]] | None =
     for n, a in fails:
         top += explain_failure(n, a, ev, ctx)
     if unresolved:
-        top += ["Still unresolved (evidence collected; validation pending for these):", "",
-                *unresolved, ""]
-    mid = ["### Performance (separate from admission)", "",
-           performance_table_markdown(ev["performance"]), ""]
+        top += ["Still unresolved (evidence collected; validation pending for these):", "", *unresolved, ""]
+    mid = ["### Performance (separate from admission)", "", performance_table_markdown(ev["performance"]), ""]
     if plots:
         mid += ["### Memory", ""] + [f"![{label}]({path})" for label, path in plots] + [""]
     elif plot_note:
         mid += ["### Memory", "", plot_note, ""]
     run = ev.get("run") or {}
-    hashes = [f"{name} sha256 {str(run[key])[:16]}" for name, key in
-              (("events", "events_sha256"), ("manifest", "manifest_sha256"),
-               ("plan", "plan_sha256"))
-              if run.get(key)]
+    hashes = [
+        f"{name} sha256 {str(run[key])[:16]}"
+        for name, key in (("events", "events_sha256"), ("manifest", "manifest_sha256"), ("plan", "plan_sha256"))
+        if run.get(key)
+    ]
     if ev.get("merged_from"):
         hashes.append(f"merged from {len(ev['merged_from'])} runs (see each run's hashes above)")
     foot = ["", "<sub>" + " · ".join(hashes) + "</sub>", ""]

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-ICON = {"PASS": "✅", "FAIL": "❌", "PENDING": "⏳", "BLOCKED": "⛔", "UNSUPPORTED": "🚫",
-        "NOT_APPLICABLE": "➖"}
+ICON = {"PASS": "✅", "FAIL": "❌", "PENDING": "⏳", "BLOCKED": "⛔", "UNSUPPORTED": "🚫", "NOT_APPLICABLE": "➖"}
 MAX_ROWS = 10
 
 

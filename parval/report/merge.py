@@ -107,12 +107,26 @@ def merge_identity(manifest: dict[str, Any], evidence: dict[str, Any]) -> dict[s
 # Plan-snapshot fields that change what the server outputs or how outputs are judged: runs
 # that differ in any of them are not evidence of the same thing, whatever their manifests say.
 PLAN_FIELDS: tuple[str, ...] = (
-    "model.family", "model.task", "model.mode", "model.quantization", "model.lazy",
-    "model.load_options", "model.session_options", "model.default_request_options",
-    "model.entry_extra", "model.cache_sensitive", "requests",
-    "compare.volatile_fields", "compare.tolerance", "compare.quality_settings",
-    "server.backend", "server.threads", "server.extra_config",
-    "servers.baseline.args", "servers.candidate.args", "identity",
+    "model.family",
+    "model.task",
+    "model.mode",
+    "model.quantization",
+    "model.lazy",
+    "model.load_options",
+    "model.session_options",
+    "model.default_request_options",
+    "model.entry_extra",
+    "model.cache_sensitive",
+    "requests",
+    "compare.volatile_fields",
+    "compare.tolerance",
+    "compare.quality_settings",
+    "server.backend",
+    "server.threads",
+    "server.extra_config",
+    "servers.baseline.args",
+    "servers.candidate.args",
+    "identity",
 )
 _ABSENT = object()
 
@@ -135,27 +149,36 @@ def plan_identity(plan: dict[str, Any] | None) -> dict[str, Any]:
 def check_mergeable(runs: list[LoadedRun]) -> None:
     first = runs[0]
     want = merge_identity(first.manifest, first.ev)
-    hint = ("merge only runs of the same executables, model files, fixtures and plan settings; "
-            "new executables or files inherit no evidence")
+    hint = (
+        "merge only runs of the same executables, model files, fixtures and plan settings; "
+        "new executables or files inherit no evidence"
+    )
     for other in runs[1:]:
         got = merge_identity(other.manifest, other.ev)
         for key in want:
             if want[key] != got.get(key):
                 raise MergeRefused(
                     f"cannot merge {first.dir} and {other.dir}: they disagree on {key} "
-                    f"({_short(want[key])} vs {_short(got.get(key))})", hint=hint)
+                    f"({_short(want[key])} vs {_short(got.get(key))})",
+                    hint=hint,
+                )
         for run in (first, other):
             if run.plan is None:
-                raise MergeRefused(f"cannot merge {run.dir}: it has no readable plan.json, so its plan "
-                                   "settings cannot be shown to match the other runs'", hint=hint)
+                raise MergeRefused(
+                    f"cannot merge {run.dir}: it has no readable plan.json, so its plan "
+                    "settings cannot be shown to match the other runs'",
+                    hint=hint,
+                )
         plan_a, plan_b = plan_identity(first.plan), plan_identity(other.plan)
         for key in PLAN_FIELDS:
             a, b = plan_a.get(key, _ABSENT), plan_b.get(key, _ABSENT)
             if a != b:
                 raise MergeRefused(
                     f"cannot merge {first.dir} and {other.dir}: their plans disagree on {key} "
-                    f"({_short(None if a is _ABSENT else a)} vs {_short(None if b is _ABSENT else b)})",
-                    hint=hint)
+                    f"({_short(None if a is _ABSENT else a)} "
+                    f"vs {_short(None if b is _ABSENT else b)})",
+                    hint=hint,
+                )
 
 
 def _short(value: Any) -> str:
@@ -181,14 +204,21 @@ def _worst(results: list[Result]) -> Result:
     st = combine(r.status for r in results)
     worst = next(r for r in results if r.status is st)
     if all(r.status is st for r in results) and st is Status.PASS:
-        worst = Result(worst.id, st, "; ".join(dict.fromkeys(r.reason for r in results)),
-                       worst.evidence, worst.reproduction,
-                       sorted({x for r in results for x in r.limitations}), count=worst.count)
+        worst = Result(
+            worst.id,
+            st,
+            "; ".join(dict.fromkeys(r.reason for r in results)),
+            worst.evidence,
+            worst.reproduction,
+            sorted({x for r in results for x in r.limitations}),
+            count=worst.count,
+        )
     return worst
 
 
-def _combine_by_id(per_run: list[tuple[LoadedRun, list[Result]]], *, once: bool,
-                   by_count: bool = False) -> list[Result]:
+def _combine_by_id(
+    per_run: list[tuple[LoadedRun, list[Result]]], *, once: bool, by_count: bool = False
+) -> list[Result]:
     """Worst wins per assertion ID (per ID and count with `by_count`: framework entries
     scoped to one count, such as a count the record does not cover, stay scoped)."""
     order: list[tuple[str, int | None]] = []
@@ -219,10 +249,9 @@ def merge_evidence(runs: list[LoadedRun]) -> dict[str, Any]:
     check_mergeable(runs)
     counts = sorted({n for r in runs for n in r.plan_counts})
     model_level = _combine_by_id(
-        [(r, [x for x in _results(r.ev["model_checks"]["model_level"]) if x.id != "Q6"]) for r in runs],
-        once=True)
-    fw = _combine_by_id([(r, _results(r.ev["framework_checks"]["results"])) for r in runs], once=False,
-                        by_count=True)
+        [(r, [x for x in _results(r.ev["model_checks"]["model_level"]) if x.id != "Q6"]) for r in runs], once=True
+    )
+    fw = _combine_by_id([(r, _results(r.ev["framework_checks"]["results"])) for r in runs], once=False, by_count=True)
     per_count: dict[int, list[Result]] = {}
     sources: dict[int, list[str]] = {}
     for n in counts:
@@ -233,42 +262,65 @@ def merge_evidence(runs: list[LoadedRun]) -> dict[str, Any]:
             per_count[n] = [_count_pending(id_, n, why) for id_ in _per_count_ids(runs)]
             continue
         per_count[n] = _combine_by_id(
-            [(r, _results(r.ev["model_checks"]["per_count"].get(str(n), {}).get("assertions", []), n))
-             for r in covering], once=False)
+            [
+                (r, _results(r.ev["model_checks"]["per_count"].get(str(n), {}).get("assertions", []), n))
+                for r in covering
+            ],
+            once=False,
+        )
     interrupted = any(r.ev["run"].get("interrupted") for r in runs)
-    d = adm.decide(counts, model_level, per_count, fw, interrupted=interrupted,
-                   missing="not collected by any merged run")
-    verdicts, admitted, admission_ready = d.verdicts, d.admitted, d.admission_ready
-    flat, assertions, line, code = d.flat, d.assertions, d.line, d.exit_code
-    line = f"{line} (merged from {len(runs)} runs)"
+    d = adm.decide(
+        counts, model_level, per_count, fw, interrupted=interrupted, missing="not collected by any merged run"
+    )
+    admission_ready, flat, assertions = d.admission_ready, d.flat, d.assertions
+    line = f"{d.line} (merged from {len(runs)} runs)"
     model_status = combine(r.status for r in flat)
     fw_info = {k: v for k, v in runs[0].ev["framework_checks"].items() if k != "results"}
     fw_info["status"] = str(combine(r.status for r in fw))
     first = runs[0].ev
     series, rejections = _performance_inputs(runs)
-    perf = build_performance(series, rejections, model_label=f"{first['identity']['backend']}/{first['identity']['model']}",
-                             model_checks=str(model_status), framework_checks=fw_info["status"],
-                             memory_verdict=str(combine(r.status for r in flat if r.id.startswith("M5."))))
-    merged_from = [{
-        "dir": str(r.dir), "shard": r.ev["run"].get("shard"), "counts": r.counts,
-        "plan": r.ev["run"].get("plan"), "plan_sha256": r.ev["run"].get("plan_sha256"),
-        "events_sha256": r.ev["run"].get("events_sha256"), "manifest_sha256": r.ev["run"].get("manifest_sha256"),
-        "generated_at": r.ev.get("generated_at"), "interrupted": bool(r.ev["run"].get("interrupted")),
-        "verdict": r.ev["verdict"]["line"], "provenance": r.manifest.get("provenance"),
-    } for r in runs]
+    perf = build_performance(
+        series,
+        rejections,
+        model_label=f"{first['identity']['backend']}/{first['identity']['model']}",
+        model_checks=str(model_status),
+        framework_checks=fw_info["status"],
+        memory_verdict=str(combine(r.status for r in flat if r.id.startswith("M5."))),
+    )
+    merged_from = [
+        {
+            "dir": str(r.dir),
+            "shard": r.ev["run"].get("shard"),
+            "counts": r.counts,
+            "plan": r.ev["run"].get("plan"),
+            "plan_sha256": r.ev["run"].get("plan_sha256"),
+            "events_sha256": r.ev["run"].get("events_sha256"),
+            "manifest_sha256": r.ev["run"].get("manifest_sha256"),
+            "generated_at": r.ev.get("generated_at"),
+            "interrupted": bool(r.ev["run"].get("interrupted")),
+            "verdict": r.ev["verdict"]["line"],
+            "provenance": r.manifest.get("provenance"),
+        }
+        for r in runs
+    ]
     return {
         "schema_version": 1,
         "procedure_version": first.get("procedure_version", PROCEDURE_VERSION),
         "parval_version": __version__,
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "run": {"dir": None, "merged": True, "plan": first["run"].get("plan"),
-                "plan_sha256": first["run"].get("plan_sha256"), "interrupted": interrupted,
-                "shard": None, "count_sources": {str(n): s for n, s in sources.items()},
-                "provenance": runs[0].manifest.get("provenance")},
+        "run": {
+            "dir": None,
+            "merged": True,
+            "plan": first["run"].get("plan"),
+            "plan_sha256": first["run"].get("plan_sha256"),
+            "interrupted": interrupted,
+            "shard": None,
+            "count_sources": {str(n): s for n, s in sources.items()},
+            "provenance": runs[0].manifest.get("provenance"),
+        },
         "merged_from": merged_from,
         "identity": dict(first["identity"]),
-        "verdict": {"line": line, "exit_code": code, "admitted_counts": admitted,
-                    "counts": {str(n): str(v) for n, v in verdicts.items()}},
+        "verdict": d.verdict_json(line),
         "assertions": [a.to_json() for a in assertions],
         "model_checks": {
             **adm.model_checks_block(flat, model_level, per_count, sources),
@@ -300,8 +352,7 @@ def _per_count_ids(runs: list[LoadedRun]) -> list[str]:
 
 
 def _count_pending(id_: str, n: int, why: str | None = None) -> Result:
-    r = pending(id_, f"count {n} was not run by any of the merged runs"
-                + (f"; {why}" if why else ""))
+    r = pending(id_, f"count {n} was not run by any of the merged runs" + (f"; {why}" if why else ""))
     r.count = n
     return r
 

@@ -72,8 +72,7 @@ def performance_table_markdown(perf: dict[str, Any]) -> str:
 
     lines += [
         "",
-        "| N | row status | cold s (base / candidate 1 slot / candidate N) "
-        "| independent one-slot servers (optional) |",
+        "| N | row status | cold s (base / candidate 1 slot / candidate N) | independent one-slot servers (optional) |",
         "|---|---|---|---|",
     ]
     for r in perf["rows"]:
@@ -85,8 +84,7 @@ def performance_table_markdown(perf: dict[str, Any]) -> str:
         indep_cell = (
             indep
             if isinstance(indep, str)
-            else f"{_time_cell(indep)}; candidate N slots "
-            f"{_pct_cell(indep['candidate_saved_pct'], r['admitted'])}"
+            else f"{_time_cell(indep)}; candidate N slots {_pct_cell(indep['candidate_saved_pct'], r['admitted'])}"
         )
         status = r["status"] + (f" ({'; '.join(r['pending'])})" if r["pending"] else "")
         lines.append(f"| {r['count']} | {_esc(status)} | {colds} | {_esc(indep_cell)} |")

@@ -26,20 +26,18 @@ _PHASE_COLOURS = {
 
 
 # (sample key, legend label, line style, colour) per axis
-_HOST_LINES = (("rss_mib", "host RSS (tree)", "-", "C0"),
-               ("pss_mib", "host PSS (tree)", "--", "C1"))
-_GPU_LINES = (("device_used_mib", "GPU device used", "-", "C2"),
-              ("process_mib", "GPU server processes", "--", "C3"))
+_HOST_LINES = (("rss_mib", "host RSS (tree)", "-", "C0"), ("pss_mib", "host PSS (tree)", "--", "C1"))
+_GPU_LINES = (("device_used_mib", "GPU device used", "-", "C2"), ("process_mib", "GPU server processes", "--", "C3"))
 
 
-def _plot_lines(ax: Any, rows: list[dict[str, Any]], t0: float,
-                lines: tuple[tuple[str, str, str, str], ...], ylabel: str) -> None:
+def _plot_lines(
+    ax: Any, rows: list[dict[str, Any]], t0: float, lines: tuple[tuple[str, str, str, str], ...], ylabel: str
+) -> None:
     """One axis: a line per sample key that has values, time measured from `t0`."""
     for key, label, style, colour in lines:
         pts = [(float(r["t"]) - t0, float(r[key])) for r in rows if r.get(key) is not None]
         if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=colour,
-                    linewidth=1.2, label=label)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=colour, linewidth=1.2, label=label)
     ax.set_ylabel(ylabel)
 
 
@@ -53,11 +51,7 @@ def _wave_label(phase: str) -> str:
 
 
 def plot_memory_timeline(
-    samples: list[dict[str, Any]],
-    transitions: list[tuple[float, str]],
-    path: Path,
-    *,
-    title: str,
+    samples: list[dict[str, Any]], transitions: list[tuple[float, str]], path: Path, *, title: str
 ) -> str | None:
     """Write a PNG of host RSS/PSS (and GPU device/process memory) over time.
 

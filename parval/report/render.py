@@ -24,10 +24,12 @@ def _plots(run_dir: Path, evidence: dict[str, Any]) -> tuple[list[tuple[str, str
         if not candidates:
             continue
         d = candidates[-1]
-        samples = [json.loads(x) for x in (d / "memory.jsonl").read_text().splitlines() if x.strip()] \
-            if (d / "memory.jsonl").exists() else []
-        phases = [tuple(p) for p in json.loads((d / "phases.json").read_text())] \
-            if (d / "phases.json").exists() else []
+        samples = (
+            [json.loads(x) for x in (d / "memory.jsonl").read_text().splitlines() if x.strip()]
+            if (d / "memory.jsonl").exists()
+            else []
+        )
+        phases = [tuple(p) for p in json.loads((d / "phases.json").read_text())] if (d / "phases.json").exists() else []
         if not samples:
             continue
         target = run_dir / f"memory-count{n}.png"
@@ -65,12 +67,20 @@ def write_reports(run_dir: Path, evidence: dict[str, Any]) -> None:
 
     plots, note = _plots(run_dir, evidence)
     local = [(label, Path(path).name) for label, path in plots]
-    atomic_write(run_dir / "report.md", render_markdown(evidence, plots=local, plot_note=note,
-                                                        context=report_context([run_dir])))
+    atomic_write(
+        run_dir / "report.md", render_markdown(evidence, plots=local, plot_note=note, context=report_context([run_dir]))
+    )
 
 
-def render_evidence(ev: dict[str, Any], fmt: str, *, run_dirs: list[Path], plots: bool = True,
-                    image_base: Path | None = None, redact: bool = False) -> str:
+def render_evidence(
+    ev: dict[str, Any],
+    fmt: str,
+    *,
+    run_dirs: list[Path],
+    plots: bool = True,
+    image_base: Path | None = None,
+    redact: bool = False,
+) -> str:
     """Evidence (one run's or merged) → text in `fmt` (md, json or junit). Memory plots are
     linked relative to `image_base` (the directory the report is written to; default cwd)."""
     if fmt == "json":
@@ -86,8 +96,9 @@ def render_evidence(ev: dict[str, Any], fmt: str, *, run_dirs: list[Path], plots
     if plots:
         for d in run_dirs:
             found, note = _plots(d, ev if len(run_dirs) == 1 else _only_run_counts(d, ev))
-            images += [(label, Path(path).name if redact else _relative(Path(path), image_base))
-                       for label, path in found]
+            images += [
+                (label, Path(path).name if redact else _relative(Path(path), image_base)) for label, path in found
+            ]
     return render_markdown(ev, plots=images, plot_note=note, context=report_context(run_dirs))
 
 
@@ -101,8 +112,5 @@ def _relative(path: Path, base: Path | None) -> str:
 def _only_run_counts(run_dir: Path, ev: dict[str, Any]) -> dict[str, Any]:
     """For a merged report: plot each count from the run that contributed it."""
     sources = (ev.get("run") or {}).get("count_sources") or {}
-    keep = {n: c for n, c in ev["model_checks"]["per_count"].items()
-            if str(run_dir) in (sources.get(n) or [])[:1]}
+    keep = {n: c for n, c in ev["model_checks"]["per_count"].items() if str(run_dir) in (sources.get(n) or [])[:1]}
     return {**ev, "model_checks": {**ev["model_checks"], "per_count": keep}}
-
-

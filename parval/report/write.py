@@ -14,17 +14,21 @@ from parval.report.render import render_evidence
 FORMATS = ("md", "json", "junit")
 
 
-def render_report(runs: list[Path], *, fmt: str, catalogue: Path | None, redact: bool,
-                  rejudge: bool, output: Path | None = None) -> tuple[str, int]:
+def render_report(
+    runs: list[Path], *, fmt: str, catalogue: Path | None, redact: bool, rejudge: bool, output: Path | None = None
+) -> tuple[str, int]:
     """`parval report`: one run, several runs (merged) or a catalogue → (text, exit code)."""
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: use md, json or junit")
     if catalogue is not None or len(runs) != 1:
         if rejudge:
-            raise UsageError("--rejudge works on one run directory at a time",
-                             hint="re-judge each run (parval report RUN --rejudge), then merge")
-        return render_many(runs, fmt=fmt, catalogue=catalogue, redact=redact,
-                           image_base=output.parent if output is not None else None)
+            raise UsageError(
+                "--rejudge works on one run directory at a time",
+                hint="re-judge each run (parval report RUN --rejudge), then merge",
+            )
+        return render_many(
+            runs, fmt=fmt, catalogue=catalogue, redact=redact, image_base=output.parent if output is not None else None
+        )
     run_dir = runs[0]
     from parval.framework.rejudge import is_framework_run
 
@@ -37,8 +41,14 @@ def render_report(runs: list[Path], *, fmt: str, catalogue: Path | None, redact:
     problems = run_problems(run_dir, ev)
     if problems:
         ev = invalidate(ev, problems)
-    text = render_evidence(ev, fmt, run_dirs=[run_dir], plots=not problems,
-                           image_base=output.parent if output is not None else None, redact=redact)
+    text = render_evidence(
+        ev,
+        fmt,
+        run_dirs=[run_dir],
+        plots=not problems,
+        image_base=output.parent if output is not None else None,
+        redact=redact,
+    )
     if redact:
         from parval.report.redact import redact_paths
 
@@ -46,8 +56,9 @@ def render_report(runs: list[Path], *, fmt: str, catalogue: Path | None, redact:
     return text, int(ev["verdict"]["exit_code"])
 
 
-def render_many(runs: list[Path], fmt: str, catalogue: Path | None, redact: bool,
-                image_base: Path | None = None) -> tuple[str, int]:
+def render_many(
+    runs: list[Path], fmt: str, catalogue: Path | None, redact: bool, image_base: Path | None = None
+) -> tuple[str, int]:
     """`parval report RUN1 RUN2 ...` or `parval report --catalogue DIR` → (text, exit code)."""
     if catalogue is not None:
         if runs:
@@ -65,8 +76,9 @@ def render_many(runs: list[Path], fmt: str, catalogue: Path | None, redact: bool
         ev = merge_evidence(loaded)
         if problems:
             ev = invalidate(ev, problems)
-        text = render_evidence(ev, fmt, run_dirs=[r.dir for r in loaded], plots=not problems,
-                               image_base=image_base, redact=redact)
+        text = render_evidence(
+            ev, fmt, run_dirs=[r.dir for r in loaded], plots=not problems, image_base=image_base, redact=redact
+        )
         code = int(ev["verdict"]["exit_code"])
     if redact:
         from parval.report.redact import redact_paths
@@ -77,7 +89,13 @@ def render_many(runs: list[Path], fmt: str, catalogue: Path | None, redact: bool
 
 def invalidate(ev: dict[str, Any], problems: list[str]) -> dict[str, Any]:
     """Evidence whose run directory changed after judging is reported INVALID (exit 1)."""
-    return {**ev, "verdict": {**ev["verdict"], "exit_code": 1,
-                              "line": "INVALID EVIDENCE — the run directory was modified after judging: "
-                              + "; ".join(problems[:5])},
-            "admission_ready": False, "all_plan_rules": False}
+    return {
+        **ev,
+        "verdict": {
+            **ev["verdict"],
+            "exit_code": 1,
+            "line": "INVALID EVIDENCE — the run directory was modified after judging: " + "; ".join(problems[:5]),
+        },
+        "admission_ready": False,
+        "all_plan_rules": False,
+    }

@@ -24,8 +24,7 @@ class ArtifactStore:
         digest = hashlib.sha256(data).hexdigest()
         target = self.root / f"{digest}.{ext}"
         if not target.exists():
-            atomic_write(target, data, sync_dir=not self.defer_dir_sync,
-                         sync_file=not self.defer_file_sync)
+            atomic_write(target, data, sync_dir=not self.defer_dir_sync, sync_file=not self.defer_file_sync)
             self._dirty = self._dirty or self.defer_dir_sync
             if self.defer_file_sync:
                 self._unsynced.append(target)

@@ -131,10 +131,13 @@ class EventLog:
         self._store: ArtifactStore | None = None
         self._writer = _Writer(self._fh.fileno(), self._notify) if sync_behind else None
         if discarded:
-            self.append("torn_tail_discarded", bytes=len(discarded),
-                        sha256=hashlib.sha256(discarded).hexdigest(),
-                        reason="the last line was incomplete (parval stopped while writing it); "
-                               "it was cut off and never read as evidence")
+            self.append(
+                "torn_tail_discarded",
+                bytes=len(discarded),
+                sha256=hashlib.sha256(discarded).hexdigest(),
+                reason="the last line was incomplete (parval stopped while writing it); "
+                "it was cut off and never read as evidence",
+            )
 
     @property
     def seq(self) -> int:
@@ -270,8 +273,10 @@ def iter_events(path: Path) -> Iterator[dict[str, Any]]:
         if event is None:
             if i == len(complete) - 1:
                 return
-            raise CorruptEventLog(f"{path}: line {i + 1} is not a JSON object (corrupted event log)",
-                                  hint=f"`parval verify {path.parent}` lists what changed")
+            raise CorruptEventLog(
+                f"{path}: line {i + 1} is not a JSON object (corrupted event log)",
+                hint=f"`parval verify {path.parent}` lists what changed",
+            )
         yield event
 
 

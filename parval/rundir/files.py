@@ -31,8 +31,7 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes | str, *, sync_dir: bool = True,
-                 sync_file: bool = True) -> None:
+def atomic_write(path: Path, data: bytes | str, *, sync_dir: bool = True, sync_file: bool = True) -> None:
     """Write via a temporary file in the same directory, fsync, rename, fsync the directory:
     readers see the old file or the whole new one, never a partial write. `sync_dir=False`
     leaves the directory fsync to the caller (one for many files); `sync_file=False` the
@@ -74,8 +73,6 @@ def sha256_tree(path: Path) -> str:
     for f in sorted(p for p in path.rglob("*") if p.is_file()):
         h.update(f"{f.relative_to(path).as_posix()}\0{sha256_file(f)}\n".encode())
     return h.hexdigest()
-
-
 
 
 def fsync_file(path: Path) -> None:

@@ -65,8 +65,9 @@ def _tracked(run_dir: Path) -> list[Path]:
 
 
 def _derived_present(run_dir: Path) -> list[Path]:
-    return sorted(p for p in run_dir.iterdir()
-                  if p.is_file() and p.name not in (LISTING, CHAIN) and _is_derived(p.name))
+    return sorted(
+        p for p in run_dir.iterdir() if p.is_file() and p.name not in (LISTING, CHAIN) and _is_derived(p.name)
+    )
 
 
 def _sha256_prefix(path: Path, length: int) -> str | None:
@@ -113,8 +114,12 @@ def _append_link(run_dir: Path, link: dict[str, Any]) -> None:
     path = run_dir / CHAIN
     raw = path.read_bytes() if path.exists() else b""
     lines = raw.split(b"\n")[:-1]
-    link = {"n": len(lines), "t": round(time.time(), 3),
-            "prev": hashlib.sha256(lines[-1]).hexdigest() if lines else None, **link}
+    link = {
+        "n": len(lines),
+        "t": round(time.time(), 3),
+        "prev": hashlib.sha256(lines[-1]).hexdigest() if lines else None,
+        **link,
+    }
     atomic_write(path, raw + (dumps(link) + "\n").encode())
 
 
@@ -189,7 +194,8 @@ def write_listing(run_dir: Path) -> str:
         raise IntegrityError(
             f"{run_dir}: refusing to judge a run directory modified since it was last judged: "
             + "; ".join(problems[:8]),
-            hint=f"`parval verify {run_dir}` lists every difference")
+            hint=f"`parval verify {run_dir}` lists every difference",
+        )
     lines = [f"{sha256_file(p)}  {p.relative_to(run_dir).as_posix()}\n" for p in _tracked(run_dir)]
     text = "".join(lines)
     atomic_write(run_dir / LISTING, text)
@@ -198,13 +204,17 @@ def write_listing(run_dir: Path) -> str:
     manifest = run_dir / MANIFEST
     # The complete lines judged: a resume may later cut a torn tail off, never more.
     complete = clean_length(events) if events.exists() else 0
-    _append_link(run_dir, {
-        "kind": "judge", "files_sha256": digest,
-        "events_bytes": complete,
-        "events_prefix_sha256": _sha256_prefix(events, complete) if events.exists() else None,
-        "events_sha256": sha256_file(events) if events.exists() else None,
-        "manifest_sha256": sha256_file(manifest) if manifest.exists() else None,
-    })
+    _append_link(
+        run_dir,
+        {
+            "kind": "judge",
+            "files_sha256": digest,
+            "events_bytes": complete,
+            "events_prefix_sha256": _sha256_prefix(events, complete) if events.exists() else None,
+            "events_sha256": sha256_file(events) if events.exists() else None,
+            "manifest_sha256": sha256_file(manifest) if manifest.exists() else None,
+        },
+    )
     return digest
 
 
@@ -277,8 +287,9 @@ def sealed_problems(directory: Path, sealed: dict[str, str]) -> list[str]:
     return out
 
 
-def _evidence_mismatch(evidence: dict[str, Any], events_sha: str | None, listing_sha: str,
-                       manifest_sha: str | None) -> list[str]:
+def _evidence_mismatch(
+    evidence: dict[str, Any], events_sha: str | None, listing_sha: str, manifest_sha: str | None
+) -> list[str]:
     run = evidence.get("run")
     run = run if isinstance(run, dict) else {}
     out = []
@@ -299,10 +310,14 @@ def integrity_problems(run_dir: Path, evidence: dict[str, Any]) -> list[str]:
     problems, _ = verify_problems(run_dir)
     if (run_dir / LISTING).exists():
         events = run_dir / EVENTS
-        problems.extend(_evidence_mismatch(
-            evidence, sha256_file(events) if events.exists() else None,
-            sha256_file(run_dir / LISTING),
-            sha256_file(run_dir / MANIFEST) if (run_dir / MANIFEST).exists() else None))
+        problems.extend(
+            _evidence_mismatch(
+                evidence,
+                sha256_file(events) if events.exists() else None,
+                sha256_file(run_dir / LISTING),
+                sha256_file(run_dir / MANIFEST) if (run_dir / MANIFEST).exists() else None,
+            )
+        )
     return sorted(set(problems))
 
 
@@ -314,8 +329,9 @@ def verify_run(run_dir: Path) -> tuple[list[str], dict[str, object]]:
     if not (run_dir / EVENTS).exists() and not (run_dir / MANIFEST).exists():
         raise RunDirError(f"{run_dir}: not a parval run directory (no events.jsonl or manifest.json)")
     if not (run_dir / LISTING).exists() and not (run_dir / CHAIN).exists():
-        raise RunDirError(f"{run_dir}: this run was never judged (no {LISTING}), so there is "
-                          "nothing recorded to verify against",
-                          hint=f"continue it with `parval run --resume {run_dir}` or judge it "
-                               f"with `parval report {run_dir} --rejudge`")
+        raise RunDirError(
+            f"{run_dir}: this run was never judged (no {LISTING}), so there is nothing recorded to verify against",
+            hint=f"continue it with `parval run --resume {run_dir}` or judge it "
+            f"with `parval report {run_dir} --rejudge`",
+        )
     return verify_problems(run_dir)

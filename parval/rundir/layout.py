@@ -13,8 +13,7 @@ EVIDENCE = "evidence.json"
 SCHEMA_VERSION = 1
 
 
-def new_run_dir(out: Path | None, plan_name: str, base: Path | None = None, *,
-                suffix: str = "") -> Path:
+def new_run_dir(out: Path | None, plan_name: str, base: Path | None = None, *, suffix: str = "") -> Path:
     """A fresh run directory: `--out DIR` (must not hold a finished run) or
     runs/<time>-<name><suffix> (the suffix tells a framework record's directory apart)."""
     if out is not None:

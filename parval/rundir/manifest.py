@@ -36,12 +36,26 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def host_platform() -> dict[str, Any]:
+    """The machine parval runs on: OS, architecture, CPU and Python."""
+    return {
+        "os": platform.platform(),
+        "machine": platform.machine(),
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "python": sys.version.split()[0],
+    }
+
+
 def driver_version(backend: str) -> str | None:
     """The device driver's version where the OS exposes it; None where parval cannot read it."""
     if backend == "cpu":
         return "not applicable (cpu backend)"
-    sources = {"cuda": "/proc/driver/nvidia/version", "hip": "/sys/module/amdgpu/version",
-               "rocm": "/sys/module/amdgpu/version"}
+    sources = {
+        "cuda": "/proc/driver/nvidia/version",
+        "hip": "/sys/module/amdgpu/version",
+        "rocm": "/sys/module/amdgpu/version",
+    }
     where = sources.get(backend)
     if where is None:
         return None
@@ -111,11 +125,7 @@ def build_manifest(plan: Plan) -> dict[str, Any]:
         },
         "provenance": detect_provenance(),
         "platform": {
-            "os": platform.platform(),
-            "machine": platform.machine(),
-            "cpu": cpu_model(),
-            "cpu_count": os.cpu_count(),
-            "python": sys.version.split()[0],
+            **host_platform(),
             "backend": plan.server["backend"],
             "device": plan.server["device"],
             "threads": plan.server["threads"],

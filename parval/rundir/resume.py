@@ -45,8 +45,7 @@ def manifest_changes(old: dict[str, Any], now: dict[str, Any]) -> list[str]:
     """What differs between the run's manifest and one built from the files today."""
     changes: list[str] = []
     if old.get("plan", {}).get("sha256") != now["plan"]["sha256"]:
-        changes.append(f"plan (sha256 {_short(old.get('plan', {}).get('sha256'))} → "
-                       f"{_short(now['plan']['sha256'])})")
+        changes.append(f"plan (sha256 {_short(old.get('plan', {}).get('sha256'))} → {_short(now['plan']['sha256'])})")
     try:
         a = identity_fields(old)
     except (KeyError, TypeError):
@@ -58,8 +57,7 @@ def manifest_changes(old: dict[str, Any], now: dict[str, Any]) -> list[str]:
     return changes
 
 
-def prepare_resume(plan: Plan, run_dir: Path,
-                   shard: tuple[int, int] | None = None) -> tuple[Path, set[str]]:
+def prepare_resume(plan: Plan, run_dir: Path, shard: tuple[int, int] | None = None) -> tuple[Path, set[str]]:
     """Check that `run_dir` can be continued with `plan`; return it and the units to skip."""
     if not run_dir.is_dir():
         raise RunDirError(f"{run_dir}: no such run directory")
@@ -74,25 +72,31 @@ def prepare_resume(plan: Plan, run_dir: Path,
     events = read_events(run_dir / EVENTS)  # CorruptEventLog (exit 2) names a damaged line
     ends = [e for e in events if e.get("kind") == "campaign_end"]
     if ends and ends[-1].get("finished"):
-        raise ResumeRefused(f"{run_dir}: the campaign already finished; there is nothing to resume",
-                            hint=f"`parval report {run_dir}` shows its evidence")
+        raise ResumeRefused(
+            f"{run_dir}: the campaign already finished; there is nothing to resume",
+            hint=f"`parval report {run_dir}` shows its evidence",
+        )
     from parval.rundir.integrity import chain_problems
 
     tampered = chain_problems(run_dir)
     if tampered:
-        raise ResumeRefused(f"{run_dir}: the run directory changed since it was last judged: "
-                            + "; ".join(tampered[:5]),
-                            hint="evidence that was modified cannot be continued; start a new run")
+        raise ResumeRefused(
+            f"{run_dir}: the run directory changed since it was last judged: " + "; ".join(tampered[:5]),
+            hint="evidence that was modified cannot be continued; start a new run",
+        )
     changes = manifest_changes(old, build_manifest(plan))
     if changes:
-        raise ResumeRefused(f"{run_dir}: manifest no longer matches: {', '.join(changes)} changed",
-                            hint="start a new run; a changed plan, executable, model or fixture "
-                                 "inherits no evidence")
+        raise ResumeRefused(
+            f"{run_dir}: manifest no longer matches: {', '.join(changes)} changed",
+            hint="start a new run; a changed plan, executable, model or fixture inherits no evidence",
+        )
     was = campaign_shard(events)
     if shard is not None and shard != was:
-        raise ResumeRefused(f"{run_dir}: --shard {shard[0]}/{shard[1]} differs from the run's "
-                            f"shard {'none' if was is None else f'{was[0]}/{was[1]}'}",
-                            hint="resume without --shard")
+        raise ResumeRefused(
+            f"{run_dir}: --shard {shard[0]}/{shard[1]} differs from the run's "
+            f"shard {'none' if was is None else f'{was[0]}/{was[1]}'}",
+            hint="resume without --shard",
+        )
     return run_dir, completed_units(events)
 
 
@@ -102,24 +106,31 @@ def resume_plan(run_dir: Path, given: Path | None) -> Plan:
     if not run_dir.is_dir():
         raise RunDirError(f"{run_dir}: no such run directory")
     if not stored.is_file():
-        raise RunDirError(f"{run_dir}: holds no {PLAN_COPY} (not a parval run directory, or one "
-                          "from before runs kept their plan)", hint="name the plan: parval run PLAN --resume RUN")
+        raise RunDirError(
+            f"{run_dir}: holds no {PLAN_COPY} (not a parval run directory, or one from before runs kept their plan)",
+            hint="name the plan: parval run PLAN --resume RUN",
+        )
     try:
         manifest = json.loads((run_dir / MANIFEST).read_text("utf-8"))
         origin = Path(str(manifest["plan"]["path"]))
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise RunDirError(f"{run_dir}/{MANIFEST}: cannot tell where the plan was ({exc})",
-                          hint="name the plan: parval run PLAN --resume RUN") from None
+        raise RunDirError(
+            f"{run_dir}/{MANIFEST}: cannot tell where the plan was ({exc})",
+            hint="name the plan: parval run PLAN --resume RUN",
+        ) from None
     if given is None:
         return load_plan(stored, located_at=origin)
     plan = load_plan(given)
     kept = stored.read_text("utf-8")
     if plan.sha256 != hashlib.sha256(kept.encode()).hexdigest():
-        diffs = plan_differences(parse_plan_text(kept, str(stored)),
-                                 parse_plan_text(given.read_text("utf-8"), str(given)))
+        diffs = plan_differences(
+            parse_plan_text(kept, str(stored)), parse_plan_text(given.read_text("utf-8"), str(given))
+        )
         what = ", ".join(diffs) if diffs else "its text (comments or layout; the values are the same)"
-        raise ResumeRefused(f"{given}: not the plan {run_dir} was started with: {what} differ(s)",
-                            hint=f"resume with the run's own plan: parval run --resume {run_dir}")
+        raise ResumeRefused(
+            f"{given}: not the plan {run_dir} was started with: {what} differ(s)",
+            hint=f"resume with the run's own plan: parval run --resume {run_dir}",
+        )
     return plan
 
 

@@ -15,14 +15,7 @@ import anyio
 
 from parval.errors import ServerStartError
 from parval.plan.load import Plan
-from parval.procedure.names import (
-    HISTORY_PREFIX,
-    REF_BASELINE_A,
-    REF_BASELINE_B,
-    REF_CAP1,
-    REF_LEGACY,
-    count_start,
-)
+from parval.procedure.names import HISTORY_PREFIX, REF_BASELINE_A, REF_BASELINE_B, REF_CAP1, REF_LEGACY, count_start
 from parval.rundir.events import EventLog, read_events
 from parval.runners import phases as ph
 from parval.runners.context import CampaignContext
@@ -35,9 +28,16 @@ Unit = tuple[str, Callable[[], Any]]
 class Campaign(CampaignContext):
     """The schedule of units (fresh starts and probes), run in order under the deadlines."""
 
-    def __init__(self, plan: Plan, run_dir: Path, log: EventLog, *,
-                 shard: tuple[int, int] | None = None, skip_runs: set[str] | None = None,
-                 fail_fast: bool = False) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        run_dir: Path,
+        log: EventLog,
+        *,
+        shard: tuple[int, int] | None = None,
+        skip_runs: set[str] | None = None,
+        fail_fast: bool = False,
+    ) -> None:
         super().__init__(plan, run_dir, log, shard=shard)
         self.fail_fast = fail_fast
         # --fail-fast: count -> why it is not run (a lower count already has a FAIL).
@@ -109,14 +109,15 @@ class Campaign(CampaignContext):
                 if not failed:
                     self._cleared.add(lower)
                     continue
-                reason = (f"not run (--fail-fast): count {lower} has a FAIL "
-                          f"({', '.join(failed[:4])}{'…' if len(failed) > 4 else ''}), so no count "
-                          "above it can be admitted")
+                reason = (
+                    f"not run (--fail-fast): count {lower} has a FAIL "
+                    f"({', '.join(failed[:4])}{'…' if len(failed) > 4 else ''}), so no count "
+                    "above it can be admitted"
+                )
                 for above in self.shard_counts():
                     if above > lower and above not in self.not_run:
                         self.not_run[above] = reason
-                        self.log.append("count_not_run", count=above, after_count=lower,
-                                        failed=failed, reason=reason)
+                        self.log.append("count_not_run", count=above, after_count=lower, failed=failed, reason=reason)
                 break
         return self.not_run.get(n)
 
@@ -136,10 +137,15 @@ class Campaign(CampaignContext):
     async def run(self) -> None:
         from parval import signals
 
-        self.log.append("campaign_start", plan=self.plan.name, plan_sha256=self.plan.sha256,
-                        shard=list(self.shard) if self.shard else None,
-                        counts=self.shard_counts(), resumed=bool(self.skip_runs),
-                        fail_fast=self.fail_fast)
+        self.log.append(
+            "campaign_start",
+            plan=self.plan.name,
+            plan_sha256=self.plan.sha256,
+            shard=list(self.shard) if self.shard else None,
+            counts=self.shard_counts(),
+            resumed=bool(self.skip_runs),
+            fail_fast=self.fail_fast,
+        )
         t0 = time.monotonic()
         finished = True
         interrupted_in: list[str | None] = []
@@ -179,14 +185,19 @@ class Campaign(CampaignContext):
         signum = signals.interrupted()
         if interrupted_in and signum is not None:
             finished = False
-            self.log.append("campaign_interrupted", signal=signal.Signals(signum).name,
-                            unit=interrupted_in[-1],
-                            reason="interrupted by a signal; the unfinished unit is redone by "
-                                   "`parval run PLAN --resume RUN`")
+            self.log.append(
+                "campaign_interrupted",
+                signal=signal.Signals(signum).name,
+                unit=interrupted_in[-1],
+                reason="interrupted by a signal; the unfinished unit is redone by `parval run PLAN --resume RUN`",
+            )
         elif scope.cancelled_caught:
             finished = False
-            self.log.append("campaign_timeout", after_s=round(time.monotonic() - t0, 1),
-                            reason=f"timeouts.campaign_s={self.plan.timeouts['campaign_s']} reached")
+            self.log.append(
+                "campaign_timeout",
+                after_s=round(time.monotonic() - t0, 1),
+                reason=f"timeouts.campaign_s={self.plan.timeouts['campaign_s']} reached",
+            )
         self.log.append("campaign_end", finished=finished, elapsed_s=round(time.monotonic() - t0, 3))
 
     async def _watch_interrupt(self, scope: anyio.CancelScope) -> None:
@@ -222,21 +233,25 @@ class Campaign(CampaignContext):
         except TimeoutError:
             abandoned = self.log.last_of("run_abandoned")
             tail = abandoned.get("log_tail", "") if abandoned and abandoned["seq"] >= begin else ""
-            self.log.append("start_timeout", unit=name, log_tail=tail,
-                            reason=f"timeouts.start_s={self.plan.timeouts['start_s']:g} reached")
+            self.log.append(
+                "start_timeout",
+                unit=name,
+                log_tail=tail,
+                reason=f"timeouts.start_s={self.plan.timeouts['start_s']:g} reached",
+            )
         finally:
             leftovers = [s for s in live_servers() if s.pid not in before]
             if leftovers:
                 with anyio.CancelScope(shield=True):
                     for server in leftovers:
                         stop = await server.stop(self.settings.grace_s)
-                        self.log.append("server_leftover", unit=name, server=server.name,
-                                        stop=stop, log_tail=server.log_tail(2000))
+                        self.log.append(
+                            "server_leftover", unit=name, server=server.name, stop=stop, log_tail=server.log_tail(2000)
+                        )
         return False
 
 
-_COUNT_UNIT = re.compile(
-    rf"count(\d+)-s\d+|{re.escape(HISTORY_PREFIX)}(\d+)|independent-(\d+)")
+_COUNT_UNIT = re.compile(rf"count(\d+)-s\d+|{re.escape(HISTORY_PREFIX)}(\d+)|independent-(\d+)")
 
 
 def unit_count(unit: str) -> int | None:

@@ -20,8 +20,7 @@ class CampaignContext:
     """What every campaign step uses: the plan, the event log and artifacts, launch
     settings, request bodies and fresh starts."""
 
-    def __init__(self, plan: Plan, run_dir: Path, log: EventLog, *,
-                 shard: tuple[int, int] | None = None) -> None:
+    def __init__(self, plan: Plan, run_dir: Path, log: EventLog, *, shard: tuple[int, int] | None = None) -> None:
         self.plan = plan
         self.run_dir = run_dir
         self.log = log
@@ -55,19 +54,38 @@ class CampaignContext:
     def model_entry(self, slots: Any = OMIT, **overrides: Any) -> dict[str, Any]:
         return model_entry(self.plan, slots=slots, **overrides)
 
-    def launch(self, role: str, *, flagged: bool, slots: Any = OMIT,
-               ui_management: bool = False, extra_env: dict[str, str] | None = None,
-               models: list[dict[str, Any]] | None = None) -> LaunchSpec:
-        return launch_spec(self.plan, role, models or [self.model_entry(slots)], flagged=flagged,
-                           ui_management=ui_management, extra_env=extra_env)
+    def launch(
+        self,
+        role: str,
+        *,
+        flagged: bool,
+        slots: Any = OMIT,
+        ui_management: bool = False,
+        extra_env: dict[str, str] | None = None,
+        models: list[dict[str, Any]] | None = None,
+    ) -> LaunchSpec:
+        return launch_spec(
+            self.plan,
+            role,
+            models or [self.model_entry(slots)],
+            flagged=flagged,
+            ui_management=ui_management,
+            extra_env=extra_env,
+        )
 
-    def start(self, name: str, role: str, spec: LaunchSpec, count: int | None,
-              **meta: Any) -> Any:
+    def start(self, name: str, role: str, spec: LaunchSpec, count: int | None, **meta: Any) -> Any:
         return fresh_start(
-            name=name, role=role, attempt=self.log.seq, spec=spec,
-            directory=self.run_dir / "servers" / f"{name}-{self.log.seq}", log=self.log,
-            store=self.store, settings=self.settings, count=count,
-            cache_sensitive=self.plan.cache_sensitive, meta=meta,
+            name=name,
+            role=role,
+            attempt=self.log.seq,
+            spec=spec,
+            directory=self.run_dir / "servers" / f"{name}-{self.log.seq}",
+            log=self.log,
+            store=self.store,
+            settings=self.settings,
+            count=count,
+            cache_sensitive=self.plan.cache_sensitive,
+            meta=meta,
         )
 
     def shard_counts(self) -> list[int]:

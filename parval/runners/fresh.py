@@ -22,14 +22,28 @@ from parval.server.memory import MemorySampler, PhaseTracker
 from parval.server.process import LaunchSpec, spawn, wait_ready
 from parval.server.status import StatusPoller
 
-_FIELD = {"active_slots": "active", "queued_requests": "queued", "slots": "slots",
-          "max_parallel_slots": "max_parallel", "loaded": "loaded"}
+_FIELD = {
+    "active_slots": "active",
+    "queued_requests": "queued",
+    "slots": "slots",
+    "max_parallel_slots": "max_parallel",
+    "loaded": "loaded",
+}
 
 
 @asynccontextmanager
 async def fresh_start(
-    *, name: str, role: str, attempt: int, spec: LaunchSpec, directory: Path, log: EventLog,
-    store: ArtifactStore, settings: StartSettings, count: int | None, cache_sensitive: bool,
+    *,
+    name: str,
+    role: str,
+    attempt: int,
+    spec: LaunchSpec,
+    directory: Path,
+    log: EventLog,
+    store: ArtifactStore,
+    settings: StartSettings,
+    count: int | None,
+    cache_sensitive: bool,
     meta: dict[str, Any],
 ) -> AsyncIterator[Start]:
     """Launch, wait for /health, start poller and sampler; always stop the server.
@@ -43,13 +57,15 @@ async def fresh_start(
       the same way and `run_abandoned` is recorded instead of `run_end`, so the attempt
       counts as incomplete (a resume redoes it from a fresh process).
     """
-    log.append("run_start", run=name, attempt=attempt, role=role, count=count,
-               flagged=spec.flagged, config=spec.config, **meta)
+    log.append(
+        "run_start", run=name, attempt=attempt, role=role, count=count, flagged=spec.flagged, config=spec.config, **meta
+    )
     server = spawn(spec, directory, name)
     phases = PhaseTracker("startup")
     samples: list[dict[str, Any]] = []
-    sampler = MemorySampler(server.pid, settings.memory, phases, samples.append) \
-        if settings.memory is not None else None
+    sampler = (
+        MemorySampler(server.pid, settings.memory, phases, samples.append) if settings.memory is not None else None
+    )
     ended = False
     forced: dict[str, Any] | None = None
     failure: BaseException | None = None
@@ -59,25 +75,56 @@ async def fresh_start(
                 tg.start_soon(sampler.run)
             ready_s = await wait_ready(server, settings.ready_timeout_s)
             stderr = server.stderr_text()
-            log.append("server_ready", run=name, attempt=attempt, ready_s=round(ready_s, 4),
-                       pid=server.pid, warning_marker=WARNING_MARKER in stderr, argv=server.argv)
+            log.append(
+                "server_ready",
+                run=name,
+                attempt=attempt,
+                ready_s=round(ready_s, 4),
+                pid=server.pid,
+                warning_marker=WARNING_MARKER in stderr,
+                argv=server.argv,
+            )
             phases.set("idle")
             poller = StatusPoller(server.base_url, settings.model_id, settings.poll_interval_s)
             tg.start_soon(poller.run)
             first = await poller.wait_for(lambda s: True, 5.0)
             # Observed once here and acted on for the whole start: a process whose status
             # lacks the slot counters is not waited for (drain, ordered admission, repeats).
-            log.append("slot_counters", run=name, attempt=attempt,
-                       published=bool(first and first.present and first.active is not None),
-                       model_listed=bool(first and first.present), observed="first status sample",
-                       fields=[k for k in ("active_slots", "queued_requests", "slots",
-                                           "max_parallel_slots", "loaded")
-                               if first is not None and getattr(first, _FIELD[k]) is not None])
-            client = Client(server.base_url, max_connections=settings.max_wave + 4,
-                            request_timeout_s=settings.request_timeout_s,
-                            max_body_bytes=settings.max_body_bytes)
-            start = Start(name, role, attempt, server, client, poller, phases, log, store,
-                          settings, count, cache_sensitive, memory_samples=samples, sampler=sampler)
+            log.append(
+                "slot_counters",
+                run=name,
+                attempt=attempt,
+                published=bool(first and first.present and first.active is not None),
+                model_listed=bool(first and first.present),
+                observed="first status sample",
+                fields=[
+                    k
+                    for k in ("active_slots", "queued_requests", "slots", "max_parallel_slots", "loaded")
+                    if first is not None and getattr(first, _FIELD[k]) is not None
+                ],
+            )
+            client = Client(
+                server.base_url,
+                max_connections=settings.max_wave + 4,
+                request_timeout_s=settings.request_timeout_s,
+                max_body_bytes=settings.max_body_bytes,
+            )
+            start = Start(
+                name,
+                role,
+                attempt,
+                server,
+                client,
+                poller,
+                phases,
+                log,
+                store,
+                settings,
+                count,
+                cache_sensitive,
+                memory_samples=samples,
+                sampler=sampler,
+            )
             start.reset_histories()
             try:
                 yield start
@@ -101,20 +148,35 @@ async def fresh_start(
             with anyio.CancelScope(shield=True):
                 stop = await server.stop(settings.grace_s)
                 if not _contains(failure, ServerStartError):  # run_unit records start_failed
-                    reason = ("the start was cancelled (interrupted, or a per-start or campaign "
-                              "deadline) before it finished"
-                              if failure is None or _cancelled(failure)
-                              else f"{type(failure).__name__}: {failure}")
-                    log.append("run_abandoned", run=name, attempt=attempt, stop=stop,
-                               reason=reason, log_tail=server.log_tail(2000))
+                    reason = (
+                        "the start was cancelled (interrupted, or a per-start or campaign deadline) before it finished"
+                        if failure is None or _cancelled(failure)
+                        else f"{type(failure).__name__}: {failure}"
+                    )
+                    log.append(
+                        "run_abandoned",
+                        run=name,
+                        attempt=attempt,
+                        stop=stop,
+                        reason=reason,
+                        log_tail=server.log_tail(2000),
+                    )
     if forced is not None:
-        raise StartAborted(f"{name}: server did not exit within timeouts.shutdown_grace_s="
-                           f"{settings.grace_s:g} s after SIGTERM; killed with SIGKILL",
-                           log_tail=server.log_tail())
+        raise StartAborted(
+            f"{name}: server did not exit within timeouts.shutdown_grace_s="
+            f"{settings.grace_s:g} s after SIGTERM; killed with SIGKILL",
+            log_tail=server.log_tail(),
+        )
 
 
-async def _end(st: Start, directory: Path, samples: list[dict[str, Any]], phases: PhaseTracker,
-               sampler: MemorySampler | None, settings: StartSettings) -> dict[str, Any]:
+async def _end(
+    st: Start,
+    directory: Path,
+    samples: list[dict[str, Any]],
+    phases: PhaseTracker,
+    sampler: MemorySampler | None,
+    settings: StartSettings,
+) -> dict[str, Any]:
     """Close the client, stop the server, write samples, record run_end (all shielded:
     the server is always stopped and the attempt always closed, even if a Ctrl-C or a
     deadline lands meanwhile; the whole is bounded by the grace period)."""
@@ -127,11 +189,15 @@ async def _end(st: Start, directory: Path, samples: list[dict[str, Any]], phases
         if rc_before is not None:
             st.record_crash("before shutdown", rc_before)
         _write_samples(directory, st.poller, samples, phases)
-        st.log.append("run_end", run=st.name, attempt=st.attempt, stop=stop,
-                      status_fields=_status_fields(st.poller),
-                      poll_errors=st.poller.errors, polls=len(st.poller.samples),
-                      memory=sampler.info() if sampler else None,
-                      log_tail=st.server.log_tail(2000))
+        st.event(
+            "run_end",
+            stop=stop,
+            status_fields=_status_fields(st.poller),
+            poll_errors=st.poller.errors,
+            polls=len(st.poller.samples),
+            memory=sampler.info() if sampler else None,
+            log_tail=st.server.log_tail(2000),
+        )
     return stop
 
 
@@ -149,10 +215,8 @@ def _contains(exc: BaseException | None, cls: type[BaseException]) -> bool:
     return isinstance(exc, cls)
 
 
-def _write_samples(directory: Path, poller: StatusPoller, samples: list[dict[str, Any]],
-                   phases: PhaseTracker) -> None:
-    atomic_write(directory / "status.jsonl",
-                 "".join(json.dumps(s.to_json()) + "\n" for s in poller.samples))
+def _write_samples(directory: Path, poller: StatusPoller, samples: list[dict[str, Any]], phases: PhaseTracker) -> None:
+    atomic_write(directory / "status.jsonl", "".join(json.dumps(s.to_json()) + "\n" for s in poller.samples))
     atomic_write(directory / "memory.jsonl", "".join(json.dumps(s) + "\n" for s in samples))
     atomic_write(directory / "phases.json", json.dumps(phases.transitions()))
 

@@ -23,8 +23,7 @@ async def independent_servers(c: CampaignContext, n: int) -> None:
         starts: list[Start] = []
         for i in range(n):
             spec = c.launch("candidate", flagged=True, slots=1)
-            starts.append(await stack.enter_async_context(
-                c.start(f"independent-{n}-{i}", "independent", spec, 1)))
+            starts.append(await stack.enter_async_context(c.start(f"independent-{n}-{i}", "independent", spec, 1)))
         cold_s: float | None = None
         for rep in range(c.plan.performance["warm_repeats"] + 1):
             replies: list[Reply | None] = [None] * n
@@ -47,8 +46,17 @@ async def independent_servers(c: CampaignContext, n: int) -> None:
             if rep == 0:
                 cold_s = round(batch, 6)
                 continue
-            info: dict[str, Any] = {"batch_s": round(batch, 6),
-                                    "latencies_s": [round(r.elapsed_s, 6) for r in done],
-                                    "failures": sum(r.outcome != "ok" for r in done)}
-            c.log.append("perf", unit=f"independent-{n}", series="independent_servers", count=n,
-                         repeat=rep - 1, cold_s=cold_s, **info)
+            info: dict[str, Any] = {
+                "batch_s": round(batch, 6),
+                "latencies_s": [round(r.elapsed_s, 6) for r in done],
+                "failures": sum(r.outcome != "ok" for r in done),
+            }
+            c.log.append(
+                "perf",
+                unit=f"independent-{n}",
+                series="independent_servers",
+                count=n,
+                repeat=rep - 1,
+                cold_s=cold_s,
+                **info,
+            )

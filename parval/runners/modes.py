@@ -21,8 +21,12 @@ if TYPE_CHECKING:
 
 
 def _speech_body(c: CampaignContext, request: dict[str, Any]) -> dict[str, Any]:
-    body: dict[str, Any] = {"model": c.plan.model_id, "input": request.get("text", ""),
-                            "stream": True, "stream_format": "sse"}
+    body: dict[str, Any] = {
+        "model": c.plan.model_id,
+        "input": request.get("text", ""),
+        "stream": True,
+        "stream_format": "sse",
+    }
     for key in ("seed", "max_tokens", "temperature", "voice_ref", "reference_text", "language"):
         if key in request:
             body[key] = request[key]
@@ -76,8 +80,12 @@ async def streaming_checks(c: CampaignContext, st: Start, n: int) -> None:
         # Only this wave's samples: an earlier wave's leases must not count as overlap here.
         window = st.poller.window(t0, time.monotonic())
         actives = [s.active for s in window if s.ok and s.present and s.active is not None]
-        windows[label] = {"t0": t0, "max_active": max(actives) if actives else None,
-                          "counters_present": bool(actives), "polls": len(window)}
+        windows[label] = {
+            "t0": t0,
+            "max_active": max(actives) if actives else None,
+            "counters_present": bool(actives),
+            "polls": len(window),
+        }
         return batch
 
     concurrent = await timed("concurrent", False)
@@ -89,17 +97,36 @@ async def streaming_checks(c: CampaignContext, st: Start, n: int) -> None:
         for i, (reply, events) in enumerate(batch):
             digest, size, done = _pcm_hash(events)
             meant = label == "disconnect" and i == 0 and n > 1
-            rows.append({"wave": label, "index": i, "status": reply.status, "outcome": reply.outcome,
-                         "error": reply.error, "pcm_sha256": digest, "bytes": size, "done": done,
-                         "events": len(events), "disconnected": meant,
-                         # Cut: the client closed the stream before the server ended it.
-                         "cut": meant and reply.error == CUT_ON_PURPOSE and not done,
-                         "t_send": round(reply.t_send - t0, 6), "t_done": round(reply.t_done - t0, 6)})
-    c.log.append("m6_streaming", run=st.name, attempt=st.attempt, count=n, reference_pcm_sha256=ref,
-                 reference_problem=problem, streams=rows, max_active=windows["concurrent"]["max_active"],
-                 max_active_disconnect=windows["disconnect"]["max_active"],
-                 counters_present=windows["concurrent"]["counters_present"],
-                 polls=windows["concurrent"]["polls"], drained=drained)
+            rows.append(
+                {
+                    "wave": label,
+                    "index": i,
+                    "status": reply.status,
+                    "outcome": reply.outcome,
+                    "error": reply.error,
+                    "pcm_sha256": digest,
+                    "bytes": size,
+                    "done": done,
+                    "events": len(events),
+                    "disconnected": meant,
+                    # Cut: the client closed the stream before the server ended it.
+                    "cut": meant and reply.error == CUT_ON_PURPOSE and not done,
+                    "t_send": round(reply.t_send - t0, 6),
+                    "t_done": round(reply.t_done - t0, 6),
+                }
+            )
+    st.event(
+        "m6_streaming",
+        count=n,
+        reference_pcm_sha256=ref,
+        reference_problem=problem,
+        streams=rows,
+        max_active=windows["concurrent"]["max_active"],
+        max_active_disconnect=windows["disconnect"]["max_active"],
+        counters_present=windows["concurrent"]["counters_present"],
+        polls=windows["concurrent"]["polls"],
+        drained=drained,
+    )
     st.phases.set("idle")
 
 
@@ -125,11 +152,25 @@ async def batch_checks(c: CampaignContext, st: Start, n: int) -> None:
                 idx = int(e.get("index", -1))
                 name = c.requests[idx].name if 0 <= idx < len(c.requests) else "?"
                 got = canonicalize(json.dumps(e.get("result")).encode(), c.settings.volatile)
-                results.append({"batch": b, "index": idx, "req": name, "canon": got.canon,
-                                "exact": got.valid and got.canon == refs.get(name)})
-        results.append({"batch": b, "status": reply.status, "outcome": reply.outcome,
-                        "error": reply.error_message() if reply.status and reply.status >= 400 else ""})
+                results.append(
+                    {
+                        "batch": b,
+                        "index": idx,
+                        "req": name,
+                        "canon": got.canon,
+                        "exact": got.valid and got.canon == refs.get(name),
+                    }
+                )
+        results.append(
+            {
+                "batch": b,
+                "status": reply.status,
+                "outcome": reply.outcome,
+                "error": reply.error_message() if reply.status and reply.status >= 400 else "",
+            }
+        )
     drained = await st.drained(3.0)
-    c.log.append("m6_batch", run=st.name, attempt=st.attempt, count=n, batches=len(batches),
-                 expected_results=len(c.requests), results=results, drained=drained)
+    st.event(
+        "m6_batch", count=n, batches=len(batches), expected_results=len(c.requests), results=results, drained=drained
+    )
     st.phases.set("idle")

@@ -64,16 +64,22 @@ def repeat_reason(st: Start, wave_event: dict[str, Any], n: int) -> tuple[bool, 
         return False, "the server publishes no slot counters (active_slots absent from /v1/models)"
     stalled = (wave_event.get("admission") or {}).get("stalled")
     if stalled:
-        return False, (f"active_slots stayed at {stalled['max_active']} in {stalled['polls']} polls "
-                       f"while {stalled['outstanding']} requests were in flight (admission of "
-                       f"request {stalled['request'] + 1} of {n} not seen)")
+        return False, (
+            f"active_slots stayed at {stalled['max_active']} in {stalled['polls']} polls "
+            f"while {stalled['outstanding']} requests were in flight (admission of "
+            f"request {stalled['request'] + 1} of {n} not seen)"
+        )
     flight = wave_event.get("all_in_flight") or {}
     polls = int(flight.get("polls") or 0)
     if polls >= MIN_POLLS_IN_FLIGHT:
-        return False, (f"active_slots stayed at {flight.get('max_active')} in {polls} polls "
-                       f"while all {n} requests were in flight for {flight.get('ms')} ms")
-    return True, (f"all {n} requests were in flight together for {flight.get('ms', 0)} ms, "
-                  f"{polls} poll(s): too short for the poller to see the overlap")
+        return False, (
+            f"active_slots stayed at {flight.get('max_active')} in {polls} polls "
+            f"while all {n} requests were in flight for {flight.get('ms')} ms"
+        )
+    return True, (
+        f"all {n} requests were in flight together for {flight.get('ms', 0)} ms, "
+        f"{polls} poll(s): too short for the poller to see the overlap"
+    )
 
 
 def decide_repeat(c: CampaignContext, st: Start, wave_event: dict[str, Any], n: int, retry: int) -> bool:
@@ -84,22 +90,31 @@ def decide_repeat(c: CampaignContext, st: Start, wave_event: dict[str, Any], n: 
     repeat, why = decision
     if repeat and retry + 1 >= WAVE_ATTEMPTS:
         repeat, why = False, f"{why}; {WAVE_ATTEMPTS} attempts made"
-    c.log.append("wave_repeat", run=st.name, attempt=st.attempt, count=st.count,
-                 phase=wave_event.get("phase"), wave=wave_event.get("wave"), n=n, retry=retry,
-                 repeat=repeat, reason=why)
+    c.log.append(
+        "wave_repeat",
+        run=st.name,
+        attempt=st.attempt,
+        count=st.count,
+        phase=wave_event.get("phase"),
+        wave=wave_event.get("wave"),
+        n=n,
+        retry=retry,
+        repeat=repeat,
+        reason=why,
+    )
     return repeat
 
 
-async def wave_ordered(c: CampaignContext, st: Start, phase: str, wave: int,
-                       order: list[NamedRequest]) -> None:
+async def wave_ordered(c: CampaignContext, st: Start, phase: str, wave: int, order: list[NamedRequest]) -> None:
     for attempt in range(WAVE_ATTEMPTS):
         event = await _wave_ordered_once(c, st, phase, wave, order, attempt)
         if not decide_repeat(c, st, event, len(order), attempt):
             return
 
 
-async def _wave_ordered_once(c: CampaignContext, st: Start, phase: str, wave: int,
-                             order: list[NamedRequest], retry: int) -> dict[str, Any]:
+async def _wave_ordered_once(
+    c: CampaignContext, st: Start, phase: str, wave: int, order: list[NamedRequest], retry: int
+) -> dict[str, Any]:
     from parval.server.admission import ordered_admission
 
     n = len(order)
@@ -110,9 +125,13 @@ async def _wave_ordered_once(c: CampaignContext, st: Start, phase: str, wave: in
     # measured in this start (2 s at most), and not at all without counters to watch.
     with anyio.move_on_after(c.plan.timeouts["wave_s"]) as scope:
         replies, info = await ordered_admission(
-            st.client, st.poller, c.settings.route, [c.body(r) for r in order],
+            st.client,
+            st.poller,
+            c.settings.route,
+            [c.body(r) for r in order],
             admit_timeout_s=st.admit_timeout_s(min(2.0, c.plan.timeouts["request_s"])),
-            observe=st.counters_published)
+            observe=st.counters_published,
+        )
     t_end = time.monotonic()
     if scope.cancelled_caught:
         c.log.append("wave_timeout", run=st.name, phase=phase, wave=wave)
@@ -126,15 +145,35 @@ async def _wave_ordered_once(c: CampaignContext, st: Start, phase: str, wave: in
                 history: list[str] | None = list(st.histories[i]) if mapping_known else ["?"]
             else:
                 history = None
-            st.record(phase, wave, req.name, reply, history=history,
-                      slot=i if mapping_known else None, reversed=wave % 2 == 1, retry=retry)
+            st.record(
+                phase,
+                wave,
+                req.name,
+                reply,
+                history=history,
+                slot=i if mapping_known else None,
+                reversed=wave % 2 == 1,
+                retry=retry,
+            )
     for i, req in enumerate(order):
         st.histories[i].append(req.name if mapping_known else "?")
     await st.check_alive(f"{phase} wave {wave}")
     drained = await st.drained()
-    event = st.wave_event(phase, wave, n, "reversed" if wave % 2 == 1 else "ordered", t_start, t_end,
-                          replies, drained, admission=info, trace_lines=len(trace),
-                          trace_confirmed=confirmed, order=[r.name for r in order], retry=retry)
+    event = st.wave_event(
+        phase,
+        wave,
+        n,
+        "reversed" if wave % 2 == 1 else "ordered",
+        t_start,
+        t_end,
+        replies,
+        drained,
+        admission=info,
+        trace_lines=len(trace),
+        trace_confirmed=confirmed,
+        order=[r.name for r in order],
+        retry=retry,
+    )
     st.phases.set("idle")
     return event
 
@@ -145,8 +184,9 @@ def confirm_slots(trace: list[dict[str, object]], order: list[NamedRequest]) -> 
         text = str(req.body.get("text", ""))
         seed = req.body.get("seed")
         seed_s = "" if seed is None else str(seed)
-        if not any(t.get("slot") == i and t.get("text", "") == text and str(t.get("seed", "")) == seed_s
-                   for t in trace):
+        if not any(
+            t.get("slot") == i and t.get("text", "") == text and str(t.get("seed", "")) == seed_s for t in trace
+        ):
             return False
     return True
 
@@ -164,10 +204,17 @@ async def unload_reload(c: CampaignContext, st: Start, n: int) -> None:
         reply = await st.client.post(ROUTE_BULK_UNLOAD, {"model_ids": [c.plan.model_id]})
         seen = await st.wait_status(lambda s: s.loaded is False, 2.0, needs=("loaded",))
         body = reply.json()
-        c.log.append("probe", run=st.name, attempt=st.attempt, name="unload", cycle=cycle,
-                     reply=reply.summary(), body=body if isinstance(body, dict) else None,
-                     listed=isinstance(body, dict) and c.plan.model_id in (body.get("unloaded") or []),
-                     loaded_false=seen is not None)
+        c.log.append(
+            "probe",
+            run=st.name,
+            attempt=st.attempt,
+            name="unload",
+            cycle=cycle,
+            reply=reply.summary(),
+            body=body if isinstance(body, dict) else None,
+            listed=isinstance(body, dict) and c.plan.model_id in (body.get("unloaded") or []),
+            loaded_false=seen is not None,
+        )
         st.reset_histories()
         # the idle level after the unload, compared by M5 with the one before the first load
         await st.settle("unload")
@@ -195,8 +242,7 @@ def wave_bodies(c: CampaignContext, reqs: list[NamedRequest]) -> list[dict[str, 
     return [c.body(r) for r in reqs]
 
 
-async def wave_together(c: CampaignContext, st: Start, phase: str, wave: int,
-                        reqs: list[NamedRequest]) -> None:
+async def wave_together(c: CampaignContext, st: Start, phase: str, wave: int, reqs: list[NamedRequest]) -> None:
     """N requests released together; histories known when every slot's history is the same.
 
     A warm wave whose N leases were not seen at once is repeated (every attempt recorded
@@ -208,8 +254,9 @@ async def wave_together(c: CampaignContext, st: Start, phase: str, wave: int,
             return
 
 
-async def _wave_together_once(c: CampaignContext, st: Start, phase: str, wave: int,
-                              reqs: list[NamedRequest], retry: int) -> dict[str, Any]:
+async def _wave_together_once(
+    c: CampaignContext, st: Start, phase: str, wave: int, reqs: list[NamedRequest], retry: int
+) -> dict[str, Any]:
     from parval.server.waves import release_together
 
     n = len(reqs)
@@ -233,7 +280,8 @@ async def _wave_together_once(c: CampaignContext, st: Start, phase: str, wave: i
     trace, _ = st.trace_lines(offset)
     await st.check_alive(f"{phase} wave {wave}")
     drained = await st.drained()
-    event = st.wave_event(phase, wave, n, "together", t_start, t_end, replies, drained,
-                          trace_lines=len(trace), retry=retry)
+    event = st.wave_event(
+        phase, wave, n, "together", t_start, t_end, replies, drained, trace_lines=len(trace), retry=retry
+    )
     st.phases.set("idle")
     return event

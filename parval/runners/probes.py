@@ -9,18 +9,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from parval.errors import ServerStartError
-from parval.procedure.server_facts import (
-    LEGACY_SLOTS_TEXT,
-    ROUTE_BULK_UNLOAD,
-    ROUTE_LOAD,
-    SLOTS_FORMS,
-)
+from parval.procedure.server_facts import LEGACY_SLOTS_TEXT, ROUTE_BULK_UNLOAD, ROUTE_LOAD, SLOTS_FORMS
 from parval.runners.start import Start
 from parval.server.process import spawn, wait_ready
 from parval.server.waves import release_together
 
 if TYPE_CHECKING:
     from parval.runners.context import CampaignContext
+
 
 async def x1_config_rejection(c: CampaignContext) -> None:
     """An unflagged candidate must refuse to start with any explicit slots field."""
@@ -38,8 +34,14 @@ async def x1_config_rejection(c: CampaignContext) -> None:
             exit_code = server.exit_code
         stderr = server.stderr_text()
         await server.stop(5.0)
-        c.log.append("x1_config_probe", value=value, rejected=rejected, exit_code=exit_code,
-                     message_ok=LEGACY_SLOTS_TEXT in stderr, stderr_tail=stderr[-600:])
+        c.log.append(
+            "x1_config_probe",
+            value=value,
+            rejected=rejected,
+            exit_code=exit_code,
+            message_ok=LEGACY_SLOTS_TEXT in stderr,
+            stderr_tail=stderr[-600:],
+        )
 
 
 async def x1_registration_probe(c: CampaignContext, st: Start) -> None:
@@ -47,9 +49,14 @@ async def x1_registration_probe(c: CampaignContext, st: Start) -> None:
     for i, value in enumerate(SLOTS_FORMS):
         entry = c.model_entry(slots=value, id=f"{c.plan.model_id}-x1-{i}")
         reply = await st.client.post(ROUTE_LOAD, entry)
-        c.log.append("x1_registration_probe", run=st.name, value=value, reply=reply.summary(),
-                     message=reply.error_message(),
-                     ok=reply.status == 400 and reply.error_message() == LEGACY_SLOTS_TEXT)
+        c.log.append(
+            "x1_registration_probe",
+            run=st.name,
+            value=value,
+            reply=reply.summary(),
+            message=reply.error_message(),
+            ok=reply.status == 400 and reply.error_message() == LEGACY_SLOTS_TEXT,
+        )
 
 
 CAPACITY_TEXT = "does not support the requested slots"
@@ -73,9 +80,12 @@ async def x3_resize_probe(c: CampaignContext, st: Start) -> None:
             steps.append({"slots": slots, "reply": reply.summary(), "capacity_refused": True})
             break
         sample = await st.wait_status(lambda s, n=slots: s.slots == n, 2.0, needs=("slots",))
-        step: dict[str, Any] = {"slots": slots, "reply": reply.summary(),
-                                "status_fields": bool(sample and sample.active is not None),
-                                "slots_seen": sample.slots if sample else None}
+        step: dict[str, Any] = {
+            "slots": slots,
+            "reply": reply.summary(),
+            "status_fields": bool(sample and sample.active is not None),
+            "slots_seen": sample.slots if sample else None,
+        }
         if reply.status == 200:
             # The resize rebuilt the pool: the next request is the first after a load.
             out = await st.client.post(c.settings.route, c.body(base))
@@ -85,14 +95,12 @@ async def x3_resize_probe(c: CampaignContext, st: Start) -> None:
         await st.check_alive(f"resize to {slots}")
     st.reset_histories()
     st.phases.set("idle")
-    ok = not refused and len(steps) == 4 and all(
-        s["reply"]["status"] == 200 and s["status_fields"] for s in steps)
+    ok = not refused and len(steps) == 4 and all(s["reply"]["status"] == 200 and s["status_fields"] for s in steps)
     c.log.append("x3_resize_probe", run=st.name, steps=steps, ok=ok, capacity_refused=refused)
 
 
 async def recovery_start(c: CampaignContext, n: int) -> None:
-    spec = c.launch("candidate", flagged=True, slots=n,
-                    ui_management=bool(c.plan.server["ui_management"]))
+    spec = c.launch("candidate", flagged=True, slots=n, ui_management=bool(c.plan.server["ui_management"]))
     async with c.start("recovery", "recovery", spec, n) as st:
         await unload_during_first_load(c, st)
         await invalid_alongside(c, st, n)
@@ -112,12 +120,12 @@ async def unload_during_first_load(c: CampaignContext, st: Start) -> None:
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(send)
-        during = await st.wait_status(lambda s: (s.active or 0) >= 1 and s.loaded is False, 5.0,
-                                       needs=("active", "loaded"))
+        during = await st.wait_status(
+            lambda s: (s.active or 0) >= 1 and s.loaded is False, 5.0, needs=("active", "loaded")
+        )
         st.phases.set("unload")
         unload = await st.client.post(ROUTE_BULK_UNLOAD, {"model_ids": [c.plan.model_id]})
-    after = await st.wait_status(lambda s: s.loaded is False and (s.active or 0) == 0, 2.0,
-                                 needs=("active", "loaded"))
+    after = await st.wait_status(lambda s: s.loaded is False and (s.active or 0) == 0, 2.0, needs=("active", "loaded"))
     await st.settle("unload")
     st.phases.set("reload")
     req = first["reply"]
@@ -127,11 +135,16 @@ async def unload_during_first_load(c: CampaignContext, st: Start) -> None:
     st.record("unload_during_load_reload", 0, base.name, reload, history=[])
     st.histories[0].append(base.name)
     body = unload.json()
-    c.log.append("m4_unload_during_first_load", run=st.name, attempt=st.attempt,
-                 issued_during_load=during is not None, unload=unload.summary(),
-                 listed=isinstance(body, dict) and c.plan.model_id in (body.get("unloaded") or []),
-                 unload_done=st.rel(unload.t_done), requests_done=[st.rel(req.t_done)],
-                 requests_latency=[round(req.elapsed_s, 6)], ended_unloaded=after is not None)
+    st.event(
+        "m4_unload_during_first_load",
+        issued_during_load=during is not None,
+        unload=unload.summary(),
+        listed=isinstance(body, dict) and c.plan.model_id in (body.get("unloaded") or []),
+        unload_done=st.rel(unload.t_done),
+        requests_done=[st.rel(req.t_done)],
+        requests_latency=[round(req.elapsed_s, 6)],
+        ended_unloaded=after is not None,
+    )
     await st.check_alive("unload during first load")
 
 
@@ -151,8 +164,12 @@ async def invalid_alongside(c: CampaignContext, st: Start, n: int) -> None:
     await st.check_alive("invalid alongside")
     drained = await st.drained()
     bad = replies[-1]
-    c.log.append("m4_invalid_alongside", run=st.name, attempt=st.attempt, invalid=bad.summary(),
-                 rejected=bad.status is not None and bad.status >= 400, drained=drained)
+    st.event(
+        "m4_invalid_alongside",
+        invalid=bad.summary(),
+        rejected=bad.status is not None and bad.status >= 400,
+        drained=drained,
+    )
     st.reset_histories()
     await _unload_all(c, st)
 
@@ -162,8 +179,11 @@ async def unload_in_flight(c: CampaignContext, st: Start, n: int, which: str) ->
     await _unload_all(c, st)
     base = c.requests[0]
     st.phases.set(f"unload_{which}")
-    route, payload = ((ROUTE_BULK_UNLOAD, {"model_ids": [c.plan.model_id]})
-                      if which == "targeted" else ("/v1/tasks/unload_all_models", {}))
+    route, payload = (
+        (ROUTE_BULK_UNLOAD, {"model_ids": [c.plan.model_id]})
+        if which == "targeted"
+        else ("/v1/tasks/unload_all_models", {})
+    )
     history = list(st.histories[0])
     replies: list[Any] = []
     unload: dict[str, Any] = {}
@@ -183,14 +203,20 @@ async def unload_in_flight(c: CampaignContext, st: Start, n: int, which: str) ->
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(wave)
-        active = await st.wait_status(lambda s: (s.active or 0) >= busy and bool(s.loaded), 5.0,
-                                        needs=("active", "loaded"))
+        active = await st.wait_status(
+            lambda s: (s.active or 0) >= busy and bool(s.loaded), 5.0, needs=("active", "loaded")
+        )
         tg.start_soon(manage)
         await anyio.sleep(0.01)
         tg.start_soon(late)
     for reply in replies:
-        st.record(f"unload_{which}_inflight", 0, base.name, reply,
-                  history=history if all(h == history for h in st.histories[:n]) else None)
+        st.record(
+            f"unload_{which}_inflight",
+            0,
+            base.name,
+            reply,
+            history=history if all(h == history for h in st.histories[:n]) else None,
+        )
     st.reset_histories()
     late_reply = later["reply"]
     # The later request ran after the unload: on a freshly rebuilt pool (cold).
@@ -199,17 +225,22 @@ async def unload_in_flight(c: CampaignContext, st: Start, n: int, which: str) ->
     await st.settle(f"unload_{which}")
     u = unload["reply"]
     body = u.json()
-    c.log.append(f"m4_{which}_unload", run=st.name, attempt=st.attempt,
-                 issued_while_active=active is not None, unload=u.summary(),
-                 unload_done=st.rel(u.t_done), requests_done=[st.rel(r.t_done) for r in replies],
-                 requests_latency=[round(r.elapsed_s, 6) for r in replies],
-                 later_done=st.rel(late_reply.t_done), busy=busy,
-                 # A later request admitted while the unload waits shows up as one more
-                 # active slot than the work in front of it (client reply order is racy).
-                 active_while_unload_waits=max(
-                     (x.active or 0 for x in st.poller.window(late_reply.t_send + 0.002, u.t_done)),
-                     default=0),
-                 ended_unloaded=isinstance(body, dict) and c.plan.model_id in (body.get("unloaded") or []))
+    st.event(
+        f"m4_{which}_unload",
+        issued_while_active=active is not None,
+        unload=u.summary(),
+        unload_done=st.rel(u.t_done),
+        requests_done=[st.rel(r.t_done) for r in replies],
+        requests_latency=[round(r.elapsed_s, 6) for r in replies],
+        later_done=st.rel(late_reply.t_done),
+        busy=busy,
+        # A later request admitted while the unload waits shows up as one more
+        # active slot than the work in front of it (client reply order is racy).
+        active_while_unload_waits=max(
+            (x.active or 0 for x in st.poller.window(late_reply.t_send + 0.002, u.t_done)), default=0
+        ),
+        ended_unloaded=isinstance(body, dict) and c.plan.model_id in (body.get("unloaded") or []),
+    )
     await st.check_alive(f"{which} unload")
 
 
@@ -226,8 +257,11 @@ async def load_failure_retry(c: CampaignContext, st: Start, n: int) -> None:
         c.log.append("m4_load_failure", run=st.name, skipped="plan sets recovery.load_failure: none")
         return
     if not c.plan.server["ui_management"]:
-        c.log.append("m4_load_failure", run=st.name,
-                     skipped="registration needs server.ui_management (a native-model-manager build)")
+        c.log.append(
+            "m4_load_failure",
+            run=st.name,
+            skipped="registration needs server.ui_management (a native-model-manager build)",
+        )
         return
     await _unload_all(c, st)
     base = c.requests[0]
@@ -257,14 +291,19 @@ async def load_failure_retry(c: CampaignContext, st: Start, n: int) -> None:
     out = await st.client.post(c.settings.route, c.body(base))
     st.record("load_retry", 0, base.name, out, history=[])
     st.histories[0].append(base.name)
-    c.log.append("m4_load_failure", run=st.name, attempt=st.attempt, failure=fail_reply.summary(),
-                 failed=fail_reply.status is not None and fail_reply.status >= 400,
-                 retry=good.summary(), retried=good.status == 200,
-                 registration={"id": c.plan.model_id, "path": str(c.plan.model_path),
-                               "broken_path": broken["path"]},
-                 healthy_in_flight=active is not None, healthy=len(replies),
-                 healthy_done=[st.rel(r.t_done) for r in replies],
-                 failure_done=st.rel(fail_reply.t_done), drained=drained)
+    st.event(
+        "m4_load_failure",
+        failure=fail_reply.summary(),
+        failed=fail_reply.status is not None and fail_reply.status >= 400,
+        retry=good.summary(),
+        retried=good.status == 200,
+        registration={"id": c.plan.model_id, "path": str(c.plan.model_path), "broken_path": broken["path"]},
+        healthy_in_flight=active is not None,
+        healthy=len(replies),
+        healthy_done=[st.rel(r.t_done) for r in replies],
+        failure_done=st.rel(fail_reply.t_done),
+        drained=drained,
+    )
     await st.check_alive("load failure retry")
 
 
@@ -283,8 +322,7 @@ async def rejection_latency(c: CampaignContext, st: Start, n: int) -> None:
     for _ in range(3):
         async with anyio.create_task_group() as tg:
             tg.start_soon(wave)
-            await st.wait_status(lambda s: (s.active or 0) >= n and bool(s.loaded), 5.0,
-                                 needs=("active", "loaded"))
+            await st.wait_status(lambda s: (s.active or 0) >= n and bool(s.loaded), 5.0, needs=("active", "loaded"))
             await anyio.sleep(0.01)
             probe = {**c.body(base), "busy_timeout_ms": 1}
             t0 = time.monotonic()
@@ -292,8 +330,7 @@ async def rejection_latency(c: CampaignContext, st: Start, n: int) -> None:
             latencies.append(round((time.monotonic() - t0) * 1000, 3))
             statuses.append(reply.status)
     st.histories = [["?"] for _ in st.histories]
-    c.log.append("rejection_latency", run=st.name, attempt=st.attempt, count=n,
-                 latencies_ms=latencies, statuses=statuses)
+    st.event("rejection_latency", count=n, latencies_ms=latencies, statuses=statuses)
 
 
 async def _unload_all(c: CampaignContext, st: Start) -> None:

@@ -49,7 +49,7 @@ async def reference_run(c: CampaignContext, name: str, role: str, flagged: bool)
 async def unload_all(c: CampaignContext, st: Start) -> None:
     st.phases.set("unload")
     reply = await st.client.post("/v1/tasks/unload_all_models", {})
-    c.log.append("probe", run=st.name, attempt=st.attempt, name="unload_all", reply=reply.summary())
+    st.event("probe", name="unload_all", reply=reply.summary())
     st.reset_histories()
     await st.settle("unload")
     await st.check_alive("unload_all")
@@ -69,9 +69,15 @@ async def perf_serial(c: CampaignContext, st: Start, series: str) -> None:
                 latencies.append(round(reply.elapsed_s, 6))
                 failures += reply.outcome != "ok"
                 st.record("perf_serial", rep, base.name, reply, history=None, slot=0, perf_n=n)
-            c.log.append("perf", run=st.name, attempt=st.attempt, series=series, count=n,
-                         repeat=rep, batch_s=round(time.monotonic() - t0, 6),
-                         latencies_s=latencies, failures=failures)
+            st.event(
+                "perf",
+                series=series,
+                count=n,
+                repeat=rep,
+                batch_s=round(time.monotonic() - t0, 6),
+                latencies_s=latencies,
+                failures=failures,
+            )
     st.phases.set("idle")
 
 
@@ -112,8 +118,12 @@ async def negative_control(c: CampaignContext) -> None:
     """Plant one flipped byte in a real reference and compare it through the same path."""
     body: bytes | None = None
     for e in read_events(c.log.path):
-        if e.get("kind") == "request" and e.get("phase") == "ref_cold" and e.get("artifact") \
-                and (e.get("output") or {}).get("valid"):
+        if (
+            e.get("kind") == "request"
+            and e.get("phase") == "ref_cold"
+            and e.get("artifact")
+            and (e.get("output") or {}).get("valid")
+        ):
             body = c.store.path(e["artifact"], "json").read_bytes()
             source: dict[str, Any] = {"run": e["run"], "req": e["req"], "artifact": e["artifact"]}
             break
@@ -124,5 +134,11 @@ async def negative_control(c: CampaignContext) -> None:
     ref = canonicalize(body, c.settings.volatile)
     got = canonicalize(planted, c.settings.volatile)
     digest = c.store.put(planted, "json")
-    c.log.append("negative_control", caught=not same(got.canon, ref.canon), source=source,
-                 reference_canon=ref.canon, planted_canon=got.canon, planted_artifact=digest)
+    c.log.append(
+        "negative_control",
+        caught=not same(got.canon, ref.canon),
+        source=source,
+        reference_canon=ref.canon,
+        planted_canon=got.canon,
+        planted_artifact=digest,
+    )

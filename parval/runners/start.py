@@ -94,14 +94,15 @@ class Start:
         """Whether any status sample of this process carried `field_name` (a StatusSample
         attribute: active, queued, loaded, slots, max_parallel) for the model."""
         samples = self.poller.samples
-        for s in samples[self._scanned:]:
+        for s in samples[self._scanned :]:
             if s.ok and s.present:
                 self._fields_seen.update(f for f in _SAMPLE_FIELDS if getattr(s, f) is not None)
         self._scanned = len(samples)
         return field_name in self._fields_seen
 
-    async def wait_status(self, predicate: Any, timeout_s: float,
-                          needs: tuple[str, ...] = ("active",)) -> StatusSample | None:
+    async def wait_status(
+        self, predicate: Any, timeout_s: float, needs: tuple[str, ...] = ("active",)
+    ) -> StatusSample | None:
         """`poller.wait_for`, but None at once when this process has never published a
         field the predicate reads: a wait for a signal that cannot come costs the timeout."""
         if not all(self.published(f) for f in needs):
@@ -118,8 +119,9 @@ class Start:
         service = self.service_s()
         if service is None:
             return ceiling_s
-        return min(ceiling_s, max(ADMIT_FLOOR_S, ADMIT_SERVICE_TIMES * service
-                                  + ADMIT_POLLS * self.settings.poll_interval_s))
+        return min(
+            ceiling_s, max(ADMIT_FLOOR_S, ADMIT_SERVICE_TIMES * service + ADMIT_POLLS * self.settings.poll_interval_s)
+        )
 
     # -- references -------------------------------------------------------------------
     def ref_key(self, req: str, history: list[str] | None) -> str | None:
@@ -138,8 +140,22 @@ class Start:
     def rel(self, t: float) -> float:
         return round(t - self.t0, 6)
 
-    def record(self, phase: str, wave: int, req: str, reply: Reply, *, history: list[str] | None,
-               slot: int | None = None, expect_error: bool = False, **extra: Any) -> dict[str, Any]:
+    def event(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """Append an event of this start (its run name and attempt first)."""
+        return self.log.append(kind, run=self.name, attempt=self.attempt, **fields)
+
+    def record(
+        self,
+        phase: str,
+        wave: int,
+        req: str,
+        reply: Reply,
+        *,
+        history: list[str] | None,
+        slot: int | None = None,
+        expect_error: bool = False,
+        **extra: Any,
+    ) -> dict[str, Any]:
         output = None
         artifact = None
         if reply.body:
@@ -149,11 +165,21 @@ class Start:
             if history:  # warm: no load inside
                 self.latencies.append(max(0.0, reply.t_done - reply.t_send))
         self.unchecked.append(reply.outcome)
-        return self.log.append(
-            "request", run=self.name, attempt=self.attempt, phase=phase, wave=wave, req=req,
-            ref=self.ref_key(req, history), slot=slot, history=history, reply=reply.summary(),
-            t_send=self.rel(reply.t_send), t_done=self.rel(reply.t_done), output=output,
-            artifact=artifact, expect_error=expect_error, **extra,
+        return self.event(
+            "request",
+            phase=phase,
+            wave=wave,
+            req=req,
+            ref=self.ref_key(req, history),
+            slot=slot,
+            history=history,
+            reply=reply.summary(),
+            t_send=self.rel(reply.t_send),
+            t_done=self.rel(reply.t_done),
+            output=output,
+            artifact=artifact,
+            expect_error=expect_error,
+            **extra,
         )
 
     async def check_alive(self, where: str) -> None:
@@ -164,27 +190,35 @@ class Start:
         rc = self.server.returncode()
         if rc is not None:
             self.record_crash(where, rc)
-            raise StartAborted(f"{self.name}: server exited with status {rc} during {where}",
-                               log_tail=self.server.log_tail())
+            raise StartAborted(
+                f"{self.name}: server exited with status {rc} during {where}", log_tail=self.server.log_tail()
+            )
         if outcomes and all(o in _NO_ANSWER for o in outcomes):
             tail = self.server.log_tail()
-            self.log.append("server_unresponsive", run=self.name, attempt=self.attempt,
-                            where=where, requests=len(outcomes), outcomes=sorted(set(outcomes)),
-                            request_timeout_s=self.settings.request_timeout_s, log_tail=tail)
+            self.event(
+                "server_unresponsive",
+                where=where,
+                requests=len(outcomes),
+                outcomes=sorted(set(outcomes)),
+                request_timeout_s=self.settings.request_timeout_s,
+                log_tail=tail,
+            )
             raise StartAborted(
                 f"{self.name}: server stopped answering during {where}: none of "
                 f"{len(outcomes)} request(s) got a reply (timeouts.request_s="
-                f"{self.settings.request_timeout_s:g})", log_tail=tail)
+                f"{self.settings.request_timeout_s:g})",
+                log_tail=tail,
+            )
 
     def record_crash(self, where: str, rc: int) -> None:
         if self.crash_recorded:
             return
         self.crash_recorded = True
-        self.log.append("server_crash", run=self.name, attempt=self.attempt, where=where,
-                        exit_code=rc, signal=_signal_name(rc), log_tail=self.server.log_tail())
+        self.event("server_crash", where=where, exit_code=rc, signal=_signal_name(rc), log_tail=self.server.log_tail())
 
     async def settle(self, phase: str) -> None:
-        """Stay in `phase` for two host-memory intervals so the sampler sees it (unloads are fast)."""
+        """Stay in `phase` for two host-memory intervals so the sampler sees it (unloads are
+        fast)."""
         interval = self.settings.memory.host_interval_s if self.settings.memory else 0.0
         self.phases.set(phase)
         await anyio.sleep(max(0.05, 2 * interval))
@@ -194,11 +228,15 @@ class Start:
         A process that has published no counters is not waited for: they would not come."""
         if not self.counters_published:
             last = self.poller.latest
-            return {"ok": False, "active": None, "queued": None, "fields_present": False,
-                    "waited": False,
-                    "polls_ok": bool(last and last.ok and last.present)}
-        seen = await self.poller.wait_for(
-            lambda s: s.present and s.active == 0 and s.queued == 0, timeout_s)
+            return {
+                "ok": False,
+                "active": None,
+                "queued": None,
+                "fields_present": False,
+                "waited": False,
+                "polls_ok": bool(last and last.ok and last.present),
+            }
+        seen = await self.poller.wait_for(lambda s: s.present and s.active == 0 and s.queued == 0, timeout_s)
         last = self.poller.latest
         return {
             "ok": seen is not None,
@@ -207,16 +245,35 @@ class Start:
             "fields_present": bool(last and last.active is not None),
         }
 
-    def wave_event(self, phase: str, wave: int, n: int, mode: str, t_start: float, t_end: float,
-                   replies: list[Reply], drained: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    def wave_event(
+        self,
+        phase: str,
+        wave: int,
+        n: int,
+        mode: str,
+        t_start: float,
+        t_end: float,
+        replies: list[Reply],
+        drained: dict[str, Any],
+        **extra: Any,
+    ) -> dict[str, Any]:
         status = summarise_window(self.poller.window(t_start, t_end), n)
         sends = [r.t_send for r in replies]
-        return self.log.append(
-            "wave", run=self.name, attempt=self.attempt, count=self.count, phase=phase, wave=wave,
-            n=n, mode=mode, t_start=self.rel(t_start), t_end=self.rel(t_end),
+        return self.event(
+            "wave",
+            count=self.count,
+            phase=phase,
+            wave=wave,
+            n=n,
+            mode=mode,
+            t_start=self.rel(t_start),
+            t_end=self.rel(t_end),
             batch_s=round(max((r.t_done for r in replies), default=t_end) - t_start, 6),
             send_spread_ms=round((max(sends) - min(sends)) * 1000, 3) if sends else None,
-            status=status, drained=drained, all_in_flight=self.all_in_flight(replies), **extra,
+            status=status,
+            drained=drained,
+            all_in_flight=self.all_in_flight(replies),
+            **extra,
         )
 
     def all_in_flight(self, replies: list[Reply]) -> dict[str, Any] | None:
@@ -226,10 +283,14 @@ class Start:
             return None
         a = max(r.t_send for r in replies)
         b = min(r.t_done for r in replies)
-        inside = [s for s in self.poller.window(a, b)
-                  if s.ok and s.present and s.active is not None and taken_at(s) >= a]
-        return {"ms": round(max(0.0, b - a) * 1000, 3), "polls": len(inside),
-                "max_active": max((s.active for s in inside if s.active is not None), default=None)}
+        inside = [
+            s for s in self.poller.window(a, b) if s.ok and s.present and s.active is not None and taken_at(s) >= a
+        ]
+        return {
+            "ms": round(max(0.0, b - a) * 1000, 3),
+            "polls": len(inside),
+            "max_active": max((s.active for s in inside if s.active is not None), default=None),
+        }
 
     def trace_lines(self, offset: int) -> tuple[list[dict[str, Any]], int]:
         """Observer-trace lines written to stderr since byte `offset`."""

@@ -17,9 +17,16 @@ from parval.server.status import StatusPoller, taken_at
 UNOBSERVED_GAP_S = 0.002
 
 
-async def ordered_admission(client: Client, poller: StatusPoller, path: str, bodies: list[Any],
-                            *, admit_timeout_s: float, timeout_s: float | None = None,
-                            observe: bool = True) -> tuple[list[Reply], dict[str, Any]]:
+async def ordered_admission(
+    client: Client,
+    poller: StatusPoller,
+    path: str,
+    bodies: list[Any],
+    *,
+    admit_timeout_s: float,
+    timeout_s: float | None = None,
+    observe: bool = True,
+) -> tuple[list[Reply], dict[str, Any]]:
     """Send request i only after the server reports i active slots (so it holds slot i-1).
 
     With lowest-free-slot admission this makes each slot's history predictable. The info
@@ -29,8 +36,13 @@ async def ordered_admission(client: Client, poller: StatusPoller, path: str, bod
     requests go out in order, a moment apart, and the admission is recorded as unobserved.
     """
     replies: list[Reply | None] = [None] * len(bodies)
-    info: dict[str, Any] = {"ordered_ok": True, "finished_early": False, "admit_waits_ms": [],
-                            "observed": observe, "admit_timeout_s": round(admit_timeout_s, 4)}
+    info: dict[str, Any] = {
+        "ordered_ok": True,
+        "finished_early": False,
+        "admit_waits_ms": [],
+        "observed": observe,
+        "admit_timeout_s": round(admit_timeout_s, 4),
+    }
     done = 0
     done_at: list[float] = []
 
@@ -51,22 +63,29 @@ async def ordered_admission(client: Client, poller: StatusPoller, path: str, bod
                     await anyio.sleep(UNOBSERVED_GAP_S)
                 continue
             seen = await poller.wait_for(
-                lambda s, want=i + 1, t0=t0: (s.active or 0) >= want and s.t > t0,
-                admit_timeout_s,
+                lambda s, want=i + 1, t0=t0: (s.active or 0) >= want and s.t > t0, admit_timeout_s
             )
             info["admit_waits_ms"].append(round((time.monotonic() - t0) * 1000, 2))
             if seen is None:
                 info["ordered_ok"] = False
                 # Polls taken while all `in_flight` requests were still outstanding.
                 until = min((t for t in done_at if t >= t0), default=time.monotonic())
-                polls = [s.active for s in poller.samples
-                         if s.ok and s.active is not None and t0 <= taken_at(s) and s.t <= until]
+                polls = [
+                    s.active
+                    for s in poller.samples
+                    if s.ok and s.active is not None and t0 <= taken_at(s) and s.t <= until
+                ]
                 if in_flight >= 2 and len(polls) >= 2:
                     # Observed: the server kept fewer than i+1 leases while several
                     # requests were in flight. Later admissions would stall the same way,
                     # so the rest of the wave is sent without waiting.
-                    info["stalled"] = {"request": i, "want": i + 1, "outstanding": in_flight,
-                                       "polls": len(polls), "max_active": max(polls)}
+                    info["stalled"] = {
+                        "request": i,
+                        "want": i + 1,
+                        "outstanding": in_flight,
+                        "polls": len(polls),
+                        "max_active": max(polls),
+                    }
                     observe = False
             if done and i < len(bodies) - 1:
                 info["finished_early"] = True

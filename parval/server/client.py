@@ -17,10 +17,10 @@ import anyio
 import httpx
 
 # Outcomes: the request's fate as far as the client can know it.
-OK = "ok"                      # 2xx with a body
-HTTP_ERROR = "http_error"      # a complete non-2xx reply
+OK = "ok"  # 2xx with a body
+HTTP_ERROR = "http_error"  # a complete non-2xx reply
 INDETERMINATE = "indeterminate"  # timeout, reset, connection dropped: unknown what happened
-OVERSIZE = "oversize"          # body larger than the plan's limit
+OVERSIZE = "oversize"  # body larger than the plan's limit
 CONNECT_ERROR = "connect_error"  # never reached the server
 
 
@@ -63,8 +63,7 @@ class Reply:
 
 
 class Client:
-    def __init__(self, base_url: str, *, max_connections: int, request_timeout_s: float,
-                 max_body_bytes: int) -> None:
+    def __init__(self, base_url: str, *, max_connections: int, request_timeout_s: float, max_body_bytes: int) -> None:
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=0)
         self.base_url = base_url
         self.timeout = request_timeout_s
@@ -82,55 +81,62 @@ class Client:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def request(self, method: str, path: str, body: Any = None,
-                      timeout_s: float | None = None) -> Reply:
-        t_send = time.monotonic()
+    async def request(self, method: str, path: str, body: Any = None, timeout_s: float | None = None) -> Reply:
+        sent = _Sent(method, path, time.monotonic())
         limit = timeout_s or self.timeout
         reply: Reply | None = None
         with anyio.move_on_after(limit):
-            reply = await self._request(method, path, body, limit, t_send)
+            reply = await self._request(sent, body, limit)
         if reply is None:
-            return Reply(method, path, None, b"", t_send, time.monotonic(), INDETERMINATE,
-                         f"timeout: no complete reply within {limit:g} s")
+            return sent.end(INDETERMINATE, f"timeout: no complete reply within {limit:g} s")
         return reply
 
-    async def _request(self, method: str, path: str, body: Any, limit: float,
-                       t_send: float) -> Reply:
+    async def _request(self, sent: _Sent, body: Any, limit: float) -> Reply:
         content = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"} if content is not None else {}
         try:
             async with self._http.stream(
-                method, path, content=content, headers=headers,
+                sent.method,
+                sent.path,
+                content=content,
+                headers=headers,
                 timeout=httpx.Timeout(limit, connect=min(10.0, limit)),
             ) as resp:
                 declared = resp.headers.get("content-length", "")
                 if declared.isdigit() and int(declared) > self.max_body:
-                    return Reply(method, path, resp.status_code, b"", t_send, time.monotonic(),
-                                 OVERSIZE, f"response body of {declared} bytes exceeds "
-                                 f"timeouts.max_response_mib ({self.max_body} bytes)")
+                    return sent.end(
+                        OVERSIZE,
+                        f"response body of {declared} bytes exceeds timeouts.max_response_mib ({self.max_body} bytes)",
+                        resp.status_code,
+                    )
                 chunks: list[bytes] = []
                 size = 0
                 async for chunk in resp.aiter_bytes():
                     size += len(chunk)
                     if size > self.max_body:
-                        return Reply(method, path, resp.status_code, b"".join(chunks), t_send,
-                                     time.monotonic(), OVERSIZE,
-                                     f"response body exceeds timeouts.max_response_mib "
-                                     f"({self.max_body} bytes)")
+                        return sent.end(
+                            OVERSIZE,
+                            f"response body exceeds timeouts.max_response_mib ({self.max_body} bytes)",
+                            resp.status_code,
+                            b"".join(chunks),
+                        )
                     chunks.append(chunk)
-                body_bytes = b"".join(chunks)
                 outcome = OK if 200 <= resp.status_code < 300 else HTTP_ERROR
-                return Reply(method, path, resp.status_code, body_bytes, t_send, time.monotonic(),
-                             outcome, headers=dict(resp.headers))
+                t_done = time.monotonic()
+                return Reply(
+                    sent.method,
+                    sent.path,
+                    resp.status_code,
+                    b"".join(chunks),
+                    sent.t_send,
+                    t_done,
+                    outcome,
+                    headers=dict(resp.headers),
+                )
         except httpx.ConnectError as exc:
-            return Reply(method, path, None, b"", t_send, time.monotonic(), CONNECT_ERROR,
-                         f"connect: {exc}")
-        except httpx.TimeoutException as exc:
-            return Reply(method, path, None, b"", t_send, time.monotonic(), INDETERMINATE,
-                         f"timeout: {type(exc).__name__}")
+            return sent.end(CONNECT_ERROR, f"connect: {exc}")
         except (httpx.HTTPError, OSError) as exc:
-            return Reply(method, path, None, b"", t_send, time.monotonic(), INDETERMINATE,
-                         f"{type(exc).__name__}: {exc}")
+            return sent.lost(exc)
 
     async def post(self, path: str, body: Any, timeout_s: float | None = None) -> Reply:
         return await self.request("POST", path, body, timeout_s)
@@ -138,46 +144,46 @@ class Client:
     async def get(self, path: str, timeout_s: float | None = None) -> Reply:
         return await self.request("GET", path, None, timeout_s)
 
-    async def sse(self, path: str, body: Any, *, stop_after_events: int | None = None,
-                  timeout_s: float | None = None) -> tuple[Reply, list[Any]]:
+    async def sse(
+        self, path: str, body: Any, *, stop_after_events: int | None = None, timeout_s: float | None = None
+    ) -> tuple[Reply, list[Any]]:
         """POST and read a Server-Sent-Events reply. `stop_after_events` disconnects early
         (a client going away mid-stream). Events are parsed JSON, or the string '[DONE]'."""
-        t_send = time.monotonic()
+        sent = _Sent("POST", path, time.monotonic())
         events: list[Any] = []
         limit = timeout_s or self.timeout
-        result: tuple[Reply, list[Any]] | None = None
+        result: Reply | None = None
         with anyio.move_on_after(limit):
-            result = await self._sse(path, body, stop_after_events, limit, t_send, events)
+            result = await self._sse(sent, body, stop_after_events, limit, events)
         if result is None:
-            return Reply("POST", path, None, b"", t_send, time.monotonic(), INDETERMINATE,
-                         f"timeout: stream not finished within {limit:g} s"), events
-        return result
+            return sent.end(INDETERMINATE, f"timeout: stream not finished within {limit:g} s"), events
+        return result, events
 
-    async def _sse(self, path: str, body: Any, stop_after_events: int | None, limit: float,
-                   t_send: float, events: list[Any]) -> tuple[Reply, list[Any]]:
+    async def _sse(
+        self, sent: _Sent, body: Any, stop_after_events: int | None, limit: float, events: list[Any]
+    ) -> Reply:
         try:
             async with self._http.stream(
-                "POST", path, content=json.dumps(body).encode(),
+                sent.method,
+                sent.path,
+                content=json.dumps(body).encode(),
                 headers={"Content-Type": "application/json"},
                 timeout=httpx.Timeout(limit, connect=min(10.0, limit)),
             ) as resp:
-                if resp.status_code >= 300:
+                status = resp.status_code
+                if status >= 300:
                     raw = b""
                     async for chunk in resp.aiter_bytes():
                         raw += chunk
                         if len(raw) > self.max_body:
-                            return Reply("POST", path, resp.status_code, b"", t_send,
-                                         time.monotonic(), OVERSIZE,
-                                         f"error body exceeds {self.max_body} bytes"), events
-                    return Reply("POST", path, resp.status_code, raw, t_send, time.monotonic(),
-                                 HTTP_ERROR), events
+                            return sent.end(OVERSIZE, f"error body exceeds {self.max_body} bytes", status)
+                    return sent.end(HTTP_ERROR, "", status, raw)
                 size = 0
                 async for line in resp.aiter_lines():
                     size += len(line) + 1
                     if size > self.max_body:
-                        return Reply("POST", path, resp.status_code, b"", t_send, time.monotonic(),
-                                     OVERSIZE, f"stream exceeds timeouts.max_response_mib "
-                                     f"({self.max_body} bytes)"), events
+                        error = f"stream exceeds timeouts.max_response_mib ({self.max_body} bytes)"
+                        return sent.end(OVERSIZE, error, status)
                     if not line.startswith("data:"):
                         continue
                     data = line[5:].strip()
@@ -186,12 +192,26 @@ class Client:
                     except (ValueError, RecursionError):
                         events.append({"type": "__malformed__", "raw": data[:200]})
                     if stop_after_events is not None and len(events) >= stop_after_events:
-                        return Reply("POST", path, resp.status_code, b"", t_send, time.monotonic(),
-                                     INDETERMINATE, "client disconnected on purpose"), events
-                return Reply("POST", path, resp.status_code, b"", t_send, time.monotonic(), OK), events
-        except httpx.TimeoutException as exc:
-            return Reply("POST", path, None, b"", t_send, time.monotonic(), INDETERMINATE,
-                         f"timeout: {type(exc).__name__}"), events
+                        return sent.end(INDETERMINATE, "client disconnected on purpose", status)
+                return sent.end(OK, "", status)
         except (httpx.HTTPError, OSError) as exc:
-            return Reply("POST", path, None, b"", t_send, time.monotonic(), INDETERMINATE,
-                         f"{type(exc).__name__}: {exc}"), events
+            return sent.lost(exc)
+
+
+@dataclass(frozen=True)
+class _Sent:
+    """A request on its way: what every Reply for it carries."""
+
+    method: str
+    path: str
+    t_send: float
+
+    def end(self, outcome: str, error: str = "", status: int | None = None, body: bytes = b"") -> Reply:
+        """The Reply for this request, ending now."""
+        return Reply(self.method, self.path, status, body, self.t_send, time.monotonic(), outcome, error)
+
+    def lost(self, exc: BaseException) -> Reply:
+        """Cut off by a timeout, reset or dropped connection: its fate is unknown."""
+        if isinstance(exc, httpx.TimeoutException):
+            return self.end(INDETERMINATE, f"timeout: {type(exc).__name__}")
+        return self.end(INDETERMINATE, f"{type(exc).__name__}: {exc}")

@@ -107,12 +107,7 @@ def tree_memory_detail(pid: int) -> tuple[float, float | None, list[int], str | 
         except OSError as exc:  # e.g. PermissionError: a partial sum would mislead
             pss_error = f"smaps_rollup unreadable: {exc}"
             break
-    return (
-        rss / _KIB_PER_MIB,
-        None if pss_error else pss / _KIB_PER_MIB,
-        sorted(pids),
-        pss_error,
-    )
+    return (rss / _KIB_PER_MIB, None if pss_error else pss / _KIB_PER_MIB, sorted(pids), pss_error)
 
 
 def host_tree_memory(pid: int) -> tuple[float, float | None, list[int]]:

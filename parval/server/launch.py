@@ -9,9 +9,16 @@ from parval.plan.load import Plan, resolve_executable
 from parval.server.process import LaunchSpec, server_config
 
 
-def launch_spec(plan: Plan, role: str, models: list[dict[str, Any]], *, flagged: bool,
-                ui_management: bool = False, server: dict[str, Any] | None = None,
-                extra_env: dict[str, str] | None = None) -> LaunchSpec:
+def launch_spec(
+    plan: Plan,
+    role: str,
+    models: list[dict[str, Any]],
+    *,
+    flagged: bool,
+    ui_management: bool = False,
+    server: dict[str, Any] | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> LaunchSpec:
     """The launch of the plan's `role` server ("baseline" or "candidate") serving `models`
     (the first is the main entry), with `--parallel-jobs` when `flagged` and the build knows it."""
     spec = plan.baseline if role == "baseline" else plan.candidate
@@ -23,5 +30,6 @@ def launch_spec(plan: Plan, role: str, models: list[dict[str, Any]], *, flagged:
     env.setdefault("AUDIOCPP_SLOT_VALIDATION_OBSERVER", "1")
     env.update(extra_env or {})
     cfg = server_config({**plan.server, **(server or {})}, models[0], models)
-    return LaunchSpec(exe, cfg, flagged and spec.knows_parallel_jobs, tuple(spec.args), env,
-                      ui_management=ui_management)
+    return LaunchSpec(
+        exe, cfg, flagged and spec.knows_parallel_jobs, tuple(spec.args), env, ui_management=ui_management
+    )

@@ -130,12 +130,8 @@ class MemorySampler:
         """Sample until cancelled; never raises except cancellation."""
         stop = threading.Event()
         threads = [
-            threading.Thread(
-                target=self._host_thread, args=(stop,), name="parval-mem-host", daemon=True
-            ),
-            threading.Thread(
-                target=self._gpu_thread, args=(stop,), name="parval-mem-gpu", daemon=True
-            ),
+            threading.Thread(target=self._host_thread, args=(stop,), name="parval-mem-host", daemon=True),
+            threading.Thread(target=self._gpu_thread, args=(stop,), name="parval-mem-gpu", daemon=True),
         ]
         for th in threads:
             th.start()
@@ -175,9 +171,7 @@ class MemorySampler:
                 if self._on_guard is not None:
                     self._call(self._on_guard, dict(tripped), "on_guard")
 
-    def _call(
-        self, fn: Callable[[dict[str, Any]], None], sample: dict[str, Any], what: str
-    ) -> None:
+    def _call(self, fn: Callable[[dict[str, Any]], None], sample: dict[str, Any], what: str) -> None:
         try:
             fn(sample)
         except Exception as exc:  # a side task must not take the campaign down
@@ -226,19 +220,8 @@ class MemorySampler:
             if first:
                 first = False
                 with self._lock:
-                    self._host_info = (
-                        "proc rss+pss" if pss_error is None else f"proc rss (pss {pss_error})"
-                    )
-            self._queue.put(
-                {
-                    "t": t,
-                    "phase": phase,
-                    "kind": "host",
-                    "rss_mib": rss,
-                    "pss_mib": pss,
-                    "pids": pids,
-                }
-            )
+                    self._host_info = "proc rss+pss" if pss_error is None else f"proc rss (pss {pss_error})"
+            self._queue.put({"t": t, "phase": phase, "kind": "host", "rss_mib": rss, "pss_mib": pss, "pids": pids})
             return True
 
         self._every(self._config.host_interval_s, stop, step)

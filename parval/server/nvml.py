@@ -60,10 +60,7 @@ class NvmlDevice:
         known = False
         # CUDA contexts are listed as compute, Vulkan ones may be graphics ("C+G" in both):
         # take the max per pid so a process listed twice is not counted twice.
-        for fn in (
-            self._nvml.nvmlDeviceGetComputeRunningProcesses,
-            self._nvml.nvmlDeviceGetGraphicsRunningProcesses,
-        ):
+        for fn in (self._nvml.nvmlDeviceGetComputeRunningProcesses, self._nvml.nvmlDeviceGetGraphicsRunningProcesses):
             try:
                 procs = fn(self._handle)
             except self._nvml.NVMLError:

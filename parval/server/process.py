@@ -39,10 +39,23 @@ from parval.server import reaper
 # Environment variables passed through to servers besides the plan's explicit `env`
 # (keep the module docstring's list in step; a test checks it).
 ENV_ALLOW = (
-    "PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "TZ",
-    "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
-    "VK_ICD_FILENAMES", "VK_DRIVER_FILES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-    "SYSTEMROOT", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+    "PATH",
+    "HOME",
+    "USER",
+    "LANG",
+    "LC_ALL",
+    "TMPDIR",
+    "TZ",
+    "LD_LIBRARY_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "VK_ICD_FILENAMES",
+    "VK_DRIVER_FILES",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "SYSTEMROOT",
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
 )
 # After SIGKILL, how long to wait for the kernel to reap the leader before giving up.
 KILL_WAIT_S = 5.0
@@ -143,15 +156,15 @@ class ServerProcess:
 
         Bounded: at most grace_s + KILL_WAIT_S, even for a process that cannot be reaped."""
         t0 = time.monotonic()
-        info: dict[str, Any] = {"signal": "SIGTERM", "graceful": False, "killed": False,
-                                "grace_s": grace_s}
+        info: dict[str, Any] = {"signal": "SIGTERM", "graceful": False, "killed": False, "grace_s": grace_s}
         if self.returncode() is None:
             reaper.signal_group(self.proc.pid, signal.SIGTERM)
             if not await self._wait_exit(grace_s, 0.02):
                 reaper.signal_group(self.proc.pid, signal.SIGKILL)
                 info["killed"] = True
-                info["reason"] = (f"still running {grace_s:g} s after SIGTERM "
-                                  "(timeouts.shutdown_grace_s); killed with SIGKILL")
+                info["reason"] = (
+                    f"still running {grace_s:g} s after SIGTERM (timeouts.shutdown_grace_s); killed with SIGKILL"
+                )
                 with anyio.CancelScope(shield=True):
                     if not await self._wait_exit(KILL_WAIT_S, 0.01):
                         info["unreaped"] = True
@@ -248,8 +261,7 @@ async def wait_ready(server: ServerProcess, deadline_s: float) -> float:
             rc = server.returncode()
             if rc is not None:
                 raise ServerStartError(
-                    f"{server.name}: server exited with status {rc} before becoming ready",
-                    log_tail=server.log_tail(),
+                    f"{server.name}: server exited with status {rc} before becoming ready", log_tail=server.log_tail()
                 )
             try:
                 with anyio.move_on_after(max(0.05, deadline_s - (time.monotonic() - t0))):

@@ -148,8 +148,11 @@ def _watchdog_send(line: str) -> None:
             try:
                 _watchdog = subprocess.Popen(
                     [sys.executable, "-I", "-S", "-c", _WATCHDOG_CODE, str(_WATCHDOG_GRACE_S)],
-                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                    start_new_session=True, close_fds=True,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                    close_fds=True,
                 )
                 _watchdog_pid_owner = os.getpid()
             except OSError:

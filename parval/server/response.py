@@ -25,7 +25,7 @@ class ResponseReader:
     _buf: bytearray = field(default_factory=bytearray)
     _length: int | None = None
     _chunked: bool = False
-    _chunk_left: int = 0    # bytes of the current chunk still to read (+2 for its CRLF)
+    _chunk_left: int = 0  # bytes of the current chunk still to read (+2 for its CRLF)
     _trailers: bool = False
 
     def feed(self, data: bytes) -> None:
@@ -54,7 +54,7 @@ class ResponseReader:
                     raise ProtocolError("response header block too large")
                 return
             block = bytes(self._buf[:end]).decode("latin-1")
-            del self._buf[:end + 4]
+            del self._buf[: end + 4]
             lines = block.split("\r\n")
             parts = lines[0].split(" ", 2)
             if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
@@ -106,7 +106,7 @@ class ResponseReader:
                 if end < 0:
                     return
                 line = bytes(self._buf[:end])
-                del self._buf[:end + 2]
+                del self._buf[: end + 2]
                 if not line:
                     self.complete = True
                 continue
@@ -115,7 +115,7 @@ class ResponseReader:
                 if end < 0:
                     return
                 size_text = bytes(self._buf[:end]).split(b";")[0].strip()
-                del self._buf[:end + 2]
+                del self._buf[: end + 2]
                 try:
                     size = int(size_text, 16)
                 except ValueError:
@@ -127,7 +127,7 @@ class ResponseReader:
             data_left = self._chunk_left - 2
             if data_left > 0:
                 piece = self._buf[:data_left]
-                del self._buf[:len(piece)]
+                del self._buf[: len(piece)]
                 self._chunk_left -= len(piece)
                 self._take(piece)
                 if self.complete or self._chunk_left > 2:

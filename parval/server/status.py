@@ -43,6 +43,7 @@ def parse_models(body: bytes, model_id: str) -> StatusSample | None:
         return None
     if not isinstance(entries, list):
         return None
+
     def _int(e: dict[str, Any], key: str) -> int | None:
         v = e.get(key)
         return v if isinstance(v, int) and not isinstance(v, bool) else None
@@ -51,9 +52,14 @@ def parse_models(body: bytes, model_id: str) -> StatusSample | None:
         if isinstance(e, dict) and e.get("id") == model_id:
             loaded = e.get("loaded")
             return StatusSample(
-                t=time.monotonic(), ok=True, active=_int(e, "active_slots"), queued=_int(e, "queued_requests"),
+                t=time.monotonic(),
+                ok=True,
+                active=_int(e, "active_slots"),
+                queued=_int(e, "queued_requests"),
                 loaded=loaded if isinstance(loaded, bool) else None,
-                max_parallel=_int(e, "max_parallel_slots"), slots=_int(e, "slots"), present=True,
+                max_parallel=_int(e, "max_parallel_slots"),
+                slots=_int(e, "slots"),
+                present=True,
             )
     return StatusSample(t=time.monotonic(), ok=True, present=False)
 

@@ -19,7 +19,7 @@ def parse_trace(data: bytes) -> list[dict[str, Any]]:
         if idx < 0:
             continue
         try:
-            obj = json.loads(raw[idx + len(TRACE_PREFIX):])
+            obj = json.loads(raw[idx + len(TRACE_PREFIX) :])
         except ValueError:
             continue
         if isinstance(obj, dict):

@@ -28,18 +28,10 @@ from urllib.parse import urlsplit
 import anyio
 
 from parval import __version__
-from parval.server.client import (
-    CONNECT_ERROR,
-    HTTP_ERROR,
-    INDETERMINATE,
-    OK,
-    OVERSIZE,
-    Client,
-    Reply,
-)
+from parval.server.client import CONNECT_ERROR, HTTP_ERROR, INDETERMINATE, OK, OVERSIZE, Client, Reply
 from parval.server.response import ProtocolError, ResponseReader
 
-CONNECT_TIMEOUT_S = 10.0        # as Client: httpx.Timeout(..., connect=10.0)
+CONNECT_TIMEOUT_S = 10.0  # as Client: httpx.Timeout(..., connect=10.0)
 # After staging, a moment for thread-per-connection servers to accept the connections and
 # read the staged headers, so that this per-connection work is done before the release:
 # about 0.125 ms per connection, at most 2 ms (parval bench: it roughly halves the
@@ -49,8 +41,7 @@ SETTLE_MAX_S = 0.002
 RECEIVE_BYTES = 1 << 16
 
 
-async def release_together(client: Client, path: str, bodies: list[Any],
-                           timeout_s: float | None = None) -> list[Reply]:
+async def release_together(client: Client, path: str, bodies: list[Any], timeout_s: float | None = None) -> list[Reply]:
     """Send N requests at (nearly) the same instant; one Reply per body, in order.
 
     Stage: connect and write all but the last byte of each request (concurrently).
@@ -61,15 +52,13 @@ async def release_together(client: Client, path: str, bodies: list[Any],
         return await _release_via_client(client, path, bodies, timeout_s)
     host, port, prefix = target
     encoded: dict[int, bytes] = {}  # the same body object (e.g. [body] * n) is encoded once
-    exchanges = [_Exchange(_request_bytes(host, port, prefix + path, body, encoded))
-                 for body in bodies]
+    exchanges = [_Exchange(_request_bytes(host, port, prefix + path, body, encoded)) for body in bodies]
     read_timeout = timeout_s or client.timeout
     try:
         family, address = await _resolve(host, port)
     except OSError as exc:  # name resolution failed: nothing was sent
         now = time.monotonic()
-        return [Reply("POST", path, None, b"", now, now, CONNECT_ERROR, f"connect: {exc}")
-                for _ in bodies]
+        return [Reply("POST", path, None, b"", now, now, CONNECT_ERROR, f"connect: {exc}") for _ in bodies]
     try:
         async with anyio.create_task_group() as tg:
             for ex in exchanges:
@@ -87,8 +76,7 @@ async def release_together(client: Client, path: str, bodies: list[Any],
     return [ex.reply for ex in exchanges if ex.reply is not None]
 
 
-async def _release_via_client(client: Client, path: str, bodies: list[Any],
-                              timeout_s: float | None) -> list[Reply]:
+async def _release_via_client(client: Client, path: str, bodies: list[Any], timeout_s: float | None) -> list[Reply]:
     """Fallback for non-plain-HTTP base URLs: one task per request behind one event."""
     replies: list[Reply | None] = [None] * len(bodies)
     gate = anyio.Event()
@@ -112,6 +100,7 @@ async def _release_via_client(client: Client, path: str, bodies: list[Any],
 
 
 # -- the raw exchange behind release_together ---------------------------------------------
+
 
 @dataclass
 class _Exchange:
@@ -150,9 +139,15 @@ def _request_bytes(host: str, port: int, target: str, body: Any, cache: dict[int
         cache[id(body)] = content
     name = f"[{host}]" if ":" in host else host
     host_header = name if port == 80 else f"{name}:{port}"
-    head = [f"POST {target} HTTP/1.1", f"Host: {host_header}", "Accept: */*",
-            "Accept-Encoding: identity", "Connection: close", f"User-Agent: parval/{__version__}",
-            f"Content-Length: {len(content)}"]
+    head = [
+        f"POST {target} HTTP/1.1",
+        f"Host: {host_header}",
+        "Accept: */*",
+        "Accept-Encoding: identity",
+        "Connection: close",
+        f"User-Agent: parval/{__version__}",
+        f"Content-Length: {len(content)}",
+    ]
     if body is not None:
         head.append("Content-Type: application/json")
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + content
@@ -176,8 +171,7 @@ async def _send_all(sock: socket.socket, data: memoryview) -> int:
     return sent
 
 
-async def _stage(ex: _Exchange, family: int, address: tuple[Any, ...], path: str,
-                 write_timeout: float) -> None:
+async def _stage(ex: _Exchange, family: int, address: tuple[Any, ...], path: str, write_timeout: float) -> None:
     """Connect, then write everything but the final byte."""
     t0 = time.monotonic()
     sock = ex.sock = socket.socket(family, socket.SOCK_STREAM)
@@ -211,7 +205,7 @@ def _release(exchanges: list[_Exchange]) -> None:
             continue
         ex.t_send = time.monotonic()
         try:
-            ex.sent += ex.sock.send(ex.payload[ex.sent:])
+            ex.sent += ex.sock.send(ex.payload[ex.sent :])
         except BlockingIOError:
             pass  # the rest goes out in _finish
         except OSError as exc:
@@ -225,7 +219,7 @@ async def _finish(ex: _Exchange, path: str, read_timeout: float, max_body: int) 
     try:
         if ex.write_error is None and ex.sent < len(ex.payload):
             with anyio.fail_after(read_timeout):
-                ex.sent += await _send_all(sock, memoryview(ex.payload)[ex.sent:])
+                ex.sent += await _send_all(sock, memoryview(ex.payload)[ex.sent :])
         while not reader.complete:
             try:
                 chunk = sock.recv(RECEIVE_BYTES)
@@ -240,8 +234,13 @@ async def _finish(ex: _Exchange, path: str, read_timeout: float, max_body: int) 
     except TimeoutError:
         return _fail(ex, path, ex.t_send, INDETERMINATE, "timeout: ReadTimeout")
     except ProtocolError as exc:
-        return _fail(ex, path, ex.t_send, INDETERMINATE,
-                     _describe(ex.write_error) if ex.write_error else f"RemoteProtocolError: {exc}")
+        return _fail(
+            ex,
+            path,
+            ex.t_send,
+            INDETERMINATE,
+            _describe(ex.write_error) if ex.write_error else f"RemoteProtocolError: {exc}",
+        )
     except OSError as exc:
         if not reader.complete:  # a reset after a complete reply changes nothing
             return _fail(ex, path, ex.t_send, INDETERMINATE, _describe(ex.write_error or exc))
@@ -249,9 +248,9 @@ async def _finish(ex: _Exchange, path: str, read_timeout: float, max_body: int) 
     assert status is not None
     body = bytes(reader.body)
     if reader.oversize:
-        ex.reply = Reply("POST", path, status, body, ex.t_send, time.monotonic(), OVERSIZE,
-                         f"response body exceeds {max_body} bytes")
+        ex.reply = Reply(
+            "POST", path, status, body, ex.t_send, time.monotonic(), OVERSIZE, f"response body exceeds {max_body} bytes"
+        )
         return
     outcome = OK if 200 <= status < 300 else HTTP_ERROR
-    ex.reply = Reply("POST", path, status, body, ex.t_send, time.monotonic(), outcome,
-                     headers=reader.headers)
+    ex.reply = Reply("POST", path, status, body, ex.t_send, time.monotonic(), outcome, headers=reader.headers)

@@ -19,10 +19,16 @@ from .traces import Traces, stderr_line
 from .transcription_routes import TranscriptionRoutes
 
 Handler = Callable[[HttpRequest, Responder], None]
-INFERENCE_PATHS = frozenset({
-    "/v1/tasks/run", "/v1/tasks/stream", "/v1/tasks/batch", "/v1/audio/speech",
-    "/v1/audio/transcriptions", "/v1/audio/transcriptions/details",
-})
+INFERENCE_PATHS = frozenset(
+    {
+        "/v1/tasks/run",
+        "/v1/tasks/stream",
+        "/v1/tasks/batch",
+        "/v1/audio/speech",
+        "/v1/audio/transcriptions",
+        "/v1/audio/transcriptions/details",
+    }
+)
 INDEX_HTML = b"<!doctype html><title>audiocpp_server</title><p>audio.cpp server stand-in</p>\n"
 
 

@@ -50,13 +50,15 @@ class BusyGuard:
                 now = now_ms()
                 if since > 0 and now - since > timeout_ms:
                     raise ServerBusyError(
-                        f"model '{self._id}' is busy: current inference has run {int(now - since)} ms "
+                        f"model '{self._id}' is busy: "
+                        f"current inference has run {int(now - since)} ms "
                         f"(busy_timeout_ms={timeout_ms}); the previous request has likely wedged "
-                        "and cannot be cancelled")
+                        "and cannot be cancelled"
+                    )
                 if not self._mutex.acquire(timeout=timeout_ms / 1000.0):
                     raise ServerBusyError(
-                        f"model '{self._id}' is busy: timed out after {timeout_ms} ms "
-                        "waiting for the inference lock")
+                        f"model '{self._id}' is busy: timed out after {timeout_ms} ms waiting for the inference lock"
+                    )
         finally:
             with self._state:
                 self._waiting -= 1

@@ -17,7 +17,8 @@ USAGE = """\
 usage: audiocpp_server --config <server.json> [options]
 
   --config <server.json>       server config file (required unless --ui)
-  --parallel-jobs              opt into the experimental parallel runtime; per-model slots default to 1
+  --parallel-jobs              opt into the experimental parallel runtime; \
+per-model slots default to 1
   --ui / --no-ui               enable / disable the embedded WebUI
   --ui-management              enable dynamic /v1/models/load and /v1/models/unload
   --host <ip>                  IPv4 address to bind (default 127.0.0.1)

@@ -49,9 +49,16 @@ class ModelSpec:
     def identity(self) -> tuple[object, ...]:
         """What a reconfiguration compares to decide `reconfigured`."""
         return (
-            str(self.path), self.family, self.task, self.mode, self.slots, self.config,
-            self.weight, tuple(sorted(self.load_options.items())),
-            tuple(sorted(self.session_options.items())), self.model_spec_override,
+            str(self.path),
+            self.family,
+            self.task,
+            self.mode,
+            self.slots,
+            self.config,
+            self.weight,
+            tuple(sorted(self.load_options.items())),
+            tuple(sorted(self.session_options.items())),
+            self.model_spec_override,
         )
 
 
@@ -158,9 +165,7 @@ def parse_model(
     if not registration and "busy_timeout_ms" in obj:
         busy = _int(obj, "busy_timeout_ms", 0)
         if busy < 0:
-            raise ConfigError(
-                f"busy_timeout_ms for model {model_id} must be >= 0 (0 disables the guard)"
-            )
+            raise ConfigError(f"busy_timeout_ms for model {model_id} must be >= 0 (0 disables the guard)")
     path = Path(path_text)
     return ModelSpec(
         id=model_id,
@@ -239,8 +244,18 @@ def load_server_config(args: CliArgs) -> ServerConfig:
 
 
 def _apply_cli(cfg: ServerConfig, args: CliArgs) -> None:
-    for name in ("host", "port", "backend", "device", "threads", "busy_timeout_ms",
-                 "max_loaded_models", "idle_unload_ms", "min_free_memory_mb", "cors_origins"):
+    for name in (
+        "host",
+        "port",
+        "backend",
+        "device",
+        "threads",
+        "busy_timeout_ms",
+        "max_loaded_models",
+        "idle_unload_ms",
+        "min_free_memory_mb",
+        "cors_origins",
+    ):
         value = getattr(args, name)
         if value is not None:
             setattr(cfg, name, value)

@@ -57,8 +57,11 @@ class Executor:
     def request_key(self, job: Job) -> str:
         """Identity of the request alone (what a session remembers as its history)."""
         parts: dict[str, Any] = {
-            "model_sha256": job.pool.file_hash, "family": job.spec.family, "task": job.spec.task,
-            "config": job.spec.config, "weight": job.spec.weight,
+            "model_sha256": job.pool.file_hash,
+            "family": job.spec.family,
+            "task": job.spec.task,
+            "config": job.spec.config,
+            "weight": job.spec.weight,
             "session_options": dict(job.spec.session_options),
             "request": job.request.identity(ignore_seed=self._faults.on("ignore_seed")),
         }
@@ -108,8 +111,7 @@ class Executor:
         return rendered
 
     def execute(
-        self, job: Job, *, steps: int = 1,
-        on_step: Callable[[Rendered, int], None] | None = None,
+        self, job: Job, *, steps: int = 1, on_step: Callable[[Rendered, int], None] | None = None
     ) -> tuple[Rendered, float]:
         """Run the request; returns the output and the measured wall time in ms.
 
@@ -134,8 +136,14 @@ class Executor:
             return rendered, (time.perf_counter() - started) * 1000.0
         finally:
             self._traces.request(
-                route=job.route, model=job.spec.id, accept_ns=job.accept_ns, start_ns=start_ns,
-                end_ns=time.monotonic_ns(), slot=job.slot, text=job.request.text)
+                route=job.route,
+                model=job.spec.id,
+                accept_ns=job.accept_ns,
+                start_ns=start_ns,
+                end_ns=time.monotonic_ns(),
+                slot=job.slot,
+                text=job.request.text,
+            )
 
     def execute_batch(self, jobs: list[Job]) -> tuple[list[Rendered], float]:
         """A native batch: one execution window serving every entry on the leased session."""
@@ -149,6 +157,12 @@ class Executor:
         end_ns = time.monotonic_ns()
         for job in jobs:
             self._traces.request(
-                route=job.route, model=job.spec.id, accept_ns=job.accept_ns, start_ns=start_ns,
-                end_ns=end_ns, slot=job.slot, text=job.request.text)
+                route=job.route,
+                model=job.spec.id,
+                accept_ns=job.accept_ns,
+                start_ns=start_ns,
+                end_ns=end_ns,
+                slot=job.slot,
+                text=job.request.text,
+            )
         return outputs, (time.perf_counter() - started) * 1000.0

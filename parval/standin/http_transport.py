@@ -83,8 +83,9 @@ class Responder:
         except OSError as exc:
             raise ClientGone(str(exc)) from exc
 
-    def send(self, status: int, body: bytes, content_type: str = "application/json",
-             headers: dict[str, str] | None = None) -> None:
+    def send(
+        self, status: int, body: bytes, content_type: str = "application/json", headers: dict[str, str] | None = None
+    ) -> None:
         extra = dict(headers or {})
         extra["Content-Length"] = str(len(body))
         self._head(status, content_type, extra)
@@ -132,8 +133,9 @@ class StandinServer(ThreadingHTTPServer):
     daemon_threads = False  # shutdown joins the connection workers
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int],
-                 dispatch: Callable[[HttpRequest, Responder], None], max_body: int) -> None:
+    def __init__(
+        self, address: tuple[str, int], dispatch: Callable[[HttpRequest, Responder], None], max_body: int
+    ) -> None:
         self.dispatch = dispatch
         self.max_body = max_body
         self._accepted: dict[int, int] = {}
@@ -233,8 +235,7 @@ class StandinHandler(BaseHTTPRequestHandler):
         finally:
             self.server.reading(self.request, False)
         parts = urlsplit(self.path)
-        request = HttpRequest(self.command, parts.path, dict(parse_qsl(parts.query)),
-                              self.headers, body, accept_ns)
+        request = HttpRequest(self.command, parts.path, dict(parse_qsl(parts.query)), self.headers, body, accept_ns)
         self.server.dispatch(request, out)
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = _serve

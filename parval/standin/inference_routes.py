@@ -20,13 +20,7 @@ from .execution import Executor, Job
 from .faults import Faults
 from .http_transport import HttpRequest, Responder
 from .inference_request import InferenceRequest, build_request
-from .result_payload import (
-    b64_wav,
-    fmt6,
-    offline_timing,
-    output_duration_ms,
-    result_fields,
-)
+from .result_payload import b64_wav, fmt6, offline_timing, output_duration_ms, result_fields
 from .runtime import ModelEntry, Runtime
 from .synthesis import Rendered
 from .traces import Traces
@@ -78,8 +72,13 @@ class InferenceRoutes:
         self.faults = faults
 
     def run_leased(
-        self, http: HttpRequest, entry: ModelEntry, requested: int | None,
-        raw: Callable[[], Mapping[str, Any]], *, on_step: StepHook | None = None,
+        self,
+        http: HttpRequest,
+        entry: ModelEntry,
+        requested: int | None,
+        raw: Callable[[], Mapping[str, Any]],
+        *,
+        on_step: StepHook | None = None,
         before_load: Callable[[], None] | None = None,
         finish: Callable[[Outcome], None] | None = None,
     ) -> Outcome:
@@ -98,13 +97,16 @@ class InferenceRoutes:
             session = pool.sessions[slot]
             if on_step is None and self.rt.parallel and spec.mode == "offline":
                 self.traces.observe(
-                    model=spec.id, slot=slot, session=session.address, text=request.text,
+                    model=spec.id,
+                    slot=slot,
+                    session=session.address,
+                    text=request.text,
                     audio_samples=request.audio.total_samples if request.audio else 0,
                     voice_samples=request.voice.total_samples if request.voice else 0,
-                    seed=request.seed)
+                    seed=request.seed,
+                )
             job = Job(http.path, spec, pool, session, slot, request, http.accept_ns)
-            rendered, wall_ms = self.executor.execute(
-                job, steps=STREAM_STEPS if on_step else 1, on_step=on_step)
+            rendered, wall_ms = self.executor.execute(job, steps=STREAM_STEPS if on_step else 1, on_step=on_step)
             outcome = Outcome(rendered, wall_ms, request)
             if finish is not None:
                 finish(outcome)
@@ -157,8 +159,7 @@ class InferenceRoutes:
 
         def before_load() -> None:
             if entry.spec.mode != "streaming":
-                raise ServerError(
-                    f"configured model does not provide streaming execution: {model_id}")
+                raise ServerError(f"configured model does not provide streaming execution: {model_id}")
             if sse:
                 out.start_stream("text/event-stream")
             clock["start"] = time.perf_counter()
@@ -181,8 +182,15 @@ class InferenceRoutes:
             else:
                 out.json(200, {"events": events, "result": result})
 
-        self.run_leased(http, entry, requested, lambda: request_object(body, "stream_format"),
-                        on_step=on_step, before_load=before_load, finish=finish)
+        self.run_leased(
+            http,
+            entry,
+            requested,
+            lambda: request_object(body, "stream_format"),
+            on_step=on_step,
+            before_load=before_load,
+            finish=finish,
+        )
 
     # -- /v1/tasks/batch ------------------------------------------------------------------
     def tasks_batch(self, http: HttpRequest, out: Responder) -> None:
@@ -200,11 +208,9 @@ class InferenceRoutes:
             spec = entry.spec
             pool = self.rt.ensure_loaded(entry)
             if not pool.knobs.native_batch:
-                raise InvalidRequestError(
-                    f"configured model does not provide native offline batching: {model_id}")
+                raise InvalidRequestError(f"configured model does not provide native offline batching: {model_id}")
             requests = [build_request(e, spec) for e in entries]
-            jobs = [Job(http.path, spec, pool, pool.sessions[slot], slot, r, http.accept_ns)
-                    for r in requests]
+            jobs = [Job(http.path, spec, pool, pool.sessions[slot], slot, r, http.accept_ns) for r in requests]
             outputs, wall_ms = self.executor.execute_batch(jobs)
             out.start_stream("text/event-stream")
             durations: list[float | None] = []

@@ -67,8 +67,7 @@ class Management:
         if not self.rt.parallel and "slots" in body:
             raise InvalidRequestError(SLOTS_REQUIRE_FLAG)
         try:
-            spec = parse_model(body, Path.cwd(), lazy_default=True,
-                               parallel_jobs=self.rt.parallel, registration=True)
+            spec = parse_model(body, Path.cwd(), lazy_default=True, parallel_jobs=self.rt.parallel, registration=True)
         except SlotsError as exc:
             raise InvalidRequestError(str(exc)) from None
         except ConfigError as exc:
@@ -94,8 +93,12 @@ class Management:
             self._barrier(entry, self.rt.ceiling_ms(entry)).wait()
             try:
                 old = entry.spec
-                new = replace(spec, busy_timeout_ms=old.busy_timeout_ms, lazy=old.lazy,
-                              default_request_options=old.default_request_options)
+                new = replace(
+                    spec,
+                    busy_timeout_ms=old.busy_timeout_ms,
+                    lazy=old.lazy,
+                    default_request_options=old.default_request_options,
+                )
                 changed = old.identity() != new.identity()
                 if changed and new.count > 1:
                     capacity = parse_knobs(new.load_options).capacity

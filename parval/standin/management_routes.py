@@ -25,13 +25,27 @@ class ManagementRoutes:
 
     def health(self, http: HttpRequest, out: Responder) -> None:
         cfg = self.rt.cfg
-        out.json(200, {"status": "ok", "backend": cfg.backend, "models": len(self.rt.snapshot()),
-                       "ui": cfg.ui, "ui_management": cfg.ui_management})
+        out.json(
+            200,
+            {
+                "status": "ok",
+                "backend": cfg.backend,
+                "models": len(self.rt.snapshot()),
+                "ui": cfg.ui,
+                "ui_management": cfg.ui_management,
+            },
+        )
 
     def model_json(self, entry: ModelEntry, *, session_options: bool, params: bool) -> dict[str, Any]:
         spec = entry.spec
-        item: dict[str, Any] = {"id": spec.id, "object": "model", "owned_by": "engine",
-                                "family": spec.family, "task": spec.task, "mode": spec.mode}
+        item: dict[str, Any] = {
+            "id": spec.id,
+            "object": "model",
+            "owned_by": "engine",
+            "family": spec.family,
+            "task": spec.task,
+            "mode": spec.mode,
+        }
         if self.rt.parallel:
             active = entry.gate.active_count()
             if entry.saw_two_active and self.rt.faults.on("counters_no_drain"):
@@ -51,8 +65,7 @@ class ManagementRoutes:
     def models(self, http: HttpRequest, out: Responder) -> None:
         session_options = _flag(http.query, "include_session_options")
         params = _flag(http.query, "include_params")
-        data = [self.model_json(e, session_options=session_options, params=params)
-                for e in self.rt.snapshot()]
+        data = [self.model_json(e, session_options=session_options, params=params) for e in self.rt.snapshot()]
         out.json(200, {"object": "list", "data": data})
 
     def models_load(self, http: HttpRequest, out: Responder) -> None:

@@ -29,8 +29,7 @@ class CapacityError(ApiError):
 
 
 def capacity_message(family: str, capacity: int) -> str:
-    return (f"model '{family}' does not support the requested slots for this "
-            f"backend/task/mode (capacity={capacity})")
+    return f"model '{family}' does not support the requested slots for this backend/task/mode (capacity={capacity})"
 
 
 @dataclass(frozen=True)

@@ -69,10 +69,13 @@ class Runtime:
         gate: AdmissionGate
         if self.parallel:
             gate = ModelSlots(
-                spec.id, spec.count, barging=self.faults.on("barging"),
+                spec.id,
+                spec.count,
+                barging=self.faults.on("barging"),
                 overdue_suppressed=self.faults.on("overdue_suppressed"),
                 serial=self.faults.on("fake_concurrency"),
-                queued_counter_stuck=self.faults.on("queued_counter_stuck"))
+                queued_counter_stuck=self.faults.on("queued_counter_stuck"),
+            )
         else:
             gate = BusyGuard(spec.id)
         return ModelEntry(spec, gate)
@@ -149,8 +152,7 @@ class Runtime:
                 self._check_memory(entry)
                 entry.load_attempts += 1
                 if self.faults.on("first_load_fails") and entry.load_attempts == 1:
-                    raise ServerError(
-                        f"failed to load model '{entry.spec.id}': injected first-load failure")
+                    raise ServerError(f"failed to load model '{entry.spec.id}': injected first-load failure")
                 pool = build_pool(entry.spec)
                 entry.pool = pool
                 entry.capacity = pool.knobs.capacity
@@ -165,8 +167,9 @@ class Runtime:
         limit = self.cfg.max_loaded_models
         if limit <= 0:
             return
-        others = sorted((e for e in self._unlocked_snapshot() if e is not entry and e.resident),
-                        key=lambda e: e.last_used_ms)
+        others = sorted(
+            (e for e in self._unlocked_snapshot() if e is not entry and e.resident), key=lambda e: e.last_used_ms
+        )
         excess = len(others) - (limit - 1)
         for candidate in others:
             if excess <= 0:
@@ -180,7 +183,8 @@ class Runtime:
         if excess > 0:
             raise ServerBusyError(
                 f"cannot load model '{entry.spec.id}': max_loaded_models={limit} and every "
-                "loaded model is busy; retry later")
+                "loaded model is busy; retry later"
+            )
 
     def _check_memory(self, entry: ModelEntry) -> None:
         headroom = self.cfg.min_free_memory_mb
@@ -192,7 +196,9 @@ class Runtime:
         if estimate_mib + headroom > available:
             raise InsufficientMemoryError(
                 f"cannot load model '{entry.spec.id}': estimated {estimate_mib / 1024:.2f} GiB + "
-                f"{headroom} MiB headroom exceeds available host memory ({available / 1024:.2f} GiB)")
+                f"{headroom} MiB headroom exceeds available host memory "
+                f"({available / 1024:.2f} GiB)"
+            )
 
     def unload(self, entry: ModelEntry) -> None:
         """Under the model's exclusive lease: clear logical state first, then tear down."""
@@ -220,8 +226,10 @@ class Runtime:
             if entry.spec.lazy:
                 continue
             if limit > 0 and loaded >= limit:
-                stderr_line(f"model '{entry.spec.id}' registered but not loaded "
-                            f"(max_loaded_models={limit} reached); it loads on first use")
+                stderr_line(
+                    f"model '{entry.spec.id}' registered but not loaded "
+                    f"(max_loaded_models={limit} reached); it loads on first use"
+                )
                 continue
             with entry.init_lock:
                 self.load_locked(entry)

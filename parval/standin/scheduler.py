@@ -69,8 +69,14 @@ class ModelSlots:
     """FIFO admission for one model with `count` request slots."""
 
     def __init__(
-        self, model_id: str, count: int, *, barging: bool = False,
-        overdue_suppressed: bool = False, serial: bool = False, queued_counter_stuck: bool = False,
+        self,
+        model_id: str,
+        count: int,
+        *,
+        barging: bool = False,
+        overdue_suppressed: bool = False,
+        serial: bool = False,
+        queued_counter_stuck: bool = False,
     ) -> None:
         self._id = model_id
         self._since: list[float | None] = [None] * count
@@ -125,8 +131,7 @@ class ModelSlots:
             now = now_ms()
             if timeout_ms > 0:
                 if self._exclusive and now - self._exclusive_since > timeout_ms:
-                    raise ServerBusyError(
-                        f"model '{self._id}': exclusive operation exceeded busy_timeout_ms")
+                    raise ServerBusyError(f"model '{self._id}': exclusive operation exceeded busy_timeout_ms")
                 if any(s is not None and now - s > timeout_ms for s in self._since):
                     raise ServerBusyError(f"model '{self._id}': active slot exceeded busy_timeout_ms")
             waiter = _Waiter(True, now + timeout_ms if timeout_ms > 0 else None)

@@ -27,12 +27,15 @@ from .traces import Traces
 PARALLEL_WARNING = (
     "WARNING: --parallel-jobs enables EXPERIMENTAL server behavior.",
     "WARNING: validated scope: controlled CPU session/queue lifecycle tests plus representative",
-    "WARNING: CUDA/Vulkan capacity-one cold/warm inference; no catalogue multi-slot models are admitted by this framework PR.",
+    (
+        "WARNING: CUDA/Vulkan capacity-one cold/warm inference; "
+        "no catalogue multi-slot models are admitted by this framework PR."
+    ),
     "WARNING: reconfiguration, unload/eviction, disconnect and shutdown have partial coverage.",
-    "WARNING: real concurrent GPU streams/batches, Metal execution and hung-backend cancellation are unverified.",
+    ("WARNING: real concurrent GPU streams/batches, Metal execution and hung-backend cancellation are unverified."),
     "WARNING: see docs/maintainers/parallel_server_behavior_contract.md for the behavior contract.",
     "WARNING: per-model slots default to 1 and must fit the session capacity of the loaded model.",
-    "WARNING: queued requests wait FIFO under busy_timeout_ms. Busy timeout does not cancel backend execution.",
+    ("WARNING: queued requests wait FIFO under busy_timeout_ms. Busy timeout does not cancel backend execution."),
 )
 
 
@@ -92,8 +95,10 @@ def run(argv: Sequence[str]) -> int:
             sys.stderr.write("\n".join(PARALLEL_WARNING) + "\n")
         if cfg.backend != "cuda":
             sys.stderr.write(
-                f"audio.cpp is optimized for CUDA. The {cfg.backend} server backend is intended for "
-                "portability and testing, but performance and model coverage may be lower than CUDA.\n")
+                f"audio.cpp is optimized for CUDA. The {cfg.backend} server backend "
+                "is intended for portability and testing, "
+                "but performance and model coverage may be lower than CUDA.\n"
+            )
         sys.stderr.flush()
         if faults.on("startup_crash"):
             raise StartupError("injected startup crash")
@@ -109,12 +114,10 @@ def run(argv: Sequence[str]) -> int:
     except ApiError as exc:
         return _fail(exc.message)
     print(f"audiocpp_server listening on http://{cfg.host}:{cfg.port}", flush=True)
-    serving = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                               name="standin-listener")
+    serving = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="standin-listener")
     serving.start()
     if cfg.idle_unload_ms > 0:
-        threading.Thread(target=app.management.idle_loop, args=(stop,), daemon=True,
-                         name="standin-idle").start()
+        threading.Thread(target=app.management.idle_loop, args=(stop,), daemon=True, name="standin-idle").start()
     _wait(stop)
     server.shutdown()
     serving.join()

@@ -14,9 +14,20 @@ from .result_payload import b64_pcm, b64_wav, fmt6, offline_timing, output_durat
 from .runtime import ModelEntry
 from .synthesis import Rendered
 
-SPEECH_KEYS = ("language", "voice_ref", "reference_text", "seed", "temperature", "top_k",
-               "top_p", "max_tokens", "max_steps", "repetition_penalty", "guidance_scale",
-               "num_inference_steps")
+SPEECH_KEYS = (
+    "language",
+    "voice_ref",
+    "reference_text",
+    "seed",
+    "temperature",
+    "top_k",
+    "top_p",
+    "max_tokens",
+    "max_steps",
+    "repetition_penalty",
+    "guidance_scale",
+    "num_inference_steps",
+)
 
 
 class SpeechRoutes:
@@ -62,17 +73,19 @@ class SpeechRoutes:
         duration = output_duration_ms(outcome.rendered) or 0.0
         timing = offline_timing(outcome.wall_ms, duration)
         if fmt != "wav":
-            payload = {"audio": b64_wav(audio, outcome.rendered.sample_rate), "format": "wav",
-                       "timing": timing}
+            payload = {"audio": b64_wav(audio, outcome.rendered.sample_rate), "format": "wav", "timing": timing}
             out.json(200, payload)
             return
-        headers = {"X-AudioCPP-Wall-Ms": f"{outcome.wall_ms:.6f}",
-                   "X-AudioCPP-Audio-Duration-Ms": f"{duration:.6f}",
-                   "X-AudioCPP-RTF": f"{timing['rtf']:.6f}"}
+        headers = {
+            "X-AudioCPP-Wall-Ms": f"{outcome.wall_ms:.6f}",
+            "X-AudioCPP-Audio-Duration-Ms": f"{duration:.6f}",
+            "X-AudioCPP-RTF": f"{timing['rtf']:.6f}",
+        }
         out.send(200, encode_wav(audio, outcome.rendered.sample_rate), "audio/wav", headers)
 
-    def _speech_stream(self, http: HttpRequest, out: Responder, body: Mapping[str, Any],
-                       entry: ModelEntry, requested: int | None) -> None:
+    def _speech_stream(
+        self, http: HttpRequest, out: Responder, body: Mapping[str, Any], entry: ModelEntry, requested: int | None
+    ) -> None:
         if entry.spec.mode != "streaming":
             raise ServerError("speech streaming requires a model configured with mode=streaming")
         stream_format = body.get("stream_format") or "sse"
@@ -103,6 +116,12 @@ class SpeechRoutes:
                 out.sse_done()
             out.end_stream()
 
-        self.inference.run_leased(http, entry, requested, lambda: self.speech_request(body),
-                        on_step=on_step, before_load=before_load, finish=finish)
-
+        self.inference.run_leased(
+            http,
+            entry,
+            requested,
+            lambda: self.speech_request(body),
+            on_step=on_step,
+            before_load=before_load,
+            finish=finish,
+        )

@@ -19,8 +19,26 @@ from .audio_io import DecodedAudio, Pcm16
 from .inference_request import InferenceRequest
 
 TEXT_TASKS = frozenset({"asr", "vad", "diar", "align"})
-_VOCAB = ("the", "a", "model", "slot", "voice", "signal", "audio", "quiet", "river", "green",
-          "seven", "bright", "engine", "morning", "number", "listen", "window", "paper")
+_VOCAB = (
+    "the",
+    "a",
+    "model",
+    "slot",
+    "voice",
+    "signal",
+    "audio",
+    "quiet",
+    "river",
+    "green",
+    "seven",
+    "bright",
+    "engine",
+    "morning",
+    "number",
+    "listen",
+    "window",
+    "paper",
+)
 
 
 @dataclass(frozen=True)
@@ -57,8 +75,9 @@ def render_audio(digest: bytes, request: InferenceRequest, sample_rate: int) -> 
     f0 = rng.uniform(100.0, 260.0)
     phases = rng.uniform(0.0, 2 * np.pi, size=3)
     envelope = 0.6 + 0.4 * np.sin(2 * np.pi * rng.uniform(3.0, 6.0) * t + phases[2])
-    wave = envelope * (0.35 * np.sin(2 * np.pi * f0 * t + phases[0])
-                       + 0.12 * np.sin(2 * np.pi * 2.5 * f0 * t + phases[1]))
+    wave = envelope * (
+        0.35 * np.sin(2 * np.pi * f0 * t + phases[0]) + 0.12 * np.sin(2 * np.pi * 2.5 * f0 * t + phases[1])
+    )
     wave += 0.03 * rng.standard_normal(n)
     pcm: Pcm16 = np.rint(np.clip(wave, -1.0, 1.0) * 32767.0).astype(np.int16)
     return pcm
@@ -82,8 +101,7 @@ def _voiced_segments(audio: DecodedAudio, digest: bytes) -> list[dict[str, Any]]
         elif not flag and start is not None:
             strength = float(rms[start:index].mean()) / peak if peak > 0 else 0.0
             confidence = round(min(0.999999, 0.55 + 0.4 * strength + jitter), 6)
-            segments.append({"start_sample": start * frame, "end_sample": index * frame,
-                             "confidence": confidence})
+            segments.append({"start_sample": start * frame, "end_sample": index * frame, "confidence": confidence})
             start = None
     return segments
 
@@ -107,17 +125,30 @@ def render(task: str, digest: bytes, request: InferenceRequest, sample_rate: int
         return Rendered(audio.sample_rate, segments=segments)
     if task == "diar":
         speakers = _rng(digest, b"diar").integers(0, 2, size=len(segments))
-        turns = [{"start_sample": s["start_sample"], "end_sample": s["end_sample"],
-                  "speaker_id": f"SPEAKER_{int(k):02d}", "confidence": s["confidence"]}
-                 for s, k in zip(segments, speakers, strict=True)]
+        turns = [
+            {
+                "start_sample": s["start_sample"],
+                "end_sample": s["end_sample"],
+                "speaker_id": f"SPEAKER_{int(k):02d}",
+                "confidence": s["confidence"],
+            }
+            for s, k in zip(segments, speakers, strict=True)
+        ]
         return Rendered(audio.sample_rate, speaker_turns=turns)
     words = request.text.split()
     frames = audio.samples.shape[0]
     step = frames // max(1, len(words))
-    aligned = [{"word": w, "start": round(i * step / audio.sample_rate, 6),
-                "end": round((i + 1) * step / audio.sample_rate, 6), "start_sample": i * step,
-                "end_sample": (i + 1) * step, "confidence": round(0.9 + 0.01 * (i % 9), 6)}
-               for i, w in enumerate(words)]
+    aligned = [
+        {
+            "word": w,
+            "start": round(i * step / audio.sample_rate, 6),
+            "end": round((i + 1) * step / audio.sample_rate, 6),
+            "start_sample": i * step,
+            "end_sample": (i + 1) * step,
+            "confidence": round(0.9 + 0.01 * (i % 9), 6),
+        }
+        for i, w in enumerate(words)
+    ]
     return Rendered(audio.sample_rate, text=request.text, language=language, words=aligned)
 
 
@@ -133,7 +164,7 @@ def perturb(rendered: Rendered, rng: np.random.Generator, *, text_suffix: bool) 
             return replace(rendered, text=f"{rendered.text} ~{int(rng.integers(0, 10**6)):06d}")
         index = int(rng.integers(0, len(rendered.text)))
         swapped = "x" if rendered.text[index] != "x" else "y"
-        return replace(rendered, text=rendered.text[:index] + swapped + rendered.text[index + 1:])
+        return replace(rendered, text=rendered.text[:index] + swapped + rendered.text[index + 1 :])
     rows = rendered.segments or rendered.speaker_turns
     if rows:
         rows = [dict(r) for r in rows]

@@ -40,19 +40,35 @@ class Traces:
     def from_environment(cls) -> Traces:
         return cls(os.environ.get(OBSERVER_ENV) == "1", os.environ.get(TRACE_ENV) or None)
 
-    def observe(self, *, model: str, slot: int, session: str, text: str, audio_samples: int,
-                voice_samples: int, seed: str) -> None:
+    def observe(
+        self, *, model: str, slot: int, session: str, text: str, audio_samples: int, voice_samples: int, seed: str
+    ) -> None:
         if not self.observer:
             return
-        record = {"model": model, "slot": slot, "session": session, "text": text,
-                  "audio_samples": audio_samples, "voice_samples": voice_samples, "seed": seed}
+        record = {
+            "model": model,
+            "slot": slot,
+            "session": session,
+            "text": text,
+            "audio_samples": audio_samples,
+            "voice_samples": voice_samples,
+            "seed": seed,
+        }
         stderr_line("[SLOT_VALIDATION] " + _compact(record))
 
-    def request(self, *, route: str, model: str, accept_ns: int, start_ns: int, end_ns: int,
-                slot: int, text: str) -> None:
+    def request(
+        self, *, route: str, model: str, accept_ns: int, start_ns: int, end_ns: int, slot: int, text: str
+    ) -> None:
         if self._trace_path is None:
             return
-        record = {"route": route, "model": model, "accept_ns": accept_ns, "start_ns": start_ns,
-                  "end_ns": end_ns, "slot": slot, "text": text}
+        record = {
+            "route": route,
+            "model": model,
+            "accept_ns": accept_ns,
+            "start_ns": start_ns,
+            "end_ns": end_ns,
+            "slot": slot,
+            "text": text,
+        }
         with self._trace_lock, open(self._trace_path, "a", encoding="utf-8") as handle:
             handle.write(_compact(record) + "\n")

@@ -32,8 +32,8 @@ def _multipart_body(http: HttpRequest) -> dict[str, Any]:
             suffix = PurePath(part.get_filename() or "").suffix.lower()
             if suffix not in ("", ".wav"):
                 raise InvalidRequestError(
-                    "only WAV audio uploads are currently supported for transcription; "
-                    "MP3 support is planned")
+                    "only WAV audio uploads are currently supported for transcription; MP3 support is planned"
+                )
             body["audio_base64"] = base64.b64encode(payload).decode()
         else:
             body[name] = payload.decode("utf-8", errors="replace")
@@ -114,8 +114,9 @@ class TranscriptionRoutes:
         result["timing"] = offline_timing(outcome.wall_ms, audio.duration_ms if audio else 0.0)
         out.json(200, result)
 
-    def _stream(self, http: HttpRequest, out: Responder, body: dict[str, Any], model_id: str,
-                requested: int | None) -> None:
+    def _stream(
+        self, http: HttpRequest, out: Responder, body: dict[str, Any], model_id: str, requested: int | None
+    ) -> None:
         entry = self.inference.rt.lookup(model_id)
         clock: dict[str, float] = {}
 
@@ -133,10 +134,16 @@ class TranscriptionRoutes:
                 out.sse({"type": "transcript.text.delta", "delta": delta})
 
         def finish(outcome: Outcome) -> None:
-            out.sse({"type": "transcript.text.done", "text": outcome.rendered.text or "",
-                     "timing": {"ttft_ms": fmt6(clock["ttft"])}})
+            out.sse(
+                {
+                    "type": "transcript.text.done",
+                    "text": outcome.rendered.text or "",
+                    "timing": {"ttft_ms": fmt6(clock["ttft"])},
+                }
+            )
             out.sse_done()
             out.end_stream()
 
-        self.inference.run_leased(http, entry, requested, lambda: _raw_request(body),
-                                  on_step=on_step, before_load=before_load, finish=finish)
+        self.inference.run_leased(
+            http, entry, requested, lambda: _raw_request(body), on_step=on_step, before_load=before_load, finish=finish
+        )

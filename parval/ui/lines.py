@@ -25,12 +25,43 @@ Finish = Callable[[dict[str, Any]], None]
 EVENTS_JSON_VERSION = 1
 
 # Events that finish (or begin) a step: one plain line / one JSON line each.
-STEP_KINDS = {"campaign_start", "unit_begin", "unit_end", "unit_skipped", "wave", "server_ready",
-              "start_failed", "start_aborted", "start_timeout", "server_crash", "wave_timeout",
-              "campaign_stopped", "campaign_end", "campaign_timeout"}
-_JSON_FIELDS = ("run", "unit", "count", "phase", "wave", "n", "batch_s", "ok", "reason", "ready_s",
-                "counts", "shard", "plan", "finished", "elapsed_s", "exit_code", "where", "role",
-                "after_s")
+STEP_KINDS = {
+    "campaign_start",
+    "unit_begin",
+    "unit_end",
+    "unit_skipped",
+    "wave",
+    "server_ready",
+    "start_failed",
+    "start_aborted",
+    "start_timeout",
+    "server_crash",
+    "wave_timeout",
+    "campaign_stopped",
+    "campaign_end",
+    "campaign_timeout",
+}
+_JSON_FIELDS = (
+    "run",
+    "unit",
+    "count",
+    "phase",
+    "wave",
+    "n",
+    "batch_s",
+    "ok",
+    "reason",
+    "ready_s",
+    "counts",
+    "shard",
+    "plan",
+    "finished",
+    "elapsed_s",
+    "exit_code",
+    "where",
+    "role",
+    "after_s",
+)
 
 
 def plain_line(e: dict[str, Any]) -> str | None:
@@ -46,8 +77,10 @@ def plain_line(e: dict[str, Any]) -> str | None:
         return f"[parval] {e['run']}: server ready in {e['ready_s']:.2f}s"
     if k == "wave":
         st = e.get("status") or {}
-        return (f"[parval] {e['run']}: {e['phase']} {e['wave']} n={e['n']} {e['batch_s']:.3f}s "
-                f"max_active={st.get('max_active')} drained={(e.get('drained') or {}).get('ok')}")
+        return (
+            f"[parval] {e['run']}: {e['phase']} {e['wave']} n={e['n']} {e['batch_s']:.3f}s "
+            f"max_active={st.get('max_active')} drained={(e.get('drained') or {}).get('ok')}"
+        )
     if k in ("start_failed", "start_aborted", "start_timeout", "server_crash", "wave_timeout"):
         what = e.get("reason") or e.get("where") or e.get("exit_code")
         return f"[parval] {e.get('unit') or e.get('run')}: {k.replace('_', ' ')}: {what}"
@@ -76,9 +109,17 @@ def json_line(e: dict[str, Any], state: ProgressState) -> str | None:
 
 def verdict_json(evidence: dict[str, Any]) -> str:
     v = evidence["verdict"]
-    return json.dumps({"event": "verdict", "v": EVENTS_JSON_VERSION, "line": v["line"],
-                       "exit_code": v["exit_code"], "admitted_counts": v["admitted_counts"],
-                       "admission_ready": evidence["admission_ready"]}, sort_keys=True)
+    return json.dumps(
+        {
+            "event": "verdict",
+            "v": EVENTS_JSON_VERSION,
+            "line": v["line"],
+            "exit_code": v["exit_code"],
+            "admitted_counts": v["admitted_counts"],
+            "admission_ready": evidence["admission_ready"],
+        },
+        sort_keys=True,
+    )
 
 
 def guarded(listener: Listener, stream: IO[str]) -> Listener:
@@ -96,6 +137,5 @@ def guarded(listener: Listener, stream: IO[str]) -> Listener:
                 stream.write(f"parval: progress display disabled: {type(exc).__name__}: {exc}\n")
             except Exception:
                 pass
+
     return call
-
-

@@ -22,9 +22,9 @@ from parval.ui.lines import Finish, Listener, guarded, json_line, plain_line, ve
 from parval.ui.state import ProgressState
 
 
-def make_listener(*, quiet: bool, events_json: bool, plan: Any = None,
-                  stderr: IO[str] | None = None,
-                  stdout: IO[str] | None = None) -> tuple[Listener, Finish]:
+def make_listener(
+    *, quiet: bool, events_json: bool, plan: Any = None, stderr: IO[str] | None = None, stdout: IO[str] | None = None
+) -> tuple[Listener, Finish]:
     """(event listener, finish(evidence)) for `parval run`.
 
     `plan` (a parval.plan.load.Plan) lets the display estimate the remaining time from the
@@ -37,6 +37,7 @@ def make_listener(*, quiet: bool, events_json: bool, plan: Any = None,
         state.plan_raw = dict(plan.raw)
         state._plan_totals()
     if events_json:
+
         def emit(e: dict[str, Any]) -> None:
             state.update(e)
             line = json_line(e, state)
@@ -47,6 +48,7 @@ def make_listener(*, quiet: bool, events_json: bool, plan: Any = None,
         def done(ev: dict[str, Any]) -> None:
             out.write(verdict_json(ev) + "\n")
             out.flush()
+
         return guarded(emit, err), done
     if quiet:
         return (lambda e: None), (lambda ev: None)
@@ -64,6 +66,7 @@ def make_listener(*, quiet: bool, events_json: bool, plan: Any = None,
                 text += f" · {state.ratio()}"
             err.write(f"{state.elapsed:8.1f}s {text}\n")
             err.flush()
+
     return guarded(line, err), (lambda ev: None)
 
 

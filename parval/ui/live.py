@@ -87,8 +87,7 @@ class LiveProgress:
         self.console = Console(file=stream, stderr=True)
         self._lock = threading.Lock()
         self._stopped = False
-        self.live = Live(get_renderable=self._render, console=self.console, refresh_per_second=4,
-                         transient=False)
+        self.live = Live(get_renderable=self._render, console=self.console, refresh_per_second=4, transient=False)
         self.live.start()
         atexit.register(self._stop)
 
@@ -110,12 +109,14 @@ class LiveProgress:
         planned = f" of {s.planned}" if s.planned else ""
         t.add_row("requests", f"{s.done} done{planned}, {s.failed} failed", "units done", str(s.units_done))
         t.add_row("host memory", self.memory.host, "GPU memory", self.memory.gpu)
-        t.add_row("elapsed", fmt_duration(s.elapsed), "remaining",
-                  "estimating…" if eta is None else f"~{fmt_duration(eta)}")
+        t.add_row(
+            "elapsed", fmt_duration(s.elapsed), "remaining", "estimating…" if eta is None else f"~{fmt_duration(eta)}"
+        )
         parts: list[Any] = [Text("parval run", style="bold cyan"), t]
         if s.planned:
-            parts.append(ProgressBar(total=float(s.planned), completed=float(min(s.finished_requests, s.planned)),
-                                     width=60))
+            parts.append(
+                ProgressBar(total=float(s.planned), completed=float(min(s.finished_requests, s.planned)), width=60)
+            )
         if s.problems:
             parts.append(Text("problems: " + "; ".join(s.problems[-3:]), style="red"))
         return Group(*parts)

@@ -121,9 +121,13 @@ class ProgressState:
 
     def snapshot(self) -> dict[str, Any]:
         eta = self.eta()
-        return {"requests_done": self.done, "requests_failed": self.failed,
-                "requests_planned": self.planned, "elapsed_s": round(self.elapsed, 2),
-                "eta_s": None if eta is None else round(eta, 1)}
+        return {
+            "requests_done": self.done,
+            "requests_failed": self.failed,
+            "requests_planned": self.planned,
+            "elapsed_s": round(self.elapsed, 2),
+            "eta_s": None if eta is None else round(eta, 1),
+        }
 
     def ratio(self) -> str:
         planned = f"/{self.planned}" if self.planned else ""
@@ -177,5 +181,3 @@ def fmt_duration(seconds: float) -> str:
     if s < 3600:
         return f"{s // 60}m{s % 60:02d}s"
     return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-
-

@@ -13,10 +13,21 @@ from typer.testing import CliRunner
 from parval.cli import app
 
 TARGET_IDS = {
-    "skew.send_p95_n16", "skew.start_p95_n16", "skew.syn_retransmits", "skew.listen_overflows",
-    "campaign.gap_median", "campaign.start_overhead", "poll.hz_10ms", "poll.effect_10ms",
-    "poll.hz_5ms", "poll.effect_5ms", "campaign.peak_rss", "campaign.event_log_growth",
-    "campaign.artifacts_growth", "campaign.judge_growth", "campaign.overhead",
+    "skew.send_p95_n16",
+    "skew.start_p95_n16",
+    "skew.syn_retransmits",
+    "skew.listen_overflows",
+    "campaign.gap_median",
+    "campaign.start_overhead",
+    "poll.hz_10ms",
+    "poll.effect_10ms",
+    "poll.hz_5ms",
+    "poll.effect_5ms",
+    "campaign.peak_rss",
+    "campaign.event_log_growth",
+    "campaign.artifacts_growth",
+    "campaign.judge_growth",
+    "campaign.overhead",
 }
 
 
@@ -28,8 +39,13 @@ def test_quick_bench_writes_every_figure(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     result = CliRunner().invoke(app, ["bench", "--quick", "--json", str(out)])
     assert result.exit_code == 0, result.output
-    for heading in ("1. Release skew", "2. Campaign-like loop", "3. Status poller",
-                    "4. Memory and evidence writing", "targets (informational)"):
+    for heading in (
+        "1. Release skew",
+        "2. Campaign-like loop",
+        "3. Status poller",
+        "4. Memory and evidence writing",
+        "targets (informational)",
+    ):
         assert heading in result.output
     data = json.loads(out.read_text())
     assert data["schema_version"] == 1 and data["quick"] is True
@@ -37,8 +53,7 @@ def test_quick_bench_writes_every_figure(tmp_path: Path) -> None:
     skew = data["skew"]
     assert skew["ns"] == [2, 16]
     got = {(s["method"], s["n"]) for s in skew["series"]}
-    assert got == {("parval", 2), ("baseline", 2), ("parval", 16), ("baseline", 16),
-                   ("parval+poll", 16)}
+    assert got == {("parval", 2), ("baseline", 2), ("parval", 16), ("baseline", 16), ("parval+poll", 16)}
     for s in skew["series"]:
         assert s["waves"] == data["config"]["waves"]
         assert s["requests_ok"] == s["requests"] > 0
@@ -52,13 +67,28 @@ def test_quick_bench_writes_every_figure(tmp_path: Path) -> None:
     assert _number(camp["gap_ms"]["median"]) and _number(camp["gap_ms"]["p95"])
     for part in ("record_ms", "checks_ms", "drained_ms", "next_wave_ms"):
         assert _number(camp["gap_parts_ms"][part]["median"]), part
-    for key in ("server_own_ready_ms", "ready_detect_lag_ms", "ready_to_first_poll_ms",
-                "start_overhead_ms", "server_own_stop_ms", "stop_overhead_ms", "overhead_ms"):
+    for key in (
+        "server_own_ready_ms",
+        "ready_detect_lag_ms",
+        "ready_to_first_poll_ms",
+        "start_overhead_ms",
+        "server_own_stop_ms",
+        "stop_overhead_ms",
+        "overhead_ms",
+    ):
         assert _number(camp["per_start"][key]), key
     assert _number(camp["rss"]["peak_mib"])
     ov = camp["overhead"]
-    for key in ("wall_s", "server_s", "service_s", "readiness_s", "overhead_s", "ratio",
-                "per_start_fixed_s", "beyond_starts_pct"):
+    for key in (
+        "wall_s",
+        "server_s",
+        "service_s",
+        "readiness_s",
+        "overhead_s",
+        "ratio",
+        "per_start_fixed_s",
+        "beyond_starts_pct",
+    ):
         assert _number(ov[key]), key
     assert ov["requests"] == camp["requests"] and ov["starts"] == camp["starts"]
     assert "campaign overhead: wall" in result.output

@@ -67,8 +67,9 @@ async def canned_server(respond: Respond, seen: list[bytes]) -> AsyncIterator[st
                 tg.cancel_scope.cancel()
 
 
-async def _release(respond: Respond, n: int = 3, *, max_body: int = 1 << 20,
-                   timeout_s: float = 5.0) -> tuple[list[Any], list[bytes]]:
+async def _release(
+    respond: Respond, n: int = 3, *, max_body: int = 1 << 20, timeout_s: float = 5.0
+) -> tuple[list[Any], list[bytes]]:
     seen: list[bytes] = []
     async with canned_server(respond, seen) as url:
         client = Client(url, max_connections=8, request_timeout_s=timeout_s, max_body_bytes=max_body)
@@ -83,9 +84,12 @@ async def _release(respond: Respond, n: int = 3, *, max_body: int = 1 << 20,
 def _ok_json(request: bytes) -> list[bytes]:
     text = json.loads(request.partition(b"\r\n\r\n")[2])["request"]["text"].encode()
     body = b'{"text":"' + text + b'"}'
-    return [b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Dup: a\r\nX-Dup: b\r\n"
-            b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n",
-            body[:5], body[5:]]
+    return [
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Dup: a\r\nX-Dup: b\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n",
+        body[:5],
+        body[5:],
+    ]
 
 
 def test_content_length_replies_in_order_and_complete_requests() -> None:
@@ -105,9 +109,13 @@ def test_content_length_replies_in_order_and_complete_requests() -> None:
 
 def test_chunked_reply_after_an_interim_100() -> None:
     def respond(_: bytes) -> list[bytes]:
-        return [b"HTTP/1.1 100 Continue\r\n\r\n",
-                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
-                b"5;ext=1\r\nhello\r\n", b"6\r\n world\r\n", b"0\r\nX-Trailer: 1\r\n\r\n"]
+        return [
+            b"HTTP/1.1 100 Continue\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"5;ext=1\r\nhello\r\n",
+            b"6\r\n world\r\n",
+            b"0\r\nX-Trailer: 1\r\n\r\n",
+        ]
 
     replies, _ = anyio.run(_release, respond, 2)
     assert [(r.outcome, r.status, r.body) for r in replies] == [(OK, 200, b"hello world")] * 2
@@ -115,8 +123,10 @@ def test_chunked_reply_after_an_interim_100() -> None:
 
 def test_close_delimited_reply_and_http_error() -> None:
     def respond(_: bytes) -> list[bytes]:
-        return [b"HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\n\r\n",
-                b'{"error":{"message":"boom","type":"server_error"}}']
+        return [
+            b"HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\n\r\n",
+            b'{"error":{"message":"boom","type":"server_error"}}',
+        ]
 
     replies, _ = anyio.run(_release, respond, 2)
     assert all(r.outcome == HTTP_ERROR and r.status == 500 for r in replies)
@@ -157,8 +167,7 @@ def test_connection_refused_is_a_connect_error() -> None:
         port = s.getsockname()[1]  # bound, never listening: connections are refused
 
         async def go() -> list[Any]:
-            client = Client(f"http://127.0.0.1:{port}", max_connections=4, request_timeout_s=2,
-                            max_body_bytes=1000)
+            client = Client(f"http://127.0.0.1:{port}", max_connections=4, request_timeout_s=2, max_body_bytes=1000)
             try:
                 return await release_together(client, "/v1/tasks/run", [{"a": 1}] * 2)
             finally:
@@ -175,11 +184,12 @@ def test_same_records_as_client_request_against_the_standin(tmp_path: Path) -> N
     async def go() -> tuple[list[Any], list[Any]]:
         entry = model_entry(model, slots=2, service_ms=10)
         async with running_standin(tmp_path, "standin", entry) as server:
-            client = Client(server.base_url, max_connections=6, request_timeout_s=10,
-                            max_body_bytes=64 << 20)
+            client = Client(server.base_url, max_connections=6, request_timeout_s=10, max_body_bytes=64 << 20)
             try:
-                bodies = [{"model": MODEL_ID, "request": {"text": "same", "seed": 5}},
-                          {"model": "no-such-model", "request": {"text": "x"}}]
+                bodies = [
+                    {"model": MODEL_ID, "request": {"text": "same", "seed": 5}},
+                    {"model": "no-such-model", "request": {"text": "x"}},
+                ]
                 together = await release_together(client, "/v1/tasks/run", bodies)
                 one_by_one = [await client.post("/v1/tasks/run", b) for b in bodies]
             finally:

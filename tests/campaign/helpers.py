@@ -19,9 +19,19 @@ STANDIN = str(Path(sys.executable).parent / "parval-standin")
 MODEL_BYTES = b"".join(hashlib.sha256(f"test-model-{i}".encode()).digest() for i in range(512))
 
 
-def plan_dict(tmp: Path, *, faults: list[str] | None = None, counts: list[int] | None = None,
-              cache_sensitive: bool = False, ten: int = 10, mixed: int = 4, warm: int = 1,
-              starts: int = 3, framework: bool = True, **extra: Any) -> dict[str, Any]:
+def plan_dict(
+    tmp: Path,
+    *,
+    faults: list[str] | None = None,
+    counts: list[int] | None = None,
+    cache_sensitive: bool = False,
+    ten: int = 10,
+    mixed: int = 4,
+    warm: int = 1,
+    starts: int = 3,
+    framework: bool = True,
+    **extra: Any,
+) -> dict[str, Any]:
     model = tmp / "model.bin"
     model.write_bytes(MODEL_BYTES)
     args: list[str] = []
@@ -31,21 +41,30 @@ def plan_dict(tmp: Path, *, faults: list[str] | None = None, counts: list[int] |
     plan: dict[str, Any] = {
         "schema_version": 1,
         "name": "t",
-        "servers": {"baseline": {"executable": STANDIN},
-                    "candidate": {"executable": STANDIN, "args": args}},
+        "servers": {"baseline": {"executable": STANDIN}, "candidate": {"executable": STANDIN, "args": args}},
         "server": {"backend": "cpu", "ui_management": True},
-        "model": {"id": "m", "family": "standin_tts", "task": "tts", "path": str(model),
-                  "load_options": {"capacity": 4, "service_ms": 100, "load_ms": 80,
-                                   "cache_sensitive": cache_sensitive},
-                  "cache_sensitive": cache_sensitive, "variation_kinds": ["length", "seed"]},
+        "model": {
+            "id": "m",
+            "family": "standin_tts",
+            "task": "tts",
+            "path": str(model),
+            "load_options": {"capacity": 4, "service_ms": 100, "load_ms": 80, "cache_sensitive": cache_sensitive},
+            "cache_sensitive": cache_sensitive,
+            "variation_kinds": ["length", "seed"],
+        },
         # what parval cannot discover (M1.manifest), declared as a real plan would
-        "identity": {"baseline": {"source_commit": UPSTREAM, "build_flags": "none (Python stand-in)"},
-                     "candidate": {"source_commit": CANDIDATE_COMMIT, "build_flags": "none (Python stand-in)"},
-                     "quantization": "none"},
+        "identity": {
+            "baseline": {"source_commit": UPSTREAM, "build_flags": "none (Python stand-in)"},
+            "candidate": {"source_commit": CANDIDATE_COMMIT, "build_flags": "none (Python stand-in)"},
+            "quantization": "none",
+        },
         # only fields that vary across identical serial requests (Q2)
-        "compare": {"volatile_fields": [
-            {"path": "timing.wall_ms", "justification": "wall time differs on every run"},
-            {"path": "timing.rtf", "justification": "wall time over audio duration differs on every run"}]},
+        "compare": {
+            "volatile_fields": [
+                {"path": "timing.wall_ms", "justification": "wall time differs on every run"},
+                {"path": "timing.rtf", "justification": "wall time over audio duration differs on every run"},
+            ]
+        },
         "counts": counts or [1, 2, 4],
         "starts_per_count": starts,
         "waves": {"warm": warm, "mixed": mixed, "mixed_at_largest": ten, "serial_reuse": 2},
@@ -57,11 +76,20 @@ def plan_dict(tmp: Path, *, faults: list[str] | None = None, counts: list[int] |
             ],
             "invalid": {"text": "x", "max_tokens": -1},
         },
-        "memory": {"gpu_required": False, "host_interval_ms": 20,
-                   "stabilisation": {"last_k_waves": 3, "max_growth_mib": 6}},
+        "memory": {
+            "gpu_required": False,
+            "host_interval_ms": 20,
+            "stabilisation": {"last_k_waves": 3, "max_growth_mib": 6},
+        },
         "performance": {"warm_repeats": 3},
-        "timeouts": {"ready_s": 20, "request_s": 20, "wave_s": 40, "start_s": 120,
-                     "campaign_s": 600, "shutdown_grace_s": 5},
+        "timeouts": {
+            "ready_s": 20,
+            "request_s": 20,
+            "wave_s": 40,
+            "start_s": 120,
+            "campaign_s": 600,
+            "shutdown_grace_s": 5,
+        },
     }
     if framework:
         plan["framework"] = {"record": "framework.json", "protected": "x4.json"}

@@ -1,4 +1,5 @@
-"""The clean stand-in passes every applicable model-gate assertion, stateless and cache-sensitive."""
+"""The clean stand-in passes every applicable model-gate assertion, stateless and
+cache-sensitive."""
 
 from __future__ import annotations
 
@@ -6,12 +7,41 @@ from pathlib import Path
 
 from tests.campaign.helpers import plan_dict, reason, run, status
 
-MODEL_IDS = ["X1", "X2", "X3", "M1.manifest", "M1.serial_repeat", "M1.legacy_parity", "M1.cap1_parity",
-             "M1.cold_warm_refs", "M2.starts", "M2.cold_wave", "M2.warm_waves", "M2.observed_active",
-             "M2.exact", "M2.drained", "M2.unload_reload", "M2.serial_reuse", "M3.variation", "M3.reversed",
-             "M3.ten_waves", "M4.invalid_alongside", "M4.load_failure_retry", "M4.targeted_unload",
-             "M4.all_unload", "M4.unload_during_first_load", "M5.sampled", "M5.peaks", "M5.stable",
-             "M6.offline", "Q1", "Q2", "Q3", "Q5", "Q6"]
+MODEL_IDS = [
+    "X1",
+    "X2",
+    "X3",
+    "M1.manifest",
+    "M1.serial_repeat",
+    "M1.legacy_parity",
+    "M1.cap1_parity",
+    "M1.cold_warm_refs",
+    "M2.starts",
+    "M2.cold_wave",
+    "M2.warm_waves",
+    "M2.observed_active",
+    "M2.exact",
+    "M2.drained",
+    "M2.unload_reload",
+    "M2.serial_reuse",
+    "M3.variation",
+    "M3.reversed",
+    "M3.ten_waves",
+    "M4.invalid_alongside",
+    "M4.load_failure_retry",
+    "M4.targeted_unload",
+    "M4.all_unload",
+    "M4.unload_during_first_load",
+    "M5.sampled",
+    "M5.peaks",
+    "M5.stable",
+    "M6.offline",
+    "Q1",
+    "Q2",
+    "Q3",
+    "Q5",
+    "Q6",
+]
 
 
 def test_clean_stateless_admits_every_count(tmp_path: Path) -> None:

@@ -20,8 +20,7 @@ def wrapper(tmp: Path, name: str, body: str) -> str:
 
 
 def test_a_build_that_is_always_parallel_fails_x1(tmp_path: Path) -> None:
-    exe = wrapper(tmp_path, "always-flagged",
-                  "os.execv(STANDIN, [STANDIN, *sys.argv[1:], '--parallel-jobs'])")
+    exe = wrapper(tmp_path, "always-flagged", "os.execv(STANDIN, [STANDIN, *sys.argv[1:], '--parallel-jobs'])")
     plan = plan_dict(tmp_path, counts=[1], starts=1, ten=3, mixed=3)
     plan["servers"]["candidate"]["executable"] = exe
     ev = run(tmp_path, plan)
@@ -31,8 +30,9 @@ def test_a_build_that_is_always_parallel_fails_x1(tmp_path: Path) -> None:
 
 
 def test_a_build_that_ignores_the_flag_fails_x2(tmp_path: Path) -> None:
-    exe = wrapper(tmp_path, "never-flagged",
-                  "os.execv(STANDIN, [STANDIN, *[a for a in sys.argv[1:] if a != '--parallel-jobs']])")
+    exe = wrapper(
+        tmp_path, "never-flagged", "os.execv(STANDIN, [STANDIN, *[a for a in sys.argv[1:] if a != '--parallel-jobs']])"
+    )
     plan = plan_dict(tmp_path, counts=[1], starts=1, ten=3, mixed=3)
     plan["servers"]["candidate"]["executable"] = exe
     ev = run(tmp_path, plan)

@@ -22,17 +22,33 @@ def end(run: str) -> dict[str, Any]:
     return {"kind": "run_end", "run": run, "attempt": 1}
 
 
-def request(run: str, phase: str, canon: str, ref: str | None = "base|cold", wave: int = 0,
-            status: int = 200) -> dict[str, Any]:
+def request(
+    run: str, phase: str, canon: str, ref: str | None = "base|cold", wave: int = 0, status: int = 200
+) -> dict[str, Any]:
     ok = status == 200
-    return {"kind": "request", "run": run, "attempt": 1, "phase": phase, "wave": wave, "req": "base",
-            "ref": ref, "history": [], "slot": 0, "reply": {"outcome": "ok" if ok else "http_error", "status": status},
-            "output": {"valid": True, "canon": canon} if ok else None, "artifact": None}
+    return {
+        "kind": "request",
+        "run": run,
+        "attempt": 1,
+        "phase": phase,
+        "wave": wave,
+        "req": "base",
+        "ref": ref,
+        "history": [],
+        "slot": 0,
+        "reply": {"outcome": "ok" if ok else "http_error", "status": status},
+        "output": {"valid": True, "canon": canon} if ok else None,
+        "artifact": None,
+    }
 
 
 def baseline() -> list[dict[str, Any]]:
-    return [*start("ref-baseline-a", "reference"), request("ref-baseline-a", "ref_cold", "COLD"),
-            request("ref-baseline-a", "ref_warm", "WARM", ref="base|warm"), end("ref-baseline-a")]
+    return [
+        *start("ref-baseline-a", "reference"),
+        request("ref-baseline-a", "ref_cold", "COLD"),
+        request("ref-baseline-a", "ref_warm", "WARM", ref="base|warm"),
+        end("ref-baseline-a"),
+    ]
 
 
 def ctx(events: list[dict[str, Any]]) -> Context:
@@ -45,19 +61,31 @@ def by_id(results: list[Any], id_: str) -> Any:
 
 # -- X1 --------------------------------------------------------------------------------------
 def x1_events(config_forms: list[Any], reg_ok: bool = True) -> list[dict[str, Any]]:
-    ev = [*baseline(), *start("ref-candidate-legacy", "reference"),
-          {"kind": "server_ready", "run": "ref-candidate-legacy", "attempt": 1, "warning_marker": False}]
+    ev = [
+        *baseline(),
+        *start("ref-candidate-legacy", "reference"),
+        {"kind": "server_ready", "run": "ref-candidate-legacy", "attempt": 1, "warning_marker": False},
+    ]
     ev += [{"kind": "x1_config_probe", "value": v, "rejected": True, "message_ok": True} for v in config_forms]
-    ev += [{"kind": "x1_registration_probe", "run": "ref-candidate-legacy", "attempt": 1, "value": v,
-            "ok": reg_ok, "reply": {"status": 400 if reg_ok else 200}, "message": ""}
-           for v in (1, 2, None, False, "4")]
+    ev += [
+        {
+            "kind": "x1_registration_probe",
+            "run": "ref-candidate-legacy",
+            "attempt": 1,
+            "value": v,
+            "ok": reg_ok,
+            "reply": {"status": 400 if reg_ok else 200},
+            "message": "",
+        }
+        for v in (1, 2, None, False, "4")
+    ]
     return [*ev, end("ref-candidate-legacy")]
 
 
 def test_x1_needs_all_five_startup_forms() -> None:
     r = x1_legacy_path(ctx(x1_events([1, None])))
     assert r.status is Status.PENDING
-    assert '2' in r.reason and 'false' in r.reason and '"4"' in r.reason
+    assert "2" in r.reason and "false" in r.reason and '"4"' in r.reason
     # 1 and true are different forms: True does not stand in for 1
     r = x1_legacy_path(ctx(x1_events([True, 2, None, False, "4"])))
     assert r.status is Status.PENDING and "1" in r.reason
@@ -79,8 +107,9 @@ def x3_events(steps: list[dict[str, Any]], outputs: list[str], **probe: Any) -> 
     run = "ref-candidate-cap1"
     ev = [*baseline(), *start(run, "reference")]
     ev += [request(run, "x3_after_resize", canon, wave=i) for i, canon in enumerate(outputs)]
-    ev.append({"kind": "x3_resize_probe", "run": run, "attempt": 1, "steps": steps,
-               "ok": probe.pop("ok", True), **probe})
+    ev.append(
+        {"kind": "x3_resize_probe", "run": run, "attempt": 1, "steps": steps, "ok": probe.pop("ok", True), **probe}
+    )
     return [*ev, end(run)]
 
 
@@ -110,8 +139,9 @@ def test_x3_that_never_crosses_one_is_pending_not_resized() -> None:
 
 def test_x3_capacity_one_model_is_pending_naming_why() -> None:
     msg = "model 'f' does not support the requested slots for this backend/task/mode (capacity=1)"
-    ev = x3_events([{"slots": 2, "reply": {"status": 400}, "capacity_refused": True}], [], ok=False,
-                   capacity_refused=msg)
+    ev = x3_events(
+        [{"slots": 2, "reply": {"status": 400}, "capacity_refused": True}], [], ok=False, capacity_refused=msg
+    )
     r = x3_resize_across_one(ctx(ev))
     assert r.status is Status.PENDING and "capacity=1" in r.reason
 
@@ -131,9 +161,19 @@ def lf_events(outputs: list[str], retry: str = "COLD", **lf: Any) -> tuple[Conte
     ev = [*baseline(), *start(run, "recovery", 2)]
     ev += [request(run, "load_failure_alongside", c) for c in outputs]
     ev.append(request(run, "load_retry", retry))
-    e = {"kind": "m4_load_failure", "run": run, "attempt": 1, "failure": {"status": 500}, "failed": True,
-         "retry": {"status": 200}, "retried": True, "healthy_in_flight": True, "healthy": len(outputs),
-         "drained": DRAINED, **lf}
+    e = {
+        "kind": "m4_load_failure",
+        "run": run,
+        "attempt": 1,
+        "failure": {"status": 500},
+        "failed": True,
+        "retry": {"status": 200},
+        "retried": True,
+        "healthy_in_flight": True,
+        "healthy": len(outputs),
+        "drained": DRAINED,
+        **lf,
+    }
     ev += [e, end(run)]
     return ctx(ev), e
 
@@ -171,17 +211,29 @@ def test_load_failure_not_failing_or_without_healthy_work() -> None:
     assert judge_load_failure(c, "recovery", e).status is Status.FAIL
     c, e = lf_events(["COLD", "COLD"], healthy_in_flight=False)
     assert judge_load_failure(c, "recovery", e).status is Status.PENDING
-    assert judge_load_failure(c, "recovery", {"skipped": "plan sets recovery.load_failure: none"}).status \
-        is Status.PENDING
+    assert (
+        judge_load_failure(c, "recovery", {"skipped": "plan sets recovery.load_failure: none"}).status is Status.PENDING
+    )
 
 
 def test_invalid_alongside_without_counters_names_the_missing_counters() -> None:
     run = "recovery"
 
     def events(drained: dict[str, Any]) -> list[dict[str, Any]]:
-        return [*baseline(), *start(run, "recovery", 2), request(run, "invalid_alongside", "COLD"),
-                {"kind": "m4_invalid_alongside", "run": run, "attempt": 1, "invalid": {"status": 400},
-                 "rejected": True, "drained": drained}, end(run)]
+        return [
+            *baseline(),
+            *start(run, "recovery", 2),
+            request(run, "invalid_alongside", "COLD"),
+            {
+                "kind": "m4_invalid_alongside",
+                "run": run,
+                "attempt": 1,
+                "invalid": {"status": 400},
+                "rejected": True,
+                "drained": drained,
+            },
+            end(run),
+        ]
 
     none = {"ok": False, "active": None, "queued": None, "fields_present": False}
     r = by_id(judge_m4(ctx(events(none))), "M4.invalid_alongside")

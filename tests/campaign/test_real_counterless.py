@@ -19,18 +19,33 @@ pytestmark = [pytest.mark.real, pytest.mark.slow]
 def plan(tmp: Path, real: Path) -> Path:
     exe = str(real / "bin" / "audiocpp_server")
     doc: dict[str, Any] = {
-        "schema_version": 1, "name": "real-legacy-counterless",
-        "servers": {"baseline": {"executable": exe, "knows_parallel_jobs": False},
-                    "candidate": {"executable": exe}},
+        "schema_version": 1,
+        "name": "real-legacy-counterless",
+        "servers": {"baseline": {"executable": exe, "knows_parallel_jobs": False}, "candidate": {"executable": exe}},
         "server": {"backend": "cpu", "threads": 1, "ui_management": False},
-        "model": {"id": "silero", "family": "silero_vad", "task": "vad", "mode": "offline",
-                  "path": str(real / "models" / "silero_vad"), "lazy": True},
-        "counts": [1, 2], "starts_per_count": 1,
+        "model": {
+            "id": "silero",
+            "family": "silero_vad",
+            "task": "vad",
+            "mode": "offline",
+            "path": str(real / "models" / "silero_vad"),
+            "lazy": True,
+        },
+        "counts": [1, 2],
+        "starts_per_count": 1,
         "waves": {"warm": 1, "mixed": 2, "mixed_at_largest": 2, "serial_reuse": 1},
-        "requests": {"base": {"audio": str(real / "fixtures" / "speech16k.wav")},
-                     "variations": [{"name": "other", "changes": "audio", "kind": "length",
-                                     "request": {"audio": str(real / "fixtures" / "other16k.wav")}}],
-                     "invalid": {"audio": "/nonexistent/parval-missing-input.wav"}},
+        "requests": {
+            "base": {"audio": str(real / "fixtures" / "speech16k.wav")},
+            "variations": [
+                {
+                    "name": "other",
+                    "changes": "audio",
+                    "kind": "length",
+                    "request": {"audio": str(real / "fixtures" / "other16k.wav")},
+                }
+            ],
+            "invalid": {"audio": "/nonexistent/parval-missing-input.wav"},
+        },
         "compare": {"volatile_fields": [{"path": "timing", "justification": "wall time"}]},
         "status_poll_ms": 5,
         "timeouts": {"ready_s": 30, "request_s": 30, "start_s": 120, "campaign_s": 500, "shutdown_grace_s": 5},
@@ -44,7 +59,7 @@ def test_counterless_reasons_on_the_real_legacy_server(tmp_path: Path, real_audi
     _, ev = api.run_plan(load_plan(plan(tmp_path, real_audiocpp)), out=tmp_path / "run")
     per = {n: {a["id"]: a for a in ev["model_checks"]["per_count"][str(n)]["assertions"]} for n in (1, 2)}
     for n in (1, 2):
-        active, drained, unload = per[n]["M2.observed_active"], per[n]["M2.drained"], per[n]["M2.unload_reload"]
+        active, drained, unload = (per[n]["M2.observed_active"], per[n]["M2.drained"], per[n]["M2.unload_reload"])
         assert active["status"] == "FAIL" and "publishes no slot counters" in active["reason"], active["reason"]
         assert drained["status"] == "FAIL" and "publishes no slot counters" in drained["reason"], drained["reason"]
         assert "non-zero" not in drained["reason"]

@@ -22,14 +22,17 @@ pytestmark = pytest.mark.slow
 PLANS = Path(__file__).resolve().parents[2] / "plans"
 
 
-def demo_plan(tmp: Path, *, both: list[str], candidate: list[str] = (), cache_sensitive: bool = False,
-              **load_options: Any) -> Path:
+def demo_plan(
+    tmp: Path, *, both: list[str], candidate: list[str] = (), cache_sensitive: bool = False, **load_options: Any
+) -> Path:
     shutil.copy(PLANS / "demo-model.bin", tmp / "demo-model.bin")
     plan = yaml.safe_load((PLANS / "demo.yaml").read_text())
     fault_args = [a for f in both for a in ("--fault", f)]
     plan["servers"]["baseline"] = {"executable": STANDIN, "args": fault_args}
-    plan["servers"]["candidate"] = {"executable": STANDIN,
-                                    "args": fault_args + [a for f in candidate for a in ("--fault", f)]}
+    plan["servers"]["candidate"] = {
+        "executable": STANDIN,
+        "args": fault_args + [a for f in candidate for a in ("--fault", f)],
+    }
     # what parval cannot discover, declared so that M1.manifest can be complete
     for role in ("baseline", "candidate"):
         plan["identity"][role]["source_commit"] = "0" * 40
@@ -47,8 +50,9 @@ def campaign(path: Path) -> dict[str, Any]:
 
 def unresolved(ev: dict[str, Any]) -> dict[str, tuple[str, str]]:
     """Every assertion, top level and per count, that is neither PASS nor NOT_APPLICABLE."""
-    out = {a["id"]: (a["status"], a["reason"]) for a in ev["assertions"]
-           if a["status"] not in ("PASS", "NOT_APPLICABLE")}
+    out = {
+        a["id"]: (a["status"], a["reason"]) for a in ev["assertions"] if a["status"] not in ("PASS", "NOT_APPLICABLE")
+    }
     for n, block in ev["model_checks"]["per_count"].items():
         for a in block["assertions"]:
             if a["status"] not in ("PASS", "NOT_APPLICABLE"):

@@ -32,8 +32,15 @@ REGRESSIONS: dict[str, str] = {
 STANDIN_KNOWN_FAILS: set[tuple[str, str]] = set()
 
 
-def write_plan(tmp: Path, *, faults: list[str] | None = None, counts: list[int] | None = None,
-               ui: bool = True, name: str = "fw", **extra: Any) -> Path:
+def write_plan(
+    tmp: Path,
+    *,
+    faults: list[str] | None = None,
+    counts: list[int] | None = None,
+    ui: bool = True,
+    name: str = "fw",
+    **extra: Any,
+) -> Path:
     model = tmp / "model.bin"
     model.write_bytes(MODEL_BYTES)
     args: list[str] = []
@@ -42,16 +49,25 @@ def write_plan(tmp: Path, *, faults: list[str] | None = None, counts: list[int] 
     plan: dict[str, Any] = {
         "schema_version": 1,
         "name": name,
-        "servers": {"baseline": {"executable": STANDIN},
-                    "candidate": {"executable": STANDIN, "args": args}},
+        "servers": {"baseline": {"executable": STANDIN}, "candidate": {"executable": STANDIN, "args": args}},
         "server": {"backend": "cpu", "ui_management": ui},
-        "model": {"id": "m", "family": "standin_tts", "task": "tts", "path": str(model),
-                  "load_options": {"capacity": 4, "service_ms": 150, "load_ms": 200,
-                                   "teardown_ms": 150, "native_batch": True,
-                                   "model_mib": 1, "session_mib": 1}},
+        "model": {
+            "id": "m",
+            "family": "standin_tts",
+            "task": "tts",
+            "path": str(model),
+            "load_options": {
+                "capacity": 4,
+                "service_ms": 150,
+                "load_ms": 200,
+                "teardown_ms": 150,
+                "native_batch": True,
+                "model_mib": 1,
+                "session_mib": 1,
+            },
+        },
         "counts": counts or [1, 2],
-        "requests": {"base": {"text": "Framework probe.", "seed": 7},
-                     "invalid": {"text": "x", "max_tokens": -1}},
+        "requests": {"base": {"text": "Framework probe.", "seed": 7}, "invalid": {"text": "x", "max_tokens": -1}},
         "status_poll_ms": 5,
         "timeouts": {"ready_s": 20, "request_s": 30, "start_s": 120, "shutdown_grace_s": 5},
     }
@@ -61,8 +77,9 @@ def write_plan(tmp: Path, *, faults: list[str] | None = None, counts: list[int] 
     return path
 
 
-def run(tmp: Path, only: str | None = None, probes: dict[str, Any] | None = None,
-        **plan_kw: Any) -> tuple[Path, dict[str, Any]]:
+def run(
+    tmp: Path, only: str | None = None, probes: dict[str, Any] | None = None, **plan_kw: Any
+) -> tuple[Path, dict[str, Any]]:
     plan = write_plan(tmp, **plan_kw)
     probes_path = None
     if probes is not None:
@@ -79,8 +96,11 @@ def failing(record: dict[str, Any]) -> dict[str, list[str]]:
     """assertion -> names of its FAIL sub-checks, leaving out the known stand-in defect."""
     out: dict[str, list[str]] = {}
     for a in record["assertions"]:
-        names = [c["name"] for c in a["evidence"].get("checks", [])
-                 if c["status"] == "FAIL" and (a["id"], c["name"]) not in STANDIN_KNOWN_FAILS]
+        names = [
+            c["name"]
+            for c in a["evidence"].get("checks", [])
+            if c["status"] == "FAIL" and (a["id"], c["name"]) not in STANDIN_KNOWN_FAILS
+        ]
         if a["status"] == "FAIL" and names:
             out[a["id"]] = names
     return out

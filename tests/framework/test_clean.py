@@ -43,9 +43,13 @@ def test_clean_standin_passes_every_applicable_assertion(clean: tuple[Path, Path
         assert checks, aid
         # What only the server's CTests can show stays PENDING without a CTest run.
         ctest_only = CTEST_EVIDENCE[aid].name if aid in CTEST_EVIDENCE else None
-        unexpected = [c for c in checks if c["status"] not in ("PASS", "NOT_APPLICABLE")
-                      and (aid, c["name"]) not in STANDIN_KNOWN_FAILS
-                      and not (c["name"] == ctest_only and c["status"] == "PENDING")]
+        unexpected = [
+            c
+            for c in checks
+            if c["status"] not in ("PASS", "NOT_APPLICABLE")
+            and (aid, c["name"]) not in STANDIN_KNOWN_FAILS
+            and not (c["name"] == ctest_only and c["status"] == "PENDING")
+        ]
         assert not unexpected, f"{aid}: {unexpected}\n{explain(record)}"
         if ctest_only is not None:
             assert res[aid]["status"] == "PENDING", explain(record)

@@ -19,8 +19,17 @@ def _parval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_selected_assertion_record_and_exit_code(tmp_path: Path) -> None:
     plan = write_plan(tmp_path)
     out = tmp_path / "fw"
-    p = _parval("framework", str(plan), "--out", str(out), "--only", "F1.unsupported",
-                "--source-commit", "0123abcd", cwd=tmp_path)
+    p = _parval(
+        "framework",
+        str(plan),
+        "--out",
+        str(out),
+        "--only",
+        "F1.unsupported",
+        "--source-commit",
+        "0123abcd",
+        cwd=tmp_path,
+    )
     # Only F1.unsupported ran: everything else is PENDING, so the evidence is incomplete.
     assert p.returncode == 3, p.stdout + p.stderr
     record = json.loads((out / "record.json").read_text())

@@ -36,18 +36,25 @@ def _build(tmp: Path, name: str, *, failing: bool = False) -> Path:
     return build
 
 
-needs_cmake = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ctest") is None,
-                                 reason="cmake/ctest not installed")
+needs_cmake = pytest.mark.skipif(
+    shutil.which("cmake") is None or shutil.which("ctest") is None, reason="cmake/ctest not installed"
+)
 
 
 @needs_cmake
 def test_f6_runs_ctest_sanitizers_and_seeded_stress(tmp_path: Path) -> None:
     build = _build(tmp_path, "build")
     asan = _build(tmp_path, "asan")
-    _, record = run(tmp_path, only="F6",
-                    framework={"ctest_build_dir": str(build), "ctest_regex": "parallel|session|config",
-                               "sanitizer_build_dirs": {"asan": str(asan)}},
-                    probes={"stress": {"regex": "stress", "seed": 42, "repeat": 2}})
+    _, record = run(
+        tmp_path,
+        only="F6",
+        framework={
+            "ctest_build_dir": str(build),
+            "ctest_regex": "parallel|session|config",
+            "sanitizer_build_dirs": {"asan": str(asan)},
+        },
+        probes={"stress": {"regex": "stress", "seed": 42, "repeat": 2}},
+    )
     res = by_id(record)
     assert res["F6.ctest"]["status"] == "PASS", res["F6.ctest"]["reason"]
     assert res["F6.stress"]["status"] == "PASS" and "seed 42" in res["F6.stress"]["reason"]
@@ -78,8 +85,9 @@ def _ctx() -> Context:
 
 def test_f3_takes_its_ctest_half_from_the_default_run() -> None:
     ctx = _ctx()
-    ok = CTestRun("default", "b", "passed", tests=[CTestCase("session_pool_test", "passed"),
-                                                   CTestCase("unrelated", "passed")])
+    ok = CTestRun(
+        "default", "b", "passed", tests=[CTestCase("session_pool_test", "passed"), CTestCase("unrelated", "passed")]
+    )
     attach_ctest(ctx, [ok])
     assert {c.status for c in ctx.findings.of("F3.load_failures")} == {Status.PASS}
     ctx = _ctx()

@@ -19,13 +19,7 @@ from parval.framework.facts import FlightFact
 from parval.framework.findings import Findings
 from parval.framework.judges_f4 import shutdown_policy
 from parval.framework.observed import outputs_match
-from parval.framework.preconditions import (
-    BULK_UNLOAD,
-    COUNTERS,
-    MANAGEMENT,
-    Capabilities,
-    first_missing,
-)
+from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, MANAGEMENT, Capabilities, first_missing
 from parval.framework.probes_f3 import attach_ctest
 from parval.framework.record import covered_counts
 from parval.framework.rejudge import rejudge_framework
@@ -44,9 +38,16 @@ def bare_ctx(cache_sensitive: bool = False) -> Any:
 
 
 def fact(label: str, model: str, status: int | None, out: str = "") -> FlightFact:
-    return FlightFact({"label": label, "model": model, "t_send": 0.0,
-                       "t_done": None if status is None else 1.0, "status": status,
-                       "output": out if status == 200 else None})
+    return FlightFact(
+        {
+            "label": label,
+            "model": model,
+            "t_send": 0.0,
+            "t_done": None if status is None else 1.0,
+            "status": status,
+            "output": out if status == 200 else None,
+        }
+    )
 
 
 def refs(ctx: Any) -> dict[str, Any]:
@@ -97,8 +98,14 @@ def test_preconditions_name_what_is_missing() -> None:
     caps = Capabilities(plan_ui_management=False, counters=True, loaded=True, bulk_unload=True)
     status, text = first_missing(caps, (MANAGEMENT,)) or (None, "")
     assert status is Status.PENDING and "ui_management: false" in text
-    caps = Capabilities(plan_ui_management=True, management=False, management_status=404,
-                        counters=False, bulk_unload=False, bulk_status=404)
+    caps = Capabilities(
+        plan_ui_management=True,
+        management=False,
+        management_status=404,
+        counters=False,
+        bulk_unload=False,
+        bulk_status=404,
+    )
     status, text = first_missing(caps, (MANAGEMENT,)) or (None, "")
     assert status is Status.UNSUPPORTED and "no /v1/models/load route (HTTP 404)" in text
     status, text = first_missing(caps, (COUNTERS,)) or (None, "")
@@ -110,8 +117,16 @@ def test_preconditions_name_what_is_missing() -> None:
 
 def _run(tests: dict[str, str]) -> CTestRun:
     cases = [CTestCase(n, s, 0.1) for n, s in tests.items()]  # type: ignore[arg-type]
-    return CTestRun(label="default", build_dir="/b", status="passed", reason="ok",
-                    command=["ctest"], exit_code=0, tests=cases, parsed_from="junit")
+    return CTestRun(
+        label="default",
+        build_dir="/b",
+        status="passed",
+        reason="ok",
+        command=["ctest"],
+        exit_code=0,
+        tests=cases,
+        parsed_from="junit",
+    )
 
 
 def test_http_evidence_alone_never_passes_ctest_only_areas() -> None:
@@ -120,9 +135,13 @@ def test_http_evidence_alone_never_passes_ctest_only_areas() -> None:
     ctx.findings.checks.append(Check("F3.load_failures", "registration_failure_retry", Status.PASS, "ok"))
     attach_ctest(ctx, [])
     got = {(c.assertion, c.name): c for c in ctx.findings.checks}
-    for aid, name in (("F3.load_failures", "primary_injection"), ("F3.ownership", "resource_lifetime"),
-                      ("F5.no_convoy", "blocked_metadata"), ("F5.retiring_residency", "blocked_teardown"),
-                      ("F2.callback_lease", "stream_and_unstarted_callbacks")):
+    for aid, name in (
+        ("F3.load_failures", "primary_injection"),
+        ("F3.ownership", "resource_lifetime"),
+        ("F5.no_convoy", "blocked_metadata"),
+        ("F5.retiring_residency", "blocked_teardown"),
+        ("F2.callback_lease", "stream_and_unstarted_callbacks"),
+    ):
         assert got[(aid, name)].status is Status.PENDING, (aid, got[(aid, name)].detail)
     assert "registration_failure_retry" in got[("F3.load_failures", "primary_injection")].detail
     # The HTTP ownership test is no load-failure injection evidence.
@@ -155,9 +174,15 @@ def test_shutdown_needs_a_reply_for_every_request_in_flight() -> None:
 def test_covered_counts_need_fifo_and_first_publish_passed() -> None:
     def c(aid: str, name: str, status: Status) -> Check:
         return Check(aid, name, status, "")
-    checks = [c("F2.first_publish", "first_publish@1", Status.PASS), c("F1.cap1_fifo", "forced_order@1", Status.PASS),
-              c("F2.first_publish", "first_publish@2", Status.PASS), c("F1.fifo", "forced_order@2", Status.PENDING),
-              c("F2.first_publish", "first_publish@4", Status.FAIL), c("F1.fifo", "forced_order@4", Status.PASS)]
+
+    checks = [
+        c("F2.first_publish", "first_publish@1", Status.PASS),
+        c("F1.cap1_fifo", "forced_order@1", Status.PASS),
+        c("F2.first_publish", "first_publish@2", Status.PASS),
+        c("F1.fifo", "forced_order@2", Status.PENDING),
+        c("F2.first_publish", "first_publish@4", Status.FAIL),
+        c("F1.fifo", "forced_order@4", Status.PASS),
+    ]
     assert covered_counts(checks) == [1]
 
 

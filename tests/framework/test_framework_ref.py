@@ -23,14 +23,18 @@ SHA = "a" * 64
 
 
 def _manifest(sha: str = SHA, backend: str = "cpu", counts: list[int] | None = None) -> dict[str, Any]:
-    return {"procedure_version": PROCEDURE_VERSION, "executables": {"candidate": {"sha256": sha}},
-            "platform": {"backend": backend, "machine": platform.machine()},
-            "settings": {"counts": counts or [1, 2, 4]}}
+    return {
+        "procedure_version": PROCEDURE_VERSION,
+        "executables": {"candidate": {"sha256": sha}},
+        "platform": {"backend": backend, "machine": platform.machine()},
+        "settings": {"counts": counts or [1, 2, 4]},
+    }
 
 
 def _record(tmp: Path, **changes: Any) -> Path:
-    record = framework_record(SHA, record_id="fw-test", statuses={"F6.ctest": "PENDING", "F2.same_id": "FAIL"},
-                              **changes)
+    record = framework_record(
+        SHA, record_id="fw-test", statuses={"F6.ctest": "PENDING", "F2.same_id": "FAIL"}, **changes
+    )
     (tmp / "record.json").write_text(json.dumps(record))
     return tmp / "record.json"
 
@@ -89,8 +93,11 @@ def test_record_for_another_machine_is_pending(tmp_path: Path) -> None:
 
 def test_record_that_breaks_the_schema_is_pending(tmp_path: Path) -> None:
     # A hand-made record with a passing F list but none of the record's structure.
-    minimal = {"record_id": "min", "identity": {"candidate_sha256": SHA, "backend": "cpu"},
-               "assertions": [{"id": f, "status": "PASS", "reason": "r"} for f in FRAMEWORK_GATE]}
+    minimal = {
+        "record_id": "min",
+        "identity": {"candidate_sha256": SHA, "backend": "cpu"},
+        "assertions": [{"id": f, "status": "PASS", "reason": "r"} for f in FRAMEWORK_GATE],
+    }
     results, info = framework_checks(str(_write(tmp_path, minimal, "min.json")), _manifest(), None)
     assert _all_f_pending(results)
     assert "schemas/framework.schema.json" in _by_id(results)["F1.fifo"].reason
@@ -152,8 +159,12 @@ def test_record_outside_the_listing_or_with_a_broken_chain_is_pending(tmp_path: 
 
 def test_a_count_the_record_does_not_cover_cannot_be_admitted(tmp_path: Path) -> None:
     path = _write(tmp_path, framework_record(SHA, counts=[2, 4]))
-    results, info = framework_checks(str(path), _manifest(counts=[1, 2, 4]), None,
-                                     plan={"identity": {"candidate": {"source_commit": CANDIDATE_COMMIT}}})
+    results, info = framework_checks(
+        str(path),
+        _manifest(counts=[1, 2, 4]),
+        None,
+        plan={"identity": {"candidate": {"source_commit": CANDIDATE_COMMIT}}},
+    )
     assert info["coverage"]["missing"] == [1]  # count 1 too: FIFO and pool drain apply there
     scoped = [r for r in results if r.count is not None]
     assert {(r.id, r.count) for r in scoped} == {(f, 1) for f in COUNT_SCOPED}
@@ -167,18 +178,18 @@ def test_a_count_the_record_does_not_cover_cannot_be_admitted(tmp_path: Path) ->
     assert d.verdicts[1] is Status.PENDING and d.verdicts[2] is d.verdicts[4] is Status.PASS
     assert d.admitted == [] and d.admission_ready is False
     # A record covering 1 and 2 only admits 1 and 2.
-    results, _ = framework_checks(str(_write(tmp_path, framework_record(SHA, counts=[1, 2]))),
-                                  _manifest(counts=[1, 2, 4]), None)
+    results, _ = framework_checks(
+        str(_write(tmp_path, framework_record(SHA, counts=[1, 2]))), _manifest(counts=[1, 2, 4]), None
+    )
     fw = results[:-1] + [Result("X4", Status.PASS, "x4")]
-    d = adm.decide([1, 2, 4], [], {n: list(rs) for n, rs in per_count.items()}, fw, interrupted=False,
-                   missing="-")
+    d = adm.decide([1, 2, 4], [], {n: list(rs) for n, rs in per_count.items()}, fw, interrupted=False, missing="-")
     assert d.admitted == [1, 2] and d.verdicts[4] is Status.PENDING and not d.admission_ready
     # Everything covered: admitted.
-    results, _ = framework_checks(str(_write(tmp_path, framework_record(SHA, counts=[1, 2, 4]))),
-                                  _manifest(counts=[1, 2, 4]), None)
+    results, _ = framework_checks(
+        str(_write(tmp_path, framework_record(SHA, counts=[1, 2, 4]))), _manifest(counts=[1, 2, 4]), None
+    )
     fw = results[:-1] + [Result("X4", Status.PASS, "x4")]
-    d = adm.decide([1, 2, 4], [], {n: list(rs) for n, rs in per_count.items()}, fw, interrupted=False,
-                   missing="-")
+    d = adm.decide([1, 2, 4], [], {n: list(rs) for n, rs in per_count.items()}, fw, interrupted=False, missing="-")
     assert d.admitted == [1, 2, 4] and d.admission_ready is True
 
 
@@ -196,8 +207,9 @@ def test_record_from_another_source_commit_than_the_plan_names_is_pending(tmp_pa
     plan = {"identity": {"candidate": {"source_commit": CANDIDATE_COMMIT[:10]}}}
     results, _ = framework_checks(str(path), _manifest(), None, plan=plan)
     assert _all_f_pending(results) and "source commit 222222222222" in _by_id(results)["F1.fifo"].reason
-    results, _ = framework_checks(str(_write(tmp_path, framework_record(SHA, source_commit=CANDIDATE_COMMIT))),
-                                  _manifest(), None, plan=plan)
+    results, _ = framework_checks(
+        str(_write(tmp_path, framework_record(SHA, source_commit=CANDIDATE_COMMIT))), _manifest(), None, plan=plan
+    )
     assert _by_id(results)["F1.fifo"].status is Status.PASS
 
 
@@ -212,10 +224,12 @@ def test_x4_needs_both_commits_and_the_plans_candidate(tmp_path: Path) -> None:
     assert good.status is Status.PASS and good.evidence["candidate_commit"] == CANDIDATE_COMMIT
     # The whole verify-protected result is the evidence; the reason counts what was checked.
     assert good.evidence == x4_json()
-    assert good.reason == ("1 protected path(s) identical to upstream; legacy runtime "
-                           "app/server/runtime.cpp: synthetic")
-    assert good.reproduction == ("parval verify-protected --repo /synthetic/audio.cpp "
-                                 f"--upstream {x4_json()['upstream']}")
+    assert good.reason == (
+        "1 protected path(s) identical to upstream; legacy runtime app/server/runtime.cpp: synthetic"
+    )
+    assert good.reproduction == (
+        f"parval verify-protected --repo /synthetic/audio.cpp --upstream {x4_json()['upstream']}"
+    )
     bad = x4(x4_json("FAIL"))
     assert bad.status is Status.FAIL
     assert bad.reason.startswith("1 protected file(s) changed: app/server/runtime.h")

@@ -12,14 +12,7 @@ from typing import Any
 
 from parval import PROCEDURE_VERSION
 from parval.gates.framework_ref import framework_checks
-from parval.gates.framework_reuse import (
-    ADAPTER_ONLY,
-    FRAMEWORK_PATHS,
-    REFUSED,
-    REUSED,
-    UNAVAILABLE,
-    classify,
-)
+from parval.gates.framework_reuse import ADAPTER_ONLY, FRAMEWORK_PATHS, REFUSED, REUSED, UNAVAILABLE, classify
 from parval.procedure.catalogue import FRAMEWORK_GATE
 from parval.report.markdown import render_markdown
 from parval.status import Result, Status
@@ -38,8 +31,6 @@ FILES = {
 }
 
 
-
-
 def _commit(repo: Path, changes: dict[str, str], message: str) -> str:
     for rel, text in changes.items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -49,20 +40,29 @@ def _commit(repo: Path, changes: dict[str, str], message: str) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
-def _setup(tmp: Path, changes: dict[str, str], family: str = "silero_vad") -> tuple[dict[str, Any], dict[str, Any], str, str]:
+def _setup(
+    tmp: Path, changes: dict[str, str], family: str = "silero_vad"
+) -> tuple[dict[str, Any], dict[str, Any], str, str]:
     repo = tmp / "audio.cpp"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     old = _commit(repo, FILES, "record build")
     new = _commit(repo, changes, "candidate build")
     (tmp / "record.json").write_text(json.dumps(framework_record(OLD_EXE, source_commit=old, record_id="fw-old")))
-    plan = {"model": {"family": family},
-            "framework": {"reuse": {"record": "record.json", "record_commit": old[:10],
-                                    "candidate_commit": new, "repo": "audio.cpp"}},
-            "identity": {"candidate": {"source_commit": new}}}
-    manifest = {"procedure_version": PROCEDURE_VERSION, "plan": {"path": str(tmp / "plan.yaml")},
-                "executables": {"candidate": {"sha256": NEW_EXE}},
-                "platform": {"backend": "cpu", "machine": platform.machine()}, "settings": {"counts": [1, 2]}}
+    plan = {
+        "model": {"family": family},
+        "framework": {
+            "reuse": {"record": "record.json", "record_commit": old[:10], "candidate_commit": new, "repo": "audio.cpp"}
+        },
+        "identity": {"candidate": {"source_commit": new}},
+    }
+    manifest = {
+        "procedure_version": PROCEDURE_VERSION,
+        "plan": {"path": str(tmp / "plan.yaml")},
+        "executables": {"candidate": {"sha256": NEW_EXE}},
+        "platform": {"backend": "cpu", "machine": platform.machine()},
+        "settings": {"counts": [1, 2]},
+    }
     return plan, manifest, old, new
 
 
@@ -73,15 +73,27 @@ def _f(results: list[Result]) -> dict[str, Result]:
 def _evidence(results: list[Result], info: dict[str, Any]) -> dict[str, Any]:
     """Just enough evidence around framework_checks for the markdown renderer."""
     fw = [r.to_json() for r in results]
-    return {"procedure_version": PROCEDURE_VERSION, "parval_version": "t",
-            "run": {"dir": "run", "provenance": {"kind": "ci", "service": "github-actions", "details": {}}},
-            "identity": {"model": "m", "family": "silero_vad", "task": "vad", "mode": "offline", "backend": "cpu",
-                         "candidate_sha256": NEW_EXE, "baseline_sha256": "b" * 64},
-            "verdict": {"line": "x", "exit_code": 3, "admitted_counts": [], "counts": {"1": "PENDING"}},
-            "admission_ready": False, "all_plan_rules": False, "assertions": fw,
-            "model_checks": {"per_count": {"1": {"assertions": []}}, "model_level": []},
-            "framework_checks": {**info, "results": fw},
-            "performance": {"status": "pending", "rows": []}}
+    return {
+        "procedure_version": PROCEDURE_VERSION,
+        "parval_version": "t",
+        "run": {"dir": "run", "provenance": {"kind": "ci", "service": "github-actions", "details": {}}},
+        "identity": {
+            "model": "m",
+            "family": "silero_vad",
+            "task": "vad",
+            "mode": "offline",
+            "backend": "cpu",
+            "candidate_sha256": NEW_EXE,
+            "baseline_sha256": "b" * 64,
+        },
+        "verdict": {"line": "x", "exit_code": 3, "admitted_counts": [], "counts": {"1": "PENDING"}},
+        "admission_ready": False,
+        "all_plan_rules": False,
+        "assertions": fw,
+        "model_checks": {"per_count": {"1": {"assertions": []}}, "model_level": []},
+        "framework_checks": {**info, "results": fw},
+        "performance": {"status": "pending", "rows": []},
+    }
 
 
 def test_unchanged_framework_paths_reuse_the_record(tmp_path: Path) -> None:
@@ -99,8 +111,13 @@ def test_unchanged_framework_paths_reuse_the_record(tmp_path: Path) -> None:
 
 
 def test_a_changed_framework_path_refuses_reuse_naming_the_file(tmp_path: Path) -> None:
-    plan, manifest, _, _ = _setup(tmp_path, {"app/server/parallel_runtime.cpp": "int run() { return 2; }\n",
-                                             "src/models/whisper/model.cpp": "void whisper() { }\n"})
+    plan, manifest, _, _ = _setup(
+        tmp_path,
+        {
+            "app/server/parallel_runtime.cpp": "int run() { return 2; }\n",
+            "src/models/whisper/model.cpp": "void whisper() { }\n",
+        },
+    )
     results, info = framework_checks(None, manifest, None, plan=plan)
     f = _f(results)
     assert all(r.status is Status.PENDING for r in f.values())
@@ -126,15 +143,17 @@ def test_adapter_only_changes_reuse_the_record_with_the_model_gate_required(tmp_
     results, _ = framework_checks(None, manifest, None, plan=plan)
     assert any("not shown to be the silero_vad model gate" in x for x in _f(results)["F1.fifo"].limitations)
     # Another family's adapter: reused, that family's gate required, not this one's.
-    info2 = classify(["src/models/whisper/model.cpp"], "silero_vad", record="r", record_commit=new,
-                     candidate_commit=new, repo="x")
+    info2 = classify(
+        ["src/models/whisper/model.cpp"], "silero_vad", record="r", record_commit=new, candidate_commit=new, repo="x"
+    )
     assert info2.status == ADAPTER_ONLY and info2.model_gate_required == ["whisper"]
     assert "this run is" not in info2.reason
 
 
 def test_shared_model_code_outside_a_family_is_a_framework_change() -> None:
-    d = classify(["src/models/common.cpp"], "whisper", record="r", record_commit="1" * 40,
-                 candidate_commit="2" * 40, repo="x")
+    d = classify(
+        ["src/models/common.cpp"], "whisper", record="r", record_commit="1" * 40, candidate_commit="2" * 40, repo="x"
+    )
     assert d.status == REFUSED and d.changed_framework == ["src/models/common.cpp"]
 
 
@@ -148,7 +167,10 @@ def test_reuse_of_a_record_from_another_commit_or_unknown_commits_is_pending(tmp
     results, info = framework_checks(None, manifest, None, plan=plan)
     assert info["reuse"]["status"] == UNAVAILABLE
     assert all(r.status is Status.PENDING for r in _f(results).values())
-    assert "unknown upstream commit" in _f(results)["F1.fifo"].reason or "cannot be reviewed" in _f(results)["F1.fifo"].reason
+    assert (
+        "unknown upstream commit" in _f(results)["F1.fifo"].reason
+        or "cannot be reviewed" in _f(results)["F1.fifo"].reason
+    )
     plan["framework"]["reuse"] = {"record": "record.json"}
     results, info = framework_checks(None, manifest, None, plan=plan)
     assert "lacks record_commit, candidate_commit, repo" in _f(results)["F1.fifo"].reason
@@ -187,4 +209,6 @@ def test_the_report_names_an_untrusted_record_and_uncovered_counts(tmp_path: Pat
     assert "F1.fifo ⏳ @1" in row
     (tmp_path / "record.json").write_text(json.dumps({**framework_record(OLD_EXE), "procedure_version": "old"}))
     results, info = framework_checks(str(tmp_path / "record.json"), manifest, None, plan={})
-    assert "not used: framework record was made under procedure version old" in render_markdown(_evidence(results, info))
+    assert "not used: framework record was made under procedure version old" in render_markdown(
+        _evidence(results, info)
+    )

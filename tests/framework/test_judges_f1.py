@@ -12,15 +12,24 @@ from parval.status import Status
 from .factkit import facts, fl, manager, stagger
 
 
-def forced(later_done: tuple[float, float] = (0.75, 0.90), older_done: float = 0.45,
-           unload_done: float = 0.60) -> dict[str, Any]:
+def forced(
+    later_done: tuple[float, float] = (0.75, 0.90), older_done: float = 0.45, unload_done: float = 0.60
+) -> dict[str, Any]:
     """One occupant, an older queued request, an unload, two later requests (count 1)."""
-    return facts([fl("occupant0", 0.0, 0.30), fl("older", 0.05, older_done),
-                  manager("unload", 0.10, unload_done),
-                  fl("later0", 0.2, later_done[0]), fl("later1", 0.25, later_done[1])],
-                 count=1, occupants=["occupant0"], later=["later0", "later1"],
-                 staggers=[stagger("the unload", "unload")],
-                 waits=[{"what": "1 active slot(s) for m", "seen": True}])
+    return facts(
+        [
+            fl("occupant0", 0.0, 0.30),
+            fl("older", 0.05, older_done),
+            manager("unload", 0.10, unload_done),
+            fl("later0", 0.2, later_done[0]),
+            fl("later1", 0.25, later_done[1]),
+        ],
+        count=1,
+        occupants=["occupant0"],
+        later=["later0", "later1"],
+        staggers=[stagger("the unload", "unload")],
+        waits=[{"what": "1 active slot(s) for m", "seen": True}],
+    )
 
 
 def test_forced_order_passes_the_fifo_timeline() -> None:
@@ -59,9 +68,17 @@ def test_forced_order_fails_an_output_that_differs_from_its_reference() -> None:
 
 
 def test_first_wave_fails_a_second_published_capacity() -> None:
-    ok = facts([fl("first0", 0.0, 0.4), fl("first1", 0.0, 0.55)], count=1, traced=False,
-               samples=[[0.01, 0, 0, False, None, 1], [0.05, 1, 1, False, None, 1],
-                        [0.3, 1, 1, True, 1, 1], [0.6, 0, 0, True, 1, 1]])
+    ok = facts(
+        [fl("first0", 0.0, 0.4), fl("first1", 0.0, 0.55)],
+        count=1,
+        traced=False,
+        samples=[
+            [0.01, 0, 0, False, None, 1],
+            [0.05, 1, 1, False, None, 1],
+            [0.3, 1, 1, True, 1, 1],
+            [0.6, 0, 0, True, 1, 1],
+        ],
+    )
     assert run_judge("f1.first_wave", ok).status is Status.PASS
     bad = copy.deepcopy(ok)
     bad["samples"].insert(3, [0.35, 1, 0, True, 2, 1])
@@ -71,10 +88,20 @@ def test_first_wave_fails_a_second_published_capacity() -> None:
 
 def test_overdue_case_fails_a_probe_that_waited_instead_of_failing_fast() -> None:
     def case(status: int, message: str, done: float) -> dict[str, Any]:
-        return facts([fl("occupant0", 0.0, 0.5), manager("unload0", 0.2, 0.6),
-                      fl("probe", 0.3, done, status=status, message=message)],
-                     count=1, occupied=1, managers=1, probe_ms=20, occupants=["occupant0"],
-                     manager_labels=["unload0"])
+        return facts(
+            [
+                fl("occupant0", 0.0, 0.5),
+                manager("unload0", 0.2, 0.6),
+                fl("probe", 0.3, done, status=status, message=message),
+            ],
+            count=1,
+            occupied=1,
+            managers=1,
+            probe_ms=20,
+            occupants=["occupant0"],
+            manager_labels=["unload0"],
+        )
+
     ok = case(503, "all active slots exceeded busy_timeout_ms", 0.302)
     assert run_judge("f1.overdue_case", ok).status is Status.PASS
     late = case(503, "timed out waiting for a slot", 0.33)

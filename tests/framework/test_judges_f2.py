@@ -21,10 +21,16 @@ def flight_of(f: dict[str, Any], label: str) -> dict[str, Any]:
 
 # -- unload during the first load -------------------------------------------------------------
 
+
 def unload_load(unload_done: float = 0.45, **over: Any) -> dict[str, Any]:
     """The first request loads (0.0 -> 0.40); the unload sent at 0.1 waits for it."""
-    base: dict[str, Any] = {"model": "m", "in_progress": True, "stall": None, "ended_unloaded": True,
-                            "samples": [[0.01, 1, 0, False, None, 2], [0.3, 1, 0, True, 4, 2]]}
+    base: dict[str, Any] = {
+        "model": "m",
+        "in_progress": True,
+        "stall": None,
+        "ended_unloaded": True,
+        "samples": [[0.01, 1, 0, False, None, 2], [0.3, 1, 0, True, 4, 2]],
+    }
     base.update(over)
     return facts([fl("first", 0.0, 0.40), manager("unload", 0.1, unload_done)], **base)
 
@@ -62,15 +68,23 @@ def test_unload_during_load_is_pending_or_blocked_when_the_situation_was_not_for
 
 # -- reconfiguration with queued work ---------------------------------------------------------
 
+
 def barrier(older_output: str = OPT0, later_done: float = 0.75) -> dict[str, Any]:
     """Under opt0: two occupants, an older queued request, a reconfiguration to base, later."""
-    return facts([fl("occupant0", 0.0, 0.30, output=OPT0), fl("occupant1", 0.0, 0.30, output=OPT0),
-                  fl("older", 0.05, 0.45, output=older_output),
-                  load_reply("reconfigure-base", 0.10, 0.60, json=RECONFIGURED),
-                  fl("later", 0.2, later_done)],
-                 count=2, occupants=["occupant0", "occupant1"], refs=REFS,
-                 staggers=[stagger("the reconfiguration", "reconfigure-base")],
-                 waits=[{"what": "2 active slot(s) for m", "seen": True}])
+    return facts(
+        [
+            fl("occupant0", 0.0, 0.30, output=OPT0),
+            fl("occupant1", 0.0, 0.30, output=OPT0),
+            fl("older", 0.05, 0.45, output=older_output),
+            load_reply("reconfigure-base", 0.10, 0.60, json=RECONFIGURED),
+            fl("later", 0.2, later_done),
+        ],
+        count=2,
+        occupants=["occupant0", "occupant1"],
+        refs=REFS,
+        staggers=[stagger("the reconfiguration", "reconfigure-base")],
+        waits=[{"what": "2 active slot(s) for m", "seen": True}],
+    )
 
 
 def test_queued_before_barrier_passes_work_bound_on_each_side_of_the_barrier() -> None:
@@ -98,10 +112,18 @@ def test_queued_before_barrier_blocks_a_later_request_that_barged() -> None:
 
 
 def not_undone(ended_unloaded: bool = True, older_done: float = 0.45) -> dict[str, Any]:
-    return facts([fl("occupant0", 0.0, 0.30), fl("occupant1", 0.0, 0.30), fl("older", 0.05, older_done),
-                  load_reply("unload", 0.10, 0.60, json={"id": "m", "loaded": False})],
-                 count=2, occupants=["occupant0", "occupant1"], ended_unloaded=ended_unloaded,
-                 staggers=[stagger("the unload", "unload")])
+    return facts(
+        [
+            fl("occupant0", 0.0, 0.30),
+            fl("occupant1", 0.0, 0.30),
+            fl("older", 0.05, older_done),
+            load_reply("unload", 0.10, 0.60, json={"id": "m", "loaded": False}),
+        ],
+        count=2,
+        occupants=["occupant0", "occupant1"],
+        ended_unloaded=ended_unloaded,
+        staggers=[stagger("the unload", "unload")],
+    )
 
 
 def test_unload_not_undone_passes_and_fails_a_model_reloaded_by_an_older_waiter() -> None:
@@ -116,13 +138,22 @@ def test_unload_not_undone_fails_an_older_request_run_after_the_unload() -> None
 
 
 def overlapping(m2_done: float = 0.75, later_output: str = OPT1) -> dict[str, Any]:
-    return facts([fl("occupant0", 0.0, 0.30), fl("occupant1", 0.0, 0.30),
-                  load_reply("reconfigure-opt0", 0.05, 0.60, json=RECONFIGURED),
-                  load_reply("reconfigure-opt1", 0.10, m2_done, json=RECONFIGURED),
-                  fl("later", 0.2, 0.95, output=later_output)],
-                 count=2, occupants=["occupant0", "occupant1"], refs=REFS,
-                 staggers=[stagger("the first reconfiguration", "reconfigure-opt0"),
-                           stagger("the second reconfiguration", "reconfigure-opt1")])
+    return facts(
+        [
+            fl("occupant0", 0.0, 0.30),
+            fl("occupant1", 0.0, 0.30),
+            load_reply("reconfigure-opt0", 0.05, 0.60, json=RECONFIGURED),
+            load_reply("reconfigure-opt1", 0.10, m2_done, json=RECONFIGURED),
+            fl("later", 0.2, 0.95, output=later_output),
+        ],
+        count=2,
+        occupants=["occupant0", "occupant1"],
+        refs=REFS,
+        staggers=[
+            stagger("the first reconfiguration", "reconfigure-opt0"),
+            stagger("the second reconfiguration", "reconfigure-opt1"),
+        ],
+    )
 
 
 def test_overlapping_managers_passes_enqueue_order() -> None:
@@ -139,17 +170,24 @@ def test_overlapping_managers_fails_managers_out_of_order_or_the_wrong_configura
 
 # -- invalid replacements ---------------------------------------------------------------------
 
+
 def kept(what: str, after: str, slots: int = 2) -> dict[str, Any]:
-    return {"what": what, "after": after,
-            "sample": {"slots": slots, "loaded": True, "max_parallel": 4}}
+    return {"what": what, "after": after, "sample": {"slots": slots, "loaded": True, "max_parallel": 4}}
 
 
-def over_capacity(status: int = 400, message: str = "does not support the requested slots (capacity=4)",
-                  slots_after: int = 2) -> dict[str, Any]:
+def over_capacity(
+    status: int = 400, message: str = "does not support the requested slots (capacity=4)", slots_after: int = 2
+) -> dict[str, Any]:
     body = {"error": {"type": "invalid_request_error", "message": message}} if status == 400 else RECONFIGURED
-    return facts([load_reply("resize-over-capacity", 0.0, 0.01, status=status, json=body, message=message),
-                  fl("after-slots=5", 0.02, 0.2)],
-                 count=2, capacity=4, kept=[kept("slots=5", "after-slots=5", slots_after)])
+    return facts(
+        [
+            load_reply("resize-over-capacity", 0.0, 0.01, status=status, json=body, message=message),
+            fl("after-slots=5", 0.02, 0.2),
+        ],
+        count=2,
+        capacity=4,
+        kept=[kept("slots=5", "after-slots=5", slots_after)],
+    )
 
 
 def test_unsupported_count_passes_a_rejection_naming_the_capacity() -> None:
@@ -171,15 +209,27 @@ STRING_TWO = "2"
 def metadata(accepted: Any = NONE_ACCEPTED) -> dict[str, Any]:
     values: list[Any] = [0, 17, 1.5, STRING_TWO, None, True]
     text = "model slots must be an integer between 1 and 16"
-    forms = [load_reply(f"slots-{x!r}", 0.1, 0.11, status=200 if x is accepted else 400,
-                        message="" if x is accepted else text) for x in values]
-    return facts([load_reply("bad-task", 0.0, 0.01, status=500, message="unknown task"),
-                  fl("after-an invalid task", 0.02, 0.2), *forms,
-                  fl("after-invalid slots values", 0.3, 0.45)],
-                 count=2, capacity=4,
-                 forms=[{"slots": x, "label": f"slots-{x!r}"} for x in values],
-                 kept=[kept("an invalid task", "after-an invalid task"),
-                       kept("invalid slots values", "after-invalid slots values")])
+    forms = [
+        load_reply(
+            f"slots-{x!r}", 0.1, 0.11, status=200 if x is accepted else 400, message="" if x is accepted else text
+        )
+        for x in values
+    ]
+    return facts(
+        [
+            load_reply("bad-task", 0.0, 0.01, status=500, message="unknown task"),
+            fl("after-an invalid task", 0.02, 0.2),
+            *forms,
+            fl("after-invalid slots values", 0.3, 0.45),
+        ],
+        count=2,
+        capacity=4,
+        forms=[{"slots": x, "label": f"slots-{x!r}"} for x in values],
+        kept=[
+            kept("an invalid task", "after-an invalid task"),
+            kept("invalid slots values", "after-invalid slots values"),
+        ],
+    )
 
 
 def test_invalid_metadata_passes_every_rejection() -> None:
@@ -193,9 +243,16 @@ def test_invalid_metadata_fails_an_accepted_string_slots_value() -> None:
 
 
 def resize(shown: bool = True, json: Any = RECONFIGURED) -> dict[str, Any]:
-    return facts([load_reply("resize-1", 0.0, 0.2, json=json), fl("after-resize", 0.3, 0.45),
-                  load_reply("resize-2", 0.5, 0.7, json=RECONFIGURED)],
-                 count=2, other=1, resize_shown=shown)
+    return facts(
+        [
+            load_reply("resize-1", 0.0, 0.2, json=json),
+            fl("after-resize", 0.3, 0.45),
+            load_reply("resize-2", 0.5, 0.7, json=RECONFIGURED),
+        ],
+        count=2,
+        other=1,
+        resize_shown=shown,
+    )
 
 
 def test_valid_resize_passes_and_fails_a_resize_that_never_showed() -> None:
@@ -208,10 +265,15 @@ def test_valid_resize_passes_and_fails_a_resize_that_never_showed() -> None:
 
 # -- same-ID publication ----------------------------------------------------------------------
 
+
 def same(after: int = 2, listed: int = 1) -> dict[str, Any]:
-    return facts([load_reply("register0", 0.0, 0.3), load_reply("register1", 0.0, 0.31)],
-                 sid="m-same", models_before=1, models_after=after,
-                 listed_ids=["m", *["m-same"] * listed])
+    return facts(
+        [load_reply("register0", 0.0, 0.3), load_reply("register1", 0.0, 0.31)],
+        sid="m-same",
+        models_before=1,
+        models_after=after,
+        listed_ids=["m", *["m-same"] * listed],
+    )
 
 
 def test_concurrent_same_id_passes_one_entry_and_fails_a_duplicate() -> None:
@@ -222,12 +284,18 @@ def test_concurrent_same_id_passes_one_entry_and_fails_a_duplicate() -> None:
 
 
 def post_commit(entry_loaded: Any = False, drained: bool = True, broken: int = 500) -> dict[str, Any]:
-    return facts([load_reply("reconfigure-missing", 0.0, 0.1, status=broken),
-                  fl("request-while-broken", 0.2, 0.21, status=500, model="m-same", message="load failed"),
-                  load_reply("reconfigure-good", 0.3, 0.5),
-                  fl("request-after-retry", 0.6, 0.9, model="m-same")],
-                 sid="m-same", entry_loaded=entry_loaded, drained=drained,
-                 refs={**REFS, "m-same|base": {"cold": [OUT], "warm": [OUT]}})
+    return facts(
+        [
+            load_reply("reconfigure-missing", 0.0, 0.1, status=broken),
+            fl("request-while-broken", 0.2, 0.21, status=500, model="m-same", message="load failed"),
+            load_reply("reconfigure-good", 0.3, 0.5),
+            fl("request-after-retry", 0.6, 0.9, model="m-same"),
+        ],
+        sid="m-same",
+        entry_loaded=entry_loaded,
+        drained=drained,
+        refs={**REFS, "m-same|base": {"cold": [OUT], "warm": [OUT]}},
+    )
 
 
 def test_post_commit_failure_passes_a_clean_failure_and_retry() -> None:
@@ -247,12 +315,17 @@ def test_post_commit_failure_fails_a_partial_pool_a_held_lease_or_a_silent_succe
 
 # -- deferred callbacks -----------------------------------------------------------------------
 
-def batch(batch_done: float | None = 0.50, drained: bool = True,
-          events: list[Any] | None = None) -> dict[str, Any]:
+
+def batch(batch_done: float | None = 0.50, drained: bool = True, events: list[Any] | None = None) -> dict[str, Any]:
     done = [{"type": "task.batch.result"}, {"type": "task.batch.done"}, "[DONE]"]
-    return facts([manager("unload", 0.3, 0.55), fl("after", 0.9, 1.05)],
-                 model="m", held=True, batch_t_done=batch_done,
-                 events=done if events is None else events, drained=drained)
+    return facts(
+        [manager("unload", 0.3, 0.55), fl("after", 0.9, 1.05)],
+        model="m",
+        held=True,
+        batch_t_done=batch_done,
+        events=done if events is None else events,
+        drained=drained,
+    )
 
 
 def test_native_batch_passes_a_lease_held_through_the_exchange() -> None:

@@ -17,9 +17,16 @@ from .factkit import OUT, facts, fl
 
 def load_failure(first: int | None = 500, again: int | None = 500, **extra: Any) -> dict[str, Any]:
     """A config model whose load fails, requested twice."""
-    f = facts([fl("load-fails", 0.0, 0.21, status=first, model="m-missing", message="load failed"),
-               fl("load-fails-again", 0.3, 0.51, status=again, model="m-missing", message="load failed")],
-              model="m-missing", drained_first=True, loaded_after=False, drained_again=True)
+    f = facts(
+        [
+            fl("load-fails", 0.0, 0.21, status=first, model="m-missing", message="load failed"),
+            fl("load-fails-again", 0.3, 0.51, status=again, model="m-missing", message="load failed"),
+        ],
+        model="m-missing",
+        drained_first=True,
+        loaded_after=False,
+        drained_again=True,
+    )
     f.update(extra)
     return f
 
@@ -43,15 +50,26 @@ def test_config_load_failure_fails_a_held_lease_or_a_published_model() -> None:
     assert v.status is Status.FAIL and "first load fails answers an error (got 200)" in v.detail()
 
 
-def retry(entry: Any = None, good: int = 200, output: str = "out-retry",
-          refs: bool = True) -> dict[str, Any]:
+def retry(entry: Any = None, good: int = 200, output: str = "out-retry", refs: bool = True) -> dict[str, Any]:
     """A registration with a missing checkpoint, the listing, the good one, one request."""
     listed = {"id": "m-retry", "loaded": False, "active_slots": 0} if entry is None else entry
-    f = facts([fl("register-missing", 0.0, 0.05, status=500, model="", path="/v1/models/load",
-                  message="checkpoint not found"),
-               fl("register-good", 0.1, 0.35, status=good, model="", path="/v1/models/load", json={}),
-               fl("after-retry", 0.4, 0.6, model="m-retry", output=output)],
-              model="m-retry", entry=listed)
+    f = facts(
+        [
+            fl(
+                "register-missing",
+                0.0,
+                0.05,
+                status=500,
+                model="",
+                path="/v1/models/load",
+                message="checkpoint not found",
+            ),
+            fl("register-good", 0.1, 0.35, status=good, model="", path="/v1/models/load", json={}),
+            fl("after-retry", 0.4, 0.6, model="m-retry", output=output),
+        ],
+        model="m-retry",
+        entry=listed,
+    )
     if refs:
         f["refs"]["m-retry|base"] = {"cold": ["out-retry"], "warm": ["out-retry"]}
     return f
@@ -81,10 +99,19 @@ def test_registration_retry_compares_with_its_own_registration_only() -> None:
 
 def alongside(invalid: int = 400, **extra: Any) -> dict[str, Any]:
     """A healthy request and an invalid one at count 2, then the next two requests."""
-    f = facts([fl("healthy0", 0.0, 0.15), fl("invalid", 0.01, 0.02, status=invalid, message="max_tokens"),
-               fl("after0", 0.3, 0.45), fl("after1", 0.3, 0.46)],
-              count=2, healthy=["healthy0"], after=["after0", "after1"], after_settled=True,
-              waits=[])
+    f = facts(
+        [
+            fl("healthy0", 0.0, 0.15),
+            fl("invalid", 0.01, 0.02, status=invalid, message="max_tokens"),
+            fl("after0", 0.3, 0.45),
+            fl("after1", 0.3, 0.46),
+        ],
+        count=2,
+        healthy=["healthy0"],
+        after=["after0", "after1"],
+        after_settled=True,
+        waits=[],
+    )
     if invalid == 200:
         f["flights"][1]["output"] = "other"
     f.update(extra)
@@ -116,9 +143,14 @@ def test_invalid_alongside_fails_a_healthy_output_the_invalid_one_corrupted() ->
 
 def ctest(aid: str, run: dict[str, Any] | None, cases: dict[str, str], observed: list[str]) -> dict[str, Any]:
     need = CTEST_EVIDENCE[aid]
-    return {"assertion": aid, "needs": need.what, "ctest_pattern": need.pattern.pattern,
-            "observed_over_http": observed, "run": run,
-            "cases": [{"name": n, "status": s} for n, s in cases.items()]}
+    return {
+        "assertion": aid,
+        "needs": need.what,
+        "ctest_pattern": need.pattern.pattern,
+        "observed_over_http": observed,
+        "run": run,
+        "cases": [{"name": n, "status": s} for n, s in cases.items()],
+    }
 
 
 RAN = {"label": "default", "status": "passed", "reason": "ok"}
@@ -156,11 +188,11 @@ def test_attach_ctest_records_the_cases_it_read_as_observations() -> None:
     findings = Findings(observe=lambda aid, name, key, f, _ev: seen.append((aid, name, key, f)))
     ctx: Any = type("Ctx", (), {})()
     ctx.findings = findings
-    run = CTestRun("default", "b", "failed", tests=[CTestCase("session_pool_test", "failed"),
-                                                    CTestCase("unrelated", "passed")])
+    run = CTestRun(
+        "default", "b", "failed", tests=[CTestCase("session_pool_test", "failed"), CTestCase("unrelated", "passed")]
+    )
     attach_ctest(ctx, [run], {"F3.load_failures"})
     [(aid, name, key, f)] = seen
     assert (aid, name, key) == ("F3.load_failures", "primary_injection", "f3.ctest_evidence")
-    assert f["cases"] == [{"name": "session_pool_test", "status": "failed"},
-                          {"name": "unrelated", "status": "passed"}]
+    assert f["cases"] == [{"name": "session_pool_test", "status": "failed"}, {"name": "unrelated", "status": "passed"}]
     assert f["run"]["status"] == "failed" and findings.checks[0].status is Status.FAIL

@@ -18,14 +18,22 @@ def wave(start: float = 1.0) -> list[dict[str, Any]]:
 
 
 def wave_facts(**extra: Any) -> dict[str, Any]:
-    return {"count": 2, "next_settled": True, "next_full": True, "next_wave": ["next0", "next1"],
-            "waits": list(SEEN), **extra}
+    return {
+        "count": 2,
+        "next_settled": True,
+        "next_full": True,
+        "next_wave": ["next0", "next1"],
+        "waits": list(SEEN),
+        **extra,
+    }
 
 
 def running(**extra: Any) -> dict[str, Any]:
     """Two occupants, the first one's client gone, then the next wave."""
-    return facts([fl("occupant0", 0.0, None, status=None), fl("occupant1", 0.0, 0.16), *wave()],
-                 **wave_facts(occupants=["occupant0", "occupant1"], dropped=["occupant0"], **extra))
+    return facts(
+        [fl("occupant0", 0.0, None, status=None), fl("occupant1", 0.0, 0.16), *wave()],
+        **wave_facts(occupants=["occupant0", "occupant1"], dropped=["occupant0"], **extra),
+    )
 
 
 def test_running_disconnect_passes_a_drained_server() -> None:
@@ -60,9 +68,16 @@ def test_running_disconnect_is_blocked_when_the_slots_were_never_seen_held() -> 
 
 
 def queued(**extra: Any) -> dict[str, Any]:
-    return facts([fl("occupant0", 0.0, 0.15), fl("occupant1", 0.0, 0.16),
-                  fl("queued0", 0.02, None, status=None), fl("queued1", 0.03, None, status=None), *wave()],
-                 **wave_facts(occupants=["occupant0", "occupant1"], queued=["queued0", "queued1"], **extra))
+    return facts(
+        [
+            fl("occupant0", 0.0, 0.15),
+            fl("occupant1", 0.0, 0.16),
+            fl("queued0", 0.02, None, status=None),
+            fl("queued1", 0.03, None, status=None),
+            *wave(),
+        ],
+        **wave_facts(occupants=["occupant0", "occupant1"], queued=["queued0", "queued1"], **extra),
+    )
 
 
 def test_queued_disconnect_passes_and_fails_abandoned_waiters_left_counted() -> None:
@@ -74,8 +89,10 @@ def test_queued_disconnect_passes_and_fails_abandoned_waiters_left_counted() -> 
 
 
 def init(**extra: Any) -> dict[str, Any]:
-    return facts([fl("cold", 0.0, None, status=None), *wave()],
-                 **wave_facts(**{"load_seen": True, "first_finished": False, "left_during_load": True, **extra}))
+    return facts(
+        [fl("cold", 0.0, None, status=None), *wave()],
+        **wave_facts(**{"load_seen": True, "first_finished": False, "left_during_load": True, **extra}),
+    )
 
 
 def test_init_disconnect_passes_a_released_abandoned_load() -> None:
@@ -94,14 +111,29 @@ def test_init_disconnect_is_pending_when_the_client_could_not_leave_during_the_l
 
 def sigterm(stop: dict[str, Any] | None = None, queued_status: int | None = 503, **extra: Any) -> dict[str, Any]:
     """SIGTERM at 0.3 s with two running requests and one queued one."""
-    info = {"signal": "SIGTERM", "graceful": True, "killed": False, "grace_s": 5.0, "exit_code": 0,
-            "stop_s": 0.2} if stop is None else stop
-    q = fl("queued", 0.1, 0.31, status=queued_status, message="server is shutting down") \
-        if queued_status is not None else fl("queued", 0.1, None, status=None)
-    return facts([fl("occupant0", 0.0, 0.45), fl("occupant1", 0.0, 0.46), q],
-                 count=2, grace_s=5.0, waits=list(SEEN) + [{"what": "queued queued", "seen": True}],
-                 stop=info, drain_s=0.2, t_term=0.3, running=["occupant0", "occupant1"], queued="queued",
-                 stopped_line=True, **extra)
+    info = (
+        {"signal": "SIGTERM", "graceful": True, "killed": False, "grace_s": 5.0, "exit_code": 0, "stop_s": 0.2}
+        if stop is None
+        else stop
+    )
+    q = (
+        fl("queued", 0.1, 0.31, status=queued_status, message="server is shutting down")
+        if queued_status is not None
+        else fl("queued", 0.1, None, status=None)
+    )
+    return facts(
+        [fl("occupant0", 0.0, 0.45), fl("occupant1", 0.0, 0.46), q],
+        count=2,
+        grace_s=5.0,
+        waits=list(SEEN) + [{"what": "queued queued", "seen": True}],
+        stop=info,
+        drain_s=0.2,
+        t_term=0.3,
+        running=["occupant0", "occupant1"],
+        queued="queued",
+        stopped_line=True,
+        **extra,
+    )
 
 
 def test_sigterm_inflight_passes_a_drained_graceful_exit() -> None:
@@ -141,8 +173,14 @@ def test_sigterm_inflight_is_blocked_when_the_queued_request_was_never_seen_queu
 
 
 def stalled(killed: bool, exit_code: int | None, drain_s: float) -> dict[str, Any]:
-    return facts([], bound_s=1.5, drain_s=drain_s, t_term=0.25, sockets=["stalled header", "stalled body"],
-                 stop={"signal": "SIGTERM", "killed": killed, "exit_code": exit_code, "grace_s": 1.5})
+    return facts(
+        [],
+        bound_s=1.5,
+        drain_s=drain_s,
+        t_term=0.25,
+        sockets=["stalled header", "stalled body"],
+        stop={"signal": "SIGTERM", "killed": killed, "exit_code": exit_code, "grace_s": 1.5},
+    )
 
 
 def test_stalled_socket_io_passes_an_exit_that_cancelled_socket_io() -> None:

@@ -19,13 +19,15 @@ def run_b(label: str, t_send: float, t_done: float | None, **kw: Any) -> dict[st
 
 # -- together ---------------------------------------------------------------------------------
 
-def together(limit: int, b_status: int = 200, *, both_active: bool = True,
-             both_loaded: bool = False) -> dict[str, Any]:
+
+def together(limit: int, b_status: int = 200, *, both_active: bool = True, both_loaded: bool = False) -> dict[str, Any]:
     b_kw: dict[str, Any] = {} if b_status == 200 else {"status": b_status, "message": BUSY}
     flights = [fl("m-0", 0.0, 0.45), run_b("m-b-0", 0.0, 0.50, **b_kw)]
-    rows = [joint_row(0.01, m=[1, 0, False], m_b=[1 if both_active else 0, 0, False]),
-            joint_row(0.30, m=[1, 0, True], m_b=[1 if both_active else 0, 0, both_loaded]),
-            joint_row(0.60, m=[0, 0, True], m_b=[0, 0, both_loaded])]
+    rows = [
+        joint_row(0.01, m=[1, 0, False], m_b=[1 if both_active else 0, 0, False]),
+        joint_row(0.30, m=[1, 0, True], m_b=[1 if both_active else 0, 0, both_loaded]),
+        joint_row(0.60, m=[0, 0, True], m_b=[0, 0, both_loaded]),
+    ]
     return two_model_facts(flights, limit=limit, count=1, joint=rows)
 
 
@@ -62,9 +64,9 @@ def test_together_under_limit_one_fails_two_loaded_models_or_another_error() -> 
 
 # -- warm_during_cold ---------------------------------------------------------------------------
 
+
 def warm_cold(warm_done: float = 0.26, *, seen: bool = True) -> dict[str, Any]:
-    return two_model_facts([fl("cold-a", 0.0, 0.40), run_b("warm-b", 0.10, warm_done)],
-                           cold_load_seen=seen)
+    return two_model_facts([fl("cold-a", 0.0, 0.40), run_b("warm-b", 0.10, warm_done)], cold_load_seen=seen)
 
 
 def test_warm_during_cold_passes_a_warm_model_answering_at_once() -> None:
@@ -84,11 +86,20 @@ def test_warm_during_cold_is_pending_when_the_cold_load_was_not_seen() -> None:
 
 # -- unload_together ----------------------------------------------------------------------------
 
+
 def unload_both(bulk_done: float = 0.50, ids: list[str] | None = None) -> dict[str, Any]:
-    flights = [fl("m-run0", 0.0, 0.30), run_b("m-b-run0", 0.0, 0.32),
-               manager("unload-both", 0.05, bulk_done, unloaded=["m", "m-b"] if ids is None else ids)]
-    return two_model_facts(flights, count=1, running=["m-run0", "m-b-run0"], ended_unloaded=True,
-                           waits=[{"what": "both models' requests admitted", "seen": True}])
+    flights = [
+        fl("m-run0", 0.0, 0.30),
+        run_b("m-b-run0", 0.0, 0.32),
+        manager("unload-both", 0.05, bulk_done, unloaded=["m", "m-b"] if ids is None else ids),
+    ]
+    return two_model_facts(
+        flights,
+        count=1,
+        running=["m-run0", "m-b-run0"],
+        ended_unloaded=True,
+        waits=[{"what": "both models' requests admitted", "seen": True}],
+    )
 
 
 def test_unload_together_passes_an_unload_behind_both_models_work() -> None:
@@ -112,11 +123,14 @@ def test_unload_together_is_blocked_when_the_admission_was_not_seen() -> None:
 
 # -- alternate ------------------------------------------------------------------------------------
 
+
 def alternating(*, evicted: bool = True, both_loaded: bool = False) -> dict[str, Any]:
     flights = [fl("alt0-m", 0.0, 0.4), run_b("alt1-m-b", 0.4, 0.9), fl("alt2-m", 0.9, 1.4)]
-    rows = [joint_row(0.2, m=[1, 0, True], m_b=[0, 0, False]),
-            joint_row(0.6, m=[0, 0, both_loaded], m_b=[1, 0, True]),
-            joint_row(1.2, m=[1, 0, True], m_b=[0, 0, False])]
+    rows = [
+        joint_row(0.2, m=[1, 0, True], m_b=[0, 0, False]),
+        joint_row(0.6, m=[0, 0, both_loaded], m_b=[1, 0, True]),
+        joint_row(1.2, m=[1, 0, True], m_b=[0, 0, False]),
+    ]
     return two_model_facts(flights, sequence=["alt0-m", "alt1-m-b", "alt2-m"], joint=rows, evicted=evicted)
 
 
@@ -134,14 +148,18 @@ def test_alternate_fails_two_loaded_models_or_no_eviction() -> None:
 
 # -- retiring -------------------------------------------------------------------------------------
 
-def retiring(incoming_status: int = 200, *, keeper_lost: bool = False, window: bool = True,
-             keeper: str | None = "m") -> dict[str, Any]:
-    kw: dict[str, Any] = {} if incoming_status == 200 else {"status": incoming_status,
-                                                             "message": "max_loaded_models reached"}
-    flights = [manager("unload-retiring", 0.0, 0.20, unloaded=["m-b"]),
-               fl("incoming", 0.05, 0.45, model="m-m", output="out-m", **kw)]
-    f = two_model_facts(flights, limit=2 if keeper else 1, teardown_window=window, keeper=keeper,
-                        incoming_tag="opt1")
+
+def retiring(
+    incoming_status: int = 200, *, keeper_lost: bool = False, window: bool = True, keeper: str | None = "m"
+) -> dict[str, Any]:
+    kw: dict[str, Any] = (
+        {} if incoming_status == 200 else {"status": incoming_status, "message": "max_loaded_models reached"}
+    )
+    flights = [
+        manager("unload-retiring", 0.0, 0.20, unloaded=["m-b"]),
+        fl("incoming", 0.05, 0.45, model="m-m", output="out-m", **kw),
+    ]
+    f = two_model_facts(flights, limit=2 if keeper else 1, teardown_window=window, keeper=keeper, incoming_tag="opt1")
     f["refs"]["m-m|opt1"] = {"cold": ["out-m"], "warm": ["out-m"]}
     if keeper:
         f["keeper_samples"] = [[0.06, 0, 0, True, 1, 1], *([[0.3, 0, 0, False, 1, 1]] if keeper_lost else [])]
@@ -168,15 +186,29 @@ def test_retiring_is_pending_without_a_teardown_window() -> None:
 
 # -- ready_first -------------------------------------------------------------------------------
 
-def ready(freed_at: float | None = 0.12, ids: list[str] | None = None,
-          registry: dict[str, Any] | None = None) -> dict[str, Any]:
-    flights = [run_b("first-b", 0.0, 0.40), manager("unload-b-a", 0.05, 0.45,
-                                                    unloaded=["m", "m-b"] if ids is None else ids)]
-    return two_model_facts(flights, first_load_seen=True, freed_at=freed_at, published_at=0.25,
-                           ended_unloaded=True, registry=registry or {
-                               "what": "the bulk unload", "manager": "unload-b-a", "still_waiting": True,
-                               "canaries": [{"t_send": 0.09, "t_done": 0.092, "status": 200}],
-                               "manager_t_done": None})
+
+def ready(
+    freed_at: float | None = 0.12, ids: list[str] | None = None, registry: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    flights = [
+        run_b("first-b", 0.0, 0.40),
+        manager("unload-b-a", 0.05, 0.45, unloaded=["m", "m-b"] if ids is None else ids),
+    ]
+    return two_model_facts(
+        flights,
+        first_load_seen=True,
+        freed_at=freed_at,
+        published_at=0.25,
+        ended_unloaded=True,
+        registry=registry
+        or {
+            "what": "the bulk unload",
+            "manager": "unload-b-a",
+            "still_waiting": True,
+            "canaries": [{"t_send": 0.09, "t_done": 0.092, "status": 200}],
+            "manager_t_done": None,
+        },
+    )
 
 
 def test_ready_first_passes_the_ready_model_freed_first() -> None:
@@ -192,21 +224,36 @@ def test_ready_first_fails_a_bulk_that_waited_for_the_unpublished_load() -> None
 
 
 def test_ready_first_is_blocked_by_a_stalled_registry() -> None:
-    stalled = {"what": "the bulk unload", "manager": "unload-b-a", "still_waiting": True,
-               "canaries": [{"t_send": 0.09, "t_done": 0.449, "status": 200}], "manager_t_done": 0.45}
+    stalled = {
+        "what": "the bulk unload",
+        "manager": "unload-b-a",
+        "still_waiting": True,
+        "canaries": [{"t_send": 0.09, "t_done": 0.449, "status": 200}],
+        "manager_t_done": 0.45,
+    }
     v = run_judge("f5.ready_first", ready(freed_at=0.46, registry=stalled))
     assert v.status is Status.BLOCKED and "judged by F5.no_convoy" in v.detail()
 
 
 # -- no_convoy --------------------------------------------------------------------------------
 
+
 def convoy(status_done: float = 0.12, *, waiting: bool = True) -> dict[str, Any]:
-    flights = [fl("a-0", 0.0, 0.3), fl("a-1", 0.0, 0.45), manager("unload-a", 0.05, 0.5),
-               fl("status", 0.1, status_done, path="/v1/models", json={"data": []}),
-               fl("health", 0.1, 0.11, path="/health", json={"status": "ok"}),
-               run_b("warm-b", 0.1, 0.26)]
-    return two_model_facts(flights, count=1, busy=["a-0", "a-1"], bulk_waiting=waiting,
-                           waits=[{"what": "A full with queued work", "seen": True}])
+    flights = [
+        fl("a-0", 0.0, 0.3),
+        fl("a-1", 0.0, 0.45),
+        manager("unload-a", 0.05, 0.5),
+        fl("status", 0.1, status_done, path="/v1/models", json={"data": []}),
+        fl("health", 0.1, 0.11, path="/health", json={"status": "ok"}),
+        run_b("warm-b", 0.1, 0.26),
+    ]
+    return two_model_facts(
+        flights,
+        count=1,
+        busy=["a-0", "a-1"],
+        bulk_waiting=waiting,
+        waits=[{"what": "A full with queued work", "seen": True}],
+    )
 
 
 def test_no_convoy_passes_reads_and_a_warm_request_during_the_unload() -> None:
@@ -231,17 +278,29 @@ def test_no_convoy_is_pending_or_blocked_when_the_situation_was_not_forced() -> 
 
 # -- selections ---------------------------------------------------------------------------------
 
+
 def selection(dup_ids: list[str] | None = None, not_found: list[str] | None = None) -> dict[str, Any]:
     dup = manager("bulk-dup", 0.12, 0.55, unloaded=dup_ids or ["m", "m-b"])
     dup["json"]["not_found"] = ["m-unknown"] if not_found is None else not_found
-    flights = [fl("m-run0", 0.0, 0.4), run_b("m-b-run0", 0.0, 0.42),
-               manager("bulk-ab", 0.1, 0.5, unloaded=["m", "m-b"]),
-               manager("bulk-ba", 0.11, 0.5, unloaded=["m-b", "m"]), dup,
-               fl("unload-all", 0.13, 0.55, path="/v1/tasks/unload_all_models", json={"unloaded": ["m", "m-b"]}),
-               fl("after-m", 0.7, 1.1), run_b("after-m-b", 1.1, 1.5)]
-    return two_model_facts(flights, count=1, unknown="m-unknown", running=["m-run0", "m-b-run0"],
-                           bulks=["bulk-ab", "bulk-ba", "bulk-dup", "unload-all"],
-                           after=["after-m", "after-m-b"], ended_unloaded=True)
+    flights = [
+        fl("m-run0", 0.0, 0.4),
+        run_b("m-b-run0", 0.0, 0.42),
+        manager("bulk-ab", 0.1, 0.5, unloaded=["m", "m-b"]),
+        manager("bulk-ba", 0.11, 0.5, unloaded=["m-b", "m"]),
+        dup,
+        fl("unload-all", 0.13, 0.55, path="/v1/tasks/unload_all_models", json={"unloaded": ["m", "m-b"]}),
+        fl("after-m", 0.7, 1.1),
+        run_b("after-m-b", 1.1, 1.5),
+    ]
+    return two_model_facts(
+        flights,
+        count=1,
+        unknown="m-unknown",
+        running=["m-run0", "m-b-run0"],
+        bulks=["bulk-ab", "bulk-ba", "bulk-dup", "unload-all"],
+        after=["after-m", "after-m-b"],
+        ended_unloaded=True,
+    )
 
 
 def test_selections_pass_each_model_listed_once() -> None:

@@ -40,8 +40,13 @@ def skip(bulk_done: float = 0.035, unloaded: list[str] | None = None, **extra: A
     """The first load in progress (0.2 s load + 0.15 s service) when the bulk unload is sent."""
     base: dict[str, Any] = {"model": "m", "during_loaded": False, "ended_loaded": True, "flagged": False}
     base.update(extra)
-    return facts([fl("first", 0.0, 0.35), manager("bulk-unload", 0.03, bulk_done,
-                                                  unloaded=[] if unloaded is None else unloaded)], **base)
+    return facts(
+        [
+            fl("first", 0.0, 0.35),
+            manager("bulk-unload", 0.03, bulk_done, unloaded=[] if unloaded is None else unloaded),
+        ],
+        **base,
+    )
 
 
 def test_unpublished_skip_passes_an_immediate_unload_that_skips_the_load() -> None:
@@ -83,8 +88,9 @@ def test_guard_serializes_fails_concurrent_execution() -> None:
 
 def wedged(status: int, message: str, done: float) -> dict[str, Any]:
     # factkit.TIMING: the overdue bound is 30 ms, the tolerance 75 ms.
-    return facts([fl("holder", 0.0, 0.15), fl("probe", 0.06, done, status=status, message=message)],
-                 bound_ms=30, flagged=False)
+    return facts(
+        [fl("holder", 0.0, 0.15), fl("probe", 0.06, done, status=status, message=message)], bound_ms=30, flagged=False
+    )
 
 
 def test_wedged_text_passes_an_immediate_wedged_rejection() -> None:
@@ -114,7 +120,9 @@ def forms(results: list[dict[str, Any]], before: int | None = 3, after: int | No
     return facts([], results=results, models_before=before, models_after=after)
 
 
-REJECTED: list[dict[str, Any]] = [{"slots": s, "status": 400, "message": LEGACY_SLOTS_TEXT} for s in (1, 2, None, False, "4")]
+REJECTED: list[dict[str, Any]] = [
+    {"slots": s, "status": 400, "message": LEGACY_SLOTS_TEXT} for s in (1, 2, None, False, "4")
+]
 
 
 def test_registration_forms_passes_every_form_rejected() -> None:

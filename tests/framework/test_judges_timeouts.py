@@ -15,13 +15,25 @@ from .factkit import facts, fl, manager
 CEILING = 75
 
 
-def case(*, expect: str | None = FLAGGED_TIMEOUT, probe_done: float = 0.11, status: int = 503,
-         message: str = FLAGGED_TIMEOUT, **extra: Any) -> dict[str, Any]:
+def case(
+    *,
+    expect: str | None = FLAGGED_TIMEOUT,
+    probe_done: float = 0.11,
+    status: int = 503,
+    message: str = FLAGGED_TIMEOUT,
+    **extra: Any,
+) -> dict[str, Any]:
     """One occupant holding the slot, then a probe with a 75 ms bound (or none)."""
-    return facts([fl("occupant0", 0.0, 0.15),
-                  fl("probe-x", 0.03, probe_done, status=status, message=message)],
-                 case="x", expect=expect, bound_ms=CEILING if expect else 0, probe="probe-x",
-                 occupants=["occupant0"], waits=[{"what": "1 active slot(s)", "seen": True}], **extra)
+    return facts(
+        [fl("occupant0", 0.0, 0.15), fl("probe-x", 0.03, probe_done, status=status, message=message)],
+        case="x",
+        expect=expect,
+        bound_ms=CEILING if expect else 0,
+        probe="probe-x",
+        occupants=["occupant0"],
+        waits=[{"what": "1 active slot(s)", "seen": True}],
+        **extra,
+    )
 
 
 def test_bounded_probe_passes_when_it_gives_up_after_its_bound() -> None:
@@ -67,20 +79,36 @@ def test_unseen_occupancy_blocks_and_drain_is_not_read() -> None:
 
 
 def unload(t_done: float, status: int = 503, message: str = FLAGGED_TIMEOUT) -> dict[str, Any]:
-    return fl("unload", 0.01, t_done, status=status, model="", path="/v1/models/unload",
-              message=message)
+    return fl("unload", 0.01, t_done, status=status, model="", path="/v1/models/unload", message=message)
 
 
-def mgr(*, behind: dict[str, Any] | None = None, woke_t: float | None = 0.095,
-        end_loaded: bool | None = True, unload_done: float = 0.09) -> dict[str, Any]:
+def mgr(
+    *,
+    behind: dict[str, Any] | None = None,
+    woke_t: float | None = 0.095,
+    end_loaded: bool | None = True,
+    unload_done: float = 0.09,
+) -> dict[str, Any]:
     """Count 2, one occupant, a targeted unload timing out after 80 ms, a request behind it."""
-    return facts([fl("occupant0", 0.0, 0.30), unload(unload_done), fl("behind-manager", 0.04, 0.245)],
-                 expect=FLAGGED_TIMEOUT, bound_ms=CEILING, model="m", count=2, spare=True,
-                 occupants=["occupant0"], later="behind-manager",
-                 behind=behind or {"t": 0.05, "queued": 1, "active": 1, "manager_finished": False},
-                 woke_t=woke_t, occupants_first_done=None, end_sampled=True, end_loaded=end_loaded,
-                 waits=[{"what": "1 active slot(s)", "seen": True},
-                        {"what": "the request behind the manager queued", "seen": True}])
+    return facts(
+        [fl("occupant0", 0.0, 0.30), unload(unload_done), fl("behind-manager", 0.04, 0.245)],
+        expect=FLAGGED_TIMEOUT,
+        bound_ms=CEILING,
+        model="m",
+        count=2,
+        spare=True,
+        occupants=["occupant0"],
+        later="behind-manager",
+        behind=behind or {"t": 0.05, "queued": 1, "active": 1, "manager_finished": False},
+        woke_t=woke_t,
+        occupants_first_done=None,
+        end_sampled=True,
+        end_loaded=end_loaded,
+        waits=[
+            {"what": "1 active slot(s)", "seen": True},
+            {"what": "the request behind the manager queued", "seen": True},
+        ],
+    )
 
 
 def test_manager_timeout_passes_a_manager_that_gives_up_and_wakes_the_waiter() -> None:
@@ -115,9 +143,13 @@ def test_manager_timeout_is_blocked_by_barging_or_a_stalled_registry() -> None:
 
 
 def bulk(done: float, unloaded: list[str] | None = None) -> dict[str, Any]:
-    return facts([fl("occupant0", 0.0, 0.30), manager("bulk-unload", 0.01, done, unloaded=unloaded)],
-                 bound_ms=CEILING, model="m", occupants=["occupant0"],
-                 waits=[{"what": "1 active slot(s)", "seen": True}])
+    return facts(
+        [fl("occupant0", 0.0, 0.30), manager("bulk-unload", 0.01, done, unloaded=unloaded)],
+        bound_ms=CEILING,
+        model="m",
+        occupants=["occupant0"],
+        waits=[{"what": "1 active slot(s)", "seen": True}],
+    )
 
 
 def test_bulk_unload_passes_waiting_beyond_the_ceiling() -> None:

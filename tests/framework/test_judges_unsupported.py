@@ -13,12 +13,17 @@ from .factkit import facts, fl
 OVER = "slots=5 exceeds the advertised capacity=4"
 
 
-def over(*, status: int = 500, message: str = OVER, end: list[Any] | None = None,
-         **extra: Any) -> dict[str, Any]:
-    return facts([fl("over-capacity0", 0.0, 0.01, status=status, message=message, model="m-over"),
-                  fl("over-capacity1", 0.02, 0.03, status=500, message=OVER, model="m-over")],
-                 capacity=4, model="m-over", end=[0.05, 0, 0, False, None, 5] if end is None else end,
-                 **extra)
+def over(*, status: int = 500, message: str = OVER, end: list[Any] | None = None, **extra: Any) -> dict[str, Any]:
+    return facts(
+        [
+            fl("over-capacity0", 0.0, 0.01, status=status, message=message, model="m-over"),
+            fl("over-capacity1", 0.02, 0.03, status=500, message=OVER, model="m-over"),
+        ],
+        capacity=4,
+        model="m-over",
+        end=[0.05, 0, 0, False, None, 5] if end is None else end,
+        **extra,
+    )
 
 
 def test_count_over_capacity_passes_a_refusal_naming_the_capacity() -> None:
@@ -44,12 +49,19 @@ def test_count_over_capacity_fails_a_held_lease_or_a_published_pool() -> None:
 
 
 def mode(status: int = 400, *, after: bool = True, **extra: Any) -> dict[str, Any]:
-    flights = [fl("unsupported-mode", 0.0, 0.01, status=status, path="/v1/tasks/stream",
-                  message="model does not support streaming")]
+    flights = [
+        fl(
+            "unsupported-mode",
+            0.0,
+            0.01,
+            status=status,
+            path="/v1/tasks/stream",
+            message="model does not support streaming",
+        )
+    ]
     if after:
         flights.append(fl("after-refusal", 0.02, 0.17))
-    return facts(flights, route="/v1/tasks/stream", mode="offline", model="m",
-                 refused_status=status, **extra)
+    return facts(flights, route="/v1/tasks/stream", mode="offline", model="m", refused_status=status, **extra)
 
 
 def test_unsupported_mode_passes_a_refusal_that_holds_nothing() -> None:
@@ -74,5 +86,6 @@ def test_unsupported_mode_is_unsupported_without_the_route() -> None:
     del f["drained"]
     v = run_judge("unsupported.unsupported_mode", f)
     assert v.status is Status.UNSUPPORTED
-    assert v.detail() == ("the server has no /v1/tasks/stream route (HTTP 404), so the mode "
-                          "refusal cannot be exercised")
+    assert v.detail() == (
+        "the server has no /v1/tasks/stream route (HTTP 404), so the mode refusal cannot be exercised"
+    )

@@ -16,22 +16,32 @@ from parval.rundir.events import read_events
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
 # The assertions the issue saw FAIL on a 404 or on absent counters.
-SEEN = ("F1.legacy_admission,F1.cap1_fifo,F2.same_id,F2.unload_vs_load,F3.load_failures,"
-        "F5.two_models,F5.bulk_ready_first,F5.bulk_selections")
+SEEN = (
+    "F1.legacy_admission,F1.cap1_fifo,F2.same_id,F2.unload_vs_load,F3.load_failures,"
+    "F5.two_models,F5.bulk_ready_first,F5.bulk_selections"
+)
 
 
 def plan(tmp: Path, real: Path) -> Path:
     exe = str(real / "bin" / "audiocpp_server")
     doc: dict[str, Any] = {
-        "schema_version": 1, "name": "real-legacy-framework",
-        "servers": {"baseline": {"executable": exe, "knows_parallel_jobs": False},
-                    "candidate": {"executable": exe}},
+        "schema_version": 1,
+        "name": "real-legacy-framework",
+        "servers": {"baseline": {"executable": exe, "knows_parallel_jobs": False}, "candidate": {"executable": exe}},
         "server": {"backend": "cpu", "threads": 1, "ui_management": False},
-        "model": {"id": "silero", "family": "silero_vad", "task": "vad", "mode": "offline",
-                  "path": str(real / "models" / "silero_vad"), "lazy": True},
+        "model": {
+            "id": "silero",
+            "family": "silero_vad",
+            "task": "vad",
+            "mode": "offline",
+            "path": str(real / "models" / "silero_vad"),
+            "lazy": True,
+        },
         "counts": [1, 2],
-        "requests": {"base": {"audio": str(real / "fixtures" / "speech16k.wav")},
-                     "invalid": {"audio": "/nonexistent/parval-missing-input.wav"}},
+        "requests": {
+            "base": {"audio": str(real / "fixtures" / "speech16k.wav")},
+            "invalid": {"audio": "/nonexistent/parval-missing-input.wav"},
+        },
         "compare": {"volatile_fields": [{"path": "timing", "justification": "wall time"}]},
         "status_poll_ms": 5,
         "timeouts": {"ready_s": 30, "request_s": 30, "start_s": 120, "shutdown_grace_s": 5},

@@ -30,8 +30,9 @@ def events(run_dir: Path) -> list[dict[str, Any]]:
 
 def copy_without(run_dir: Path, dest: Path, kinds: set[str]) -> Path:
     shutil.copytree(run_dir, dest)
-    kept = [line for line in (run_dir / "events.jsonl").read_text().splitlines()
-            if json.loads(line)["kind"] not in kinds]
+    kept = [
+        line for line in (run_dir / "events.jsonl").read_text().splitlines() if json.loads(line)["kind"] not in kinds
+    ]
     (dest / "events.jsonl").write_text("\n".join(kept) + "\n")
     return dest
 
@@ -54,8 +55,7 @@ def test_every_sub_check_comes_from_an_observation_with_raw_facts(cap1: tuple[Pa
     assert by_id(record)["F1.cap1_fifo"]["status"] == "PASS"
 
 
-def test_the_record_comes_back_from_the_observations_alone(cap1: tuple[Path, dict[str, Any]],
-                                                          tmp_path: Path) -> None:
+def test_the_record_comes_back_from_the_observations_alone(cap1: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
     run_dir, record = cap1
     assert rejudge_framework(run_dir) == record
     # The derived `check` events are not read: without them the record is the same.
@@ -63,8 +63,9 @@ def test_the_record_comes_back_from_the_observations_alone(cap1: tuple[Path, dic
     assert rejudge_framework(bare) == record
 
 
-def test_a_changed_judge_changes_the_rebuilt_record(cap1: tuple[Path, dict[str, Any]],
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_changed_judge_changes_the_rebuilt_record(
+    cap1: tuple[Path, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     run_dir, record = cap1
     seen: list[dict[str, Any]] = []
 

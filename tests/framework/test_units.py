@@ -42,12 +42,15 @@ def test_every_http_assertion_has_a_probe() -> None:
     assert covered == {a for a in FRAMEWORK_GATE if not a.startswith("F6.")}
 
 
-@pytest.mark.parametrize(("statuses", "expected"), [
-    ([Status.PASS, Status.PASS], Status.PASS),
-    ([Status.PASS, Status.PENDING], Status.PENDING),
-    ([Status.PENDING, Status.BLOCKED], Status.BLOCKED),
-    ([Status.BLOCKED, Status.FAIL, Status.PASS], Status.FAIL),
-])
+@pytest.mark.parametrize(
+    ("statuses", "expected"),
+    [
+        ([Status.PASS, Status.PASS], Status.PASS),
+        ([Status.PASS, Status.PENDING], Status.PENDING),
+        ([Status.PENDING, Status.BLOCKED], Status.BLOCKED),
+        ([Status.BLOCKED, Status.FAIL, Status.PASS], Status.FAIL),
+    ],
+)
 def test_assertion_combines_its_sub_checks(statuses: list[Status], expected: Status) -> None:
     checks = [Check("F1.fifo", f"c{i}", s, "detail") for i, s in enumerate(statuses)]
     r = assertion_result("F1.fifo", checks, unrun_reason="x", reproduction="r")
@@ -82,8 +85,9 @@ def test_observations_are_recorded_and_judged_as_json() -> None:
     seen: list[tuple[str, str, str, dict[str, object], dict[str, object]]] = []
     f = Findings(observe=lambda *event: seen.append(event))
     caps = {"counters": False, "loaded": True, "bulk_unload": True, "plan_ui_management": True}
-    check = f.observe("F1.fifo", "forced_order@2", "precondition",
-                      {"capabilities": caps, "needs": ("counters",)}, precondition=True)
+    check = f.observe(
+        "F1.fifo", "forced_order@2", "precondition", {"capabilities": caps, "needs": ("counters",)}, precondition=True
+    )
     assert check.status is Status.UNSUPPORTED and "publishes none" in check.detail
     assert check.evidence == {"judge": "precondition", "precondition": True}
     [(aid, name, key, facts, evidence)] = seen
@@ -141,8 +145,7 @@ def _r(aid: str, status: Status, lim: bool = False) -> Result:
 
 
 def test_groups_are_never_a_blanket_pass_over_partial_areas() -> None:
-    res = [_r("F4.disconnect", Status.PASS, True), _r("F4.shutdown", Status.PASS, True),
-           _r("F6.ctest", Status.PENDING)]
+    res = [_r("F4.disconnect", Status.PASS, True), _r("F4.shutdown", Status.PASS, True), _r("F6.ctest", Status.PENDING)]
     g = groups(res)
     assert g["F4"]["status"] == "PASS" and g["F4"]["blanket_pass"] is False
     assert g["F4"]["coverage"] == "partial" and "not a blanket pass" in g["F4"]["summary"]

@@ -26,15 +26,18 @@ def test_not_applicable_needs_a_reason() -> None:
     assert not_applicable("M6.batch", "plan does not admit batching").applicable is False
 
 
-@pytest.mark.parametrize(("counts", "verdicts", "expected"), [
-    ([1, 2, 4], {1: P, 2: P, 4: P}, [1, 2, 4]),
-    ([1, 2, 4], {1: P, 2: P, 4: F}, [1, 2]),
-    ([1, 2, 4], {1: P, 2: F, 4: P}, [1]),          # a pass at 4 never skips a failed 2
-    ([1, 2, 3, 4], {1: P, 2: P, 3: B, 4: P}, [1, 2]),  # memory-blocked 3 is not skipped
-    ([1, 2, 4], {1: P, 2: P}, [1, 2]),             # 4 never ran: never admitted
-    ([2, 4], {2: P, 4: P}, []),                    # nothing validated from one upward
-    ([1, 2], {1: Pe, 2: P}, []),
-])
+@pytest.mark.parametrize(
+    ("counts", "verdicts", "expected"),
+    [
+        ([1, 2, 4], {1: P, 2: P, 4: P}, [1, 2, 4]),
+        ([1, 2, 4], {1: P, 2: P, 4: F}, [1, 2]),
+        ([1, 2, 4], {1: P, 2: F, 4: P}, [1]),  # a pass at 4 never skips a failed 2
+        ([1, 2, 3, 4], {1: P, 2: P, 3: B, 4: P}, [1, 2]),  # memory-blocked 3 is not skipped
+        ([1, 2, 4], {1: P, 2: P}, [1, 2]),  # 4 never ran: never admitted
+        ([2, 4], {2: P, 4: P}, []),  # nothing validated from one upward
+        ([1, 2], {1: Pe, 2: P}, []),
+    ],
+)
 def test_admitted_counts(counts: list[int], verdicts: dict[int, Status], expected: list[int]) -> None:
     assert admitted_counts(counts, verdicts) == expected
 

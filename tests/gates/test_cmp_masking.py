@@ -66,8 +66,13 @@ def nudged(by: int) -> np.ndarray[Any, Any]:
 
 def baseline(tmp_path: Path, second: dict[str, Any]) -> Events:
     ev = Events(tmp_path)
-    ev.baseline({"ref_cold": [tts_reply(), second], "ref_warm": [tts_reply(), tts_reply()],
-                 "ref_warm2": [tts_reply(), tts_reply()]})
+    ev.baseline(
+        {
+            "ref_cold": [tts_reply(), second],
+            "ref_warm": [tts_reply(), tts_reply()],
+            "ref_warm2": [tts_reply(), tts_reply()],
+        }
+    )
     return ev
 
 
@@ -85,5 +90,6 @@ def test_serial_repeat_honours_the_declared_tolerance(tmp_path: Path) -> None:
     assert "exceeds" in ev["differences"][0]["tolerance_check"]
     # A tolerance covers samples only: a different transcript is still variation.
     text = baseline(tmp_path / "c", tts_reply(nudged(1), text="other"))
-    assert serial_variation(text.records(), run_dir=text.run_dir, tolerance=1, volatile=text.volatile)[0] \
-        is Status.PENDING
+    assert (
+        serial_variation(text.records(), run_dir=text.run_dir, tolerance=1, volatile=text.volatile)[0] is Status.PENDING
+    )

@@ -16,8 +16,7 @@ from tests.gates.cmp_events import SAMPLES, Events, tts_reply
 OTHER = (SAMPLES // 3).astype(np.int16)
 
 
-def resumed(tmp_path: Path, first: dict[str, object] | None, *, crash: bool = False,
-            finished: bool = False) -> Events:
+def resumed(tmp_path: Path, first: dict[str, object] | None, *, crash: bool = False, finished: bool = False) -> Events:
     """count2-s1: attempt 1 got `first` (None: a request error), then was abandoned; the redone
     attempt (on --resume) is clean."""
     ev = Events(tmp_path)

@@ -51,10 +51,16 @@ def run_dir(tmp_path: Path, version: str) -> Path:
     ev.baseline({"ref_cold": [tts_reply(), tts_reply()]})
     (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in ev.events))
     (tmp_path / "plan.json").write_text(json.dumps(SMALL_PLAN))
-    (tmp_path / "manifest.json").write_text(json.dumps({
-        "procedure_version": version, "plan": {"path": str(tmp_path / "plan.yaml"), "sha256": "0" * 64},
-        "executables": {"baseline": {"sha256": "a" * 64}, "candidate": {"sha256": "b" * 64}},
-        "model": {"sha256": "c" * 64}}))
+    (tmp_path / "manifest.json").write_text(
+        json.dumps(
+            {
+                "procedure_version": version,
+                "plan": {"path": str(tmp_path / "plan.yaml"), "sha256": "0" * 64},
+                "executables": {"baseline": {"sha256": "a" * 64}, "candidate": {"sha256": "b" * 64}},
+                "model": {"sha256": "c" * 64},
+            }
+        )
+    )
     return tmp_path
 
 

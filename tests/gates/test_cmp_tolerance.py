@@ -24,8 +24,10 @@ def nudged(by: int = 1) -> np.ndarray[Any, Any]:
 
 
 def named(*items: tuple[str, np.ndarray[Any, Any]]) -> dict[str, Any]:
-    return {"named_audio_outputs": [{"id": i, "audio": wav_b64(s), "sample_rate": 16000} for i, s in items],
-            "timing": {"wall_ms": 1.0}}
+    return {
+        "named_audio_outputs": [{"id": i, "audio": wav_b64(s), "sample_rate": 16000} for i, s in items],
+        "timing": {"wall_ms": 1.0},
+    }
 
 
 def b(data: dict[str, Any]) -> bytes:
@@ -63,14 +65,18 @@ def test_a_different_sample_rate_is_not_covered() -> None:
 def test_named_outputs_are_paired_by_id_not_position() -> None:
     voc, acc = SAMPLES, (SAMPLES // 2).astype(np.int16)
     # Reordered named outputs, one nudged within tolerance: paired by id, covered.
-    assert within_tolerance(b(named(("vocals", voc), ("accomp", acc))),
-                            b(named(("accomp", acc), ("vocals", nudged()))), VOLATILE, 2)[0]
+    assert within_tolerance(
+        b(named(("vocals", voc), ("accomp", acc))), b(named(("accomp", acc), ("vocals", nudged()))), VOLATILE, 2
+    )[0]
     # Different ids with the same audio: a mismatch (position pairing called this tolerated).
-    ok, found = within_tolerance(b(named(("vocals", voc), ("accomp", acc))),
-                                 b(named(("vocals", voc), ("drums", acc))), VOLATILE, 2)
+    ok, found = within_tolerance(
+        b(named(("vocals", voc), ("accomp", acc))), b(named(("vocals", voc), ("drums", acc))), VOLATILE, 2
+    )
     assert not ok and found["only_in_a"] == ["named_audio_outputs[accomp]"]
-    assert max_abs_sample_diff(b(named(("vocals", voc), ("accomp", acc))),
-                               b(named(("vocals", voc), ("drums", acc)))) is None
+    assert (
+        max_abs_sample_diff(b(named(("vocals", voc), ("accomp", acc))), b(named(("vocals", voc), ("drums", acc))))
+        is None
+    )
     diff = first_difference(b(named(("a", voc), ("b", acc))), b(named(("b", acc), ("a", nudged()))), VOLATILE)
     assert diff["where"] == "named_audio_outputs[a]" and diff["first_frame"] == 800
 

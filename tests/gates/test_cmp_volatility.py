@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from parval.gates.compare import leaves_at, volatility
 from parval.gates.quality import q2_volatile_fields
+from parval.gates.volatility import leaves_at, volatility
 from parval.status import Status
 from tests.gates.cmp_events import Events, tts_reply
 
@@ -21,8 +21,12 @@ def repeats(tmp_path: Path, walls: list[float], **extra: Any) -> Events:
     """Baseline a/b, cold + warm + warm2 of one request; wall_ms differs per reply as given."""
     ev = Events(tmp_path)
     it = iter(walls)
-    ev.baseline({phase: [tts_reply(wall_ms=next(it), **extra), tts_reply(wall_ms=next(it), **extra)]
-                 for phase in ("ref_cold", "ref_warm", "ref_warm2")})
+    ev.baseline(
+        {
+            phase: [tts_reply(wall_ms=next(it), **extra), tts_reply(wall_ms=next(it), **extra)]
+            for phase in ("ref_cold", "ref_warm", "ref_warm2")
+        }
+    )
     return ev
 
 

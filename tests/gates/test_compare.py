@@ -20,8 +20,9 @@ def wav_b64(samples: np.ndarray) -> str:
 
 
 def reply(samples: np.ndarray, wall_ms: float = 1.0, **extra: object) -> bytes:
-    return json.dumps({"audio": wav_b64(samples), "sample_rate": 16000, "channels": 1, **extra,
-                       "timing": {"wall_ms": wall_ms}}).encode()
+    return json.dumps(
+        {"audio": wav_b64(samples), "sample_rate": 16000, "channels": 1, **extra, "timing": {"wall_ms": wall_ms}}
+    ).encode()
 
 
 SAMPLES = (np.sin(np.arange(1600) / 7) * 3000).astype(np.int16)
@@ -63,4 +64,5 @@ def test_malformed_replies_are_never_valid() -> None:
 def test_remove_volatile_nested_lists() -> None:
     data = {"named_audio_outputs": [{"id": "a", "timing": 1}, {"id": "b", "timing": 2}], "timing": 3}
     assert remove_volatile(data, ["timing", "named_audio_outputs.timing"]) == {
-        "named_audio_outputs": [{"id": "a"}, {"id": "b"}]}
+        "named_audio_outputs": [{"id": "a"}, {"id": "b"}]
+    }

@@ -8,21 +8,20 @@ from typing import Any
 
 from parval.gates.m2_concurrency import judge_m2
 from parval.status import Status
-from tests.gates.m_events import (
-    COUNTERLESS_DRAIN,
-    Events,
-    counterless_status,
-    counters_status,
-    plan,
-    tts_body,
-)
+from tests.gates.m_events import COUNTERLESS_DRAIN, Events, counterless_status, counters_status, plan, tts_body
 
 RUNS = ("count2-s1", "count2-s2", "count2-s3")
 
 
-def count_starts(tmp_path: Path, *, status: dict[str, Any], drained: dict[str, Any] | None = None,
-                 unload: dict[str, Any] | None = None, overlap: bool = True,
-                 later_unload: dict[str, Any] | None = None) -> dict[str, Any]:
+def count_starts(
+    tmp_path: Path,
+    *,
+    status: dict[str, Any],
+    drained: dict[str, Any] | None = None,
+    unload: dict[str, Any] | None = None,
+    overlap: bool = True,
+    later_unload: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     ev = Events(tmp_path)
     ev.start("ref-baseline-a", role="reference")
     ev.request("ref-baseline-a", "ref_cold", 0, "base", tts_body(1))
@@ -30,17 +29,35 @@ def count_starts(tmp_path: Path, *, status: dict[str, Any], drained: dict[str, A
     ev.end("ref-baseline-a")
     for run in RUNS:
         ev.start(run, count=2)
-        for phase, wave, ref in (("cold_wave", 0, "base|cold"), ("warm_wave", 1, "base|warm"),
-                                 ("mixed_wave", 0, "base|warm"), ("reload_wave", 0, "base|cold")):
+        for phase, wave, ref in (
+            ("cold_wave", 0, "base|cold"),
+            ("warm_wave", 1, "base|warm"),
+            ("mixed_wave", 0, "base|warm"),
+            ("reload_wave", 0, "base|cold"),
+        ):
             for i in range(2):
                 # Overlapping from the client: both sent before either finished.
                 t_send, t_done = (0.01 * i, 1.0) if overlap else (1.0 * i, 1.0 * i + 0.5)
                 ev.request(run, phase, wave, "base", tts_body(1), ref=ref, t_send=t_send, t_done=t_done)
-            ev.wave(run, phase, wave, 2, status=status, drained=drained,
-                    mode="together" if phase != "mixed_wave" else "ordered")
-        ev.append("probe", run=run, attempt=0, name="unload",
-                  **(unload or {"reply": {"status": 200, "outcome": "ok", "error": ""},
-                                "listed": True, "loaded_false": True}), cycle=0)
+            ev.wave(
+                run,
+                phase,
+                wave,
+                2,
+                status=status,
+                drained=drained,
+                mode="together" if phase != "mixed_wave" else "ordered",
+            )
+        ev.append(
+            "probe",
+            run=run,
+            attempt=0,
+            name="unload",
+            **(
+                unload or {"reply": {"status": 200, "outcome": "ok", "error": ""}, "listed": True, "loaded_false": True}
+            ),
+            cycle=0,
+        )
         if later_unload is not None:
             ev.append("probe", run=run, attempt=0, name="unload", cycle=1, **later_unload)
         ev.end(run)
@@ -49,9 +66,16 @@ def count_starts(tmp_path: Path, *, status: dict[str, Any], drained: dict[str, A
 
 
 def test_counterless_server_reasons_say_no_counters(tmp_path: Path) -> None:
-    res = count_starts(tmp_path, status=counterless_status(2), drained=COUNTERLESS_DRAIN,
-                       unload={"reply": {"status": 404, "outcome": "http_error", "error": "not found"},
-                               "listed": False, "loaded_false": False})
+    res = count_starts(
+        tmp_path,
+        status=counterless_status(2),
+        drained=COUNTERLESS_DRAIN,
+        unload={
+            "reply": {"status": 404, "outcome": "http_error", "error": "not found"},
+            "listed": False,
+            "loaded_false": False,
+        },
+    )
     active, drained, unload = res["M2.observed_active"], res["M2.drained"], res["M2.unload_reload"]
     assert active.status is Status.FAIL and "publishes no slot counters" in active.reason
     assert drained.status is Status.FAIL and "publishes no slot counters" in drained.reason
@@ -68,17 +92,21 @@ def test_counterless_server_that_does_not_overlap_still_fails_on_counters(tmp_pa
 
 
 def test_unload_without_loaded_false_says_so(tmp_path: Path) -> None:
-    res = count_starts(tmp_path, status=counterless_status(2), drained=COUNTERLESS_DRAIN,
-                       unload={"reply": {"status": 200, "outcome": "ok", "error": ""},
-                               "listed": True, "loaded_false": False})
+    res = count_starts(
+        tmp_path,
+        status=counterless_status(2),
+        drained=COUNTERLESS_DRAIN,
+        unload={"reply": {"status": 200, "outcome": "ok", "error": ""}, "listed": True, "loaded_false": False},
+    )
     reason = res["M2.unload_reload"].reason
     assert res["M2.unload_reload"].status is Status.FAIL
     assert "never showed the model loaded:false" in reason and "may publish no `loaded`" in reason
 
 
 def test_counters_left_non_zero_are_reported_with_their_values(tmp_path: Path) -> None:
-    res = count_starts(tmp_path, status=counters_status(2),
-                       drained={"ok": False, "active": 1, "queued": 0, "fields_present": True})
+    res = count_starts(
+        tmp_path, status=counters_status(2), drained={"ok": False, "active": 1, "queued": 0, "fields_present": True}
+    )
     d = res["M2.drained"]
     assert d.status is Status.FAIL and "left counters non-zero" in d.reason and "active_slots 1" in d.reason
     assert "publishes no slot counters" not in d.reason
@@ -103,9 +131,11 @@ def test_counters_present_but_never_n_while_client_overlapped_fails(tmp_path: Pa
 def test_a_later_unload_cycle_that_did_not_unload_fails(tmp_path: Path) -> None:
     """Each start runs several unload/reload cycles; the second one failing is not hidden
     by the first one succeeding."""
-    res = count_starts(tmp_path, status=counters_status(2),
-                       later_unload={"reply": {"status": 200, "outcome": "ok", "error": ""},
-                                     "listed": True, "loaded_false": False})
+    res = count_starts(
+        tmp_path,
+        status=counters_status(2),
+        later_unload={"reply": {"status": 200, "outcome": "ok", "error": ""}, "listed": True, "loaded_false": False},
+    )
     r = res["M2.unload_reload"]
     assert r.status is Status.FAIL and "loaded:false" in r.reason
     assert all(s["cycle"] == 1 for s in r.evidence["starts"])

@@ -19,18 +19,22 @@ SERIAL = (Status.PASS, "serial outputs identical", {})
 FULL: dict[str, Any] = {
     "plan": {"path": "plan.yaml", "sha256": "p" * 64, "name": "t"},
     "executables": {"baseline": {"sha256": "b" * 64}, "candidate": {"sha256": "c" * 64}},
-    "model": {"id": "m", "task": "tts", "mode": "offline", "quantization": "", "sha256": "m" * 64,
-              "auxiliary": {}},
-    "fixtures": {}, "requests": {"base": {"text": "hello", "seed": 1}}, "settings": {"counts": [1, 2]},
-    "identity": {"baseline": {"source_commit": "612c5e9f", "build_flags": "-DGGML_CUDA=ON"},
-                 "candidate": {"source_commit": "7a1b2c3d", "build_flags": "-DGGML_CUDA=ON"},
-                 "quantization": "q8_0"},
+    "model": {"id": "m", "task": "tts", "mode": "offline", "quantization": "", "sha256": "m" * 64, "auxiliary": {}},
+    "fixtures": {},
+    "requests": {"base": {"text": "hello", "seed": 1}},
+    "settings": {"counts": [1, 2]},
+    "identity": {
+        "baseline": {"source_commit": "612c5e9f", "build_flags": "-DGGML_CUDA=ON"},
+        "candidate": {"source_commit": "7a1b2c3d", "build_flags": "-DGGML_CUDA=ON"},
+        "quantization": "q8_0",
+    },
     "platform": {"os": "Linux-6.1", "backend": "cuda", "device": 0, "driver": "NVRM 550.54", "threads": 4},
 }
 
 
-def manifest_result(tmp_path: Path, manifest: dict[str, Any], *, refs: bool = True,
-                    p: dict[str, Any] | None = None) -> Any:
+def manifest_result(
+    tmp_path: Path, manifest: dict[str, Any], *, refs: bool = True, p: dict[str, Any] | None = None
+) -> Any:
     ev = Events(tmp_path)
     if refs:
         ev.start("ref-baseline-a", role="reference")
@@ -52,18 +56,26 @@ def test_the_five_fields_of_old_are_not_enough(tmp_path: Path) -> None:
     old["platform"] = {"os": "Linux-6.1", "backend": "cpu", "device": 0}
     r = manifest_result(tmp_path, old)
     assert r.status is Status.PENDING
-    for item in ("identity.baseline.source_commit", "identity.candidate.source_commit",
-                 "identity.baseline.build_flags", "identity.candidate.build_flags",
-                 "identity.quantization", "platform.driver", "platform.threads"):
+    for item in (
+        "identity.baseline.source_commit",
+        "identity.candidate.source_commit",
+        "identity.baseline.build_flags",
+        "identity.candidate.build_flags",
+        "identity.quantization",
+        "platform.driver",
+        "platform.threads",
+    ):
         assert item in r.reason, (item, r.reason)
     assert "platform.os" not in r.reason and "model.sha256" not in r.reason
 
 
 def test_each_missing_item_is_named(tmp_path: Path) -> None:
-    for path, named in (("executables.candidate.sha256", "candidate executable hash"),
-                        ("model.sha256", "checkpoint hash"),
-                        ("identity.candidate.source_commit", "candidate source commit"),
-                        ("platform.driver", "driver")):
+    for path, named in (
+        ("executables.candidate.sha256", "candidate executable hash"),
+        ("model.sha256", "checkpoint hash"),
+        ("identity.candidate.source_commit", "candidate source commit"),
+        ("platform.driver", "driver"),
+    ):
         m = copy.deepcopy(FULL)
         node = m
         *parents, leaf = path.split(".")
@@ -91,5 +103,7 @@ def test_demo_manifest_records_identity_and_names_only_what_it_lacks(tmp_path: P
     r = manifest_result(tmp_path, m, p=demo.raw)
     # The demo cannot know the stand-in's source commit: pending, naming just that.
     assert r.status is Status.PENDING
-    assert r.evidence["missing"] == ["identity.baseline.source_commit (baseline source commit; declare it in the plan)",
-                                     "identity.candidate.source_commit (candidate source commit; declare it in the plan)"]
+    assert r.evidence["missing"] == [
+        "identity.baseline.source_commit (baseline source commit; declare it in the plan)",
+        "identity.candidate.source_commit (candidate source commit; declare it in the plan)",
+    ]

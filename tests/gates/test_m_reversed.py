@@ -15,9 +15,15 @@ UNOBSERVED = {"ordered_ok": False, "finished_early": False, "admit_waits_ms": [2
 BODIES = {"a": tts_body(1), "b": tts_body(2), "c": tts_body(3), "d": tts_body(4)}
 
 
-def judge(tmp_path: Path, orders: list[list[str]], *, status: dict[str, Any] | None = None,
-          admission: dict[str, Any] | None = None, trace: bool | None = None,
-          bad: tuple[int, str] | None = None) -> Any:
+def judge(
+    tmp_path: Path,
+    orders: list[list[str]],
+    *,
+    status: dict[str, Any] | None = None,
+    admission: dict[str, Any] | None = None,
+    trace: bool | None = None,
+    bad: tuple[int, str] | None = None,
+) -> Any:
     ev = Events(tmp_path)
     ev.start("ref-baseline-a", role="reference")
     for name, body in BODIES.items():
@@ -29,8 +35,17 @@ def judge(tmp_path: Path, orders: list[list[str]], *, status: dict[str, Any] | N
             body = tts_body(99) if bad == (w, req) else BODIES[req]
             # Today's campaign marks odd waves reversed whatever was admitted.
             ev.request("count2-s1", "mixed_wave", w, req, body, ref=f"{req}|warm", reversed=w % 2 == 1)
-        ev.wave("count2-s1", "mixed_wave", w, 2, order=order, status=status or counters_status(2),
-                admission=admission, trace_confirmed=trace, mode="reversed" if w % 2 else "ordered")
+        ev.wave(
+            "count2-s1",
+            "mixed_wave",
+            w,
+            2,
+            order=order,
+            status=status or counters_status(2),
+            admission=admission,
+            trace_confirmed=trace,
+            mode="reversed" if w % 2 else "ordered",
+        )
     ev.end("count2-s1")
     ctx = ev.context(plan())
     return m3_reversed(ctx, 2, variation_effects(ctx))

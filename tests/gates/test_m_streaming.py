@@ -14,24 +14,58 @@ from tests.gates.m_events import Events, plan, tts_body
 REF = "r" * 64
 
 
-def stream(wave: str, i: int, *, sha: str = REF, done: bool = True, disconnected: bool = False,
-           cut: bool | None = None, t_send: float = 0.0, t_done: float = 1.0) -> dict[str, Any]:
-    s: dict[str, Any] = {"wave": wave, "index": i, "status": 200, "outcome": "ok", "pcm_sha256": sha,
-                         "bytes": 640, "done": done, "disconnected": disconnected, "t_send": t_send, "t_done": t_done}
+def stream(
+    wave: str,
+    i: int,
+    *,
+    sha: str = REF,
+    done: bool = True,
+    disconnected: bool = False,
+    cut: bool | None = None,
+    t_send: float = 0.0,
+    t_done: float = 1.0,
+) -> dict[str, Any]:
+    s: dict[str, Any] = {
+        "wave": wave,
+        "index": i,
+        "status": 200,
+        "outcome": "ok",
+        "pcm_sha256": sha,
+        "bytes": 640,
+        "done": done,
+        "disconnected": disconnected,
+        "t_send": t_send,
+        "t_done": t_done,
+    }
     if cut is not None:
         s["cut"] = cut
     return s
 
 
-def streaming_event(n: int = 2, *, streams: list[dict[str, Any]] | None = None, max_active: int | None = 2,
-                    counters: bool = True, drained: dict[str, Any] | None = None) -> dict[str, Any]:
+def streaming_event(
+    n: int = 2,
+    *,
+    streams: list[dict[str, Any]] | None = None,
+    max_active: int | None = 2,
+    counters: bool = True,
+    drained: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     if streams is None:
         streams = [stream("concurrent", i, t_send=0.01 * i) for i in range(n)]
         streams += [stream("disconnect", 0, sha="x" * 64, done=False, disconnected=True, cut=True)]
         streams += [stream("disconnect", i) for i in range(1, n)]
-    return {"run": "modes", "attempt": 0, "count": n, "reference_pcm_sha256": REF, "reference_problem": "",
-            "streams": streams, "max_active": max_active, "counters_present": counters, "polls": 30,
-            "drained": drained or {"ok": True, "active": 0, "queued": 0, "fields_present": True}}
+    return {
+        "run": "modes",
+        "attempt": 0,
+        "count": n,
+        "reference_pcm_sha256": REF,
+        "reference_problem": "",
+        "streams": streams,
+        "max_active": max_active,
+        "counters_present": counters,
+        "polls": 30,
+        "drained": drained or {"ok": True, "active": 0, "queued": 0, "fields_present": True},
+    }
 
 
 def m6(tmp_path: Path, event: dict[str, Any] | None, *, offline: bool = True) -> dict[str, Any]:
@@ -85,8 +119,9 @@ def test_inexact_surviving_stream_fails(tmp_path: Path) -> None:
 def test_overlap_must_be_shown_by_the_server(tmp_path: Path) -> None:
     r = m6(tmp_path, streaming_event(max_active=1))["M6.streaming"]
     assert r.status is Status.FAIL and "never showed 2 active slots" in r.reason
-    e = streaming_event(max_active=None, counters=False,
-                        drained={"ok": False, "active": None, "queued": None, "fields_present": False})
+    e = streaming_event(
+        max_active=None, counters=False, drained={"ok": False, "active": None, "queued": None, "fields_present": False}
+    )
     r = m6(tmp_path, e)["M6.streaming"]
     assert r.status is Status.PENDING and "publishes no slot counters" in r.reason
     assert "lease left held" not in r.reason

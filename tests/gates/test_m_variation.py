@@ -16,8 +16,14 @@ SEED = {"name": "other_seed", "changes": "seed", "request": {"text": "hello", "s
 VOICE = {"name": "voice", "changes": "voice_ref", "request": {"text": "hello", "seed": 1, "voice_ref": "v.wav"}}
 
 
-def judge(tmp_path: Path, bodies: dict[str, dict[str, Any]], variations: list[dict[str, Any]],
-          kinds: list[str] | None, *, candidate: dict[str, dict[str, Any]] | None = None) -> Any:
+def judge(
+    tmp_path: Path,
+    bodies: dict[str, dict[str, Any]],
+    variations: list[dict[str, Any]],
+    kinds: list[str] | None,
+    *,
+    candidate: dict[str, dict[str, Any]] | None = None,
+) -> Any:
     """References from the baseline (`bodies`), mixed waves at count 2 from the candidate
     (`candidate`, default the same bodies)."""
     ev = Events(tmp_path)
@@ -76,8 +82,10 @@ def test_every_supported_kind_with_changed_content_passes(tmp_path: Path) -> Non
 def test_text_content_counts_as_output(tmp_path: Path) -> None:
     # A reply with no audio: the transcript is the content; the echoed language is not.
     asr = [{"name": "other_seed", "changes": "seed", "request": {"text": "hello", "seed": 2}}]
-    same = {"base": {"text": "a b c", "language": "en", "seed": 1, "timing": {}},
-            "other_seed": {"text": "a b c", "language": "en", "seed": 2, "timing": {}}}
+    same = {
+        "base": {"text": "a b c", "language": "en", "seed": 1, "timing": {}},
+        "other_seed": {"text": "a b c", "language": "en", "seed": 2, "timing": {}},
+    }
     assert judge(tmp_path / "a", same, asr, ["seed"]).status is Status.FAIL
     changed = {**same, "other_seed": {"text": "a b d", "language": "en", "seed": 2, "timing": {}}}
     assert judge(tmp_path / "b", changed, asr, ["seed"]).status is Status.PASS

@@ -26,9 +26,13 @@ def _planted(reply: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
     return body, json.loads(planted)
 
 
-VAD = {"segments": [{"start_sample": 3200, "end_sample": 9600, "confidence": 0.91},
-                    {"start_sample": 12800, "end_sample": 16000, "confidence": 0.88}],
-       "timing": {"wall_ms": 12.5}}
+VAD = {
+    "segments": [
+        {"start_sample": 3200, "end_sample": 9600, "confidence": 0.91},
+        {"start_sample": 12800, "end_sample": 16000, "confidence": 0.88},
+    ],
+    "timing": {"wall_ms": 12.5},
+}
 
 
 def test_vad_control_moves_one_segment_boundary() -> None:
@@ -52,10 +56,15 @@ def test_control_is_not_caught_when_the_content_is_excluded() -> None:
 
 
 def test_asr_words_control_moves_one_word_time() -> None:
-    reply = {"text": "hello world", "language": "en",
-             "words": [{"word": "hello", "start_sample": 0, "end_sample": 4000, "confidence": 0.9},
-                       {"word": "world", "start_sample": 4000, "end_sample": 8000, "confidence": 0.9}],
-             "timing": {"wall_ms": 3.0}}
+    reply = {
+        "text": "hello world",
+        "language": "en",
+        "words": [
+            {"word": "hello", "start_sample": 0, "end_sample": 4000, "confidence": 0.9},
+            {"word": "world", "start_sample": 4000, "end_sample": 8000, "confidence": 0.9},
+        ],
+        "timing": {"wall_ms": 3.0},
+    }
     body, got = _planted(reply)
     assert got["text"] == reply["text"] and "__planted__" not in got
     assert got["words"][0]["end_sample"] == 4001 and got["words"][1] == reply["words"][1]
@@ -77,8 +86,10 @@ def _wav_b64(samples: np.ndarray) -> str:
 
 def test_named_audio_control_changes_samples() -> None:
     samples = (np.arange(800, dtype=np.int16) % 200 - 100).astype(np.int16)
-    reply = {"named_audio_outputs": [{"id": "vocals", "audio": _wav_b64(samples), "sample_rate": 16000,
-                                      "channels": 1}], "timing": {"wall_ms": 1.0}}
+    reply = {
+        "named_audio_outputs": [{"id": "vocals", "audio": _wav_b64(samples), "sample_rate": 16000, "channels": 1}],
+        "timing": {"wall_ms": 1.0},
+    }
     body, got = _planted(reply)
     assert "__planted__" not in got
     assert _canon(json.dumps(got).encode()) != _canon(body)
@@ -86,8 +97,10 @@ def test_named_audio_control_changes_samples() -> None:
 
 def test_artifact_payload_control_changes_one_byte() -> None:
     payload = base64.b64encode(bytes(range(32))).decode()
-    reply = {"artifacts": [{"id": "e", "kind": "speaker_embedding", "payload": payload, "meta": {}}],
-             "timing": {"wall_ms": 1.0}}
+    reply = {
+        "artifacts": [{"id": "e", "kind": "speaker_embedding", "payload": payload, "meta": {}}],
+        "timing": {"wall_ms": 1.0},
+    }
     body, got = _planted(reply)
     raw_a, raw_b = base64.b64decode(payload), base64.b64decode(got["artifacts"][0]["payload"])
     assert sum(x != y for x, y in zip(raw_a, raw_b, strict=True)) == 1

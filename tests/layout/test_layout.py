@@ -12,7 +12,8 @@ MAX_LINES = 400
 def test_no_import_cycles() -> None:
     found = cycles(graph())
     assert not found, "import cycles (every import counts, also inside functions):\n" + "\n".join(
-        " <-> ".join(c) for c in found)
+        " <-> ".join(c) for c in found
+    )
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
@@ -21,16 +22,21 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 
 def test_no_module_over_400_lines_outside_the_standin() -> None:
-    long = {name: n for name, path in modules().items()
-            if not name.startswith("parval.standin")
-            and (n := len(path.read_text("utf-8").splitlines())) > MAX_LINES}
+    long = {
+        name: n
+        for name, path in modules().items()
+        if not name.startswith("parval.standin") and (n := len(path.read_text("utf-8").splitlines())) > MAX_LINES
+    }
     assert not long, f"modules over {MAX_LINES} lines: {long}"
 
 
 def test_the_standin_imports_nothing_from_the_rest_of_parval() -> None:
     g = graph()
-    leaks = {m: sorted(d for d in deps if not d.startswith("parval.standin") and d != "parval")
-             for m, deps in g.items() if m.startswith("parval.standin")}
+    leaks = {
+        m: sorted(d for d in deps if not d.startswith("parval.standin") and d != "parval")
+        for m, deps in g.items()
+        if m.startswith("parval.standin")
+    }
     assert not any(leaks.values()), {m: d for m, d in leaks.items() if d}
 
 

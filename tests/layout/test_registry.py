@@ -22,14 +22,23 @@ from tests.layout.imports import ROOT
 
 # Each model group's gate module, whose `JUDGES` table maps an ID to the function judging it.
 GATE_MODULES = {
-    "X1": "execution_path", "X2": "execution_path", "X3": "execution_path",
-    "M1": "m1_baseline", "M2": "m2_concurrency", "M3": "m3_mixed_waves", "M4": "m4_recovery",
-    "M5": "m5", "M6": "m6_modes",
-    "Q1": "quality", "Q2": "quality", "Q3": "quality", "Q4": "quality", "Q5": "quality",
+    "X1": "execution_path",
+    "X2": "execution_path",
+    "X3": "execution_path",
+    "M1": "m1_baseline",
+    "M2": "m2_concurrency",
+    "M3": "m3_mixed_waves",
+    "M4": "m4_recovery",
+    "M5": "m5",
+    "M6": "m6_modes",
+    "Q1": "quality",
+    "Q2": "quality",
+    "Q3": "quality",
+    "Q4": "quality",
+    "Q5": "quality",
 }
 # Judged outside any JUDGES table: (module, function).
-DECIDED_ELSEWHERE = {"X4": ("parval.gates.framework_ref", "x4_result"),
-                     "Q6": ("parval.gates.admission", "q6")}
+DECIDED_ELSEWHERE = {"X4": ("parval.gates.framework_ref", "x4_result"), "Q6": ("parval.gates.admission", "q6")}
 # Framework judges that judge no server behaviour (skipped / not set up).
 NOT_BEHAVIOUR = {"given", "precondition"}
 # Stand-in switches that are behaviours a correct server may have, not faults.
@@ -48,8 +57,7 @@ def _framework_judges() -> dict[str, Callable[..., Any]]:
 
 def _assess_f6() -> Callable[..., Any]:
     """The one `assess_f6` under parval/framework (wherever it lives now)."""
-    found = [p for p in sorted((ROOT / "framework").glob("*.py"))
-             if "\ndef assess_f6(" in p.read_text("utf-8")]
+    found = [p for p in sorted((ROOT / "framework").glob("*.py")) if "\ndef assess_f6(" in p.read_text("utf-8")]
     assert len(found) == 1, f"assess_f6 defined in {found}"
     fn: Callable[..., Any] = importlib.import_module(f"parval.framework.{found[0].stem}").assess_f6
     return fn
@@ -60,6 +68,7 @@ def _by_id() -> dict[str, Entry]:
 
 
 # -- one entry per catalogue ID -----------------------------------------------------------
+
 
 def test_every_catalogue_id_has_exactly_one_entry() -> None:
     counts = Counter(e.id for e in ENTRIES)
@@ -97,6 +106,7 @@ def test_scopes_follow_where_the_gates_judge() -> None:
 
 # -- the judges are the functions that judge ----------------------------------------------
 
+
 @pytest.mark.parametrize("e", ENTRIES, ids=lambda e: e.id)
 def test_every_judge_resolves_to_a_callable(e: Entry) -> None:
     assert callable(e.judge_function()), e.judge
@@ -113,14 +123,16 @@ def test_model_judges_are_what_their_gate_tables_dispatch_to() -> None:
             assert by[id_].judge_function() is table[id_], (
                 f"{id_}: the registry names {by[id_].judge}, but "
                 f"parval.gates.{GATE_MODULES[group]}.JUDGES dispatches to "
-                f"{table[id_].__module__}:{table[id_].__name__}")
+                f"{table[id_].__module__}:{table[id_].__name__}"
+            )
         tabled |= set(table)
     for id_, (module, name) in DECIDED_ELSEWHERE.items():
         assert by[id_].judge_function() is getattr(importlib.import_module(module), name)
     model_ids = {i for i in all_ids() if i not in FRAMEWORK_GATE}
     assert tabled | set(DECIDED_ELSEWHERE) == model_ids, (
         "model IDs neither in a gate module's JUDGES table nor decided elsewhere: "
-        f"{sorted(model_ids - tabled - set(DECIDED_ELSEWHERE))}")
+        f"{sorted(model_ids - tabled - set(DECIDED_ELSEWHERE))}"
+    )
 
 
 def test_framework_entries_name_their_combiner_and_judge_keys() -> None:
@@ -153,12 +165,20 @@ def _probe_feeds() -> set[tuple[str, str]]:
     feeds: set[tuple[str, str]] = set()
     for path in sorted((ROOT / "framework").glob("probes_*.py")):
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == "observe" and len(node.args) >= 3):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "observe"
+                and len(node.args) >= 3
+            ):
                 continue
             aid, key = node.args[0], node.args[2]
-            if (isinstance(aid, ast.Constant) and isinstance(aid.value, str)
-                    and isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            if (
+                isinstance(aid, ast.Constant)
+                and isinstance(aid.value, str)
+                and isinstance(key, ast.Constant)
+                and isinstance(key.value, str)
+            ):
                 feeds.add((aid.value, key.value))
     return feeds
 
@@ -170,12 +190,12 @@ def test_every_judge_key_a_probe_feeds_is_in_that_entrys_parts() -> None:
     assert len(feeds) > 30, "the probe scan found too few observe() calls"
     feeds |= {(aid, "f3.ctest_evidence") for aid in CTEST_EVIDENCE}
     by = _by_id()
-    missing = sorted(f"{aid} <- {key}" for aid, key in feeds
-                     if key not in NOT_BEHAVIOUR and key not in by[aid].parts)
+    missing = sorted(f"{aid} <- {key}" for aid, key in feeds if key not in NOT_BEHAVIOUR and key not in by[aid].parts)
     assert not missing, f"judge keys the probes feed but the registry does not list: {missing}"
 
 
 # -- faults -------------------------------------------------------------------------------
+
 
 def test_every_fault_named_is_a_standin_fault() -> None:
     from parval.standin.faults import FAULT_DEFAULTS
@@ -198,9 +218,11 @@ def test_framework_regressions_are_listed_with_their_assertion() -> None:
 
 # -- parval explain -----------------------------------------------------------------------
 
+
 def _explain(assertion: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "parval", "explain", assertion],
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "parval", "explain", assertion], capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 def test_explain_prints_the_catalogue_text_judge_and_evidence() -> None:

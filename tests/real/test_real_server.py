@@ -81,8 +81,9 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], 
     base = tmp_path_factory.mktemp("real")
     plan = silero_plan(REAL_AUDIOCPP, base / "plan")
     out = base / "run"
-    proc = subprocess.run([str(PARVAL), "run", str(plan), "--out", str(out), "--quiet"],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [str(PARVAL), "run", str(plan), "--out", str(out), "--quiet"], capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
     evidence = json.loads((out / "evidence.json").read_text())
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
@@ -113,8 +114,7 @@ def test_real_server_verdict_is_truthful(real_run: tuple[dict[str, Any], list[di
 
 
 @pytest.mark.slow
-def test_real_server_observed_once_and_not_repeated(
-        real_run: tuple[dict[str, Any], list[dict[str, Any]]]) -> None:
+def test_real_server_observed_once_and_not_repeated(real_run: tuple[dict[str, Any], list[dict[str, Any]]]) -> None:
     evidence, events = real_run
     counters = [e for e in events if e["kind"] == "slot_counters"]
     assert counters and not any(e["published"] for e in counters)

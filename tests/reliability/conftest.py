@@ -23,13 +23,13 @@ PARVAL = [sys.executable, "-m", "parval"]
 
 def parval(*args: str | Path, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run the parval CLI to completion; stdout/stderr captured as text."""
-    return subprocess.run([*PARVAL, *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd)
+    return subprocess.run([*PARVAL, *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
 
 def start_parval(*args: str | Path, cwd: Path | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen([*PARVAL, *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=cwd)
+    return subprocess.Popen(
+        [*PARVAL, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd
+    )
 
 
 def events(run_dir: Path) -> list[dict[str, Any]]:
@@ -38,8 +38,9 @@ def events(run_dir: Path) -> list[dict[str, Any]]:
     return read_events(run_dir / "events.jsonl")
 
 
-def wait_for_event(run_dir: Path, pred: Callable[[dict[str, Any]], bool], timeout: float,
-                   proc: subprocess.Popen[str] | None = None) -> dict[str, Any]:
+def wait_for_event(
+    run_dir: Path, pred: Callable[[dict[str, Any]], bool], timeout: float, proc: subprocess.Popen[str] | None = None
+) -> dict[str, Any]:
     """Poll events.jsonl until an event satisfies `pred` (fails the test on timeout)."""
     deadline = time.monotonic() + timeout
     path = run_dir / "events.jsonl"
@@ -53,8 +54,9 @@ def wait_for_event(run_dir: Path, pred: Callable[[dict[str, Any]], bool], timeou
                 if pred(e):
                     return e
         if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"parval exited ({proc.returncode}) before the event: "
-                                 f"{proc.stderr.read() if proc.stderr else ''}")
+            raise AssertionError(
+                f"parval exited ({proc.returncode}) before the event: {proc.stderr.read() if proc.stderr else ''}"
+            )
         time.sleep(0.02)
     raise AssertionError("timed out waiting for an event")
 

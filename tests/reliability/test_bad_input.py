@@ -29,8 +29,12 @@ from tests.conftest import SMALL_PLAN, write_plan
 
 from .conftest import parval
 
-HYPO = settings(max_examples=150, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+HYPO = settings(
+    max_examples=150,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 # -- plans ---------------------------------------------------------------------------------
@@ -58,9 +62,11 @@ def test_missing_files_and_unusable_executables_are_named(tmp_path: Path) -> Non
     not_exec = tmp_path / "server.sh"
     not_exec.write_text("#!/bin/sh\n")
     not_exec.chmod(0o644)
-    path = write_plan(tmp_path / "p", servers={"baseline": {"executable": str(tmp_path / "nope")},
-                                               "candidate": {"executable": str(not_exec)}},
-                      model={"path": "missing.bin"})
+    path = write_plan(
+        tmp_path / "p",
+        servers={"baseline": {"executable": str(tmp_path / "nope")}, "candidate": {"executable": str(not_exec)}},
+        model={"path": "missing.bin"},
+    )
     msg = _plan_error(path)
     assert f"servers.baseline.executable: '{tmp_path / 'nope'}' not found" in msg
     assert f"servers.candidate.executable: '{not_exec}' is not executable" in msg
@@ -98,26 +104,67 @@ def test_cli_plan_errors_exit_2_without_traceback(tmp_path: Path, case: str) -> 
 
 
 JSONISH = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-2**70, max_value=2**70)
-    | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=10), children, max_size=4),
-    max_leaves=12)
-PATHS = [("name",), ("counts",), ("starts_per_count",), ("servers",), ("servers", "candidate"),
-         ("servers", "candidate", "executable"), ("servers", "baseline", "args"),
-         ("servers", "candidate", "env"), ("model",), ("model", "path"), ("model", "id"),
-         ("model", "auxiliary_files"), ("requests",), ("requests", "base"),
-         ("requests", "variations"), ("requests", "base", "voice_ref"), ("timeouts",),
-         ("timeouts", "request_s"), ("waves", "warm"), ("memory",), ("server", "host"),
-         ("server", "extra_config"), ("server", "extra_config", "port"), ("compare",),
-         ("compare", "volatile_fields"), ("schema_version",), ("framework",), ("stop_on_crash",)]
-NASTY = st.sampled_from(["", "\x00", "a\x00b", "~nouser/x", "/", ".", "..", "x" * 5000,
-                         "/dev/null", "-rf", "$(reboot)", "C:\\x", "\ud7ff", "2024-13-45", "NaN"])
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    max_leaves=12,
+)
+PATHS = [
+    ("name",),
+    ("counts",),
+    ("starts_per_count",),
+    ("servers",),
+    ("servers", "candidate"),
+    ("servers", "candidate", "executable"),
+    ("servers", "baseline", "args"),
+    ("servers", "candidate", "env"),
+    ("model",),
+    ("model", "path"),
+    ("model", "id"),
+    ("model", "auxiliary_files"),
+    ("requests",),
+    ("requests", "base"),
+    ("requests", "variations"),
+    ("requests", "base", "voice_ref"),
+    ("timeouts",),
+    ("timeouts", "request_s"),
+    ("waves", "warm"),
+    ("memory",),
+    ("server", "host"),
+    ("server", "extra_config"),
+    ("server", "extra_config", "port"),
+    ("compare",),
+    ("compare", "volatile_fields"),
+    ("schema_version",),
+    ("framework",),
+    ("stop_on_crash",),
+]
+NASTY = st.sampled_from(
+    [
+        "",
+        "\x00",
+        "a\x00b",
+        "~nouser/x",
+        "/",
+        ".",
+        "..",
+        "x" * 5000,
+        "/dev/null",
+        "-rf",
+        "$(reboot)",
+        "C:\\x",
+        "\ud7ff",
+        "2024-13-45",
+        "NaN",
+    ]
+)
 
 
 @HYPO
-@given(edits=st.lists(st.tuples(st.sampled_from(PATHS), st.one_of(JSONISH, NASTY) | st.just("__delete__")),
-                      max_size=4))
+@given(edits=st.lists(st.tuples(st.sampled_from(PATHS), st.one_of(JSONISH, NASTY) | st.just("__delete__")), max_size=4))
 def test_generated_plans_load_or_raise_plan_error(tmp_path: Path, edits: list[tuple[tuple[str, ...], Any]]) -> None:
     plan = json.loads(json.dumps(SMALL_PLAN))
     for path, value in edits:
@@ -177,18 +224,29 @@ def _wav(frames: int = 32, rate: int = 16000) -> bytes:
 
 GOOD_AUDIO = base64.b64encode(_wav()).decode()
 AUDIO_VALUES = st.one_of(
-    st.just(GOOD_AUDIO), st.just("data:audio/wav;base64," + GOOD_AUDIO),
-    st.text(max_size=40), st.binary(max_size=40).map(lambda b: base64.b64encode(b).decode()),
+    st.just(GOOD_AUDIO),
+    st.just("data:audio/wav;base64," + GOOD_AUDIO),
+    st.text(max_size=40),
+    st.binary(max_size=40).map(lambda b: base64.b64encode(b).decode()),
     st.just(base64.b64encode(b"RIFF\x10\x00\x00\x00WAVEfmt ").decode()),
-    st.just("!!not base64!!"), st.just(GOOD_AUDIO[:-7]), JSONISH)
+    st.just("!!not base64!!"),
+    st.just(GOOD_AUDIO[:-7]),
+    JSONISH,
+)
 REPLIES = st.one_of(
     st.binary(max_size=300),
     JSONISH.map(lambda v: json.dumps(v).encode()),
-    st.fixed_dictionaries({"audio": AUDIO_VALUES}, optional={
-        "text": st.text(max_size=10), "timing": JSONISH, "error": JSONISH,
-        "named_audio_outputs": st.lists(st.fixed_dictionaries({"id": st.text(max_size=3), "audio": AUDIO_VALUES}),
-                                        max_size=2),
-    }).map(lambda d: json.dumps(d).encode()),
+    st.fixed_dictionaries(
+        {"audio": AUDIO_VALUES},
+        optional={
+            "text": st.text(max_size=10),
+            "timing": JSONISH,
+            "error": JSONISH,
+            "named_audio_outputs": st.lists(
+                st.fixed_dictionaries({"id": st.text(max_size=3), "audio": AUDIO_VALUES}), max_size=2
+            ),
+        },
+    ).map(lambda d: json.dumps(d).encode()),
 )
 
 
@@ -207,8 +265,11 @@ def test_canonicalize_never_raises_and_accepts_only_well_formed_replies(body: by
             assert info["frames"] >= 0 and info["sample_rate"] > 0, name
         if "audio" in data:
             assert "audio" in out.audio  # every audio field decoded
-    if isinstance(data, dict) and "audio" in data and data["audio"] not in (
-            GOOD_AUDIO, "data:audio/wav;base64," + GOOD_AUDIO):
+    if (
+        isinstance(data, dict)
+        and "audio" in data
+        and data["audio"] not in (GOOD_AUDIO, "data:audio/wav;base64," + GOOD_AUDIO)
+    ):
         # anything but a real WAV in the audio field is malformed
         raw = data["audio"]
         if not (isinstance(raw, str) and _decodes(raw)):
@@ -242,18 +303,36 @@ def test_a_malformed_or_unknown_reply_never_counts_as_exact(replies: list[tuple[
     ref_out = _canonical(json.dumps({"audio": GOOD_AUDIO}).encode(), ["timing"]).to_json()
     events: list[dict[str, Any]] = [
         {"kind": "run_start", "run": "ref-baseline-a", "attempt": 1, "role": "reference"},
-        {"kind": "request", "run": "ref-baseline-a", "attempt": 1, "phase": "ref_cold", "wave": 0,
-         "req": "base", "ref": "base|cold", "reply": {"outcome": "ok", "status": 200},
-         "output": ref_out},
+        {
+            "kind": "request",
+            "run": "ref-baseline-a",
+            "attempt": 1,
+            "phase": "ref_cold",
+            "wave": 0,
+            "req": "base",
+            "ref": "base|cold",
+            "reply": {"outcome": "ok", "status": 200},
+            "output": ref_out,
+        },
         {"kind": "run_end", "run": "ref-baseline-a", "attempt": 1},
         {"kind": "run_start", "run": "count1-s1", "attempt": 2, "role": "count", "count": 1},
     ]
     good = 0
     for outcome, body, valid_json in replies:
         out = _canonical(body, ["timing"]).to_json() if outcome == "ok" and valid_json else None
-        events.append({"kind": "request", "run": "count1-s1", "attempt": 2, "phase": "cold_wave",
-                       "wave": 0, "req": "base", "ref": "base|cold",
-                       "reply": {"outcome": outcome, "status": 200}, "output": out})
+        events.append(
+            {
+                "kind": "request",
+                "run": "count1-s1",
+                "attempt": 2,
+                "phase": "cold_wave",
+                "wave": 0,
+                "req": "base",
+                "ref": "base|cold",
+                "reply": {"outcome": outcome, "status": 200},
+                "output": out,
+            }
+        )
         if outcome == "ok" and out and out["valid"] and out["canon"] == ref_out["canon"]:
             good += 1
     events.append({"kind": "run_end", "run": "count1-s1", "attempt": 2})
@@ -273,8 +352,10 @@ async def _peer(behaviour: str, port_box: list[int], ready: anyio.Event) -> None
                 await stream.receive(65536)
                 if behaviour == "notjson":
                     body = b"<html>proxy error {not json"
-                    await stream.send(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                                      b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+                    await stream.send(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                        b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body
+                    )
                 elif behaviour == "declared_oversize":
                     await stream.send(b"HTTP/1.1 200 OK\r\nContent-Length: 10485760\r\n\r\n" + b"x" * 100)
                     await anyio.sleep(5)
@@ -302,11 +383,18 @@ async def _peer(behaviour: str, port_box: list[int], ready: anyio.Event) -> None
         await listener.serve(handle)
 
 
-@pytest.mark.parametrize("behaviour, outcome", [
-    ("notjson", OK), ("declared_oversize", OVERSIZE), ("chunked_oversize", OVERSIZE),
-    ("trickle", INDETERMINATE), ("reset", INDETERMINATE), ("hang", INDETERMINATE),
-    ("refused", CONNECT_ERROR),
-])
+@pytest.mark.parametrize(
+    "behaviour, outcome",
+    [
+        ("notjson", OK),
+        ("declared_oversize", OVERSIZE),
+        ("chunked_oversize", OVERSIZE),
+        ("trickle", INDETERMINATE),
+        ("reset", INDETERMINATE),
+        ("hang", INDETERMINATE),
+        ("refused", CONNECT_ERROR),
+    ],
+)
 def test_client_records_every_misbehaviour_as_data_within_the_deadline(behaviour: str, outcome: str) -> None:
     async def main() -> tuple[Any, float]:
         port: list[int] = []
@@ -319,8 +407,9 @@ def test_client_records_every_misbehaviour_as_data_within_the_deadline(behaviour
             else:
                 tg.start_soon(_peer, behaviour, port, ready)
                 await ready.wait()
-            client = Client(f"http://127.0.0.1:{port[0]}", max_connections=4, request_timeout_s=0.6,
-                            max_body_bytes=16 * 1024)
+            client = Client(
+                f"http://127.0.0.1:{port[0]}", max_connections=4, request_timeout_s=0.6, max_body_bytes=16 * 1024
+            )
             t0 = anyio.current_time()
             reply = await client.post("/v1/tasks/run", {"model": "m", "request": {}})
             took = anyio.current_time() - t0

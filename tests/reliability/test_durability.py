@@ -17,8 +17,7 @@ from parval.rundir.files import atomic_write, write_json
 
 
 def _events(n: int) -> list[dict[str, Any]]:
-    return [{"kind": "request", "i": i, "text": "x" * (i % 7), "nested": {"a": [i, None]}}
-            for i in range(n)]
+    return [{"kind": "request", "i": i, "text": "x" * (i % 7), "nested": {"a": [i, None]}} for i in range(n)]
 
 
 def _write_log(path: Path, n: int) -> bytes:
@@ -29,8 +28,7 @@ def _write_log(path: Path, n: int) -> bytes:
     return path.read_bytes()
 
 
-def test_every_event_is_fsynced_before_anyone_acts_on_it(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_event_is_fsynced_before_anyone_acts_on_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     order: list[str] = []
     real_fsync = os.fsync
 
@@ -49,18 +47,21 @@ def test_every_event_is_fsynced_before_anyone_acts_on_it(tmp_path: Path,
     assert [e["kind"] for e in read_events(tmp_path / "events.jsonl")] == ["a", "b"]
 
 
-@pytest.mark.parametrize("tail", [
-    b'{"seq": 9, "kind": "requ',                       # cut mid-line
-    b'{"seq":9,"t":1.0,"kind":"request","ok":true}',   # complete JSON but no newline: still torn
-    b"\x00\x00\x00\x00",                               # blocks allocated, never written
-    b"garbage that is not json\n",                     # a newline-terminated last line that is not JSON
-])
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b'{"seq": 9, "kind": "requ',  # cut mid-line
+        b'{"seq":9,"t":1.0,"kind":"request","ok":true}',  # complete JSON but no newline: still torn
+        b"\x00\x00\x00\x00",  # blocks allocated, never written
+        b"garbage that is not json\n",  # a newline-terminated last line that is not JSON
+    ],
+)
 def test_torn_last_line_is_discarded_and_never_parsed(tmp_path: Path, tail: bytes) -> None:
     path = tmp_path / "events.jsonl"
     clean = _write_log(path, 5)
     path.write_bytes(clean + tail)
     assert [e["i"] for e in read_events(path)] == list(range(5))
-    log = EventLog(path)          # reopening (a resume) cuts the tail off, then appends
+    log = EventLog(path)  # reopening (a resume) cuts the tail off, then appends
     log.append("after")
     log.close()
     evs = read_events(path)
@@ -74,7 +75,7 @@ def test_torn_last_line_is_discarded_and_never_parsed(tmp_path: Path, tail: byte
 def test_damaged_line_before_the_last_is_corruption_not_a_torn_tail(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     raw = bytearray(_write_log(path, 4))
-    raw[raw.index(b"\n") + 1] = ord("#")   # the first byte of line 2
+    raw[raw.index(b"\n") + 1] = ord("#")  # the first byte of line 2
     path.write_bytes(bytes(raw))
     with pytest.raises(CorruptEventLog, match="line 2") as info:
         read_events(path)
@@ -94,8 +95,9 @@ def test_a_log_cut_anywhere_reads_as_a_prefix_of_what_was_written(tmp_path: Path
     assert len(got) == full[: cut % (len(full) + 1)].count(b"\n")
 
 
-def test_atomic_write_leaves_old_file_whole_when_the_write_fails(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_atomic_write_leaves_old_file_whole_when_the_write_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = tmp_path / "evidence.json"
     write_json(target, {"v": 1})
     before = target.read_bytes()

@@ -66,7 +66,8 @@ def test_startup_crash_is_recorded_with_exit_status_and_log(tmp_path: Path, tmp_
 @pytest.mark.slow
 @pytest.mark.parametrize("fault", ["hang_requests", "drop_connection"])
 def test_server_that_stops_answering_aborts_the_start_as_indeterminate(
-        tmp_path: Path, tmp_run: Path, fault: str) -> None:
+    tmp_path: Path, tmp_run: Path, fault: str
+) -> None:
     plan = fault_plan(tmp_path / "plan", fault, timeouts={"request_s": 0.5, "wave_s": 5})
     rc, ev, evs = _run(plan, tmp_run, limit_s=45)
     unresponsive = [e for e in evs if e["kind"] == "server_unresponsive"]
@@ -82,13 +83,15 @@ def test_server_that_stops_answering_aborts_the_start_as_indeterminate(
     assert rc in (1, 3)
 
 
-@pytest.mark.parametrize("fault, problem", [
-    ("garbage_replies", "reply is not JSON"),
-    pytest.param("bad_base64", "invalid base64", marks=pytest.mark.slow),
-    pytest.param("bad_wav", "not a decodable WAV", marks=pytest.mark.slow),
-])
-def test_malformed_replies_fail_and_never_pass(tmp_path: Path, tmp_run: Path, fault: str,
-                                               problem: str) -> None:
+@pytest.mark.parametrize(
+    "fault, problem",
+    [
+        ("garbage_replies", "reply is not JSON"),
+        pytest.param("bad_base64", "invalid base64", marks=pytest.mark.slow),
+        pytest.param("bad_wav", "not a decodable WAV", marks=pytest.mark.slow),
+    ],
+)
+def test_malformed_replies_fail_and_never_pass(tmp_path: Path, tmp_run: Path, fault: str, problem: str) -> None:
     plan = fault_plan(tmp_path / "plan", fault)
     rc, ev, evs = _run(plan, tmp_run, limit_s=40)
     cand = [e for e in evs if e["kind"] == "request" and e["run"] == "count1-s1"]
@@ -118,7 +121,8 @@ def test_server_hanging_in_shutdown_is_killed_and_blocks_the_start(tmp_path: Pat
 
 
 CRASH: dict[str, Any] = {
-    "counts": [1, 4], "starts_per_count": 2,
+    "counts": [1, 4],
+    "starts_per_count": 2,
     "model": {"load_options": {"capacity": 4, "service_ms": 40, "load_ms": 20}},
 }
 

@@ -41,8 +41,7 @@ def test_one_flipped_byte_in_any_file_is_named(run_copy: Path) -> None:
     files = sorted(p for p in run_copy.rglob("*") if p.is_file() and p.stat().st_size > 0)
     assert len(files) > 20
     names = {p.relative_to(run_copy).as_posix() for p in files}
-    assert {"events.jsonl", "manifest.json", "evidence.json", "report.md", "files.sha256",
-            "chain.jsonl"} <= names
+    assert {"events.jsonl", "manifest.json", "evidence.json", "report.md", "files.sha256", "chain.jsonl"} <= names
     assert any(n.startswith("artifacts/") for n in names)
     missed = []
     for p in files:
@@ -50,7 +49,8 @@ def test_one_flipped_byte_in_any_file_is_named(run_copy: Path) -> None:
         _flip(p)
         problems, _ = verify_problems(run_copy)
         if not any(rel in msg or p.name in msg for msg in problems) and not (
-                rel in ("files.sha256", "chain.jsonl") and problems):
+            rel in ("files.sha256", "chain.jsonl") and problems
+        ):
             missed.append(rel)
         _flip(p)
     assert not missed, f"flipped byte not detected in: {missed}"

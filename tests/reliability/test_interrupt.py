@@ -10,13 +10,7 @@ from typing import Any
 
 from tests.conftest import write_plan
 
-from .conftest import (
-    events,
-    load_evidence,
-    start_parval,
-    wait_for_event,
-    wait_no_servers,
-)
+from .conftest import events, load_evidence, start_parval, wait_for_event, wait_no_servers
 
 # One request (no variations) and a slower model: a campaign reaches its count waves fast
 # and each wave lasts long enough to be interrupted in the middle.
@@ -34,13 +28,13 @@ def _finish(proc: Any, timeout: float) -> tuple[int, str, float]:
     return proc.returncode, err, time.monotonic() - t0
 
 
-def test_ctrl_c_during_a_wave_stops_servers_and_writes_partial_evidence(
-        tmp_path: Path, tmp_run: Path) -> None:
+def test_ctrl_c_during_a_wave_stops_servers_and_writes_partial_evidence(tmp_path: Path, tmp_run: Path) -> None:
     sig, code = signal.SIGINT, 130
     plan = write_plan(tmp_path / "plan", **SLOW_WAVES)
     proc = start_parval("run", plan, "--out", tmp_run, "-q")
-    cold = wait_for_event(tmp_run, lambda e: e.get("kind") == "wave" and e.get("run") == "count1-s1",
-                          timeout=60, proc=proc)
+    cold = wait_for_event(
+        tmp_run, lambda e: e.get("kind") == "wave" and e.get("run") == "count1-s1", timeout=60, proc=proc
+    )
     time.sleep(0.05)  # the first warm wave of count1-s1 is now in flight (200 ms per request)
     proc.send_signal(sig)
     rc, err, took = _finish(proc, timeout=30)
@@ -72,8 +66,9 @@ def test_ctrl_c_during_a_wave_stops_servers_and_writes_partial_evidence(
 def test_sigterm_exits_143_with_partial_evidence(tmp_path: Path, tmp_run: Path) -> None:
     plan = write_plan(tmp_path / "plan")
     proc = start_parval("run", plan, "--out", tmp_run, "-q")
-    wait_for_event(tmp_run, lambda e: e.get("kind") == "request" and e.get("run") == "ref-baseline-b",
-                   timeout=60, proc=proc)
+    wait_for_event(
+        tmp_run, lambda e: e.get("kind") == "request" and e.get("run") == "ref-baseline-b", timeout=60, proc=proc
+    )
     proc.send_signal(signal.SIGTERM)
     rc, err, took = _finish(proc, timeout=30)
     assert rc == 143 and took < 10, err
@@ -89,8 +84,11 @@ def test_sigterm_exits_143_with_partial_evidence(tmp_path: Path, tmp_run: Path) 
 
 
 def test_server_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path: Path, tmp_run: Path) -> None:
-    plan = write_plan(tmp_path / "plan", servers={"baseline": {"args": ["--fault", "hang_shutdown"]}},
-                      timeouts={"shutdown_grace_s": 1.0})
+    plan = write_plan(
+        tmp_path / "plan",
+        servers={"baseline": {"args": ["--fault", "hang_shutdown"]}},
+        timeouts={"shutdown_grace_s": 1.0},
+    )
     proc = start_parval("run", plan, "--out", tmp_run, "-q")
     wait_for_event(tmp_run, lambda e: e.get("kind") == "request", timeout=60, proc=proc)
     t0 = time.monotonic()
@@ -105,15 +103,18 @@ def test_server_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path: Path
 
 
 def test_second_ctrl_c_kills_at_once(tmp_path: Path, tmp_run: Path) -> None:
-    plan = write_plan(tmp_path / "plan", servers={"baseline": {"args": ["--fault", "hang_shutdown"]}},
-                      timeouts={"shutdown_grace_s": 60})
+    plan = write_plan(
+        tmp_path / "plan",
+        servers={"baseline": {"args": ["--fault", "hang_shutdown"]}},
+        timeouts={"shutdown_grace_s": 60},
+    )
     proc = start_parval("run", plan, "--out", tmp_run, "-q")
     wait_for_event(tmp_run, lambda e: e.get("kind") == "request", timeout=60, proc=proc)
-    proc.send_signal(signal.SIGINT)   # stopping now waits up to 60 s for the server...
+    proc.send_signal(signal.SIGINT)  # stopping now waits up to 60 s for the server...
     time.sleep(0.5)
     assert proc.poll() is None
     t0 = time.monotonic()
-    proc.send_signal(signal.SIGINT)   # ...unless the user insists
+    proc.send_signal(signal.SIGINT)  # ...unless the user insists
     rc, err, _ = _finish(proc, timeout=10)
     assert rc == 130, err
     assert time.monotonic() - t0 < 2.0
@@ -121,8 +122,9 @@ def test_second_ctrl_c_kills_at_once(tmp_path: Path, tmp_run: Path) -> None:
 
 
 def test_ctrl_c_while_a_server_is_starting(tmp_path: Path, tmp_run: Path) -> None:
-    plan = write_plan(tmp_path / "plan", servers={"baseline": {"args": ["--fault", "never_ready"]}},
-                      timeouts={"ready_s": 60})
+    plan = write_plan(
+        tmp_path / "plan", servers={"baseline": {"args": ["--fault", "never_ready"]}}, timeouts={"ready_s": 60}
+    )
     proc = start_parval("run", plan, "--out", tmp_run, "-q")
     wait_for_event(tmp_run, lambda e: e.get("kind") == "run_start", timeout=60, proc=proc)
     time.sleep(0.3)
@@ -139,12 +141,18 @@ def test_no_server_outlives_an_internal_error(tmp_path: Path, tmp_run: Path) -> 
     import sys
 
     plan = write_plan(tmp_path / "plan")
-    code = ("from parval.runners import phases\n"
-            "async def boom(*a, **k):\n    raise RuntimeError('a bug in parval')\n"
-            "phases.wave_ordered = boom\n"
-            "from parval.cli import main\nmain()\n")
-    proc = subprocess.run([sys.executable, "-c", code, "run", str(plan), "--out", str(tmp_run), "-q"],
-                          capture_output=True, text=True, timeout=120)
+    code = (
+        "from parval.runners import phases\n"
+        "async def boom(*a, **k):\n    raise RuntimeError('a bug in parval')\n"
+        "phases.wave_ordered = boom\n"
+        "from parval.cli import main\nmain()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "run", str(plan), "--out", str(tmp_run), "-q"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 4, proc.stderr
     assert "internal error: RuntimeError: a bug in parval" in proc.stderr
     assert wait_no_servers(tmp_run, timeout=1.0) == []

@@ -14,31 +14,21 @@ from parval.plan.load import load_plan
 from parval.rundir.resume import prepare_resume
 from tests.conftest import write_plan
 
-from .conftest import (
-    events,
-    load_evidence,
-    parval,
-    start_parval,
-    statuses,
-    wait_for_event,
-    wait_no_servers,
-)
+from .conftest import events, load_evidence, parval, start_parval, statuses, wait_for_event, wait_no_servers
 
 
 def _kill_mid_campaign(plan: Path, run_dir: Path, unit: str) -> None:
     """Start a campaign and SIGKILL parval while `unit` has a server answering requests."""
     proc = start_parval("run", plan, "--out", run_dir, "-q")
     try:
-        wait_for_event(run_dir, lambda e: e.get("kind") == "request" and e.get("run") == unit,
-                       timeout=90, proc=proc)
+        wait_for_event(run_dir, lambda e: e.get("kind") == "request" and e.get("run") == unit, timeout=90, proc=proc)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGKILL
 
 
-def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path, tmp_run: Path,
-                                                          complete_run: Path) -> None:
+def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path, tmp_run: Path, complete_run: Path) -> None:
     plan = write_plan(tmp_path / "plan")
     _kill_mid_campaign(plan, tmp_run, "count1-s2")
     # Nothing parval started survives it, although parval itself ran no cleanup at all.
@@ -67,9 +57,9 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path, tmp_ru
     for run in done_before:
         if run in starts:
             assert starts[run] == 1, run
-    assert starts["count1-s2"] == 2          # the interrupted start was redone...
+    assert starts["count1-s2"] == 2  # the interrupted start was redone...
     ends = [e for e in evs if e["kind"] == "run_end" and e["run"] == "count1-s2"]
-    assert len(ends) == 1                    # ...from a fresh process; only the redo completed
+    assert len(ends) == 1  # ...from a fresh process; only the redo completed
     redo = [e for e in evs if e["kind"] == "run_start" and e["run"] == "count1-s2"][-1]
     assert ends[0]["attempt"] == redo["attempt"]
 
@@ -113,8 +103,9 @@ def test_resume_refuses_a_changed_plan_model_executable_or_fixture(tmp_path: Pat
     # a fixture named by a request
     (tmp_path / "fixture").mkdir()
     (tmp_path / "fixture" / "ref.wav").write_bytes(b"RIFF....WAVE")
-    plan, run_dir = fresh("fixture", requests={"base": {"text": "hi", "seed": 1,
-                                                        "voice_ref": str(tmp_path / "fixture" / "ref.wav")}})
+    plan, run_dir = fresh(
+        "fixture", requests={"base": {"text": "hi", "seed": 1, "voice_ref": str(tmp_path / "fixture" / "ref.wav")}}
+    )
     (tmp_path / "fixture" / "ref.wav").write_bytes(b"RIFF....WAVE changed")
     with pytest.raises(ResumeRefused, match="fixtures"):
         prepare_resume(load_plan(plan), run_dir)
@@ -166,8 +157,9 @@ def _unfinished(run_dir: Path) -> None:
     (run_dir / "chain.jsonl").unlink()
 
 
-def test_resume_without_the_plan_uses_the_one_the_run_keeps(run_copy: Path, tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resume_without_the_plan_uses_the_one_the_run_keeps(
+    run_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _unfinished(run_copy)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

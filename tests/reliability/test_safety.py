@@ -16,8 +16,7 @@ from parval.server.process import ENV_ALLOW, LaunchSpec, server_config, spawn
 
 from .conftest import parval
 
-PLAN_SERVER = {"backend": "cpu", "device": 0, "threads": 1, "busy_timeout_ms": 1,
-               "max_loaded_models": 0}
+PLAN_SERVER = {"backend": "cpu", "device": 0, "threads": 1, "busy_timeout_ms": 1, "max_loaded_models": 0}
 
 
 def test_servers_bind_to_loopback_unless_the_plan_says_otherwise() -> None:
@@ -42,15 +41,18 @@ def test_env_allow_list_is_documented() -> None:
 
 def _env_dumper(tmp_path: Path) -> Path:
     script = tmp_path / "dump-env"
-    script.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
-                      "open('env.json', 'w').write(json.dumps(dict(os.environ)))\n"
-                      "open('argv.txt', 'w').write(json.dumps(sys.argv))\n")
+    script.write_text(
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        "open('env.json', 'w').write(json.dumps(dict(os.environ)))\n"
+        "open('argv.txt', 'w').write(json.dumps(sys.argv))\n"
+    )
     script.chmod(0o755)
     return script
 
 
-def test_server_gets_plan_env_plus_allow_list_only_and_no_shell(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_server_gets_plan_env_plus_allow_list_only_and_no_shell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "do-not-leak")
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy:1")
     monkeypatch.setenv("LANG", "C.UTF-8")
@@ -62,10 +64,9 @@ def test_server_gets_plan_env_plus_allow_list_only_and_no_shell(tmp_path: Path,
         return real_popen(*args, **kwargs)
 
     monkeypatch.setattr(server_mod.subprocess, "Popen", popen)
-    spec = LaunchSpec(_env_dumper(tmp_path), {"host": "127.0.0.1"}, True,
-                      ("--x", "a b; rm -rf /"), {"PLAN_VAR": "1"})
+    spec = LaunchSpec(_env_dumper(tmp_path), {"host": "127.0.0.1"}, True, ("--x", "a b; rm -rf /"), {"PLAN_VAR": "1"})
     srv = spawn(spec, tmp_path / "srv", "envtest")
-    srv.proc.wait(timeout=10)       # the script dumps its environment and exits
+    srv.proc.wait(timeout=10)  # the script dumps its environment and exits
     anyio.run(srv.stop, 5.0)
     server_calls = [c for c in calls if c["args"] and c["args"][0][0] == str(spec.executable)]
     (call,) = server_calls
@@ -76,19 +77,20 @@ def test_server_gets_plan_env_plus_allow_list_only_and_no_shell(tmp_path: Path,
     assert "AWS_SECRET_ACCESS_KEY" not in env and "HTTPS_PROXY" not in env
     assert set(env) <= set(ENV_ALLOW) | {"PLAN_VAR"} | {"LC_CTYPE"}  # LC_CTYPE: set by Python itself
     argv = json.loads((tmp_path / "srv" / "argv.txt").read_text())
-    assert argv[-2:] == ["--x", "a b; rm -rf /"]     # passed through verbatim, never to a shell
+    assert argv[-2:] == ["--x", "a b; rm -rf /"]  # passed through verbatim, never to a shell
 
 
 def test_report_redact_paths_hides_absolute_paths(complete_run: Path) -> None:
     plain = parval("report", complete_run, "--format", "json")
-    assert str(complete_run.parent) in plain.stdout      # the evidence does name local paths...
+    assert str(complete_run.parent) in plain.stdout  # the evidence does name local paths...
     for fmt in ("json", "md"):
         red = parval("report", complete_run, "--redact-paths", "--format", fmt)
         assert red.returncode == plain.returncode, red.stderr
-        assert str(complete_run.parent) not in red.stdout, fmt   # ...which redaction hides
+        assert str(complete_run.parent) not in red.stdout, fmt  # ...which redaction hides
         assert "<path:" in red.stdout or fmt == "md"
     from parval.report.redact import redact_paths
 
-    assert redact_paths("/home/me/model.gguf and /home/me/model.gguf") == \
-        redact_paths("/home/me/model.gguf") + " and " + redact_paths("/home/me/model.gguf")
+    assert redact_paths("/home/me/model.gguf and /home/me/model.gguf") == redact_paths(
+        "/home/me/model.gguf"
+    ) + " and " + redact_paths("/home/me/model.gguf")
     assert redact_paths("POST http://127.0.0.1:8080/v1/tasks/run") == "POST http://127.0.0.1:8080/v1/tasks/run"

@@ -19,8 +19,9 @@ from parval.server.process import live_servers
 from .conftest import events, fault_plan
 
 
-def run_count_start(plan_path: Path, run_dir: Path, n: int = 1, *,
-                    campaign_s: float | None = None) -> tuple[bool, float, list[dict[str, Any]]]:
+def run_count_start(
+    plan_path: Path, run_dir: Path, n: int = 1, *, campaign_s: float | None = None
+) -> tuple[bool, float, list[dict[str, Any]]]:
     """Run unit count{n}-s1 alone, as the campaign does; (ok, seconds, events)."""
     plan = load_plan(plan_path)
     run_dir.mkdir(parents=True)
@@ -50,20 +51,19 @@ def test_healthy_start_for_reference(tmp_path: Path) -> None:
     assert "run_end" in _kinds(evs) and "start_aborted" not in _kinds(evs)
 
 
-@pytest.mark.parametrize("fault, problem", [
-    ("garbage_replies", "reply is not JSON"),
-    ("bad_base64", "invalid base64"),
-    ("bad_wav", "not a decodable WAV"),
-])
+@pytest.mark.parametrize(
+    "fault, problem",
+    [("garbage_replies", "reply is not JSON"), ("bad_base64", "invalid base64"), ("bad_wav", "not a decodable WAV")],
+)
 def test_malformed_outputs_are_recorded_as_malformed(tmp_path: Path, fault: str, problem: str) -> None:
     ok, took, evs = run_count_start(fault_plan(tmp_path / "p", fault), tmp_path / "run")
     reqs = [e for e in evs if e["kind"] == "request"]
     assert ok and reqs and took < 10
     for e in reqs:
-        assert e["reply"]["outcome"] == "ok"            # the HTTP exchange itself succeeded...
-        assert e["output"]["valid"] is False            # ...but the output is malformed
+        assert e["reply"]["outcome"] == "ok"  # the HTTP exchange itself succeeded...
+        assert e["output"]["valid"] is False  # ...but the output is malformed
         assert problem in e["output"]["problem"]
-        assert e["artifact"]                            # the raw body is kept for inspection
+        assert e["artifact"]  # the raw body is kept for inspection
 
 
 @pytest.mark.parametrize("fault", ["hang_requests", "drop_connection"])
@@ -81,8 +81,7 @@ def test_no_answer_is_indeterminate_and_aborts_the_start(tmp_path: Path, fault: 
 
 
 def test_per_wave_deadline(tmp_path: Path) -> None:
-    plan = fault_plan(tmp_path / "p", "hang_requests",
-                      timeouts={"request_s": 60, "wave_s": 0.7, "start_s": 60})
+    plan = fault_plan(tmp_path / "p", "hang_requests", timeouts={"request_s": 60, "wave_s": 0.7, "start_s": 60})
     ok, took, evs = run_count_start(plan, tmp_path / "run")
     assert not ok and took < 0.7 + 5
     assert "wave_timeout" in _kinds(evs)
@@ -91,8 +90,7 @@ def test_per_wave_deadline(tmp_path: Path) -> None:
 
 
 def test_per_start_deadline_records_a_timeout_with_the_log_tail(tmp_path: Path) -> None:
-    plan = fault_plan(tmp_path / "p", "hang_requests",
-                      timeouts={"request_s": 60, "wave_s": 60, "start_s": 1.0})
+    plan = fault_plan(tmp_path / "p", "hang_requests", timeouts={"request_s": 60, "wave_s": 60, "start_s": 1.0})
     ok, took, evs = run_count_start(plan, tmp_path / "run")
     assert not ok and took < 1.0 + 5
     (abandoned,) = [e for e in evs if e["kind"] == "run_abandoned"]
@@ -100,7 +98,7 @@ def test_per_start_deadline_records_a_timeout_with_the_log_tail(tmp_path: Path) 
     (timeout,) = [e for e in evs if e["kind"] == "start_timeout"]
     assert "timeouts.start_s=1 reached" in timeout["reason"]
     assert timeout["log_tail"] and timeout["log_tail"] == abandoned["log_tail"]
-    assert "run_end" not in _kinds(evs)                 # an incomplete attempt
+    assert "run_end" not in _kinds(evs)  # an incomplete attempt
 
 
 def test_never_ready_within_ready_deadline(tmp_path: Path) -> None:
@@ -130,8 +128,12 @@ def test_hang_in_shutdown_is_killed_after_grace(tmp_path: Path) -> None:
 
 
 def test_crash_mid_wave_records_exit_status_and_log_tail(tmp_path: Path) -> None:
-    plan = fault_plan(tmp_path / "p", "crash_at_4", counts=[1, 4],
-                      model={"load_options": {"capacity": 4, "service_ms": 40, "load_ms": 20}})
+    plan = fault_plan(
+        tmp_path / "p",
+        "crash_at_4",
+        counts=[1, 4],
+        model={"load_options": {"capacity": 4, "service_ms": 40, "load_ms": 20}},
+    )
     ok, took, evs = run_count_start(plan, tmp_path / "run", n=4)
     assert not ok and took < 10
     (crash,) = [e for e in evs if e["kind"] == "server_crash"]

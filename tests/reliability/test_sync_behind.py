@@ -60,8 +60,7 @@ def test_listeners_see_only_durable_events(tmp_path: Path, monkeypatch: pytest.M
     assert all(offsets[s] <= synced for s, synced in seen)
 
 
-def test_a_barrier_returns_only_when_everything_is_durable(tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_barrier_returns_only_when_everything_is_durable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spy = FsyncSpy(monkeypatch)
     path = tmp_path / "events.jsonl"
     log = EventLog(path, sync_behind=True)
@@ -75,7 +74,8 @@ def test_a_barrier_returns_only_when_everything_is_durable(tmp_path: Path,
 
 
 def test_artifacts_are_durable_before_the_events_that_name_them(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spy = FsyncSpy(monkeypatch)
     path = tmp_path / "events.jsonl"
     log = EventLog(path, sync_behind=True)
@@ -98,8 +98,7 @@ def test_artifacts_are_durable_before_the_events_that_name_them(
     log.close()
 
 
-def test_without_sync_behind_every_event_is_fsynced_inline(tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_sync_behind_every_event_is_fsynced_inline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spy = FsyncSpy(monkeypatch)
     path = tmp_path / "events.jsonl"
     log = EventLog(path)

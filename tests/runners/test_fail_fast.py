@@ -53,7 +53,7 @@ def campaign(fail_fast: bool, failures: dict[int, list[str]]) -> tuple[Campaign,
 def test_counts_above_a_failed_count_are_not_run() -> None:
     c, log, judged = campaign(True, {2: ["M2.observed_active"]})
     assert c.fail_fast_skip("count1-s1") is None
-    assert c.fail_fast_skip("count2-s3") is None   # count 1 passed: count 2 runs
+    assert c.fail_fast_skip("count2-s3") is None  # count 1 passed: count 2 runs
     why = c.fail_fast_skip("count4-s1")
     assert why is not None and "count 2 has a FAIL (M2.observed_active)" in why
     assert c.fail_fast_skip("history-4") == why and c.fail_fast_skip("recovery") is None
@@ -68,11 +68,9 @@ def test_without_the_flag_every_count_runs() -> None:
 
 
 def test_not_run_counts_are_pending_with_the_reason_and_not_admitted() -> None:
-    per_count = {n: [Result("M2.exact", Status.FAIL if n == 2 else Status.PASS, "x", count=n)]
-                 for n in (1, 2, 4)}
+    per_count = {n: [Result("M2.exact", Status.FAIL if n == 2 else Status.PASS, "x", count=n)] for n in (1, 2, 4)}
     events = [{"kind": "count_not_run", "count": 4, "reason": "not run (--fail-fast): count 2 has a FAIL"}]
-    d = adm.decide([1, 2, 4], [], per_count, [], interrupted=False, missing="m",
-                   not_run=adm.not_run_counts(events))
+    d = adm.decide([1, 2, 4], [], per_count, [], interrupted=False, missing="m", not_run=adm.not_run_counts(events))
     assert d.verdicts[4] is Status.PENDING and d.verdicts[2] is Status.FAIL
     four = per_count[4][0]
     assert four.status is Status.PENDING and four.reason.startswith("not run (--fail-fast)")
@@ -81,8 +79,10 @@ def test_not_run_counts_are_pending_with_the_reason_and_not_admitted() -> None:
 
 def test_merge_treats_not_run_counts_as_not_run(tmp_path: Path) -> None:
     (tmp_path / "manifest.json").write_text("{}")
-    events = [{"seq": 0, "kind": "campaign_start", "counts": [1, 2, 4]},
-              {"seq": 1, "kind": "count_not_run", "count": 4, "reason": "not run (--fail-fast): x"}]
+    events = [
+        {"seq": 0, "kind": "campaign_start", "counts": [1, 2, 4]},
+        {"seq": 1, "kind": "count_not_run", "count": 4, "reason": "not run (--fail-fast): x"},
+    ]
     (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     ev = {"run": {"shard": None}, "model_checks": {"per_count": {"1": {}, "2": {}, "4": {}}}}
     run = LoadedRun(tmp_path, ev)

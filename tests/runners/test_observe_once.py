@@ -25,11 +25,19 @@ from parval.ui.state import ProgressState
 
 def sample(active: int | None, *, t_sent: float | None = None, loaded: bool | None = True) -> StatusSample:
     now = time.monotonic()
-    return StatusSample(t=now, ok=True, active=active, queued=0 if active is not None else None,
-                        loaded=loaded, present=True, t_sent=now if t_sent is None else t_sent)
+    return StatusSample(
+        t=now,
+        ok=True,
+        active=active,
+        queued=0 if active is not None else None,
+        loaded=loaded,
+        present=True,
+        t_sent=now if t_sent is None else t_sent,
+    )
 
 
 # -- StatusPoller.wait_for: only samples polled after the call -----------------------------
+
 
 def test_wait_for_ignores_a_sample_from_before_the_call() -> None:
     async def main() -> tuple[StatusSample | None, StatusSample | None]:
@@ -77,8 +85,7 @@ DEMO = [NamedRequest(n, n, {"text": n}) for n in ("base", "long_text", "other_se
 @pytest.mark.parametrize(("n", "waves"), [(2, 4), (2, 10), (4, 10), (3, 6)])
 def test_mixed_waves_admit_every_pair_in_both_orders(n: int, waves: int) -> None:
     orders = [[r.name for r in ph.mixed_order(DEMO, n, m)] for m in range(waves)]
-    pairs = {(o[i], o[j]) for o in orders for i, j in itertools.combinations(range(n), 2)
-             if o[i] != o[j]}
+    pairs = {(o[i], o[j]) for o in orders for i, j in itertools.combinations(range(n), 2) if o[i] != o[j]}
     assert pairs
     missing = {p for p in pairs if (p[1], p[0]) not in pairs}
     assert not missing, (orders, missing)
@@ -93,19 +100,31 @@ def test_mixed_waves_still_use_every_request() -> None:
 
 # -- the repeat decision -------------------------------------------------------------------
 
+
 def fake_start(samples: list[StatusSample]) -> Start:
     poller = StatusPoller("http://127.0.0.1:9", "m", 0.005)
     for s in samples:
         poller.add(s)
     settings = SimpleNamespace(poll_interval_s=0.005)
-    st = Start("count2-s1", "candidate", 7, None, None, poller, None, None, None,  # type: ignore[arg-type]
-               settings, 2, False)  # type: ignore[arg-type]
+    st = Start(
+        "count2-s1",
+        "candidate",
+        7,
+        None,
+        None,
+        poller,
+        None,
+        None,
+        None,  # type: ignore[arg-type]
+        settings,
+        2,
+        False,
+    )  # type: ignore[arg-type]
     return st
 
 
 def wave(max_active: int | None, flight: dict[str, Any] | None) -> dict[str, Any]:
-    return {"phase": "warm_wave", "wave": 1, "status": {"max_active_loaded": max_active},
-            "all_in_flight": flight}
+    return {"phase": "warm_wave", "wave": 1, "status": {"max_active_loaded": max_active}, "all_in_flight": flight}
 
 
 def test_no_repeat_when_the_server_publishes_no_counters() -> None:
@@ -149,8 +168,10 @@ def test_all_in_flight_counts_only_polls_inside_the_window() -> None:
     st = fake_start([])
     st.t0 = time.monotonic()
     t = time.monotonic()
-    replies = [Reply("POST", "/v1/tasks/run", 200, b"{}", t, t + 0.05, OK),
-               Reply("POST", "/v1/tasks/run", 200, b"{}", t + 0.01, t + 0.08, OK)]
+    replies = [
+        Reply("POST", "/v1/tasks/run", 200, b"{}", t, t + 0.05, OK),
+        Reply("POST", "/v1/tasks/run", 200, b"{}", t + 0.01, t + 0.08, OK),
+    ]
     st.poller.add(StatusSample(t=t + 0.02, ok=True, active=1, queued=1, loaded=True, present=True, t_sent=t + 0.015))
     st.poller.add(StatusSample(t=t + 0.03, ok=True, active=1, queued=1, loaded=True, present=True, t_sent=t + 0.025))
     st.poller.add(StatusSample(t=t + 0.06, ok=True, active=2, queued=0, loaded=True, present=True, t_sent=t + 0.055))
@@ -160,6 +181,7 @@ def test_all_in_flight_counts_only_polls_inside_the_window() -> None:
 
 
 # -- waits on a server without counters ----------------------------------------------------
+
 
 def test_drained_does_not_wait_without_counters_and_waits_with_them() -> None:
     async def main() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -203,8 +225,14 @@ def test_ordered_admission_without_counters_sends_in_order_and_waits_for_nothing
     poller = _NoWaitPoller("http://127.0.0.1:9", "m", 0.01)
 
     async def main() -> tuple[list[Reply], dict[str, Any]]:
-        return await ordered_admission(client, poller, "/v1/tasks/run", ["a", "b", "c"],  # type: ignore[arg-type]
-                                       admit_timeout_s=2.0, observe=False)
+        return await ordered_admission(
+            client,
+            poller,
+            "/v1/tasks/run",
+            ["a", "b", "c"],  # type: ignore[arg-type]
+            admit_timeout_s=2.0,
+            observe=False,
+        )
 
     replies, info = anyio.run(main)
     assert client.sent == ["a", "b", "c"] and len(replies) == 3
@@ -222,6 +250,7 @@ def test_admission_wait_is_bounded_by_the_measured_service_time() -> None:
 
 
 # -- progress totals and the overhead figure -----------------------------------------------
+
 
 def test_repeated_waves_are_counted_in_the_progress_totals() -> None:
     state = ProgressState()
@@ -254,7 +283,7 @@ def test_overhead_beyond_the_per_start_cost() -> None:
     from parval.gates.campaign_cost import overhead_beyond_starts_pct
 
     o = {"overhead_s": 3.0, "starts": 2, "server_s": 10.0}
-    assert overhead_beyond_starts_pct(o, 1.0) == 10.0   # 3 s - 2 x 1 s = 1 s of 10 s
+    assert overhead_beyond_starts_pct(o, 1.0) == 10.0  # 3 s - 2 x 1 s = 1 s of 10 s
     assert overhead_beyond_starts_pct(o, 2.0) == 0.0
     assert overhead_beyond_starts_pct(o, None) is None
 
@@ -279,8 +308,13 @@ def test_a_server_that_keeps_one_lease_stalls_the_wave_once_and_is_not_repeated(
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(one_lease)
-            out = await ordered_admission(client, poller, "/v1/tasks/run", ["a", "b", "c"],  # type: ignore[arg-type]
-                                          admit_timeout_s=0.05)
+            out = await ordered_admission(
+                client,
+                poller,
+                "/v1/tasks/run",
+                ["a", "b", "c"],  # type: ignore[arg-type]
+                admit_timeout_s=0.05,
+            )
             tg.cancel_scope.cancel()
         return out
 
@@ -290,8 +324,13 @@ def test_a_server_that_keeps_one_lease_stalls_the_wave_once_and_is_not_repeated(
     assert stalled["request"] == 1 and stalled["outstanding"] == 2 and stalled["max_active"] == 1
     assert len(info["admit_waits_ms"]) == 2  # request 0 and 1 waited; request 2 did not
     st = fake_start([sample(1)])
-    event = {"phase": "mixed_wave", "wave": 0, "status": {"max_active_loaded": 1},
-             "all_in_flight": {"ms": 0.0, "polls": 0, "max_active": None}, "admission": info}
+    event = {
+        "phase": "mixed_wave",
+        "wave": 0,
+        "status": {"max_active_loaded": 1},
+        "all_in_flight": {"ms": 0.0, "polls": 0, "max_active": None},
+        "admission": info,
+    }
     decision = ph.repeat_reason(st, event, 3)
     assert decision is not None and decision[0] is False and "stayed at 1" in decision[1]
 
@@ -338,8 +377,13 @@ def test_a_stall_is_seen_even_when_the_first_request_ends_during_the_wait() -> N
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(one_lease)
-            _, info = await ordered_admission(client, poller, "/v1/tasks/run", ["a", "b", "c"],  # type: ignore[arg-type]
-                                              admit_timeout_s=0.15)
+            _, info = await ordered_admission(
+                client,
+                poller,
+                "/v1/tasks/run",
+                ["a", "b", "c"],  # type: ignore[arg-type]
+                admit_timeout_s=0.15,
+            )
             tg.cancel_scope.cancel()
         return info
 

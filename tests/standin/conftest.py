@@ -13,9 +13,16 @@ from standin_harness import MODEL_BYTES, Launch, Standin
 def _launcher(workdir: Path, started: list[Standin]) -> Launch:
     (workdir / "model.bin").write_bytes(MODEL_BYTES)
 
-    def launch(models: Sequence[Mapping[str, Any]] = (), *, parallel: bool = True,
-               args: Sequence[str] = (), env: Mapping[str, str] | None = None,
-               faults: Sequence[str] = (), wait: bool = True, **top: Any) -> Standin:
+    def launch(
+        models: Sequence[Mapping[str, Any]] = (),
+        *,
+        parallel: bool = True,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        faults: Sequence[str] = (),
+        wait: bool = True,
+        **top: Any,
+    ) -> Standin:
         config = {"host": "127.0.0.1", "lazy_load": True, **top, "models": list(models)}
         argv = ["--no-ui", *(["--parallel-jobs"] if parallel else []), *args]
         for fault in faults:

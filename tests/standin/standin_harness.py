@@ -33,8 +33,13 @@ def model(model_id: str, *, path: str = "model.bin", task: str = "tts", **fields
     """A config model entry with fast knobs; `knobs=` merges into load_options."""
     knobs = dict(FAST_KNOBS)
     knobs.update(fields.pop("knobs", {}))
-    entry: dict[str, Any] = {"id": model_id, "family": fields.pop("family", f"{model_id}_family"),
-                             "task": task, "path": path, "load_options": knobs}
+    entry: dict[str, Any] = {
+        "id": model_id,
+        "family": fields.pop("family", f"{model_id}_family"),
+        "task": task,
+        "path": path,
+        "load_options": knobs,
+    }
     entry.update(fields)
     return entry
 
@@ -46,8 +51,9 @@ def standin_command(*args: str) -> list[str]:
 class Standin:
     """One stand-in process with its config, log files and an HTTP client."""
 
-    def __init__(self, workdir: Path, config: Mapping[str, Any] | None, args: Sequence[str],
-                 env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, workdir: Path, config: Mapping[str, Any] | None, args: Sequence[str], env: Mapping[str, str] | None = None
+    ) -> None:
         self.workdir = workdir
         self.port = int(config["port"]) if config and "port" in config else free_port()
         self.config_path = workdir / f"server-{self.port}.json"
@@ -61,11 +67,14 @@ class Standin:
         full_env.update(env or {})
         argv = ["--config", str(self.config_path), *args] if config is not None else list(args)
         with self.stdout_path.open("wb") as out, self.stderr_path.open("wb") as err:
-            self.proc = subprocess.Popen(standin_command(*argv), cwd=workdir, stdout=out,
-                                         stderr=err, env=full_env, start_new_session=True)
+            self.proc = subprocess.Popen(
+                standin_command(*argv), cwd=workdir, stdout=out, stderr=err, env=full_env, start_new_session=True
+            )
         self.client = httpx.Client(
-            base_url=f"http://127.0.0.1:{self.port}", timeout=20.0,
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=0))
+            base_url=f"http://127.0.0.1:{self.port}",
+            timeout=20.0,
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=0),
+        )
         self.pool = ThreadPoolExecutor(max_workers=16)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -117,17 +126,20 @@ class Standin:
 
     def submit(self, fn: Callable[[], httpx.Response]) -> Future[Timed]:
         """Run a call in the background; the result records when it finished."""
+
         def timed() -> Timed:
             response = fn()
             return Timed(response, time.monotonic())
+
         return self.pool.submit(timed)
 
     def models(self) -> dict[str, dict[str, Any]]:
         data = self.get("/v1/models", timeout=5.0).json()["data"]
         return {entry["id"]: entry for entry in data}
 
-    def wait_for(self, predicate: Callable[[dict[str, dict[str, Any]]], bool],
-                 timeout: float = 5.0) -> dict[str, dict[str, Any]]:
+    def wait_for(
+        self, predicate: Callable[[dict[str, dict[str, Any]]], bool], timeout: float = 5.0
+    ) -> dict[str, dict[str, Any]]:
         deadline = time.monotonic() + timeout
         while True:
             snapshot = self.models()
@@ -183,10 +195,12 @@ def busy(server: Standin, model_id: str, text: str, **top: Any) -> Future[Timed]
     return server.submit(lambda: server.run(model_id, {"text": text}, **top))
 
 
-def run_cli(args: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None,
-            timeout: float = 20.0) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    args: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 20.0
+) -> subprocess.CompletedProcess[str]:
     full_env = dict(os.environ)
     full_env.pop("PARVAL_STANDIN_FAULTS", None)
     full_env.update(env or {})
-    return subprocess.run(standin_command(*args), cwd=cwd, env=full_env, capture_output=True,
-                          text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        standin_command(*args), cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout, check=False
+    )

@@ -24,8 +24,11 @@ def test_registration_outputs_depend_on_id_and_path(launch: Launch, tmp_path: Pa
     for folder in ("one", "two"):  # same files (same hash) at two paths
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "w.bin").write_bytes((tmp_path / "model.bin").read_bytes())
-    entries = [model("a", path="one"), model("b", family="a_family", path="one"),
-               model("c", family="a_family", path="two")]
+    entries = [
+        model("a", path="one"),
+        model("b", family="a_family", path="one"),
+        model("c", family="a_family", path="two"),
+    ]
     plain = launch(entries)
     outs = [audio_of(plain.run(m, {"text": "hello"})) for m in ("a", "b", "c")]
     assert len(set(outs)) == 1  # default: identical weights give identical outputs
@@ -62,8 +65,7 @@ def test_cold_warm_differ_only_on_the_first_request_after_a_load(launch: Launch)
 
 
 def test_cold_warm_differ_is_per_session(launch: Launch) -> None:
-    server = launch([model("m", slots=2, lazy=False, knobs={"service_ms": 150})],
-                    faults=["cold_warm_differ"])
+    server = launch([model("m", slots=2, lazy=False, knobs={"service_ms": 150})], faults=["cold_warm_differ"])
     first = [server.submit(lambda: server.run("m", {"text": "same"})) for _ in range(2)]
     colds = [audio_of(f.result(10).response) for f in first]
     assert colds[0] == colds[1]  # both sessions were cold

@@ -24,8 +24,12 @@ def write_config(tmp_path: Path, **top: Any) -> Path:
 
 
 def test_help_version_and_list_devices_exit_zero(tmp_path: Path) -> None:
-    for flag, expected in (("--help", "--parallel-jobs"), ("-h", "--config"),
-                           ("--version", "audiocpp_server"), ("--list-devices", "cpu")):
+    for flag, expected in (
+        ("--help", "--parallel-jobs"),
+        ("-h", "--config"),
+        ("--version", "audiocpp_server"),
+        ("--list-devices", "cpu"),
+    ):
         result = run_cli([flag], tmp_path)
         assert result.returncode == 0
         assert expected in result.stdout
@@ -34,8 +38,7 @@ def test_help_version_and_list_devices_exit_zero(tmp_path: Path) -> None:
 def test_missing_config_fails_with_the_real_text(tmp_path: Path) -> None:
     result = run_cli(["--parallel-jobs"], tmp_path)
     assert result.returncode == 1
-    assert result.stderr == (
-        FAILED + "missing required --config argument (or use --ui for the native WebUI)\n")
+    assert result.stderr == (FAILED + "missing required --config argument (or use --ui for the native WebUI)\n")
 
 
 @pytest.mark.parametrize(
@@ -44,21 +47,22 @@ def test_missing_config_fails_with_the_real_text(tmp_path: Path) -> None:
         ({"port": 0}, True, "server port must be in 1..65535"),
         ({"threads": 0}, True, "server threads must be positive"),
         ({"busy_timeout_ms": -1}, True, "server busy_timeout_ms must be >= 0 (0 disables the guard)"),
-        ({"max_loaded_models": -2}, True,
-         "server max_loaded_models must be >= 0 (0 disables the limit)"),
+        ({"max_loaded_models": -2}, True, "server max_loaded_models must be >= 0 (0 disables the limit)"),
         ({"models": []}, True, "server config requires a models array"),
         ({"backend": "best"}, True, "unsupported server backend: best"),
         ({"models": [model("m", slots=1)]}, False, "slots requires --parallel-jobs at server startup"),
-        ({"models": [model("m", slots=None)]}, False,
-         "slots requires --parallel-jobs at server startup"),
+        ({"models": [model("m", slots=None)]}, False, "slots requires --parallel-jobs at server startup"),
         ({"models": [model("m", slots=17)]}, True, "model slots must be an integer between 1 and 16"),
         ({"models": [model("m", slots="2")]}, True, "model slots must be an integer between 1 and 16"),
         ({"models": [model("m", slots=1.5)]}, True, "model slots must be an integer between 1 and 16"),
         ({"models": [model("m"), model("m")]}, True, "duplicate server model id: m"),
         ({"models": [model("m", task="karaoke")]}, True, "unsupported task: karaoke"),
         ({"models": [model("m", mode="live")]}, True, "unsupported run mode: live"),
-        ({"models": [model("m", busy_timeout_ms=-5)]}, True,
-         "busy_timeout_ms for model m must be >= 0 (0 disables the guard)"),
+        (
+            {"models": [model("m", busy_timeout_ms=-5)]},
+            True,
+            "busy_timeout_ms for model m must be >= 0 (0 disables the guard)",
+        ),
         ({"models": [{"family": "f", "path": "model.bin"}]}, True, "missing required json key: id"),
     ],
 )
@@ -76,9 +80,11 @@ def test_invalid_json_and_cli_value_errors(tmp_path: Path) -> None:
     result = run_cli(["--config", str(bad)], tmp_path)
     assert (result.returncode, result.stderr.strip()) == (1, FAILED + "failed to parse json at byte 12")
     config = write_config(tmp_path)
-    for args, message in ((["--port", "abc"], "stoi"), (["--threads", "0"], "--threads must be positive"),
-                          (["--busy-timeout-ms", "-1"],
-                           "--busy-timeout-ms must be >= 0 (0 disables the guard)")):
+    for args, message in (
+        (["--port", "abc"], "stoi"),
+        (["--threads", "0"], "--threads must be positive"),
+        (["--busy-timeout-ms", "-1"], "--busy-timeout-ms must be >= 0 (0 disables the guard)"),
+    ):
         result = run_cli(["--config", str(config), *args], tmp_path)
         assert (result.returncode, result.stderr.strip()) == (1, FAILED + message)
 
@@ -108,7 +114,8 @@ def test_eager_load_failures_stop_startup(tmp_path: Path) -> None:
     too_many = write_config(tmp_path, models=[model("m", slots=5, lazy=False, family="fam")])
     result = run_cli(["--config", str(too_many), "--parallel-jobs"], tmp_path)
     assert result.stderr.splitlines()[-1] == FAILED + (
-        "model 'fam' does not support the requested slots for this backend/task/mode (capacity=4)")
+        "model 'fam' does not support the requested slots for this backend/task/mode (capacity=4)"
+    )
 
 
 def test_warning_block_only_when_flagged(launch: Launch) -> None:
@@ -116,7 +123,7 @@ def test_warning_block_only_when_flagged(launch: Launch) -> None:
     legacy = launch([model("m")], parallel=False)
     lines = flagged.stderr().splitlines()
     start = lines.index(WARNING_MARKER)
-    block = lines[start:start + 8]
+    block = lines[start : start + 8]
     assert len(block) == 8 and all(line.startswith("WARNING:") for line in block)
     assert block[-1].endswith("Busy timeout does not cancel backend execution.")
     assert "--parallel-jobs enables EXPERIMENTAL" not in legacy.stderr()
@@ -125,8 +132,12 @@ def test_warning_block_only_when_flagged(launch: Launch) -> None:
 
 def test_cli_overrides_config_and_eager_models_load_before_listening(launch: Launch) -> None:
     port = free_port()
-    server = launch([model("e", lazy=False, knobs={"load_ms": 300}), model("l")],
-                    args=["--port", str(port), "--backend", "cpu"], port=free_port(), wait=False)
+    server = launch(
+        [model("e", lazy=False, knobs={"load_ms": 300}), model("l")],
+        args=["--port", str(port), "--backend", "cpu"],
+        port=free_port(),
+        wait=False,
+    )
     server.client.base_url = f"http://127.0.0.1:{port}"  # the CLI port wins over the config's
     server.wait_ready()
     models = server.models()
@@ -139,8 +150,9 @@ def test_cli_overrides_config_and_eager_models_load_before_listening(launch: Lau
 def test_eager_models_over_the_residency_limit_are_deferred(launch: Launch) -> None:
     server = launch([model("a", lazy=False), model("b", lazy=False)], max_loaded_models=1)
     assert [e["loaded"] for e in server.models().values()] == [True, False]
-    assert ("model 'b' registered but not loaded (max_loaded_models=1 reached); "
-            "it loads on first use") in server.stderr()
+    assert (
+        "model 'b' registered but not loaded (max_loaded_models=1 reached); it loads on first use"
+    ) in server.stderr()
 
 
 def test_sigterm_lets_in_flight_work_finish(launch: Launch) -> None:

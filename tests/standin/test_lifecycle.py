@@ -15,13 +15,13 @@ SLOW_LOAD = {"load_ms": 500, "service_ms": 50}
 
 def observer_lines(server: Standin) -> list[dict[str, Any]]:
     prefix = "[SLOT_VALIDATION] "
-    return [json.loads(line[len(prefix):]) for line in server.stderr().splitlines()
-            if line.startswith(prefix)]
+    return [json.loads(line[len(prefix) :]) for line in server.stderr().splitlines() if line.startswith(prefix)]
 
 
 def test_concurrent_first_requests_share_one_initializer(launch: Launch) -> None:
-    server = launch([model("m", slots=3, knobs={"load_ms": 400, "service_ms": 50})],
-                    env={"AUDIOCPP_SLOT_VALIDATION_OBSERVER": "1"})
+    server = launch(
+        [model("m", slots=3, knobs={"load_ms": 400, "service_ms": 50})], env={"AUDIOCPP_SLOT_VALIDATION_OBSERVER": "1"}
+    )
     started = time.monotonic()
     calls = [busy(server, "m", f"first {i}") for i in range(3)]
     loading = server.wait_for(lambda m: m["m"]["active_slots"] == 3)["m"]
@@ -66,12 +66,12 @@ def test_legacy_bulk_unload_skips_an_unpublished_load(launch: Launch) -> None:
 
 @pytest.mark.parametrize("fault", [None, "bulk_waits_unpublished"])
 def test_bulk_unload_frees_ready_idle_models_first(launch: Launch, fault: str | None) -> None:
-    server = launch([model("slow", knobs={"load_ms": 700}), model("keeper", lazy=False)],
-                    faults=[fault] if fault else [])
+    server = launch(
+        [model("slow", knobs={"load_ms": 700}), model("keeper", lazy=False)], faults=[fault] if fault else []
+    )
     request = busy(server, "slow", "cold")
     server.wait_for(lambda m: m["slow"]["active_slots"] == 1)
-    unload = server.submit(lambda: server.post("/v1/tasks/unload_models",
-                                               {"model_ids": ["slow", "keeper"]}))
+    unload = server.submit(lambda: server.post("/v1/tasks/unload_models", {"model_ids": ["slow", "keeper"]}))
     time.sleep(0.25)
     keeper_freed_early = server.models()["keeper"]["loaded"] is False
     body = unload.result(10).response.json()
@@ -83,30 +83,30 @@ def test_bulk_unload_frees_ready_idle_models_first(launch: Launch, fault: str | 
 
 
 def test_max_loaded_models_evicts_the_least_recently_used(launch: Launch) -> None:
-    server = launch([model("a"), model("b", knobs={"service_ms": 400}), model("c")],
-                    max_loaded_models=1)
+    server = launch([model("a"), model("b", knobs={"service_ms": 400}), model("c")], max_loaded_models=1)
     assert server.run("a", {"text": "x"}).status_code == 200
     assert server.run("b", {"text": "x"}).status_code == 200
     assert [m["loaded"] for m in server.models().values()] == [False, True, False]
     holder = busy(server, "b", "hold")
     server.wait_for(lambda m: m["b"]["active_slots"] == 1)
     refused = server.run("c", {"text": "x"})
-    assert (refused.status_code, refused.json()["error"]) == (503, {
-        "message": "cannot load model 'c': max_loaded_models=1 and every loaded model is busy; "
-                   "retry later", "type": "server_busy"})
+    assert (refused.status_code, refused.json()["error"]) == (
+        503,
+        {
+            "message": "cannot load model 'c': max_loaded_models=1 and every loaded model is busy; retry later",
+            "type": "server_busy",
+        },
+    )
     assert holder.result(10).response.status_code == 200
     assert server.models()["c"]["active_slots"] == 0
 
 
-@pytest.mark.parametrize(("fault", "limit"), [(None, 1), ("retiring_resident", 1),
-                                              (None, 2), ("retiring_resident", 2)])
-def test_a_retiring_model_no_longer_counts_as_resident(
-        launch: Launch, fault: str | None, limit: int) -> None:
+@pytest.mark.parametrize(("fault", "limit"), [(None, 1), ("retiring_resident", 1), (None, 2), ("retiring_resident", 2)])
+def test_a_retiring_model_no_longer_counts_as_resident(launch: Launch, fault: str | None, limit: int) -> None:
     models = [model("retiring", lazy=False, knobs={"teardown_ms": 700}), model("incoming")]
     if limit == 2:
         models.insert(1, model("keeper", lazy=False))
-    server = launch(models, max_loaded_models=limit, args=["--ui-management"],
-                    faults=[fault] if fault else [])
+    server = launch(models, max_loaded_models=limit, args=["--ui-management"], faults=[fault] if fault else [])
     unload = server.submit(lambda: server.post("/v1/models/unload", {"id": "retiring"}))
     server.wait_for(lambda m: m["retiring"]["loaded"] is False)
     incoming = server.run("incoming", {"text": "x"})
@@ -123,8 +123,11 @@ def test_a_retiring_model_no_longer_counts_as_resident(
 
 @pytest.mark.parametrize("fault", [None, "registry_convoy"])
 def test_waiting_manager_does_not_block_unrelated_work(launch: Launch, fault: str | None) -> None:
-    server = launch([model("busy", lazy=False, knobs={"service_ms": 800}), model("other", lazy=False)],
-                    args=["--ui-management"], faults=[fault] if fault else [])
+    server = launch(
+        [model("busy", lazy=False, knobs={"service_ms": 800}), model("other", lazy=False)],
+        args=["--ui-management"],
+        faults=[fault] if fault else [],
+    )
     holder = busy(server, "busy", "hold")
     server.wait_for(lambda m: m["busy"]["active_slots"] == 1)
     unload = server.submit(lambda: server.post("/v1/models/unload", {"id": "busy"}))
@@ -142,12 +145,21 @@ def test_waiting_manager_does_not_block_unrelated_work(launch: Launch, fault: st
 
 def test_reconfiguration_beyond_capacity_keeps_the_old_pool(launch: Launch, tmp_path: Path) -> None:
     server = launch([model("m", slots=2, lazy=False, family="fam")], args=["--ui-management"])
-    body = {"id": "m", "family": "fam", "path": str(tmp_path / "model.bin"), "task": "tts",
-            "load_options": {"service_ms": 40, "load_ms": 20, "model_mib": 1, "session_mib": 1}}
+    body = {
+        "id": "m",
+        "family": "fam",
+        "path": str(tmp_path / "model.bin"),
+        "task": "tts",
+        "load_options": {"service_ms": 40, "load_ms": 20, "model_mib": 1, "session_mib": 1},
+    }
     refused = server.post("/v1/models/load", {**body, "slots": 5})
-    assert (refused.status_code, refused.json()["error"]) == (400, {
-        "message": "model 'fam' does not support the requested slots for this backend/task/mode "
-                   "(capacity=4)", "type": "invalid_request_error"})
+    assert (refused.status_code, refused.json()["error"]) == (
+        400,
+        {
+            "message": "model 'fam' does not support the requested slots for this backend/task/mode (capacity=4)",
+            "type": "invalid_request_error",
+        },
+    )
     kept = server.models()["m"]
     assert (kept["slots"], kept["loaded"], kept["max_parallel_slots"]) == (2, True, 4)
     for slots in (1, 2, 1, 4, 1):
@@ -165,17 +177,16 @@ def test_registration_publishes_and_failed_loads_stay_registered(launch: Launch,
     added = server.post("/v1/models/load", {"id": "n", "family": "fam", "path": path, "slots": 2})
     assert added.json() == {"id": "n", "loaded": True, "reconfigured": False}
     assert server.get("/health").json()["models"] == 2
-    too_many = server.post("/v1/models/load", {"id": "big", "family": "bigfam", "path": path,
-                                               "slots": 5})
+    too_many = server.post("/v1/models/load", {"id": "big", "family": "bigfam", "path": path, "slots": 5})
     assert too_many.status_code == 500
     assert "(capacity=4)" in too_many.json()["error"]["message"]
-    missing = server.post("/v1/models/load", {"id": "gone", "family": "f",
-                                              "path": str(tmp_path / "absent.bin")})
+    missing = server.post("/v1/models/load", {"id": "gone", "family": "f", "path": str(tmp_path / "absent.bin")})
     assert missing.status_code == 500 and "absent.bin" in missing.json()["error"]["message"]
     models = server.models()
     assert (models["big"]["loaded"], models["gone"]["loaded"]) == (False, False)
     assert server.post("/v1/models/load", {"id": "x", "path": path}).json()["error"]["message"] == (
-        "missing required json key: family")
+        "missing required json key: family"
+    )
 
 
 def test_lazy_load_of_a_missing_or_empty_model_file_fails(launch: Launch, tmp_path: Path) -> None:
@@ -192,8 +203,11 @@ def test_lazy_load_of_a_missing_or_empty_model_file_fails(launch: Launch, tmp_pa
 @pytest.mark.parametrize("fault", [None, "lease_binding"])
 def test_an_unload_is_not_undone_by_an_older_waiter(launch: Launch, fault: str | None) -> None:
     # teardown time keeps the unload's reply after the reply of the request it waited for
-    server = launch([model("m", slots=1, lazy=False, knobs={"service_ms": 300, "teardown_ms": 150})],
-                    args=["--ui-management"], faults=[fault] if fault else [])
+    server = launch(
+        [model("m", slots=1, lazy=False, knobs={"service_ms": 300, "teardown_ms": 150})],
+        args=["--ui-management"],
+        faults=[fault] if fault else [],
+    )
     busy(server, "m", "running")
     server.wait_for(lambda m: m["m"]["active_slots"] == 1)
     older = busy(server, "m", "older queued")
@@ -210,8 +224,10 @@ def test_an_unload_is_not_undone_by_an_older_waiter(launch: Launch, fault: str |
 def test_first_load_fails_fault_then_retry_succeeds(launch: Launch) -> None:
     server = launch([model("m")], faults=["first_load_fails"])
     failed = server.run("m", {"text": "x"})
-    assert (failed.status_code, failed.json()["error"]) == (500, {
-        "message": "failed to load model 'm': injected first-load failure", "type": "server_error"})
+    assert (failed.status_code, failed.json()["error"]) == (
+        500,
+        {"message": "failed to load model 'm': injected first-load failure", "type": "server_error"},
+    )
     state = server.models()["m"]
     assert (state["loaded"], state["active_slots"]) == (False, 0)
     assert server.run("m", {"text": "x"}).status_code == 200
@@ -227,19 +243,31 @@ def test_idle_unload_retires_resident_models(launch: Launch) -> None:
 
 @pytest.mark.parametrize("fault", [None, "lease_binding"])
 def test_requests_queued_before_a_reconfiguration_use_the_old_config(
-        launch: Launch, fault: str | None, tmp_path: Path) -> None:
+    launch: Launch, fault: str | None, tmp_path: Path
+) -> None:
     knobs = {"service_ms": 300, "load_ms": 20, "model_mib": 1, "session_mib": 1}
-    server = launch([model("m", slots=1, lazy=False, family="fam", knobs=knobs)],
-                    args=["--ui-management"], faults=[fault] if fault else [])
+    server = launch(
+        [model("m", slots=1, lazy=False, family="fam", knobs=knobs)],
+        args=["--ui-management"],
+        faults=[fault] if fault else [],
+    )
     request = {"text": "queued before the barrier", "seed": 4}
     old_reference = server.run("m", request).json()["audio"]
     busy(server, "m", "running")
     server.wait_for(lambda m: m["m"]["active_slots"] == 1)
     older = server.submit(lambda: server.run("m", request))
     server.wait_for(lambda m: m["m"]["queued_requests"] == 1)
-    reconfigure = server.post("/v1/models/load", {
-        "id": "m", "family": "fam", "path": str(tmp_path / "model.bin"), "task": "tts",
-        "load_options": knobs, "session_options": {"style": "new"}})
+    reconfigure = server.post(
+        "/v1/models/load",
+        {
+            "id": "m",
+            "family": "fam",
+            "path": str(tmp_path / "model.bin"),
+            "task": "tts",
+            "load_options": knobs,
+            "session_options": {"style": "new"},
+        },
+    )
     assert reconfigure.json() == {"id": "m", "loaded": True, "reconfigured": True}
     older_audio = older.result(10).response.json()["audio"]
     new_reference = server.run("m", request).json()["audio"]
@@ -251,6 +279,7 @@ def test_load_failure_inside_a_stream_is_an_sse_error_event(launch: Launch) -> N
     server = launch([model("s", mode="streaming")], faults=["first_load_fails"])
     response = server.post("/v1/audio/speech", {"model": "s", "input": "x", "stream": True})
     assert response.status_code == 200
-    assert response.text == ('data: {"type":"error","error":{"message":"failed to load model '
-                             '\'s\': injected first-load failure"}}\n\n')
+    assert response.text == (
+        'data: {"type":"error","error":{"message":"failed to load model \'s\': injected first-load failure"}}\n\n'
+    )
     assert server.models()["s"]["active_slots"] == 0

@@ -39,8 +39,7 @@ def rss_mib(server: Standin) -> float:
 
 
 def test_contaminate_3plus_alters_only_waves_of_three(launch: Launch) -> None:
-    server = launch([model("m", slots=4, lazy=False, knobs={"service_ms": 150})],
-                    faults=["contaminate_3plus"])
+    server = launch([model("m", slots=4, lazy=False, knobs={"service_ms": 150})], faults=["contaminate_3plus"])
     texts = ["alpha", "bravo", "charlie"]
     refs = references(server, texts)
     assert wave(server, texts[:2]) == refs[:2]
@@ -57,8 +56,10 @@ def test_serial_nondeterminism_perturbs_every_output(launch: Launch) -> None:
 
 
 def test_intermittent_mismatch_fires_once_and_only_under_overlap(launch: Launch) -> None:
-    server = launch([model("m", slots=2, lazy=False, knobs={"service_ms": 120})],
-                    env={"PARVAL_STANDIN_FAULTS": "intermittent_mismatch=2"})
+    server = launch(
+        [model("m", slots=2, lazy=False, knobs={"service_ms": 120})],
+        env={"PARVAL_STANDIN_FAULTS": "intermittent_mismatch=2"},
+    )
     texts = ["one", "two"]
     refs = references(server, texts)
     assert references(server, texts * 2) == refs * 2  # serial traffic never triggers it
@@ -71,8 +72,7 @@ def test_intermittent_mismatch_fires_once_and_only_under_overlap(launch: Launch)
 
 def test_ignore_seed_fault(launch: Launch) -> None:
     server = launch([model("m")], faults=["ignore_seed"])
-    assert audio_of(server.run("m", {"text": "x", "seed": 1})) == audio_of(
-        server.run("m", {"text": "x", "seed": 2}))
+    assert audio_of(server.run("m", {"text": "x", "seed": 1})) == audio_of(server.run("m", {"text": "x", "seed": 2}))
     assert "[SLOT_VALIDATION]" not in server.stderr()  # no observer without the env switch
 
 
@@ -129,10 +129,12 @@ def test_malformed_reply_faults(launch: Launch, fault: str) -> None:
 
 
 def test_faults_merge_from_cli_and_environment(launch: Launch) -> None:
-    server = launch([model("m", slots=2, knobs={"service_ms": 100})], faults=["fake_concurrency"],
-                    env={"PARVAL_STANDIN_FAULTS": "ignore_seed, counters_no_drain"})
-    assert audio_of(server.run("m", {"text": "x", "seed": 1})) == audio_of(
-        server.run("m", {"text": "x", "seed": 2}))
+    server = launch(
+        [model("m", slots=2, knobs={"service_ms": 100})],
+        faults=["fake_concurrency"],
+        env={"PARVAL_STANDIN_FAULTS": "ignore_seed, counters_no_drain"},
+    )
+    assert audio_of(server.run("m", {"text": "x", "seed": 1})) == audio_of(server.run("m", {"text": "x", "seed": 2}))
     started = time.monotonic()
     assert all(a for a in wave(server, ["p", "q"]))
     assert time.monotonic() - started > 0.2  # serialised by fake_concurrency

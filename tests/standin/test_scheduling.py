@@ -39,8 +39,11 @@ def _fifo_with_manager(server: Standin) -> dict[str, float]:
     for i in range(2):
         later.append(busy(server, "m", f"later {i}"))
         time.sleep(0.03)
-    done = {"older": older.result(10), "unload": unload.result(10),
-            **{f"later{i}": c.result(10) for i, c in enumerate(later)}}
+    done = {
+        "older": older.result(10),
+        "unload": unload.result(10),
+        **{f"later{i}": c.result(10) for i, c in enumerate(later)},
+    }
     assert all(c.result(10).response.status_code == 200 for c in running)
     assert all(t.response.status_code == 200 for t in done.values())
     return {name: t.finished for name, t in done.items()}
@@ -48,16 +51,20 @@ def _fifo_with_manager(server: Standin) -> dict[str, float]:
 
 def test_fifo_management_barrier_has_no_barging(launch: Launch) -> None:
     # teardown time keeps the unload's reply after the reply of the request it waited for
-    server = launch([model("m", slots=2, lazy=False, knobs={"service_ms": 250, "teardown_ms": 100})],
-                    args=["--ui-management"])
+    server = launch(
+        [model("m", slots=2, lazy=False, knobs={"service_ms": 250, "teardown_ms": 100})], args=["--ui-management"]
+    )
     finished = _fifo_with_manager(server)
     assert finished["older"] < finished["unload"] < finished["later0"]
     assert finished["unload"] < finished["later1"]
 
 
 def test_barging_fault_lets_later_requests_overtake_the_manager(launch: Launch) -> None:
-    server = launch([model("m", slots=2, lazy=False, knobs={"service_ms": 250, "teardown_ms": 100})],
-                    args=["--ui-management"], faults=["barging"])
+    server = launch(
+        [model("m", slots=2, lazy=False, knobs={"service_ms": 250, "teardown_ms": 100})],
+        args=["--ui-management"],
+        faults=["barging"],
+    )
     finished = _fifo_with_manager(server)
     assert min(finished["later0"], finished["later1"]) < finished["unload"]
 
@@ -118,10 +125,13 @@ def test_one_healthy_slot_permits_waiting(launch: Launch) -> None:
 
 
 def test_timeout_zero_is_unbounded_and_requests_are_clamped(launch: Launch) -> None:
-    server = launch([model("m", slots=1, lazy=False, knobs={"service_ms": 300}),
-                     model("c", slots=1, lazy=False, busy_timeout_ms=80,
-                           knobs={"service_ms": 300})],
-                    args=["--busy-timeout-ms", "0"])
+    server = launch(
+        [
+            model("m", slots=1, lazy=False, knobs={"service_ms": 300}),
+            model("c", slots=1, lazy=False, busy_timeout_ms=80, knobs={"service_ms": 300}),
+        ],
+        args=["--busy-timeout-ms", "0"],
+    )
     for model_id in ("m", "c"):
         busy(server, model_id, "holder")
     server.wait_for(lambda m: m["m"]["active_slots"] == m["c"]["active_slots"] == 1)
@@ -134,20 +144,22 @@ def test_timeout_zero_is_unbounded_and_requests_are_clamped(launch: Launch) -> N
 
 
 def test_manager_admission_texts(launch: Launch) -> None:
-    server = launch([model("m", slots=1, lazy=False, busy_timeout_ms=100,
-                           knobs={"service_ms": 500})], args=["--ui-management"])
+    server = launch(
+        [model("m", slots=1, lazy=False, busy_timeout_ms=100, knobs={"service_ms": 500})], args=["--ui-management"]
+    )
     busy(server, "m", "holder")
     server.wait_for(lambda m: m["m"]["active_slots"] == 1)
     waited = server.post("/v1/models/unload", {"id": "m"})
     assert waited.json()["error"]["message"] == "model 'm': timed out waiting for a slot"
     overdue = server.post("/v1/models/unload", {"id": "m"})
     assert (overdue.status_code, overdue.json()["error"]["message"]) == (
-        503, "model 'm': active slot exceeded busy_timeout_ms")
+        503,
+        "model 'm': active slot exceeded busy_timeout_ms",
+    )
 
 
 def test_fake_concurrency_fault_runs_one_at_a_time(launch: Launch) -> None:
-    server = launch([model("m", slots=3, lazy=False, knobs={"service_ms": 150})],
-                    faults=["fake_concurrency"])
+    server = launch([model("m", slots=3, lazy=False, knobs={"service_ms": 150})], faults=["fake_concurrency"])
     with PeakWatcher(server, "m") as watcher:
         calls = [busy(server, "m", f"t{i}") for i in range(3)]
         assert all(c.result(10).response.status_code == 200 for c in calls)

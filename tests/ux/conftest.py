@@ -72,9 +72,13 @@ def failed_run(runs_root: Path, plans_dir: Path, variant_standin: Path) -> Outco
     """Cross-request contamination from three concurrent requests up: M2.exact FAILs → exit 1."""
     plan = write_plan(
         plans_dir / "failed",
-        servers={"baseline": {"executable": str(STANDIN)},
-                 "candidate": {"executable": str(variant_standin), "args": ["--fault", "contaminate_3plus"]}},
-        counts=[1, 3], starts_per_count=1,
+        servers={
+            "baseline": {"executable": str(STANDIN)},
+            "candidate": {"executable": str(variant_standin), "args": ["--fault", "contaminate_3plus"]},
+        },
+        counts=[1, 3],
+        starts_per_count=1,
         waves={"warm": 1, "mixed": 2, "mixed_at_largest": 2, "serial_reuse": 1},
-        performance={"enabled": False})
+        performance={"enabled": False},
+    )
     return campaign(runs_root, "failed", plan, "--quiet")

@@ -29,30 +29,53 @@ PLAN: dict[str, Any] = {
     "description": "small stand-in campaign for the UX tests",
     "servers": {"baseline": {"executable": str(STANDIN)}, "candidate": {"executable": str(STANDIN)}},
     "server": {"backend": "cpu", "threads": 1, "busy_timeout_ms": 30000, "ui_management": True},
-    "model": {"id": "ux-tts", "family": "standin_tts", "task": "tts", "mode": "offline",
-              "path": "model.bin", "lazy": True,
-              "load_options": {"capacity": 4, "service_ms": 120, "load_ms": 20},
-              "cache_sensitive": False, "admit_modes": ["offline"], "variation_kinds": ["seed"]},
-    "identity": {"baseline": {"source_commit": "0" * 40, "build_flags": "none"},
-                 "candidate": {"source_commit": "1" * 40, "build_flags": "none"},
-                 "quantization": "none"},
+    "model": {
+        "id": "ux-tts",
+        "family": "standin_tts",
+        "task": "tts",
+        "mode": "offline",
+        "path": "model.bin",
+        "lazy": True,
+        "load_options": {"capacity": 4, "service_ms": 120, "load_ms": 20},
+        "cache_sensitive": False,
+        "admit_modes": ["offline"],
+        "variation_kinds": ["seed"],
+    },
+    "identity": {
+        "baseline": {"source_commit": "0" * 40, "build_flags": "none"},
+        "candidate": {"source_commit": "1" * 40, "build_flags": "none"},
+        "quantization": "none",
+    },
     "counts": [1, 2],
     "starts_per_count": 3,
     "waves": {"warm": 1, "mixed": 2, "mixed_at_largest": 10, "serial_reuse": 1},
     "requests": {
         "base": {"text": "Hello from the UX tests.", "seed": 5},
-        "variations": [{"name": "other_seed", "changes": "seed",
-                        "request": {"text": "Hello from the UX tests.", "seed": 6}}],
+        "variations": [
+            {"name": "other_seed", "changes": "seed", "request": {"text": "Hello from the UX tests.", "seed": 6}}
+        ],
         "invalid": {"text": "rejected", "max_tokens": -1},
     },
-    "compare": {"volatile_fields": [
-        {"path": "timing.wall_ms", "justification": "wall time differs on every run"},
-        {"path": "timing.rtf", "justification": "wall time over audio duration differs on every run"}]},
-    "memory": {"gpu_required": False, "host_interval_ms": 20,
-               "stabilisation": {"last_k_waves": 2, "max_growth_mib": 64}},
+    "compare": {
+        "volatile_fields": [
+            {"path": "timing.wall_ms", "justification": "wall time differs on every run"},
+            {"path": "timing.rtf", "justification": "wall time over audio duration differs on every run"},
+        ]
+    },
+    "memory": {
+        "gpu_required": False,
+        "host_interval_ms": 20,
+        "stabilisation": {"last_k_waves": 2, "max_growth_mib": 64},
+    },
     "performance": {"warm_repeats": 3},
-    "timeouts": {"ready_s": 20, "request_s": 20, "wave_s": 30, "start_s": 120,
-                 "campaign_s": 300, "shutdown_grace_s": 5},
+    "timeouts": {
+        "ready_s": 20,
+        "request_s": 20,
+        "wave_s": 30,
+        "start_s": 120,
+        "campaign_s": 300,
+        "shutdown_grace_s": 5,
+    },
 }
 
 
@@ -85,8 +108,14 @@ def write_plan(directory: Path, **changes: Any) -> Path:
 
 def parval(*args: str | Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     """The installed `parval` command, stdin closed, stdout and stderr captured (pipes)."""
-    return subprocess.run([str(PARVAL), *map(str, args)], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=timeout, check=False)
+    return subprocess.run(
+        [str(PARVAL), *map(str, args)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=timeout,
+        check=False,
+    )
 
 
 @dataclass
@@ -151,8 +180,6 @@ def campaign(root: Path, name: str, plan: Path, *extra: str) -> Outcome:
     t0 = time.monotonic()
     p = parval("run", plan, "--out", out, *extra)
     return Outcome(out, plan, p.returncode, p.stdout, p.stderr, time.monotonic() - t0)
-
-
 
 
 def write_framework(directory: Path) -> None:

@@ -71,9 +71,17 @@ def test_every_shipped_plan_validates(plan: Path) -> None:
 
 def test_readme_sections() -> None:
     text = README.read_text()
-    for heading in ("## What parval does", "## Commands", "## Exit codes", "## Plan format",
-                    "## Run directory layout", "## The stand-in server", "## Scale-out",
-                    "## Many runs, one verdict", "## Progress output"):
+    for heading in (
+        "## What parval does",
+        "## Commands",
+        "## Exit codes",
+        "## Plan format",
+        "## Run directory layout",
+        "## The stand-in server",
+        "## Scale-out",
+        "## Many runs, one verdict",
+        "## Progress output",
+    ):
         assert heading in text, heading
     assert "sbatch" in text and "--array" in text  # the Slurm example
     assert "strategy:" in text and "matrix:" in text  # the GitHub Actions example
@@ -90,13 +98,19 @@ def test_readme_lists_every_standin_fault() -> None:
 
 @pytest.mark.slow
 def test_demo_runs_and_its_evidence_matches_the_schema(tmp_path: Path) -> None:
-    # the shard with the demo's largest count: references, count 4, recovery, modes, negative control
-    p = parval("run", REPO / "plans" / "demo.yaml", "--out", tmp_path / "demo", "--quiet", "--shard", "3/3",
-               timeout=300)
+    # the shard with the demo's largest count: references, count 4, recovery, modes,
+    # negative control
+    p = parval(
+        "run", REPO / "plans" / "demo.yaml", "--out", tmp_path / "demo", "--quiet", "--shard", "3/3", timeout=300
+    )
     # never admitted without a framework record: pending (3), or 1 if a loaded machine made the
     # stand-in miss a concurrent wave (M2.observed_active) — either way the evidence is complete
     assert p.returncode in (1, 3), p.stderr
     out = Outcome(tmp_path / "demo", REPO / "plans" / "demo.yaml", p.returncode, p.stdout, p.stderr, 0.0)
     jsonschema.validate(out.evidence, load_schema("evidence"))
     assert out.evidence["verdict"]["exit_code"] == p.returncode
-    assert out.evidence["verdict"]["counts"] == {"1": "PENDING", "2": "PENDING", "4": out.evidence["verdict"]["counts"]["4"]}
+    assert out.evidence["verdict"]["counts"] == {
+        "1": "PENDING",
+        "2": "PENDING",
+        "4": out.evidence["verdict"]["counts"]["4"],
+    }

@@ -18,16 +18,18 @@ def _r(id_: str, status: Status, count: int | None = None) -> Result:
     return r
 
 
-@pytest.mark.parametrize(("ready", "statuses", "interrupted", "code", "start"), [
-    (True, [Status.PASS], False, 0, "ADMITTED at counts 1, 2"),
-    (False, [Status.PASS, Status.FAIL], False, 1, "NOT ADMITTED"),
-    (False, [Status.FAIL], True, 1, "NOT ADMITTED"),  # a failure stays a failure when interrupted
-    (False, [Status.PENDING], False, 3, PENDING_TEXT),
-    (False, [Status.BLOCKED], False, 3, PENDING_TEXT),
-    (False, [Status.PASS], True, 3, PENDING_TEXT),
-])
-def test_verdict_to_exit_code(ready: bool, statuses: list[Status], interrupted: bool, code: int,
-                              start: str) -> None:
+@pytest.mark.parametrize(
+    ("ready", "statuses", "interrupted", "code", "start"),
+    [
+        (True, [Status.PASS], False, 0, "ADMITTED at counts 1, 2"),
+        (False, [Status.PASS, Status.FAIL], False, 1, "NOT ADMITTED"),
+        (False, [Status.FAIL], True, 1, "NOT ADMITTED"),  # a failure stays a failure when interrupted
+        (False, [Status.PENDING], False, 3, PENDING_TEXT),
+        (False, [Status.BLOCKED], False, 3, PENDING_TEXT),
+        (False, [Status.PASS], True, 3, PENDING_TEXT),
+    ],
+)
+def test_verdict_to_exit_code(ready: bool, statuses: list[Status], interrupted: bool, code: int, start: str) -> None:
     line, got = verdict_line(ready, [1, 2], [_r("M2.exact", s, 2) for s in statuses], interrupted)
     assert got == code
     assert line.startswith(start)
@@ -66,14 +68,17 @@ def test_exit_2_bad_plan(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "plan file not found" in missing.stderr
 
 
-@pytest.mark.parametrize("args", [
-    ["report", "--format", "pdf", "."],
-    ["report", "/nonexistent/run"],
-    ["schema", "nothing"],
-    ["run", str(Path(__file__).parents[2] / "plans" / "demo.yaml"), "--shard", "3/2"],
-    ["run", "--no-such-option"],
-    ["frobnicate"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["report", "--format", "pdf", "."],
+        ["report", "/nonexistent/run"],
+        ["schema", "nothing"],
+        ["run", str(Path(__file__).parents[2] / "plans" / "demo.yaml"), "--shard", "3/2"],
+        ["run", "--no-such-option"],
+        ["frobnicate"],
+    ],
+)
 def test_exit_2_usage(args: list[str]) -> None:
     p = invoke(*args)
     assert p.returncode == 2, (args, p.stdout, p.stderr)
@@ -97,8 +102,13 @@ def test_exit_4_internal_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.C
 def test_exit_codes_are_documented() -> None:
     p = invoke("--help")
     text = " ".join(p.stdout.split())
-    for phrase in ("0 admitted", "1 a required assertion FAILED", "2 usage or plan error",
-                   "3 evidence incomplete", "4 internal error"):
+    for phrase in (
+        "0 admitted",
+        "1 a required assertion FAILED",
+        "2 usage or plan error",
+        "3 evidence incomplete",
+        "4 internal error",
+    ):
         assert phrase in text, phrase
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     for code in ("| 0 |", "| 1 |", "| 2 |", "| 3 |", "| 4 |"):

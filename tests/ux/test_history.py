@@ -20,16 +20,28 @@ OLD = "2026-05-01"
 
 def _old_evidence(directory: Path, *, version: str = OLD) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    ev = {"schema_version": 1, "procedure_version": version,
-          "identity": {"model": "whisper-s", "family": "whisper", "task": "asr", "mode": "offline", "backend": "cuda",
-                       "candidate_sha256": "c" * 64, "baseline_sha256": "b" * 64, "model_sha256": "d" * 64},
-          "assertions": [
-              {"id": "M2.exact", "status": "PASS", "reason": "exact", "evidence": {"per_count": {"1": {}, "2": {}}}},
-              {"id": "M4.targeted_unload", "status": "FAIL", "reason": "unload did not wait"},
-              {"id": "F1.fifo", "status": "PASS", "reason": "fifo"},
-              {"id": "S7.old_name", "status": "PASS", "reason": "an ID this procedure no longer has"},
-          ],
-          "admission_ready": True, "verdict": {"line": "ADMITTED at counts 1, 2", "exit_code": 0}}
+    ev = {
+        "schema_version": 1,
+        "procedure_version": version,
+        "identity": {
+            "model": "whisper-s",
+            "family": "whisper",
+            "task": "asr",
+            "mode": "offline",
+            "backend": "cuda",
+            "candidate_sha256": "c" * 64,
+            "baseline_sha256": "b" * 64,
+            "model_sha256": "d" * 64,
+        },
+        "assertions": [
+            {"id": "M2.exact", "status": "PASS", "reason": "exact", "evidence": {"per_count": {"1": {}, "2": {}}}},
+            {"id": "M4.targeted_unload", "status": "FAIL", "reason": "unload did not wait"},
+            {"id": "F1.fifo", "status": "PASS", "reason": "fifo"},
+            {"id": "S7.old_name", "status": "PASS", "reason": "an ID this procedure no longer has"},
+        ],
+        "admission_ready": True,
+        "verdict": {"line": "ADMITTED at counts 1, 2", "exit_code": 0},
+    }
     (directory / "evidence.json").write_text(json.dumps(ev))
     return directory / "evidence.json"
 
@@ -45,23 +57,39 @@ def test_an_imported_pass_never_counts_and_failures_are_kept(tmp_path: Path) -> 
     assert by["M4.targeted_unload"]["status"] == "FAIL" and rec["failures"] == ["M4.targeted_unload"]
     assert by["S7.old_name"]["maps_to"] == [] and by["F1.fifo"]["maps_to"] == ["F1.fifo"]
     lims = "\n".join(rec["limitations"])
-    for what in ("no recorded events", "no raw outputs", "no manifest.json", "tested candidate_commit not recorded",
-                 "changed binary", f"under procedure {PROCEDURE_VERSION} it never counts"):
+    for what in (
+        "no recorded events",
+        "no raw outputs",
+        "no manifest.json",
+        "tested candidate_commit not recorded",
+        "changed binary",
+        f"under procedure {PROCEDURE_VERSION} it never counts",
+    ):
         assert what in lims, what
     assert rec["verdict"]["line"].startswith(f"HISTORICAL evidence (procedure {OLD})")
 
 
 def test_a_mapping_file_for_a_hand_written_report(tmp_path: Path) -> None:
     (tmp_path / "report.md").write_text("# seven sections\n")
-    mapping = {"kind": "parval-historical-mapping", "report": "report.md", "procedure_version": OLD,
-               "tested": {"candidate_sha256": "c" * 64, "candidate_commit": "1" * 40},
-               "identity": {"model": "vad", "backend": "cpu"}, "raw_outputs": False,
-               "findings": [
-                   {"section": "3. Parity", "finding": "identical at 1 and 2", "status": "PASS",
-                    "maps_to": ["M2.exact", "M1.cap1_parity"], "counts": [1, 2]},
-                   {"section": "5. Unload", "finding": "hang once", "status": "fail", "maps_to": ["M4.all_unload"]},
-                   {"section": "7. Notes", "finding": "looked fine", "status": "PASS"},
-               ]}
+    mapping = {
+        "kind": "parval-historical-mapping",
+        "report": "report.md",
+        "procedure_version": OLD,
+        "tested": {"candidate_sha256": "c" * 64, "candidate_commit": "1" * 40},
+        "identity": {"model": "vad", "backend": "cpu"},
+        "raw_outputs": False,
+        "findings": [
+            {
+                "section": "3. Parity",
+                "finding": "identical at 1 and 2",
+                "status": "PASS",
+                "maps_to": ["M2.exact", "M1.cap1_parity"],
+                "counts": [1, 2],
+            },
+            {"section": "5. Unload", "finding": "hang once", "status": "fail", "maps_to": ["M4.all_unload"]},
+            {"section": "7. Notes", "finding": "looked fine", "status": "PASS"},
+        ],
+    }
     path = tmp_path / "old.map.yaml"
     path.write_text(yaml.safe_dump(mapping))
     rec = build_historical(path, OLD)
@@ -95,8 +123,11 @@ def test_import_refuses_what_is_not_historical(tmp_path: Path) -> None:
     other = invoke("import", path, "--procedure", "2026-01-01", "--out", tmp_path / "h2")
     assert other.returncode == 2 and f"says procedure version {OLD}" in other.stderr
     bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump({"kind": "parval-historical-mapping",
-                                   "findings": [{"status": "PASS", "maps_to": ["M9.nothing"]}]}))
+    bad.write_text(
+        yaml.safe_dump(
+            {"kind": "parval-historical-mapping", "findings": [{"status": "PASS", "maps_to": ["M9.nothing"]}]}
+        )
+    )
     p = invoke("import", bad, "--procedure", OLD, "--out", tmp_path / "h3")
     assert p.returncode == 2 and "M9.nothing" in p.stderr
 
@@ -104,13 +135,24 @@ def test_import_refuses_what_is_not_historical(tmp_path: Path) -> None:
 def _current_run(root: Path, name: str, date: str, exit_code: int, **ident: Any) -> None:
     d = root / name
     d.mkdir(parents=True)
-    identity = {"model": "whisper-s", "family": "whisper", "task": "asr", "backend": "cuda", "mode": "offline",
-                "candidate_sha256": "c" * 64, **ident}
-    ev = {"identity": identity, "generated_at": date, "procedure_version": PROCEDURE_VERSION,
-          "run": {"shard": None, "provenance": {"kind": "local", "service": None, "details": {}}},
-          "verdict": {"admitted_counts": [1] if exit_code == 0 else [], "exit_code": exit_code},
-          "admission_ready": exit_code == 0,
-          "assertions": [{"id": "M2.exact", "status": "PASS" if exit_code == 0 else "FAIL"}]}
+    identity = {
+        "model": "whisper-s",
+        "family": "whisper",
+        "task": "asr",
+        "backend": "cuda",
+        "mode": "offline",
+        "candidate_sha256": "c" * 64,
+        **ident,
+    }
+    ev = {
+        "identity": identity,
+        "generated_at": date,
+        "procedure_version": PROCEDURE_VERSION,
+        "run": {"shard": None, "provenance": {"kind": "local", "service": None, "details": {}}},
+        "verdict": {"admitted_counts": [1] if exit_code == 0 else [], "exit_code": exit_code},
+        "admission_ready": exit_code == 0,
+        "assertions": [{"id": "M2.exact", "status": "PASS" if exit_code == 0 else "FAIL"}],
+    }
     (d / "evidence.json").write_text(json.dumps(ev))
 
 
@@ -119,8 +161,12 @@ def test_catalogue_shows_historical_and_superseded_records_apart(tmp_path: Path)
     _current_run(root, "old-fail", "2026-11-01T00:00:00Z", 1)
     _current_run(root, "new-pass", "2026-11-20T00:00:00Z", 0)
     _current_run(root, "other-model", "2026-11-02T00:00:00Z", 0, model="vad")
-    assert invoke("import", _old_evidence(tmp_path / "old"), "--procedure", OLD,
-                  "--out", root / "history" / "may").returncode == 0
+    assert (
+        invoke(
+            "import", _old_evidence(tmp_path / "old"), "--procedure", OLD, "--out", root / "history" / "may"
+        ).returncode
+        == 0
+    )
     md = invoke("report", "--catalogue", root)
     # The old failure is superseded by the newer run of the same model: judged by the new one.
     assert md.returncode == 0, md.stdout

@@ -22,8 +22,14 @@ def _config(directory: Path, models: list[dict[str, object]], **top: object) -> 
     return path
 
 
-TTS = {"id": "my-tts", "family": "standin_tts", "task": "tts", "path": "weights/model.bin", "slots": 3,
-       "load_options": {"capacity": 4, "service_ms": 30}}
+TTS = {
+    "id": "my-tts",
+    "family": "standin_tts",
+    "task": "tts",
+    "path": "weights/model.bin",
+    "slots": 3,
+    "load_options": {"capacity": 4, "service_ms": 30},
+}
 
 
 def test_init_writes_a_plan_that_validates_once_edited(tmp_path: Path) -> None:
@@ -44,8 +50,11 @@ def test_init_writes_a_plan_that_validates_once_edited(tmp_path: Path) -> None:
     assert before.returncode == 2
     assert "servers.baseline.executable" in before.stderr and "servers.candidate.executable" in before.stderr
     # ... and once they are real, the plan is valid
-    plan.write_text(text.replace("EDIT-ME/path/to/upstream/audiocpp_server", str(STANDIN))
-                    .replace("EDIT-ME/path/to/candidate/audiocpp_server", str(STANDIN)))
+    plan.write_text(
+        text.replace("EDIT-ME/path/to/upstream/audiocpp_server", str(STANDIN)).replace(
+            "EDIT-ME/path/to/candidate/audiocpp_server", str(STANDIN)
+        )
+    )
     after = invoke("validate", plan)
     assert after.returncode == 0, after.stderr
     assert "counts [1, 2, 3]" in after.stdout
@@ -63,8 +72,11 @@ def test_init_audio_task_has_fixture_placeholders(tmp_path: Path) -> None:
     assert raw["counts"] == [1, 2]
     assert "EDIT-ME" in raw["requests"]["base"]["audio"]
     plan = tmp_path / "asr.yaml"
-    plan.write_text(p.stdout.replace("EDIT-ME/path/to/upstream/audiocpp_server", str(STANDIN))
-                    .replace("EDIT-ME/path/to/candidate/audiocpp_server", str(STANDIN)))
+    plan.write_text(
+        p.stdout.replace("EDIT-ME/path/to/upstream/audiocpp_server", str(STANDIN)).replace(
+            "EDIT-ME/path/to/candidate/audiocpp_server", str(STANDIN)
+        )
+    )
     v = invoke("validate", plan)
     assert v.returncode == 2 and "requests.base.audio" in v.stderr
 
@@ -87,9 +99,19 @@ def test_schema_command(admitted_run: Outcome) -> None:
     ev = invoke("schema", "evidence")
     assert ev.returncode == 0
     schema = json.loads(ev.stdout)
-    assert set(schema["required"]) >= {"schema_version", "procedure_version", "run", "identity", "verdict",
-                                       "assertions", "model_checks", "framework_checks", "admission_ready",
-                                       "all_plan_rules", "performance"}
+    assert set(schema["required"]) >= {
+        "schema_version",
+        "procedure_version",
+        "run",
+        "identity",
+        "verdict",
+        "assertions",
+        "model_checks",
+        "framework_checks",
+        "admission_ready",
+        "all_plan_rules",
+        "performance",
+    }
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.validate(admitted_run.evidence, schema)
 

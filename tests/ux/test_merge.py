@@ -29,8 +29,7 @@ def test_shard_counts_split_by_index() -> None:
     assert sorted(n for p in parts for n in p) == [1, 2, 3, 4, 5]
 
 
-def test_two_shards_give_the_unsharded_verdict(admitted_run: Outcome,
-                                               shard_runs: tuple[Outcome, Outcome]) -> None:
+def test_two_shards_give_the_unsharded_verdict(admitted_run: Outcome, shard_runs: tuple[Outcome, Outcome]) -> None:
     one, two = shard_runs
     assert one.evidence["run"]["shard"] == [1, 2] and two.evidence["run"]["shard"] == [2, 2]
     assert one.rc == two.rc == 3  # each shard alone is incomplete
@@ -75,8 +74,9 @@ def test_a_count_no_run_covered_stays_pending(shard_runs: tuple[Outcome, Outcome
     assert "PENDING" in m4
 
 
-def test_a_failure_in_any_run_fails_the_merged_count(admitted_run: Outcome,
-                                                     shard_runs: tuple[Outcome, Outcome]) -> None:
+def test_a_failure_in_any_run_fails_the_merged_count(
+    admitted_run: Outcome, shard_runs: tuple[Outcome, Outcome]
+) -> None:
     one, _ = shard_runs
     broken = copy.deepcopy(one.evidence)
     for a in broken["model_checks"]["per_count"]["1"]["assertions"]:
@@ -100,14 +100,17 @@ def test_same_run_twice_is_refused(admitted_run: Outcome) -> None:
     assert p.returncode == 2 and "given twice" in p.stderr
 
 
-def test_catalogue(runs_root: Path, admitted_run: Outcome, failed_run: Outcome,
-                   shard_runs: tuple[Outcome, Outcome]) -> None:
+def test_catalogue(
+    runs_root: Path, admitted_run: Outcome, failed_run: Outcome, shard_runs: tuple[Outcome, Outcome]
+) -> None:
     md = invoke("report", "--catalogue", runs_root)
     assert md.returncode == 1  # one run FAILED
     text = md.stdout
     assert text.startswith("**parval catalogue: 4 run(s)")
-    header = ("| run | model | family | task | backend | mode | admitted counts | blocking assertions "
-              "| date | candidate sha256 |")
+    header = (
+        "| run | model | family | task | backend | mode | admitted counts | blocking assertions "
+        "| date | candidate sha256 |"
+    )
     assert header in text
     row = next(line for line in text.splitlines() if line.startswith("| `admitted`"))
     assert "| 1, 2 |" in row and "standin_tts" in row and "| tts |" in row and "| cpu |" in row

@@ -15,16 +15,31 @@ from parval import PROCEDURE_VERSION
 from parval.report.merge import PLAN_FIELDS, LoadedRun, MergeRefused, merge_evidence
 
 PLAN: dict[str, Any] = {
-    "schema_version": 1, "name": "synthetic",
+    "schema_version": 1,
+    "name": "synthetic",
     "servers": {"baseline": {"executable": "base", "args": []}, "candidate": {"executable": "cand", "args": []}},
     "server": {"backend": "cpu", "threads": 1, "device": 0, "extra_config": {}},
-    "model": {"id": "m", "family": "f", "task": "tts", "mode": "offline", "path": "m.bin", "quantization": None,
-              "lazy": True, "load_options": {"capacity": 4}, "session_options": {},
-              "default_request_options": {}, "entry_extra": {}, "cache_sensitive": False},
+    "model": {
+        "id": "m",
+        "family": "f",
+        "task": "tts",
+        "mode": "offline",
+        "path": "m.bin",
+        "quantization": None,
+        "lazy": True,
+        "load_options": {"capacity": 4},
+        "session_options": {},
+        "default_request_options": {},
+        "entry_extra": {},
+        "cache_sensitive": False,
+    },
     "counts": [1, 2],
     "requests": {"base": {"text": "hello", "seed": 1}, "variations": [], "invalid": {"text": "x"}},
-    "compare": {"volatile_fields": [{"path": "timing", "justification": "wall time"}], "tolerance": None,
-                "quality_settings": []},
+    "compare": {
+        "volatile_fields": [{"path": "timing", "justification": "wall time"}],
+        "tolerance": None,
+        "quality_settings": [],
+    },
 }
 
 
@@ -32,7 +47,8 @@ def _manifest(provenance: dict[str, Any] | None = None) -> dict[str, Any]:
     m: dict[str, Any] = {
         "procedure_version": PROCEDURE_VERSION,
         "executables": {"baseline": {"sha256": "b" * 64}, "candidate": {"sha256": "c" * 64}},
-        "model": {"id": "m", "sha256": "d" * 64, "auxiliary": {}}, "fixtures": {},
+        "model": {"id": "m", "sha256": "d" * 64, "auxiliary": {}},
+        "fixtures": {},
         "platform": {"backend": "cpu"},
     }
     if provenance is not None:
@@ -41,8 +57,15 @@ def _manifest(provenance: dict[str, Any] | None = None) -> dict[str, Any]:
 
 
 def _passing(id_: str, count: int | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": id_, "status": "PASS", "applicable": True, "reason": "ok", "evidence": {},
-                           "reproduction": "", "limitations": []}
+    out: dict[str, Any] = {
+        "id": id_,
+        "status": "PASS",
+        "applicable": True,
+        "reason": "ok",
+        "evidence": {},
+        "reproduction": "",
+        "limitations": [],
+    }
     if count is not None:
         out["count"] = count
     return out
@@ -50,21 +73,36 @@ def _passing(id_: str, count: int | None = None) -> dict[str, Any]:
 
 def _evidence(shard: list[int] | None) -> dict[str, Any]:
     return {
-        "schema_version": 1, "procedure_version": PROCEDURE_VERSION, "generated_at": "t",
+        "schema_version": 1,
+        "procedure_version": PROCEDURE_VERSION,
+        "generated_at": "t",
         "run": {"plan": "p.yaml", "plan_sha256": "p" * 64, "interrupted": False, "shard": shard},
-        "identity": {"model": "m", "family": "f", "task": "tts", "mode": "offline", "backend": "cpu",
-                     "candidate_sha256": "c" * 64},
+        "identity": {
+            "model": "m",
+            "family": "f",
+            "task": "tts",
+            "mode": "offline",
+            "backend": "cpu",
+            "candidate_sha256": "c" * 64,
+        },
         "verdict": {"line": "x", "exit_code": 3, "admitted_counts": [], "counts": {}},
         "assertions": [],
-        "model_checks": {"per_count": {str(n): {"assertions": [_passing("M2.exact", n)]} for n in (1, 2)},
-                         "model_level": [_passing("M1.manifest")]},
+        "model_checks": {
+            "per_count": {str(n): {"assertions": [_passing("M2.exact", n)]} for n in (1, 2)},
+            "model_level": [_passing("M1.manifest")],
+        },
         "framework_checks": {"status": "PASS", "results": [_passing("F1.fifo"), _passing("X4")]},
         "performance": {},
     }
 
 
-def _run(root: Path, name: str, plan: dict[str, Any], shard: list[int] | None = None,
-         provenance: dict[str, Any] | None = None) -> LoadedRun:
+def _run(
+    root: Path,
+    name: str,
+    plan: dict[str, Any],
+    shard: list[int] | None = None,
+    provenance: dict[str, Any] | None = None,
+) -> LoadedRun:
     d = root / name
     d.mkdir()
     (d / "manifest.json").write_text(json.dumps(_manifest(provenance)))
@@ -92,15 +130,18 @@ def test_shards_of_one_plan_merge(tmp_path: Path) -> None:
     assert merged["verdict"]["admitted_counts"] == [1, 2]
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("model.load_options", {"capacity": 4, "beam": 5}),
-    ("model.session_options", {"n_ctx": 512}),
-    ("model.quantization", "q4_0"),
-    ("requests", {"base": {"text": "hello", "seed": 2}, "variations": [], "invalid": {"text": "x"}}),
-    ("compare.volatile_fields", [{"path": "words", "justification": "assumed to vary"}]),
-    ("compare.tolerance", {"pcm_max_abs": 0.01}),
-    ("server.threads", 8),
-])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("model.load_options", {"capacity": 4, "beam": 5}),
+        ("model.session_options", {"n_ctx": 512}),
+        ("model.quantization", "q4_0"),
+        ("requests", {"base": {"text": "hello", "seed": 2}, "variations": [], "invalid": {"text": "x"}}),
+        ("compare.volatile_fields", [{"path": "words", "justification": "assumed to vary"}]),
+        ("compare.tolerance", {"pcm_max_abs": 0.01}),
+        ("server.threads", 8),
+    ],
+)
 def test_plans_that_differ_in_what_changes_outputs_are_refused(tmp_path: Path, field: str, value: Any) -> None:
     assert field in PLAN_FIELDS
     one = _run(tmp_path, "a", PLAN, [1, 2])

@@ -23,8 +23,13 @@ class Tty(io.StringIO):
 
 
 def _request(ok: bool = True) -> dict[str, Any]:
-    return {"kind": "request", "phase": "warm_wave", "wave": 1, "expect_error": False,
-            "reply": {"outcome": "ok" if ok else "http_error"}}
+    return {
+        "kind": "request",
+        "phase": "warm_wave",
+        "wave": 1,
+        "expect_error": False,
+        "reply": {"outcome": "ok" if ok else "http_error"},
+    }
 
 
 # -- the state the displays show (pure) -------------------------------------------------------
@@ -35,8 +40,9 @@ def test_state_folds_events() -> None:
     assert (s.count, s.start) == (2, 3)
     s.update(_request())
     s.update(_request(ok=False))
-    s.update({"kind": "request", "phase": "recovery", "wave": 0, "expect_error": True,
-              "reply": {"outcome": "http_error"}})
+    s.update(
+        {"kind": "request", "phase": "recovery", "wave": 0, "expect_error": True, "reply": {"outcome": "http_error"}}
+    )
     assert (s.done, s.failed) == (2, 1)
     s.update({"kind": "wave", "phase": "warm_wave", "wave": 1, "n": 2, "status": {"max_active": 2}})
     assert s.last_active == (2, 2)
@@ -64,8 +70,7 @@ def test_planned_requests_follow_the_schedule(admitted_run: Outcome) -> None:
     assert everything and first and second
     assert first < everything and second < everything
     # the whole run asked for roughly what the schedule planned
-    done = sum(1 for line in (admitted_run.dir / "events.jsonl").read_text().splitlines()
-               if '"kind":"request"' in line)
+    done = sum(1 for line in (admitted_run.dir / "events.jsonl").read_text().splitlines() if '"kind":"request"' in line)
     assert 0.5 * everything <= done <= 1.5 * everything
 
 
@@ -76,8 +81,16 @@ def test_fmt_duration() -> None:
 
 
 def test_plain_lines_and_json_lines() -> None:
-    wave = {"kind": "wave", "run": "count2-s1", "phase": "warm_wave", "wave": 1, "n": 2, "batch_s": 0.1,
-            "status": {"max_active": 2}, "drained": {"ok": True}}
+    wave = {
+        "kind": "wave",
+        "run": "count2-s1",
+        "phase": "warm_wave",
+        "wave": 1,
+        "n": 2,
+        "batch_s": 0.1,
+        "status": {"max_active": 2},
+        "drained": {"ok": True},
+    }
     assert plain_line(wave) == "[parval] count2-s1: warm_wave 1 n=2 0.100s max_active=2 drained=True"
     assert plain_line({"kind": "request"}) is None
     obj = json.loads(json_line(wave, ProgressState()) or "")
@@ -123,8 +136,16 @@ def test_terminal_gets_the_live_display(admitted_run: Outcome) -> None:
     term = admitted_run.stderr
     assert ANSI.search(term), "no terminal control codes: the rich display did not run"
     plain = ANSI.sub("", term)
-    for label in ("parval run", "count / start", "active slots", "requests", "host memory",
-                  "GPU memory", "elapsed", "remaining"):
+    for label in (
+        "parval run",
+        "count / start",
+        "active slots",
+        "requests",
+        "host memory",
+        "GPU memory",
+        "elapsed",
+        "remaining",
+    ):
         assert label in plain, label
     assert "[parval]" not in plain  # no plain step lines on a terminal
     assert re.search(r"\d+ done of \d+", plain)

@@ -29,8 +29,14 @@ def test_markdown_reads_as_a_pr_comment(shard_runs: tuple[Outcome, Outcome], tmp
     text = out.read_text()
     assert text.splitlines()[0] == f"**parval: {run.evidence['verdict']['line']}**"
     assert "evidence collected; validation pending" in text.splitlines()[0]
-    order = ["### Checks", "| **M1** Scope / serial quality", "| **F6** Regressions / sanitizers",
-             "### Performance", "### Memory", "### Every assertion"]
+    order = [
+        "### Checks",
+        "| **M1** Scope / serial quality",
+        "| **F6** Regressions / sanitizers",
+        "### Performance",
+        "### Memory",
+        "### Every assertion",
+    ]
     positions = [text.index(x) for x in order]
     assert positions == sorted(positions)
     assert text.count("<details") == len(all_ids())
@@ -57,8 +63,9 @@ def test_every_fail_is_explained(failed_run: Outcome) -> None:
     assert text.startswith("**parval: NOT ADMITTED")
     section = text.split("### Performance")[0]
     assert "#### ❌ M2.exact at count 3" in section
-    entry = next(a for a in failed_run.evidence["model_checks"]["per_count"]["3"]["assertions"]
-                 if a["id"] == "M2.exact")
+    entry = next(
+        a for a in failed_run.evidence["model_checks"]["per_count"]["3"]["assertions"] if a["id"] == "M2.exact"
+    )
     first = entry["evidence"]["mismatches"][0]
     exact = section.split("#### ❌ M2.exact at count 3")[1].split("#### ")[0]
     assert "| # | run | phase · wave | request | slot | slot history |" in exact
@@ -71,8 +78,12 @@ def test_every_fail_is_explained(failed_run: Outcome) -> None:
     html = markdown.markdown(text, extensions=["tables", "fenced_code"])
     assert "M2.exact" in html
     # every FAIL entry has its own explanation
-    fails = [(n, a["id"]) for n, c in failed_run.evidence["model_checks"]["per_count"].items()
-             for a in c["assertions"] if a["status"] == "FAIL"]
+    fails = [
+        (n, a["id"])
+        for n, c in failed_run.evidence["model_checks"]["per_count"].items()
+        for a in c["assertions"]
+        if a["status"] == "FAIL"
+    ]
     for n, id_ in fails:
         assert f"#### ❌ {id_} at count {n}" in section
 
@@ -82,8 +93,9 @@ def test_json_is_the_evidence_record(admitted_run: Outcome) -> None:
     assert json.loads(p.stdout) == admitted_run.evidence
 
 
-def test_junit_has_one_case_per_assertion(shard_runs: tuple[Outcome, Outcome], failed_run: Outcome,
-                                         tmp_path: Path) -> None:
+def test_junit_has_one_case_per_assertion(
+    shard_runs: tuple[Outcome, Outcome], failed_run: Outcome, tmp_path: Path
+) -> None:
     out = tmp_path / "parval.xml"
     assert invoke("report", failed_run.dir, "-f", "junit", "-o", out).returncode == 1
     root = ET.parse(out).getroot()

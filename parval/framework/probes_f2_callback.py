@@ -1,0 +1,54 @@
+"""F2.callback_lease on the flagged runtime: a native batch response holds its lease until
+the exchange completes or is dropped, and an unload waits for it. The probe records;
+parval.framework.judges_f2 judges."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parval.framework.context import Context
+from parval.framework.facts import Obs
+from parval.framework.rig import open_rig
+from parval.framework.scenarios import observe_after
+from parval.status import Status
+
+
+async def callback_probe(ctx: Context) -> None:
+    """Native batch responses hold their lease until the exchange completes or is dropped."""
+    t = ctx.timing
+    assert t is not None
+    model = ctx.model_id
+    spec = ctx.launch_spec([ctx.entry(model)], flagged=True)
+    async with open_rig(ctx, "f2-callback", spec, [model]) as rig:
+        body = {"model": model, "requests": [ctx.base_request(), ctx.base_request()]}
+        probe_reply, _ = await rig.client.sse("/v1/tasks/batch", body)
+        if probe_reply.status != 200:
+            ctx.findings.add(
+                "F2.callback_lease",
+                "native_batch",
+                Status.PENDING,
+                f"the model serves no native batch ({probe_reply.status}: "
+                f"{probe_reply.error_message()[:120]}); deferred stream/batch callbacks need a "
+                "streaming or native-batch model, or CTest T14/T18",
+            )
+            return
+        obs = Obs(model=model)
+        done: dict[str, Any] = {}
+
+        async def batch() -> None:
+            done["reply"], done["events"] = await rig.client.sse("/v1/tasks/batch", body)
+
+        rig.tg.start_soon(batch)
+        seen = await rig.wait(lambda s: s.active(model) >= 1, t.slack_s)
+        obs["held"] = seen is not None
+        manager = await rig.bulk("unload", [model])
+        obs["settled"] = await rig.settle([manager], t.slack_s)
+        # The batch exchange as it stood when the unload answered.
+        reply = done.get("reply")
+        obs["batch_t_done"] = rig.rel(reply.t_done) if reply is not None else None
+        obs["events"] = [
+            {"type": e.get("type")} if isinstance(e, dict) else str(e)[:200] for e in done.get("events", [])
+        ]
+        dropped, _ = await rig.client.sse("/v1/tasks/batch", body, stop_after_events=1)
+        check = ("F2.callback_lease", "native_batch", "f2.native_batch")
+        await observe_after(rig, obs, model, "after", check, [manager], dropped=dropped.summary())
