@@ -13,7 +13,7 @@ blanket pass.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib import resources
 from typing import Any
 
@@ -31,14 +31,7 @@ class Cell:
     text: str
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "table": self.table,
-            "where": self.where,
-            "label": self.label,
-            "tests": list(self.tests),
-            "text": self.text,
-        }
+        return {**asdict(self), "tests": list(self.tests)}
 
 
 @dataclass(frozen=True)

@@ -285,15 +285,6 @@ async def overdue_case(rig: Rig, model: str, n: int, *, occupied: int, managers:
     everything = [*occupants, *mgrs, probe]
     obs["settled"] = await rig.settle(everything, t.slack_s)
     obs["drained"] = await rig.drained([model], t.slack_s)
-    rig.ctx.log.append(
-        "overdue_case",
-        rig=rig.name,
-        count=n,
-        occupied=occupied,
-        managers=managers,
-        probe_ms=probe_ms,
-        timeline=rig.timeline(everything),
-    )
     return rig.observed(
         obs,
         everything,
