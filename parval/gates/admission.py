@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from parval.procedure.catalogue import all_ids
+from parval.procedure.catalogue import all_ids, group_of
 from parval.status import Result, Status, combine, pending
 
 PENDING_TEXT = "evidence collected; validation pending"
@@ -72,7 +72,7 @@ def verdict_line(
 def group_statuses(results: list[Result]) -> dict[str, str]:
     groups: dict[str, list[Status]] = {}
     for r in results:
-        groups.setdefault(r.id.split(".", 1)[0], []).append(r.status)
+        groups.setdefault(group_of(r.id), []).append(r.status)
     return {g: str(combine(s)) for g, s in sorted(groups.items())}
 
 

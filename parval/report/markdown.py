@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from parval.procedure.catalogue import group_of
 from parval.report.failures_md import explain_failure, unresolved_lines
 from parval.report.md_base import ICON, detailed, esc, short
 from parval.report.performance_md import performance_table_markdown
@@ -35,12 +36,7 @@ FRAMEWORK_GROUPS = {
     "F6": "Regressions / sanitizers",
 }
 OTHER_GROUPS = ["X1", "X2", "X3", "X4", "Q1", "Q2", "Q3", "Q4", "Q5", "Q6"]
-GROUPS = [*OTHER_GROUPS[:4], *MODEL_GROUPS, *FRAMEWORK_GROUPS, *OTHER_GROUPS[4:]]
 COMMENT_LIMIT = 60_000  # GitHub refuses comments over 65,536 characters
-
-
-def _group(id_: str) -> str:
-    return id_.split(".", 1)[0]
 
 
 # -- the check table -----------------------------------------------------------------------
@@ -55,7 +51,7 @@ def check_table(ev: dict[str, Any]) -> list[str]:
     rows = [head, "|---|---|" + "---|" * len(counts) + "---|"]
     titles = {**MODEL_GROUPS, **FRAMEWORK_GROUPS}
     for g, title in titles.items():
-        mine = [(n, a) for n, a in entries if _group(a["id"]) == g]
+        mine = [(n, a) for n, a in entries if group_of(a["id"]) == g]
         if not mine:
             continue
         st = _status_of([a for _, a in mine])

@@ -36,6 +36,7 @@ from parval import PROCEDURE_VERSION, __version__
 from parval.errors import RunDirError, UsageError
 from parval.gates import admission as adm
 from parval.plan.load import shard_counts
+from parval.procedure.catalogue import group_of
 from parval.rundir.events import read_events
 from parval.rundir.layout import EVENTS, MANIFEST
 from parval.status import Result, Status, combine, pending
@@ -233,7 +234,7 @@ def _combine_by_id(
     for key in order:
         id_ = key[0]
         pairs = by_id[key]
-        unit = ONCE_PER_MODEL.get(id_.split(".", 1)[0]) if once else None
+        unit = ONCE_PER_MODEL.get(group_of(id_)) if once else None
         if unit is not None:
             responsible = [r for run, r in pairs if run.ran_unit(unit)]
             if responsible:
