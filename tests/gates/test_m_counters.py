@@ -139,3 +139,21 @@ def test_a_later_unload_cycle_that_did_not_unload_fails(tmp_path: Path) -> None:
     r = res["M2.unload_reload"]
     assert r.status is Status.FAIL and "loaded:false" in r.reason
     assert all(s["cycle"] == 1 for s in r.evidence["starts"])
+
+
+def test_n_leases_seen_only_while_loading_is_not_a_violation(tmp_path: Path) -> None:
+    # Both requests held slots at once, but every sample with two leases came before the
+    # model reported loaded (a cold or reload wave): nothing contradicts concurrency.
+    status = {**counters_status(2), "max_active": 2, "max_active_loaded": None}
+    a = count_starts(tmp_path, status=status)["M2.observed_active"]
+    assert a.status is Status.PENDING, a.reason
+    assert "only while the model was still loading" in a.reason
+
+
+def test_a_starved_poller_cannot_show_that_leases_were_never_held_together(tmp_path: Path) -> None:
+    status = {**counters_status(2, polls=4), "max_active": 1, "max_active_loaded": 1}
+    a = count_starts(tmp_path, status=status)["M2.observed_active"]
+    assert a.status is Status.PENDING and "sampled only 4 time(s)" in a.reason
+    # With enough samples the same picture is a violation.
+    status = {**counters_status(2, polls=10), "max_active": 1, "max_active_loaded": 1}
+    assert count_starts(tmp_path / "dense", status=status)["M2.observed_active"].status is Status.FAIL
