@@ -167,8 +167,10 @@ M2_ENTRIES = (
         ("fake_concurrency",),
         (
             "FAIL when the server publishes no slot counters, or when a wave was all in flight "
-            "from the client yet active_slots == N (loaded) was never seen",
-            "PENDING when a wave never overlapped even from the client side, or the poller got no /v1/models answer",
+            "from the client and sampled at least 10 times, yet fewer than N leases were ever seen",
+            "PENDING when a wave never overlapped even from the client side, when N leases were seen "
+            "only while the model was still loading, when the poller sampled a wave fewer than 10 "
+            "times, or when the poller got no /v1/models answer",
         ),
     ),
     _m2(
