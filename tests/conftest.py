@@ -85,6 +85,37 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def write_real_plan(tmp: Path, real: Path, name: str, **overrides: Any) -> Path:
+    """A plan for the real legacy audiocpp_server in `real` (Silero VAD on its speech fixture,
+    counts 1 and 2, no management routes), with `overrides` merged in; return its path."""
+    exe = str(real / "bin" / "audiocpp_server")
+    doc: dict[str, Any] = {
+        "schema_version": 1,
+        "name": name,
+        "servers": {"baseline": {"executable": exe, "knows_parallel_jobs": False}, "candidate": {"executable": exe}},
+        "server": {"backend": "cpu", "threads": 1, "ui_management": False},
+        "model": {
+            "id": "silero",
+            "family": "silero_vad",
+            "task": "vad",
+            "mode": "offline",
+            "path": str(real / "models" / "silero_vad"),
+            "lazy": True,
+        },
+        "counts": [1, 2],
+        "requests": {
+            "base": {"audio": str(real / "fixtures" / "speech16k.wav")},
+            "invalid": {"audio": "/nonexistent/parval-missing-input.wav"},
+        },
+        "compare": {"volatile_fields": [{"path": "timing", "justification": "wall time"}]},
+        "status_poll_ms": 5,
+        "timeouts": {"ready_s": 30, "request_s": 30, "start_s": 120, "shutdown_grace_s": 5},
+    }
+    path = tmp / "plan.yaml"
+    path.write_text(yaml.safe_dump(_merge(doc, overrides)))
+    return path
+
+
 def write_plan(directory: Path, **overrides: Any) -> Path:
     """Write the small plan (with `overrides` merged in) and a model file; return the path."""
     directory.mkdir(parents=True, exist_ok=True)

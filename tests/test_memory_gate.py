@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from parval.gates.m5 import assess_m5
-from parval.gates.m5_preflight import preflight_estimate
 from parval.gates.m5_rules import StabilisationRule
 from parval.gates.m5_samples import StartMemory, summarise_start
 from parval.status import Result, Status
@@ -240,15 +239,6 @@ def test_rule_validation() -> None:
         StabilisationRule(last_k_waves=1, max_growth_mib=10)
     with pytest.raises(ValueError):
         StabilisationRule(last_k_waves=5, max_growth_mib=10, metric="vram")
-
-
-def test_preflight_estimate_survey_rule() -> None:
-    fits, text = preflight_estimate(5830, 5400, 4, 24064)
-    assert fits
-    assert "= 6690 MiB" in text and "budget = available 24064 MiB - margin 1024 MiB = 23040 MiB" in text
-    fits, text = preflight_estimate(14000, 8000, 4, 24064)
-    assert not fits and "= 26000 MiB" in text and "skip" in text
-    assert preflight_estimate(5000, 5200, 3, 6000)[1].count("clamped") == 1
 
 
 def test_campaign_phase_names_idle_between_waves() -> None:

@@ -8,10 +8,10 @@ from typing import Annotated
 
 import typer
 
-from parval.errors import EXIT_ADMITTED, EXIT_FAILED, ParvalError
+from parval.errors import EXIT_ADMITTED, EXIT_FAILED, InputFileError, ParvalError
 from parval.protected.check import verify_protected
 from parval.protected.config import ProtectedConfig
-from parval.protected.result import write_json_atomic
+from parval.rundir.files import write_json
 from parval.status import Status
 
 
@@ -39,7 +39,10 @@ def verify_protected_command(
         cfg = ProtectedConfig.load(config) if config is not None else None
         result = verify_protected(repo, upstream, cfg)
         if output is not None:
-            write_json_atomic(output, result.to_json())
+            try:
+                write_json(output, result.to_json())
+            except OSError as exc:
+                raise InputFileError(f"cannot write {output}: {exc}") from exc
     except ParvalError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         raise typer.Exit(exc.exit_code) from None

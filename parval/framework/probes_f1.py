@@ -37,8 +37,9 @@ async def first_wave(rig: Rig, model: str, n: int) -> tuple[Facts, list[Flight]]
     flights = [await rig.start_run(f"first{i}", model) for i in range(n + 1)]
     obs["settled"] = await rig.settle(flights, timing(rig).slack_s)
     obs["samples"] = rig.samples_of(model, t0)
-    obs["sessions"] = sorted({str(t.get("session")) for t in trace_lines(rig, offset) if t.get("model") == model})
-    obs["traced"] = any(t.get("model") == model for t in trace_lines(rig, offset))
+    traces = [t for t in trace_lines(rig, offset) if t.get("model") == model]
+    obs["sessions"] = sorted({str(t.get("session")) for t in traces})
+    obs["traced"] = bool(traces)
     facts = rig.observed(obs, flights)
     published = sorted({row[4] for row in obs["samples"] if row[4] is not None})
     if rig.flagged and published and ctx.capacity is None:

@@ -5,6 +5,7 @@ reason, and its assertion stays PENDING."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -23,10 +24,26 @@ async def ctest_runs(ctx: Context) -> list[CTestRun]:
     timeout = ctx.options.ctest_timeout_s
     runs: list[CTestRun] = []
 
-    async def run(build_dir: str, label: str, **opts: Any) -> CTestRun:
-        """run_ctest (tests_regex, extra_args, env, meta: `opts`) in a thread, at the probes
-        file's timeout, logged."""
-        call = functools.partial(run_ctest, ctx.plan.resolve(build_dir), label=label, timeout_s=timeout, **opts)
+    async def run(
+        build_dir: str,
+        label: str,
+        *,
+        tests_regex: str | None,
+        extra_args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> CTestRun:
+        """run_ctest in a thread, at the probes file's timeout, logged."""
+        call = functools.partial(
+            run_ctest,
+            ctx.plan.resolve(build_dir),
+            label=label,
+            timeout_s=timeout,
+            tests_regex=tests_regex,
+            extra_args=extra_args,
+            env=env,
+            meta=meta,
+        )
         result: CTestRun = await anyio.to_thread.run_sync(call)
         ctx.log.append("ctest", label=result.label, summary=result.summary(), status=result.status)
         return result

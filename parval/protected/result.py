@@ -4,16 +4,12 @@ The X4 verdict on it is built by parval/gates/framework_ref.py, from this JSON."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from parval import __version__
-from parval.errors import InputFileError
 from parval.protected.git import ChangeKind
 from parval.protected.legacy import LegacyRuntimeCheck
-from parval.rundir.files import write_json
 from parval.status import Status
 
 ASSERTION_ID = "X4"
@@ -102,11 +98,3 @@ class ProtectedResult:
 
 def _indent(text: str, prefix: str) -> list[str]:
     return [prefix + line for line in text.splitlines()] if text else []
-
-
-def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
-    """rundir.files' atomic JSON write, a failure reported as a usage error (exit 2)."""
-    try:
-        write_json(path, data)
-    except OSError as exc:
-        raise InputFileError(f"cannot write {path}: {exc}") from exc

@@ -5,37 +5,24 @@ what was observed; reversal of admission order cannot be shown, so M3.reversed i
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 from parval import api
 from parval.plan.load import load_plan
+from tests.conftest import write_real_plan
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
 
 def plan(tmp: Path, real: Path) -> Path:
-    exe = str(real / "bin" / "audiocpp_server")
-    doc: dict[str, Any] = {
-        "schema_version": 1,
-        "name": "real-legacy-counterless",
-        "servers": {"baseline": {"executable": exe, "knows_parallel_jobs": False}, "candidate": {"executable": exe}},
-        "server": {"backend": "cpu", "threads": 1, "ui_management": False},
-        "model": {
-            "id": "silero",
-            "family": "silero_vad",
-            "task": "vad",
-            "mode": "offline",
-            "path": str(real / "models" / "silero_vad"),
-            "lazy": True,
-        },
-        "counts": [1, 2],
-        "starts_per_count": 1,
-        "waves": {"warm": 1, "mixed": 2, "mixed_at_largest": 2, "serial_reuse": 1},
-        "requests": {
-            "base": {"audio": str(real / "fixtures" / "speech16k.wav")},
+    return write_real_plan(
+        tmp,
+        real,
+        "real-legacy-counterless",
+        starts_per_count=1,
+        waves={"warm": 1, "mixed": 2, "mixed_at_largest": 2, "serial_reuse": 1},
+        requests={
             "variations": [
                 {
                     "name": "other",
@@ -43,16 +30,10 @@ def plan(tmp: Path, real: Path) -> Path:
                     "kind": "length",
                     "request": {"audio": str(real / "fixtures" / "other16k.wav")},
                 }
-            ],
-            "invalid": {"audio": "/nonexistent/parval-missing-input.wav"},
+            ]
         },
-        "compare": {"volatile_fields": [{"path": "timing", "justification": "wall time"}]},
-        "status_poll_ms": 5,
-        "timeouts": {"ready_s": 30, "request_s": 30, "start_s": 120, "campaign_s": 500, "shutdown_grace_s": 5},
-    }
-    path = tmp / "plan.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return path
+        timeouts={"campaign_s": 500},
+    )
 
 
 def test_counterless_reasons_on_the_real_legacy_server(tmp_path: Path, real_audiocpp: Path) -> None:

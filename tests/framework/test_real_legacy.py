@@ -5,13 +5,12 @@ precondition; a FAIL only for behaviour the legacy guard actually showed."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 from parval.framework.collect import run_framework
 from parval.rundir.events import read_events
+from tests.conftest import write_real_plan
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
@@ -23,32 +22,7 @@ SEEN = (
 
 
 def plan(tmp: Path, real: Path) -> Path:
-    exe = str(real / "bin" / "audiocpp_server")
-    doc: dict[str, Any] = {
-        "schema_version": 1,
-        "name": "real-legacy-framework",
-        "servers": {"baseline": {"executable": exe, "knows_parallel_jobs": False}, "candidate": {"executable": exe}},
-        "server": {"backend": "cpu", "threads": 1, "ui_management": False},
-        "model": {
-            "id": "silero",
-            "family": "silero_vad",
-            "task": "vad",
-            "mode": "offline",
-            "path": str(real / "models" / "silero_vad"),
-            "lazy": True,
-        },
-        "counts": [1, 2],
-        "requests": {
-            "base": {"audio": str(real / "fixtures" / "speech16k.wav")},
-            "invalid": {"audio": "/nonexistent/parval-missing-input.wav"},
-        },
-        "compare": {"volatile_fields": [{"path": "timing", "justification": "wall time"}]},
-        "status_poll_ms": 5,
-        "timeouts": {"ready_s": 30, "request_s": 30, "start_s": 120, "shutdown_grace_s": 5},
-    }
-    path = tmp / "plan.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return path
+    return write_real_plan(tmp, real, "real-legacy-framework")
 
 
 def test_real_legacy_server_fails_only_on_observed_behaviour(tmp_path: Path, real_audiocpp: Path) -> None:
