@@ -52,7 +52,10 @@ def test_every_sub_check_comes_from_an_observation_with_raw_facts(cap1: tuple[Pa
             assert (run_dir / "artifacts" / f"{f['artifact']}.body").is_file()
     assert facts["waits"] and facts["timing"]["service_ms"] > 0 and facts["refs"]
     assert "status" not in facts and "detail" not in facts
-    assert by_id(record)["F1.cap1_fifo"]["status"] == "PASS"
+    # The clean stand-in never FAILs; on a loaded 2-core machine a forced order may not form in
+    # time, and that is BLOCKED naming the wait that saw nothing (test_clean.py needs PASS).
+    cap1 = by_id(record)["F1.cap1_fifo"]
+    assert cap1["status"] == "PASS" or (cap1["status"] == "BLOCKED" and "never observed" in cap1["reason"]), cap1
 
 
 def test_the_record_comes_back_from_the_observations_alone(cap1: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
