@@ -9,6 +9,7 @@ the plan mapping (a value of None deletes the key).
 from __future__ import annotations
 
 import copy
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,18 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, settings
+
+# Generated tests: a small profile for the default run, a larger one in CI (`CI=true`) or
+# when HYPOTHESIS_PROFILE names one. Tests that need their own budget pass
+# `@settings(max_examples=...)`, which overrides only that field.
+settings.register_profile(
+    "default", max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "ci", max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "default"))
 
 STANDIN = Path(sys.executable).parent / "parval-standin"
 
