@@ -174,8 +174,11 @@ def count_rows(combo: Combination, found: Attributed, invalid: list[str]) -> lis
         state = _FOR_VERDICT.get(status)
         if state is None:  # PASS, yet not admitted: a lower count is not
             below = next((r for r in rows if r.count < n and r.state is not State.ADMITTED), None)
-            if below is None:
-                rows.append(CountRow(n, State.PENDING, f"not admitted: {verdict.get('line', '')}"))
+            if below is None:  # the judge's admission rule (Q6) says why
+                level: list[dict[str, Any]] = (ev.get("model_checks") or {}).get("model_level") or []
+                q6: dict[str, Any] = next((a for a in level if a["id"] == "Q6"), {})
+                why = "; ".join([str(q6.get("reason") or verdict.get("line", "")), *(q6.get("limitations") or [])])
+                rows.append(CountRow(n, State.PENDING, f"count {n} passes but is not admitted: {why}", ["Q6"]))
             else:
                 rows.append(
                     CountRow(
