@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from parval.claims.combination import Combination
+from parval.errors import ParvalError
 from parval.report.catalogue import find_runs
 from parval.report.history import historical_rows
 from parval.report.merge import LoadedRun, MergeRefused, check_mergeable, merge_evidence
@@ -97,7 +98,7 @@ def find_evidence(root: Path) -> Found:
             ev = json.loads((d / "evidence.json").read_text("utf-8"))
             manifest = json.loads((d / MANIFEST).read_text("utf-8"))
             runs.append(FoundRun(d, rel, ev, manifest, LoadedRun(d, ev)))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, ParvalError) as exc:
             unreadable.append({"dir": rel, "error": f"unreadable evidence: {type(exc).__name__}: {exc}"})
     return Found(runs, unreadable, [h for h in historical_rows(root) if "error" not in h])
 

@@ -71,15 +71,23 @@ def input_changes(plan: Plan, run_dir: Path) -> list[str]:
     return changes
 
 
-def run_state(plan: Plan, run_dir: Path) -> RunState:
-    """What to do with `run_dir` for `plan` (module docstring)."""
+def check_run_dir(run_dir: Path) -> None:
+    """RunDirError when `run_dir` holds something other than a parval run (cheap: checked
+    for every combination before anything runs)."""
     if not run_dir.exists() or (run_dir.is_dir() and not any(run_dir.iterdir())):
-        return RunState(Action.RUN, "no evidence yet")
+        return
     if not run_dir.is_dir() or not (run_dir / MANIFEST).exists() or not (run_dir / EVENTS).exists():
         raise RunDirError(
             f"{run_dir}: exists but is not a parval run directory (no manifest.json/events.jsonl)",
             hint="move it away, or choose another --out",
         )
+
+
+def run_state(plan: Plan, run_dir: Path) -> RunState:
+    """What to do with `run_dir` for `plan` (module docstring)."""
+    if not run_dir.exists() or (run_dir.is_dir() and not any(run_dir.iterdir())):
+        return RunState(Action.RUN, "no evidence yet")
+    check_run_dir(run_dir)
     changes = input_changes(plan, run_dir)
     if changes:
         return RunState(Action.RERUN, "inputs changed: " + ", ".join(changes))

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from parval.claims.combination import Combination, run_dir_name
-from parval.claims.inputs import Action, run_state, set_aside
+from parval.claims.inputs import Action, check_run_dir, run_state, set_aside
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE, PlanError
 from parval.plan.load import Plan
 from parval.rundir.layout import EVIDENCE
@@ -162,6 +162,8 @@ def run_catalogue(
     wanted = set(backends) if backends else set(here) if detect else {c.backend for c in combos}
     chosen = [c for c in combos if c.backend in wanted]
     plans = check_combinations(chosen)
+    for c in chosen:
+        check_run_dir(out / run_dir_name(c.key, shard))
     outcomes: list[Outcome] = []
     total = len(combos)
     out.mkdir(parents=True, exist_ok=True)

@@ -157,6 +157,7 @@ SelectTypeParameters=CR_Core
 SchedulerType=sched/backfill
 MpiDefault=none
 ReturnToService=2
+MinJobAge=3600
 GresTypes=gpu
 NodeName={host} CPUs={os.cpu_count() or 1} RealMemory=1000 Gres=gpu:1 State=UNKNOWN
 PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP

@@ -177,3 +177,20 @@ def test_validate_checks_every_plans_files(tmp_path: Path) -> None:
     # a catalogue handed to `parval validate` says what it is
     v = parval("validate", path)
     assert v.returncode == 2 and "a catalogue, not a plan" in v.stderr and "parval catalogue validate" in v.stderr
+
+
+def test_run_checks_everything_before_running_anything(tmp_path: Path) -> None:
+    claims = [
+        {"name": "a", "plan": "../plans/plan.yaml", "backends": ["cpu"]},
+        {"name": "b", "template": "../plans/plan.yaml", "overrides": {"model": {"id": "b"}}, "backends": ["cpu"]},
+    ]
+    path = _cat(tmp_path, claims)
+    out = tmp_path / "runs"
+    (out / "b.cpu.offline").mkdir(parents=True)
+    (out / "b.cpu.offline" / "notes.txt").write_text("not a run")
+    p = parval("catalogue", "run", path, "--out", out)
+    assert p.returncode == 2 and "b.cpu.offline: exists but is not a parval run directory" in p.stderr
+    assert sorted(x.name for x in out.iterdir()) == ["b.cpu.offline"]  # a.cpu.offline was not started
+    (tmp_path / "plans" / "model.bin").unlink()
+    p = parval("catalogue", "run", path, "--out", out)
+    assert p.returncode == 2 and "nothing was run" in p.stderr and "model.path" in p.stderr
