@@ -23,10 +23,16 @@ from parval.runners.campaign import Campaign
 Listener = Callable[[dict[str, Any]], None]
 
 
-def prepare_run_dir(plan: Plan, out: Path | None) -> Path:
+def prepare_run_dir(plan: Plan, out: Path | None, *, plan_text: str | None = None) -> Path:
+    """A fresh run directory holding the plan, its snapshot and the manifest. `plan_text`:
+    the plan's own text when `plan.path` names where its paths resolve from rather than
+    the plan itself (an effective plan of a catalogue combination)."""
     # Absolute, because servers run with their own directory as the working directory.
     run_dir = new_run_dir(out.resolve() if out is not None else None, plan.name).resolve()
-    (run_dir / "plan.yaml").write_bytes(plan.path.read_bytes())
+    if plan_text is not None:
+        (run_dir / "plan.yaml").write_text(plan_text, "utf-8")
+    else:
+        (run_dir / "plan.yaml").write_bytes(plan.path.read_bytes())
     write_json(run_dir / "plan.json", plan.raw)
     write_json(run_dir / MANIFEST, build_manifest(plan))
     return run_dir

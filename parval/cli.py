@@ -55,6 +55,7 @@ def _err(msg: str) -> None:
 def _register() -> None:
     from parval.commands import (
         bench,
+        catalogue,
         explain,
         framework,
         import_history,
@@ -78,6 +79,7 @@ def _register() -> None:
     app.command("init")(init.init_command)
     app.command("bench")(bench.bench_command)
     app.command("import")(import_history.import_command)
+    app.add_typer(catalogue.app, name="catalogue")
 
 
 _register()

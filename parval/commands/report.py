@@ -29,6 +29,14 @@ def report_command(
         Path | None,
         typer.Option("--catalogue", help="Summarise every run under DIR (each directory holding an evidence.json)."),
     ] = None,
+    claims: Annotated[
+        Path | None,
+        typer.Option(
+            "--claims",
+            help="With --catalogue DIR: disclose every combination and count the catalogue file CAT claims "
+            "(ADMITTED, NOT ADMITTED, BLOCKED, PENDING, NOT RUN, STALE, HISTORICAL), then the comparison table.",
+        ),
+    ] = None,
     redact_paths: Annotated[bool, typer.Option("--redact-paths", help="Replace absolute paths with hashes.")] = False,
     rejudge: Annotated[bool, typer.Option("--rejudge", help="Judge the recorded events again first.")] = False,
 ) -> None:
@@ -39,20 +47,24 @@ fixtures, model id, backend or provenance (local/CI), or whose plans disagree on
 outputs (model options, quantization, requests, volatile fields, tolerance, threads), and names \
 the field. The exit code is the verdict's: 0 admitted, 1 a required assertion FAILED (or the run \
 directory was modified after judging), 3 evidence incomplete. With --catalogue: 0 every run \
-admitted, 1 any run failed, 3 otherwise.
+admitted, 1 any run failed, 3 otherwise. With --catalogue and --claims: 0 only when every claimed \
+combination and count is ADMITTED, 1 when any is NOT ADMITTED, 3 otherwise (BLOCKED, PENDING, \
+NOT RUN, STALE, HISTORICAL), 2 a catalogue that does not validate.
 
     Example: parval report runs/demo --format md --output report.md
 
     Example: parval report runs/shard1 runs/shard2 --format junit -o parval.xml
 
     Example: parval report --catalogue runs/
+
+    Example: parval report --catalogue runs/demo --claims plans/catalogue.yaml -o claims.md
     """
     from parval.report.write import FORMATS, render_report
 
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: use md, json or junit")
     text, code = render_report(
-        runs or [], fmt=fmt, catalogue=catalogue, redact=redact_paths, rejudge=rejudge, output=output
+        runs or [], fmt=fmt, catalogue=catalogue, redact=redact_paths, rejudge=rejudge, output=output, claims=claims
     )
     if output is not None:
         from parval.rundir.files import atomic_write

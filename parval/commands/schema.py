@@ -19,7 +19,8 @@ def _schema_names() -> list[str]:
 
 def schema_command(
     which: Annotated[
-        str, typer.Argument(help="plan, evidence, or another schema parval ships (framework, protected, ctest).")
+        str,
+        typer.Argument(help="plan, evidence, catalogue, or another schema parval ships (framework, protected, ctest)."),
     ],
 ) -> None:
     """Print one of parval's JSON Schemas (plan: the run plan; evidence: evidence.json).

@@ -13,8 +13,15 @@ def validate_command(plan: Annotated[Path, typer.Argument(help="The YAML run pla
 
     Example: parval validate plans/demo.yaml
     """
-    from parval.plan.load import load_plan
+    from parval.errors import PlanError
+    from parval.plan.load import load_plan, parse_plan_text
     from parval.plan.schedule import describe_schedule
 
+    try:
+        kind = parse_plan_text(plan.read_text("utf-8"), str(plan)).get("kind")
+    except (OSError, UnicodeDecodeError, PlanError):
+        kind = None  # load_plan says what is wrong with it
+    if kind == "parval-catalogue":
+        raise PlanError(f"{plan}: a catalogue, not a plan", hint=f"parval catalogue validate {plan}")
     loaded = load_plan(plan)
     typer.echo(describe_schedule(loaded))

@@ -19,7 +19,7 @@ from parval.errors import InputFileError, UsageError
 from parval.plan.load import GPU_BACKENDS
 
 PLACEHOLDER = "EDIT-ME"
-TEXT_TASKS = {"tts", "gen", "vdes"}
+TEXT_TASKS = {"tts", "gen", "vdes", "clon"}  # text in (with a seed); every other task takes audio in
 ENTRY_EXTRA_KEYS = (
     "config",
     "weight",
@@ -76,6 +76,14 @@ def advertised_counts(entry: dict[str, Any]) -> list[int]:
     return list(range(1, slots + 1))
 
 
+def variation_kinds(task: str) -> list[str]:
+    """The variation kinds a task's requests can change (M3.variation): text tasks vary
+    length and seed (a reference voice where the model takes one: commented out in the
+    plan, the user decides); audio-input tasks (VAD, ASR, ...) take no seed, so only the
+    input audio's length (and content) can vary."""
+    return ["length", "seed"] if task in TEXT_TASKS else ["length"]
+
+
 def _requests(task: str) -> list[str]:
     if task in TEXT_TASKS:
         base = {"text": "The quick brown fox jumps over the lazy dog.", "seed": 1234}
@@ -90,22 +98,29 @@ def _requests(task: str) -> list[str]:
             "    - name: other_seed",
             "      changes: seed",
             f"      request: {_y({**base, 'seed': 99})}",
+            "    # When the model takes a reference voice, uncomment this (with a real fixture) and add",
+            "    # `reference` to model.variation_kinds:",
+            "    # - name: other_voice",
+            "    #   changes: voice_ref",
+            f"    #   request: {_y({**base, 'voice_ref': f'{PLACEHOLDER}/fixtures/voice-2.wav'})}",
             "  # a request the server must reject alongside healthy work (M4.invalid_alongside);",
             "  # EDIT to a request your model rejects",
             f"  invalid: {_y({'text': '', 'max_tokens': -1})}",
         ]
-    base = {"audio": f"{PLACEHOLDER}/fixtures/input-1.wav", "seed": 1234}
+    # Audio in: no seed (it would change nothing), so the variations change the input audio.
+    base = {"audio": f"{PLACEHOLDER}/fixtures/input-1.wav"}
     return [
         ("requests:                  # EDIT-ME: point audio at real fixture files (relative to this plan)"),
         f"  base: {_y(base)}",
-        "  variations:               # each must change the effective input (M3.variation)",
-        "    - name: other_audio",
+        "  variations:               # each must change the effective input audio (M3.variation)",
+        "    - name: other_length     # a recording of another length",
         "      changes: audio",
         "      kind: length",
-        f"      request: {_y({**base, 'audio': f'{PLACEHOLDER}/fixtures/input-2.wav'})}",
-        "    - name: other_seed",
-        "      changes: seed",
-        f"      request: {_y({**base, 'seed': 99})}",
+        f"      request: {_y({'audio': f'{PLACEHOLDER}/fixtures/input-2.wav'})}",
+        "    - name: other_content    # about the same length, other content (other speech, pauses, noise)",
+        "      changes: audio",
+        "      kind: other",
+        f"      request: {_y({'audio': f'{PLACEHOLDER}/fixtures/input-3.wav'})}",
         "  # a request the server must reject alongside healthy work (M4.invalid_alongside)",
         f"  invalid: {_y({'audio': 'data:audio/wav;base64,AAAA'})}",
     ]
@@ -115,12 +130,13 @@ def starter_plan(config: dict[str, Any], entry: dict[str, Any], config_path: Pat
     """The plan text (YAML with comments)."""
     counts = advertised_counts(entry)
     model_path = Path(entry["path"])
-    if not model_path.is_absolute():
-        model_path = (config_path.parent / model_path).resolve()
-    try:
-        rel = os.path.relpath(model_path, plan_dir.resolve())
-    except ValueError:
-        rel = str(model_path)
+    if model_path.is_absolute():
+        rel = entry["path"]  # an absolute path stays absolute (as the config wrote it)
+    else:  # relative to the config file, re-expressed relative to the plan
+        try:
+            rel = os.path.relpath((config_path.parent / model_path).resolve(), plan_dir.resolve())
+        except ValueError:
+            rel = str((config_path.parent / model_path).resolve())
     backend = str(config.get("backend", "cuda"))
     if backend not in BACKENDS:
         raise UsageError(f"{config_path}: unsupported backend {backend!r}")
@@ -174,7 +190,10 @@ def starter_plan(config: dict[str, Any], entry: dict[str, Any], config_path: Pat
     lines += [
         "  cache_sensitive: false     # true when outputs depend on the slot's request history",
         f"  admit_modes: [{_y(model['mode'])}]",
-        ("  variation_kinds: [length, seed]   # EDIT: kinds the model supports: length, seed, reference, preparation"),
+        (
+            f"  variation_kinds: [{', '.join(variation_kinds(task))}]   "
+            "# EDIT: the kinds this model supports (length, seed, reference, preparation)"
+        ),
         "",
         "# What parval cannot discover (M1.manifest stays PENDING naming each item left out):",
         "# identity:",

@@ -309,6 +309,7 @@ def historical_rows(root: Path) -> list[dict[str, Any]]:
                 "record_id": rec.get("record_id"),
                 "model": ident.get("model"),
                 "backend": ident.get("backend"),
+                "mode": ident.get("mode"),
                 "procedure_version": rec.get("procedure_version"),
                 "candidate_sha256": tested.get("candidate_sha256"),
                 "entries": len(rec.get("entries") or []),

@@ -9,7 +9,7 @@ from typing import Any
 from parval.gates.performance import MIN_WARM_REPEATS, TABLE_COLUMNS
 
 
-def _time_cell(st: dict[str, Any] | None) -> str:
+def time_cell(st: dict[str, Any] | None) -> str:
     if st is None:
         return "not measured"
     if st.get("blocked"):
@@ -26,7 +26,7 @@ def _time_cell(st: dict[str, Any] | None) -> str:
     return cell
 
 
-def _pct_cell(pct: float | None, admitted: bool, vs_estimate: bool = False) -> str:
+def pct_cell(pct: float | None, admitted: bool, vs_estimate: bool = False) -> str:
     if pct is None:
         return "n/a"
     cell = f"{pct:+.1f}%"
@@ -61,12 +61,12 @@ def performance_table_markdown(perf: dict[str, Any]) -> str:
             f"{r['backend_model']} (N={r['count']})",
             checks,
             r["framework_checks"],
-            _time_cell(r["base_one_request"]),
-            _time_cell(r["candidate_one_slot"]),
-            _pct_cell(r["one_request_saved_pct"], r["admitted"]),
-            _time_cell(base_n),
-            _time_cell(r["candidate_n_slots"]),
-            _pct_cell(r["n_saved_pct"], r["admitted"], bool(base_n and base_n["estimate"])),
+            time_cell(r["base_one_request"]),
+            time_cell(r["candidate_one_slot"]),
+            pct_cell(r["one_request_saved_pct"], r["admitted"]),
+            time_cell(base_n),
+            time_cell(r["candidate_n_slots"]),
+            pct_cell(r["n_saved_pct"], r["admitted"], bool(base_n and base_n["estimate"])),
         ]
         lines.append("| " + " | ".join(_esc(c) for c in cells) + " |")
 
@@ -84,7 +84,7 @@ def performance_table_markdown(perf: dict[str, Any]) -> str:
         indep_cell = (
             indep
             if isinstance(indep, str)
-            else f"{_time_cell(indep)}; candidate N slots {_pct_cell(indep['candidate_saved_pct'], r['admitted'])}"
+            else f"{time_cell(indep)}; candidate N slots {pct_cell(indep['candidate_saved_pct'], r['admitted'])}"
         )
         status = r["status"] + (f" ({'; '.join(r['pending'])})" if r["pending"] else "")
         lines.append(f"| {r['count']} | {_esc(status)} | {colds} | {_esc(indep_cell)} |")

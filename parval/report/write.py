@@ -15,11 +15,33 @@ FORMATS = ("md", "json", "junit")
 
 
 def render_report(
-    runs: list[Path], *, fmt: str, catalogue: Path | None, redact: bool, rejudge: bool, output: Path | None = None
+    runs: list[Path],
+    *,
+    fmt: str,
+    catalogue: Path | None,
+    redact: bool,
+    rejudge: bool,
+    output: Path | None = None,
+    claims: Path | None = None,
 ) -> tuple[str, int]:
-    """`parval report`: one run, several runs (merged) or a catalogue → (text, exit code)."""
+    """`parval report`: one run, several runs (merged), a catalogue of runs, or the
+    disclosure of a catalogue's claims → (text, exit code)."""
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: use md, json or junit")
+    if claims is not None:
+        if catalogue is None or runs or rejudge:
+            raise UsageError(
+                "--claims CAT discloses the runs under --catalogue DIR (no run directories, no --rejudge)",
+                hint="parval report --catalogue runs/ --claims plans/catalogue.yaml",
+            )
+        from parval.report.claims import render_claims
+
+        text, code = render_claims(claims, catalogue, fmt)
+        if redact:
+            from parval.report.redact import redact_paths
+
+            text = redact_paths(text)
+        return text, code
     if catalogue is not None or len(runs) != 1:
         if rejudge:
             raise UsageError(

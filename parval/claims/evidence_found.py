@@ -1,0 +1,185 @@
+"""The evidence under a runs folder, attributed to a catalogue's combinations.
+
+A run belongs to a combination when its evidence names the combination's model id,
+backend and mode (so runs made with plain `parval run` count too). It is *current* when it
+tested the catalogue's candidate build for that backend: the same executable sha256 and,
+where both the catalogue and the run name one, the same source commit; otherwise it is
+STALE evidence (new executables inherit nothing). Of the current runs, a run replaced by a
+newer one of the same shard and provenance is superseded; the rest are merged into one
+verdict the way `parval report RUN1 RUN2` merges (runs that cannot be merged with the
+newest are left out, each with the reason). Imported historical records (`parval import`)
+are attributed by model, backend and mode, and never count toward admission.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from parval.claims.combination import Combination
+from parval.errors import ParvalError
+from parval.report.catalogue import find_runs
+from parval.report.history import historical_rows
+from parval.report.merge import LoadedRun, MergeRefused, check_mergeable, merge_evidence
+from parval.rundir.layout import MANIFEST
+
+
+@dataclass
+class FoundRun:
+    dir: Path
+    rel: str
+    ev: dict[str, Any]
+    manifest: dict[str, Any]
+    loaded: LoadedRun
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        ident: dict[str, Any] = self.ev.get("identity") or {}
+        return ident
+
+    @property
+    def candidate_sha256(self) -> str | None:
+        return self.identity.get("candidate_sha256")
+
+    @property
+    def candidate_commit(self) -> str | None:
+        ident = self.manifest.get("identity") or {}
+        commit = (ident.get("candidate") or {}).get("source_commit")
+        return str(commit) if commit else None
+
+    @property
+    def shard(self) -> list[int] | None:
+        shard = (self.ev.get("run") or {}).get("shard")
+        return list(shard) if shard else None
+
+    @property
+    def provenance(self) -> str | None:
+        prov = self.manifest.get("provenance") or (self.ev.get("run") or {}).get("provenance") or {}
+        return prov.get("kind") if isinstance(prov, dict) else None
+
+    @property
+    def date(self) -> str:
+        return str(self.ev.get("generated_at") or "")
+
+    def belongs_to(self, combo: Combination) -> bool:
+        i = self.identity
+        return (i.get("model"), i.get("backend"), i.get("mode")) == (combo.model_id, combo.backend, combo.mode)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "dir": self.rel,
+            "shard": self.shard,
+            "counts": self.loaded.counts,
+            "candidate_sha256": self.candidate_sha256,
+            "candidate_commit": self.candidate_commit,
+            "provenance": self.provenance,
+            "generated_at": self.date,
+            "verdict": (self.ev.get("verdict") or {}).get("line"),
+        }
+
+
+@dataclass
+class Found:
+    """Everything under the runs folder: readable runs, unreadable ones, historical records."""
+
+    runs: list[FoundRun]
+    unreadable: list[dict[str, str]]
+    historical: list[dict[str, Any]]
+
+
+def find_evidence(root: Path) -> Found:
+    runs: list[FoundRun] = []
+    unreadable: list[dict[str, str]] = []
+    for d in find_runs(root):
+        rel = str(d.relative_to(root)) if d != root else "."
+        try:
+            ev = json.loads((d / "evidence.json").read_text("utf-8"))
+            manifest = json.loads((d / MANIFEST).read_text("utf-8"))
+            runs.append(FoundRun(d, rel, ev, manifest, LoadedRun(d, ev)))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, ParvalError) as exc:
+            unreadable.append({"dir": rel, "error": f"unreadable evidence: {type(exc).__name__}: {exc}"})
+    return Found(runs, unreadable, [h for h in historical_rows(root) if "error" not in h])
+
+
+@dataclass
+class Attributed:
+    """The evidence of one combination."""
+
+    used: list[FoundRun] = field(default_factory=list)  # current, merged into one verdict
+    not_used: list[tuple[FoundRun, str]] = field(default_factory=list)  # current, left out: why
+    stale: list[tuple[FoundRun, str]] = field(default_factory=list)
+    historical: list[dict[str, Any]] = field(default_factory=list)
+    evidence: dict[str, Any] | None = None  # the used runs' (merged) evidence
+    covered: dict[int, list[str]] = field(default_factory=dict)  # count → used runs that ran it
+    not_run: dict[int, str] = field(default_factory=dict)  # count → why a used run left it out
+
+
+def stale_reason(run: FoundRun, sha256: str, commit: str | None) -> str | None:
+    """Why `run` is not evidence of the candidate build (None: it is)."""
+    got = run.candidate_sha256
+    if got != sha256:
+        return f"tested candidate sha256 {str(got)[:12]}…, the catalogue's candidate is {sha256[:12]}…"
+    theirs = run.candidate_commit
+    if (
+        commit
+        and theirs
+        and not (commit.lower().startswith(theirs.lower()) or theirs.lower().startswith(commit.lower()))
+    ):
+        return f"tested source commit {theirs[:12]}, the catalogue's candidate is {commit[:12]}"
+    return None
+
+
+def _current_only(runs: list[FoundRun]) -> tuple[list[FoundRun], list[tuple[FoundRun, str]]]:
+    """Newest run per shard and provenance (local and CI apart); older ones are superseded."""
+    groups: dict[str, list[FoundRun]] = {}
+    for r in runs:
+        groups.setdefault(json.dumps([r.shard, r.provenance]), []).append(r)
+    keep: list[FoundRun] = []
+    dropped: list[tuple[FoundRun, str]] = []
+    for members in groups.values():
+        members.sort(key=lambda r: r.date)
+        keep.append(members[-1])
+        dropped += [(r, f"superseded by the newer run {members[-1].rel}") for r in members[:-1]]
+    keep.sort(key=lambda r: r.date, reverse=True)
+    return keep, dropped
+
+
+def attribute(combo: Combination, found: Found, sha256: str) -> Attributed:
+    """The evidence of `combo` for the candidate build with `sha256` (module docstring)."""
+    out = Attributed()
+    commit = combo.build.candidate.source_commit
+    current: list[FoundRun] = []
+    for run in found.runs:
+        if not run.belongs_to(combo):
+            continue
+        why = stale_reason(run, sha256, commit)
+        if why is None:
+            current.append(run)
+        else:
+            out.stale.append((run, why))
+    keep, out.not_used = _current_only(current)
+    for run in keep:  # newest first: the newest run decides what the others must agree with
+        try:
+            check_mergeable([r.loaded for r in [*out.used, run]])
+        except MergeRefused as exc:
+            out.not_used.append((run, f"cannot be merged with the newer runs: {exc.message}"))
+            continue
+        out.used.append(run)
+    out.used.sort(key=lambda r: r.date)
+    if len(out.used) == 1:
+        out.evidence = out.used[0].ev
+    elif out.used:
+        out.evidence = merge_evidence([r.loaded for r in out.used])
+    for run in out.used:
+        for n in run.loaded.counts:
+            out.covered.setdefault(n, []).append(run.rel)
+        for n, why in run.loaded.not_run.items():
+            out.not_run.setdefault(n, why)
+    out.historical = [
+        h
+        for h in found.historical
+        if (h.get("model"), h.get("backend")) == (combo.model_id, combo.backend) and h.get("mode") in (None, combo.mode)
+    ]
+    return out

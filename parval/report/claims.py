@@ -1,0 +1,70 @@
+"""`parval report --catalogue DIR --claims CAT` in md, json or junit, and its exit code
+(0 every claimed count ADMITTED · 1 any NOT ADMITTED · 3 otherwise · 2 a bad catalogue or
+DIR); `parval.claims.disclosure` decides each row."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+from parval.claims.disclosure import Disclosure, State, disclose
+
+
+def claims_json(d: Disclosure) -> dict[str, Any]:
+    from parval.report.claims_md import comparison_rows, verdict_line
+
+    return {
+        "kind": "parval-claims",
+        "schema_version": 1,
+        "catalogue": str(d.catalogue.path),
+        "name": d.catalogue.name,
+        "runs_dir": str(d.runs_dir),
+        "line": verdict_line(d),
+        "exit_code": d.exit_code,
+        "summary": d.summary(),
+        "combinations": [c.to_json() for c in d.combinations],
+        "comparison": comparison_rows(d),
+        "unreadable": d.unreadable,
+    }
+
+
+def claims_junit(d: Disclosure) -> str:
+    """One test case per claimed combination and count: ADMITTED passes, NOT ADMITTED
+    fails, every other state is skipped with its reason."""
+    rows = d.rows
+    root = ET.Element("testsuites", name="parval claims")
+    suite = ET.SubElement(
+        root,
+        "testsuite",
+        name=f"parval claims {d.catalogue.name}",
+        tests=str(len(rows)),
+        failures=str(sum(r.state is State.NOT_ADMITTED for _, r in rows)),
+        errors="0",
+        skipped=str(sum(r.state not in (State.ADMITTED, State.NOT_ADMITTED) for _, r in rows)),
+    )
+    for c, r in rows:
+        case = ET.SubElement(
+            suite, "testcase", classname=f"parval.claims.{c.combo.claim.name}", name=f"{c.combo.key}[count={r.count}]"
+        )
+        text = "; ".join(r.blocking[:20])
+        if r.state is State.NOT_ADMITTED:
+            ET.SubElement(case, "failure", message=r.reason[:500], type="NOT ADMITTED").text = text or r.reason
+        elif r.state is not State.ADMITTED:
+            ET.SubElement(case, "skipped", message=f"{r.state}: {r.reason[:500]}").text = text or None
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def render_claims(catalogue: Path, runs_dir: Path, fmt: str) -> tuple[str, int]:
+    from parval.claims.combination import load_catalogue
+
+    d = disclose(load_catalogue(catalogue), runs_dir)
+    if fmt == "json":
+        return json.dumps(claims_json(d), indent=2, sort_keys=True) + "\n", d.exit_code
+    if fmt == "junit":
+        return claims_junit(d), d.exit_code
+    from parval.report.claims_md import render_claims_markdown
+
+    return render_claims_markdown(d), d.exit_code

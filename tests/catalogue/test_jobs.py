@@ -1,0 +1,125 @@
+"""The job files (`parval catalogue slurm|matrix`), every catalogue command's help, and the
+README's Slurm and GitHub Actions recipes, which must be exactly what the commands print for
+the example catalogue (so they cannot drift). No campaign, no Slurm here: test_slurm.py
+submits the script to a real one."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import typer
+import yaml
+
+from parval.cli import app
+
+from .kit import REPO, parval
+
+README = (REPO / "README.md").read_text()
+EXAMPLE = "plans/catalogue.yaml"
+
+
+def _fenced(after: str, lang: str) -> str:
+    """The first ```lang block after the text `after` in the README."""
+    start = README.index(after)
+    m = re.search(rf"```{lang}\n(.*?)```", README[start:], re.S)
+    assert m, f"no ```{lang} block after {after!r}"
+    return m.group(1)
+
+
+def _cmd(*args: str) -> str:
+    p = parval(*args, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def test_the_readme_slurm_recipe_is_the_generated_script() -> None:
+    assert _fenced("**Slurm**", "bash") == _cmd("catalogue", "slurm", EXAMPLE)
+
+
+def test_the_readme_workflow_is_the_generated_one() -> None:
+    assert _fenced("**GitHub Actions**", "yaml") == _cmd("catalogue", "matrix", EXAMPLE, "--workflow")
+
+
+def test_the_readme_example_is_the_shipped_catalogue() -> None:
+    shown = yaml.safe_load(_fenced("## The admitted catalogue", "yaml"))
+    assert shown == yaml.safe_load((REPO / EXAMPLE).read_text())
+
+
+def test_the_slurm_script_has_one_task_per_combination_and_shard(tmp_path: Path) -> None:
+    text = _cmd("catalogue", "slurm", EXAMPLE, "--out", "runs/x", "--gres", "none", "--sbatch", "--account=audio")
+    assert "#SBATCH --array=1-4" in text and "--gres" not in text and "#SBATCH --account=audio" in text
+    tasks = re.search(r"TASKS=\(\n(.*?)\n\)", text, re.S)
+    assert tasks and tasks.group(1).split("\n") == [
+        '  "demo-tts.cpu.offline 1/3"',
+        '  "demo-tts.cpu.offline 2/3"',
+        '  "demo-tts.cpu.offline 3/3"',
+        '  "demo-tts-small.cpu.offline -"',
+    ]
+    assert '--dependency="afterany:${jobid%%;*}"' in text
+    assert "--claims plans/catalogue.yaml --format json --output runs/x/claims.json" in text
+    only = _cmd("catalogue", "slurm", EXAMPLE, "--only", "demo-tts-small")
+    assert "#SBATCH --array=1-1" in only and "#SBATCH --gres=gpu:1" in only
+    script = tmp_path / "job.sbatch"
+    script.write_text(text)
+    if shutil.which("bash"):
+        assert subprocess.run(["bash", "-n", str(script)], capture_output=True, check=False).returncode == 0
+
+
+def test_the_slurm_task_runs_its_combination(tmp_path: Path) -> None:
+    """A task's own lines (not the submission branch) pick its combination and shard."""
+    text = _cmd("catalogue", "slurm", EXAMPLE, "--parval", "echo")
+    script = tmp_path / "job.sbatch"
+    script.write_text(text)
+    for task, expected in ((2, "--only demo-tts.cpu.offline --shard 2/3"), (4, "--only demo-tts-small.cpu.offline")):
+        p = subprocess.run(
+            ["bash", str(script)],
+            env={"PATH": "/usr/bin:/bin", "SLURM_ARRAY_TASK_ID": str(task)},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert p.returncode == 0, p.stderr
+        assert f"catalogue run plans/catalogue.yaml {expected} --out runs/demo --quiet" in p.stdout
+
+
+def test_the_matrix_is_what_strategy_matrix_takes() -> None:
+    out = _cmd("catalogue", "matrix", EXAMPLE)
+    assert out.count("\n") == 1  # one line, for $GITHUB_OUTPUT
+    include = json.loads(out)["include"]
+    assert [(e["combination"], e["shard"]) for e in include] == [
+        ("demo-tts.cpu.offline", "1/3"),
+        ("demo-tts.cpu.offline", "2/3"),
+        ("demo-tts.cpu.offline", "3/3"),
+        ("demo-tts-small.cpu.offline", ""),
+    ]
+    assert include[0]["shard_args"] == "--shard 1/3" and include[3]["shard_args"] == ""
+    assert include[0]["runs_on"] == ["self-hosted", "cpu"]
+    assert len({e["artifact"] for e in include}) == 4  # artifacts never collide
+    workflow = yaml.safe_load(_cmd("catalogue", "matrix", EXAMPLE, "--workflow"))
+    run = workflow["jobs"]["run"]
+    assert run["strategy"]["matrix"] == "${{ fromJSON(needs.matrix.outputs.matrix) }}"
+    used = set(re.findall(r"\$\{\{ matrix\.(\w+)", json.dumps(run)))
+    assert {"combination", "shard_args", "runs_on", "artifact"} <= used <= set(include[0]), used
+    assert json.loads(_cmd("catalogue", "matrix", EXAMPLE, "--backend", "cuda")) == {"include": []}
+
+
+def _catalogue_commands() -> list[str]:
+    group = typer.main.get_command(app)
+    sub = getattr(group, "commands", {})["catalogue"]
+    return sorted(getattr(sub, "commands", {}))
+
+
+@pytest.mark.parametrize("command", _catalogue_commands())
+def test_every_catalogue_command_is_documented_and_helped(command: str) -> None:
+    assert f"parval catalogue {command}" in README
+    p = parval("catalogue", command, "--help")
+    assert p.returncode == 0 and "Example" in p.stdout, p.stdout
+
+
+def test_the_commands_are_there() -> None:
+    assert _catalogue_commands() == ["init", "matrix", "run", "slurm", "validate"]
