@@ -39,6 +39,8 @@ def request(
         "reply": {"outcome": "ok" if ok else "http_error", "status": status},
         "output": {"valid": True, "canon": canon} if ok else None,
         "artifact": None,
+        "t_send": 0.0,
+        "t_done": 0.1,
     }
 
 
@@ -64,7 +66,7 @@ def x1_events(config_forms: list[Any], reg_ok: bool = True) -> list[dict[str, An
     ev = [
         *baseline(),
         *start("ref-candidate-legacy", "reference"),
-        {"kind": "server_ready", "run": "ref-candidate-legacy", "attempt": 1, "warning_marker": False},
+        {"kind": "server_ready", "run": "ref-candidate-legacy", "attempt": 1, "warning_marker": False, "argv": []},
     ]
     ev += [{"kind": "x1_config_probe", "value": v, "rejected": True, "message_ok": True} for v in config_forms]
     ev += [
