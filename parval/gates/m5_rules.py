@@ -41,6 +41,8 @@ class CountInputs:
     rule: StabilisationRule | None
     gpu_required: bool
     baseline: list[StartMemory] | None
+    # Why the plan compares memory with the baseline build (memory.baseline_comparison).
+    baseline_reason: str | None = None
 
 
 def wave_growth(sums: list[dict[str, Any]], metric: str, k: int | None) -> list[dict[str, Any]]:

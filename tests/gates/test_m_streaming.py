@@ -11,7 +11,17 @@ from parval.gates.m6_modes import judge_m6
 from parval.status import Status
 from tests.gates.m_events import Events, plan, tts_body
 
-REF = "r" * 64
+
+def _pcm_sha(body: dict[str, Any]) -> str:
+    import json
+
+    from parval.gates.compare import canonicalize
+
+    return str(canonicalize(json.dumps(body).encode(), ["timing"]).audio["audio"]["sha256"])
+
+
+# The PCM of the upstream reference the streams are compared with (warm: every slot warmed).
+REF = _pcm_sha(tts_body(1))
 
 
 def stream(
@@ -28,6 +38,7 @@ def stream(
     s: dict[str, Any] = {
         "wave": wave,
         "index": i,
+        "ref": "base|warm",
         "status": 200,
         "outcome": "ok",
         "pcm_sha256": sha,
@@ -72,6 +83,7 @@ def m6(tmp_path: Path, event: dict[str, Any] | None, *, offline: bool = True) ->
     ev = Events(tmp_path)
     ev.start("ref-baseline-a", role="reference")
     ev.request("ref-baseline-a", "ref_cold", 0, "base", tts_body(1))
+    ev.request("ref-baseline-a", "ref_warm", 0, "base", tts_body(1))
     ev.end("ref-baseline-a")
     if offline:
         ev.start("count1-s1", count=1)
@@ -113,7 +125,29 @@ def test_inexact_surviving_stream_fails(tmp_path: Path) -> None:
     e = streaming_event()
     e["streams"][3]["pcm_sha256"] = "y" * 64
     r = m6(tmp_path, e)["M6.streaming"]
-    assert r.status is Status.FAIL and "differ from the offline audio" in r.reason
+    assert r.status is Status.FAIL and "differ from their reference" in r.reason
+
+
+def test_streams_are_compared_with_the_reference_of_their_own_history(tmp_path: Path) -> None:
+    """A model whose warm output differs from its cold one: warm streams equal to the warm
+    upstream reference pass (they were compared with a cold candidate output before)."""
+    ev = Events(tmp_path)
+    ev.start("ref-baseline-a", role="reference")
+    ev.request("ref-baseline-a", "ref_cold", 0, "base", tts_body(7))
+    ev.request("ref-baseline-a", "ref_warm", 0, "base", tts_body(1))
+    ev.end("ref-baseline-a")
+    ev.start("modes", role="modes", count=2)
+    ev.append("m6_streaming", **streaming_event())
+    ev.end("modes")
+    ctx = ev.context(plan(counts=[1], admit_modes=["offline", "streaming"]))
+    r = {x.id: x for x in judge_m6(ctx)}["M6.streaming"]
+    assert r.status is Status.PASS, r.reason
+    e = streaming_event()
+    for st in e["streams"]:
+        st["ref"] = "base|cold"
+    ev.events[-2] = {"kind": "m6_streaming", **e}
+    r = {x.id: x for x in judge_m6(ev.context(plan(counts=[1], admit_modes=["offline", "streaming"])))}
+    assert r["M6.streaming"].status is Status.FAIL
 
 
 def test_overlap_must_be_shown_by_the_server(tmp_path: Path) -> None:

@@ -1,0 +1,80 @@
+"""M4's unloads and crashes judged on synthetic recovery starts: "unloaded" is what
+/v1/models showed (never the reply's list of ids), barging needs the server's observed
+order, and a recovery start that crashes fails the probe it was running."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from parval.gates.m4_recovery import judge_m4
+from parval.gates.quality import q5_intermittent
+from parval.status import Result, Status
+from tests.gates.m_events import UNLOADED, Events, baseline_refs, plan, recovery_start, unload_event
+
+
+def m4(tmp_path: Path, **events: Any) -> dict[str, Result]:
+    ev = Events(tmp_path)
+    baseline_refs(ev)
+    recovery_start(ev, 2, **events)
+    return {r.id: r for r in judge_m4(ev.context(plan()))}
+
+
+def test_a_clean_recovery_start_passes(tmp_path: Path) -> None:
+    res = m4(tmp_path)
+    for aid in ("M4.invalid_alongside", "M4.load_failure_retry", "M4.targeted_unload", "M4.all_unload"):
+        assert res[aid].status is Status.PASS, (aid, res[aid].reason)
+    assert res["M4.unload_during_first_load"].status is Status.PASS, res["M4.unload_during_first_load"].reason
+
+
+def test_an_unload_that_answers_but_keeps_the_model_loaded_fails(tmp_path: Path) -> None:
+    """The reply lists the model (it lists every known id), but /v1/models showed it loaded
+    in every sample after the unload."""
+    stuck = {**UNLOADED, "loaded_false": False, "still_loaded": True, "polls_after": 12}
+    e = unload_event("targeted", unloaded_seen=False, unload_check=stuck, ended_unloaded=True)
+    r = m4(tmp_path, m4_targeted_unload=e)["M4.targeted_unload"]
+    assert r.status is Status.FAIL and "loaded in all 12 status samples" in r.reason, r.reason
+    # Too few samples to tell: not a PASS, not a FAIL.
+    few = {**stuck, "polls_after": 2}
+    e = unload_event("targeted", unloaded_seen=False, unload_check=few, ended_unloaded=True)
+    assert m4(tmp_path / "few", m4_targeted_unload=e)["M4.targeted_unload"].status is Status.PENDING
+
+
+def test_barging_needs_the_servers_observed_order(tmp_path: Path) -> None:
+    """More active slots than the work in front of the unload is barging only when the
+    later request was sent a measured gap after the still-pending unload and the server
+    showed it admitted; an unobserved order is PENDING, never FAIL."""
+    unobserved = unload_event("targeted", later_order="unobserved", active_while_unload_waits=2)
+    r = m4(tmp_path / "a", m4_targeted_unload=unobserved)["M4.targeted_unload"]
+    assert r.status is Status.PENDING and "order" in r.reason, r.reason
+    past = unload_event("targeted", later_order="admitted_past", later_samples={"polls": 7, "max_active": 2})
+    r = m4(tmp_path / "b", m4_targeted_unload=past)["M4.targeted_unload"]
+    assert r.status is Status.FAIL and "barged" in r.reason, r.reason
+
+
+def test_a_crash_in_the_recovery_start_fails_its_probe_and_blocks_the_rest(tmp_path: Path) -> None:
+    """A SIGSEGV during the all-model unload: that assertion FAILs with the crash, the
+    probes recorded before it stand, the load-failure probe after it is BLOCKED (it used to
+    read "recovery start did not complete": validation pending)."""
+    res = m4(tmp_path, crash={"where": "all unload"})
+    assert res["M4.all_unload"].status is Status.FAIL
+    assert "crashed during all unload" in res["M4.all_unload"].reason
+    assert res["M4.load_failure_retry"].status is Status.BLOCKED and "crashed" in res["M4.load_failure_retry"].reason
+    for aid in ("M4.invalid_alongside", "M4.targeted_unload", "M4.unload_during_first_load"):
+        assert res[aid].status is Status.PASS, (aid, res[aid].reason)
+
+
+def test_lifecycle_failures_in_a_set_aside_recovery_attempt_count(tmp_path: Path) -> None:
+    """An abandoned recovery attempt whose unload did not wait for its work: M4 and the
+    model-level Q5 fail, however clean the redone attempt."""
+    ev = Events(tmp_path)
+    baseline_refs(ev)
+    ev.append("run_start", run="recovery", attempt=-1, role="recovery", count=2)
+    early = unload_event("all", unload_done=0.5, requests_done=[1.2])
+    ev.append("m4_all_unload", run="recovery", attempt=-1, **early)
+    ev.append("run_abandoned", run="recovery", attempt=-1)
+    recovery_start(ev, 2)
+    ctx = ev.context(plan())
+    res = {r.id: r for r in judge_m4(ctx)}
+    assert res["M4.all_unload"].status is Status.FAIL and "set-aside" in res["M4.all_unload"].reason
+    assert q5_intermittent(ctx, list(res.values()), None).status is Status.FAIL
