@@ -12,6 +12,7 @@ from parval.errors import ServerStartError
 from parval.procedure.server_facts import LEGACY_SLOTS_TEXT, ROUTE_BULK_UNLOAD, ROUTE_LOAD, SLOTS_FORMS
 from parval.runners.start import Start
 from parval.server.process import spawn, wait_ready
+from parval.server.status import taken_at
 from parval.server.waves import release_together
 
 if TYPE_CHECKING:
@@ -125,7 +126,7 @@ async def unload_during_first_load(c: CampaignContext, st: Start) -> None:
         )
         st.phases.set("unload")
         unload = await st.client.post(ROUTE_BULK_UNLOAD, {"model_ids": [c.plan.model_id]})
-    after = await st.wait_status(lambda s: s.loaded is False and (s.active or 0) == 0, 2.0, needs=("active", "loaded"))
+    check = await st.observe_unloaded(unload)
     await st.settle("unload")
     st.phases.set("reload")
     req = first["reply"]
@@ -143,7 +144,8 @@ async def unload_during_first_load(c: CampaignContext, st: Start) -> None:
         unload_done=st.rel(unload.t_done),
         requests_done=[st.rel(req.t_done)],
         requests_latency=[round(req.elapsed_s, 6)],
-        ended_unloaded=after is not None,
+        ended_unloaded=check["loaded_false"],
+        unload_check=check,
     )
     await st.check_alive("unload during first load")
 
@@ -174,8 +176,33 @@ async def invalid_alongside(c: CampaignContext, st: Start, n: int) -> None:
     await _unload_all(c, st)
 
 
+def later_gap_s(st: Start) -> float:
+    """How long after the unload the later request is sent: long enough for the server to
+    have taken the unload first (a few polls, a fraction of a measured service time), as the
+    framework's forced orders stagger managers. The unload is checked to be still pending."""
+    service = st.service_s() or 0.0
+    return round(max(0.01, 4 * st.settings.poll_interval_s, 0.25 * service), 6)
+
+
+def later_order(st: Start, busy: int, t_later: float, t_unload_done: float) -> tuple[str, dict[str, Any]]:
+    """Where the server put the request sent after the waiting unload, from the status
+    samples taken after it was sent and before the unload returned: queued behind the
+    unload with a slot free (queued_behind), admitted past it (admitted_past: one more
+    active slot than the work in front), or not observed."""
+    window = [s for s in st.poller.samples if s.ok and s.present and taken_at(s) >= t_later and s.t <= t_unload_done]
+    actives = [s.active for s in window if s.active is not None]
+    queued = [s.queued for s in window if s.queued is not None]
+    info = {"polls": len(window), "max_active": max(actives, default=None), "max_queued": max(queued, default=None)}
+    if any((s.active or 0) > busy for s in window):
+        return "admitted_past", info
+    if any((s.queued or 0) >= 1 and s.active is not None and s.active <= busy for s in window):
+        return "queued_behind", info
+    return "unobserved", info
+
+
 async def unload_in_flight(c: CampaignContext, st: Start, n: int, which: str) -> None:
-    """N requests active, then an unload: it must wait for them; then a cold reload."""
+    """N requests active, then an unload: it must wait for them (admitting nothing past
+    it) and leave the model unloaded; then a cold reload."""
     await _unload_all(c, st)
     base = c.requests[0]
     st.phases.set(f"unload_{which}")
@@ -191,6 +218,8 @@ async def unload_in_flight(c: CampaignContext, st: Start, n: int, which: str) ->
     # Keep one slot spare (when there is more than one): a later request must still queue
     # behind the waiting unload instead of taking the free slot (no barging).
     busy = max(1, n - 1)
+    gap = later_gap_s(st)
+    sent: dict[str, Any] = {}
 
     async def wave() -> None:
         replies.extend(await release_together(st.client, c.settings.route, [c.body(base)] * busy))
@@ -199,6 +228,8 @@ async def unload_in_flight(c: CampaignContext, st: Start, n: int, which: str) ->
         unload["reply"] = await st.client.post(route, payload)
 
     async def late() -> None:
+        sent["t"] = time.monotonic()
+        sent["unload_pending"] = "reply" not in unload
         later["reply"] = await st.client.post(c.settings.route, c.body(base))
 
     async with anyio.create_task_group() as tg:
@@ -207,7 +238,7 @@ async def unload_in_flight(c: CampaignContext, st: Start, n: int, which: str) ->
             lambda s: (s.active or 0) >= busy and bool(s.loaded), 5.0, needs=("active", "loaded")
         )
         tg.start_soon(manage)
-        await anyio.sleep(0.01)
+        await anyio.sleep(gap)
         tg.start_soon(late)
     for reply in replies:
         st.record(
@@ -222,9 +253,16 @@ async def unload_in_flight(c: CampaignContext, st: Start, n: int, which: str) ->
     # The later request ran after the unload: on a freshly rebuilt pool (cold).
     st.record(f"unload_{which}_later", 0, base.name, late_reply, history=[])
     st.histories[0].append(base.name)
-    await st.settle(f"unload_{which}")
     u = unload["reply"]
-    body = u.json()
+    order, samples = later_order(st, busy, sent["t"], u.t_done)
+    # Unloaded: loaded:false seen after the in-flight work was done (before the later
+    # request's reload finished), and on a quiet second unload of the same kind.
+    last_inflight = max((r.t_done for r in replies), default=u.t_done)
+    seen_unloaded = st.loaded_false_between(last_inflight, late_reply.t_done)
+    await st.settle(f"unload_{which}")
+    again = await st.client.post(route, payload)
+    check = await st.observe_unloaded(again)
+    st.reset_histories()
     st.event(
         f"m4_{which}_unload",
         issued_while_active=active is not None,
@@ -234,12 +272,15 @@ async def unload_in_flight(c: CampaignContext, st: Start, n: int, which: str) ->
         requests_latency=[round(r.elapsed_s, 6) for r in replies],
         later_done=st.rel(late_reply.t_done),
         busy=busy,
-        # A later request admitted while the unload waits shows up as one more
-        # active slot than the work in front of it (client reply order is racy).
-        active_while_unload_waits=max(
-            (x.active or 0 for x in st.poller.window(late_reply.t_send + 0.002, u.t_done)), default=0
-        ),
-        ended_unloaded=isinstance(body, dict) and c.plan.model_id in (body.get("unloaded") or []),
+        gap_s=gap,
+        unload_pending_at_later_send=bool(sent.get("unload_pending")),
+        later_order=order if sent.get("unload_pending") else "unobserved",
+        later_samples=samples,
+        # Kept for older readers: the most active slots while the unload waited.
+        active_while_unload_waits=samples["max_active"] or 0,
+        unloaded_seen=seen_unloaded,
+        unload_check=check,
+        ended_unloaded=seen_unloaded or check["loaded_false"],
     )
     await st.check_alive(f"{which} unload")
 

@@ -51,6 +51,7 @@ def plan_dict(
             "load_options": {"capacity": 4, "service_ms": 100, "load_ms": 80, "cache_sensitive": cache_sensitive},
             "cache_sensitive": cache_sensitive,
             "variation_kinds": ["length", "seed"],
+            "variation_kinds_justification": {"reference": "the stand-in TTS plan keeps to text length and seed"},
         },
         # what parval cannot discover (M1.manifest), declared as a real plan would
         "identity": {
