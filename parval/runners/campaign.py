@@ -55,7 +55,7 @@ class Campaign(CampaignContext):
 
     # -- schedule ---------------------------------------------------------------------
     def units(self) -> list[Unit]:
-        from parval.runners import probes, references
+        from parval.runners import probes, recovery, references
 
         def ref(name: str, role: str, flagged: bool) -> Unit:
             return name, partial(references.reference_run, self, name, role, flagged)
@@ -84,7 +84,7 @@ class Campaign(CampaignContext):
                 units.append((f"independent-{n}", partial(independent_servers, self, n)))
         if max(self.plan.counts) in counts:
             # M4 and M6 run once, at the largest count validated so far (chosen when they start).
-            units.append(("recovery", lambda: probes.recovery_start(self, self.largest_validated())))
+            units.append(("recovery", lambda: recovery.recovery_start(self, self.largest_validated())))
             units.append(("modes", lambda: probes.modes_start(self, self.largest_validated())))
         units.append(("negative-control", lambda: references.negative_control(self)))
         return units

@@ -157,7 +157,9 @@ class Start:
         if history is None:
             return None
         if self.cache_sensitive:
-            return "hist:" + ">".join([*history, req])
+            # a slot whose earlier admission order was not observed has an unknown history:
+            # no single-slot replay can reproduce it, so there is no reference
+            return None if "?" in history else "hist:" + ">".join([*history, req])
         return f"{req}|{'cold' if not history else 'warm'}"
 
     def reset_histories(self) -> None:

@@ -26,7 +26,7 @@ def plan_dict(
     counts: list[int] | None = None,
     cache_sensitive: bool = False,
     ten: int = 10,
-    mixed: int = 4,
+    mixed: int | None = None,
     warm: int = 1,
     starts: int = 3,
     framework: bool = True,
@@ -68,6 +68,7 @@ def plan_dict(
         },
         "counts": counts or [1, 2, 4],
         "starts_per_count": starts,
+        # mixed None: every count runs `ten` mixed waves (any count may end up the largest admitted)
         "waves": {"warm": warm, "mixed": mixed, "mixed_at_largest": ten, "serial_reuse": 2},
         "requests": {
             "base": {"text": text, "seed": 7},
