@@ -56,6 +56,7 @@ def _start_memory(rec: Records, run_dir: Path, run: str, n: int, i: int) -> Star
         gpu,
         {"gpu_interval_s": info.get("gpu_interval_s", 0.0), "host_interval_s": info.get("host_interval_s", 0.0)},
         guard_stop=info.get("guard_stop"),
+        sampler_recorded=bool(info),
     )
 
 
@@ -66,7 +67,8 @@ def memory_results(rec: Records, run_dir: Path, plan: dict[str, Any], counts: li
         m
         for n in counts
         for run, start in rec.runs.items()
-        if start.get("role") == "membase"
+        if declared
+        and start.get("role") == "membase"
         and start.get("count") == n
         and (m := _start_memory(rec, run_dir, run, n, 1)) is not None
     ]
@@ -90,6 +92,7 @@ def memory_results(rec: Records, run_dir: Path, plan: dict[str, Any], counts: li
         gpu_required=bool(mem.get("gpu_required", True)),
         baseline=baseline if declared else None,
         baseline_reason=str(declared["reason"]) if declared else None,
+        expected_starts=max(3, int(plan.get("starts_per_count", 3))),
     )
     have = {r.count for r in results}
     for n in counts:

@@ -113,7 +113,12 @@ def q6(counts: list[int], verdicts: dict[int, Status], admitted: list[int]) -> R
         return r
     reason = f"admitted counts {admitted}: the consecutive validated counts from one upward"
     if not_admitted:
-        reason += "; not admitted: " + ", ".join(f"{n} ({per[str(n)]})" for n in not_admitted)
+        # the plan's own claim (its counts) is not admitted whole: not a PASS
+        r = shape.pending(
+            "Q6", reason + "; not admitted: " + ", ".join(f"{n} ({per[str(n)]})" for n in not_admitted), **ev
+        )
+        r.limitations = lim
+        return r
     r = shape.passed("Q6", reason, {"admitted counts": admitted, "count verdicts": per}, **ev)
     r.limitations = lim
     return r

@@ -44,10 +44,35 @@ class Context:
         )
 
     @property
+    def request_names(self) -> list[str]:
+        """The plan's request names: base and each variation."""
+        return ["base", *(str(v["name"]) for v in (self.plan.get("requests") or {}).get("variations", []))]
+
+    @cached_property
+    def reference_gap(self) -> str | None:
+        """Why the reference table cannot be trusted whole (None when it can): the upstream
+        start it comes from (ref-baseline-a) must have run to its end and recorded every
+        request cold, warm and repeated warm with a valid output."""
+        run = "ref-baseline-a"
+        if run not in self.rec.runs:
+            return f"the upstream reference start {run} was not recorded"
+        if not self.rec.complete(run):
+            return f"the upstream reference start {run} did not complete ({self.rec.outcome(run)})"
+        have = {
+            (e["req"], e["phase"]) for e in self.rec.requests(run, REF_PHASES) if (e.get("output") or {}).get("valid")
+        }
+        lacking = [f"{q}/{p}" for q in self.request_names for p in REF_PHASES if (q, p) not in have]
+        if lacking:
+            return f"the upstream reference start {run} recorded no valid {', '.join(lacking[:6])}"
+        return None
+
+    @property
     def tolerance(self) -> int | None:
         """The declared tolerance where it applies: only when serial repeats of the baseline
         were measured to vary within it. Byte-identical repeats are deterministic output,
         which must stay byte-identical."""
+        if self.declared_tolerance is None:
+            return None
         return self.declared_tolerance if self.serial[2].get("tolerance_applies") else None
 
     def judge(self, events: list[dict[str, Any]]) -> Tally:
@@ -152,6 +177,8 @@ def exact_result(
         r = shape.blocked(id_, f"{what}: {tally.problem()}", **ev)
     elif tally.indeterminate or tally.no_reference or tally.compared == 0:
         r = shape.pending(id_, f"{what}: {tally.problem()}", **ev)
+    elif ctx.reference_gap is not None:
+        r = shape.pending(id_, f"{what}: references incomplete: {ctx.reference_gap}", **ev)
     elif tally.tolerated:
         r = shape.passed(
             id_,

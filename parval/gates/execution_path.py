@@ -10,6 +10,7 @@ from typing import Any
 
 from parval.gates import shape
 from parval.gates.context import Context, exact_result, run_judges
+from parval.gates.count_starts import required_starts
 from parval.status import Result
 
 LEGACY = "ref-candidate-legacy"
@@ -49,8 +50,8 @@ def x1_legacy_path(ctx: Context) -> Result:
             problems.append(
                 f"registration slots={reg['value']!r}: got {reg['reply'].get('status')} {reg.get('message')!r}"
             )
-    fields = (rec.ends.get(LEGACY) or {}).get("status_fields") or {}
-    if fields.get("slot_fields"):
+    fields = (rec.ends.get(LEGACY) or {}).get("status_fields")
+    if isinstance(fields, dict) and fields.get("slot_fields"):
         problems.append("/v1/models shows slot fields on the legacy runtime")
     ev: dict[str, Any] = {"config_probes": probes, "registration_probes": regs}
     untried = _untried_forms(probes)
@@ -69,7 +70,7 @@ def x1_legacy_path(ctx: Context) -> Result:
         if crashed is not None or ctx.rec.stop_of(LEGACY) is not None:
             return shape.blocked("X1", f"registration probes not collected: {LEGACY} {ctx.rec.outcome(LEGACY)}", **ev)
         return shape.pending("X1", "startup rejection verified; registration probes need server.ui_management", **ev)
-    if LEGACY not in ctx.rec.ends:
+    if LEGACY not in ctx.rec.ends or not isinstance(fields, dict) or "slot_fields" not in fields:
         return shape.pending("X1", f"{LEGACY} did not complete: /v1/models slot fields not recorded", **ev)
     return shape.passed(
         "X1",
@@ -80,9 +81,19 @@ def x1_legacy_path(ctx: Context) -> Result:
     )
 
 
+def campaign_counts(ctx: Context) -> list[int]:
+    """The counts this run's campaign covered (its --shard share), else the plan's."""
+    for e in ctx.rec.events:
+        if e.get("kind") == "campaign_start" and isinstance(e.get("counts"), list) and e["counts"]:
+            return sorted(int(c) for c in e["counts"])
+    return ctx.counts
+
+
 @shape.judge("X2")
 def x2_flagged_capacity_one(ctx: Context) -> Result:
-    """X2: every flagged start prints the warning, and omitted slots mean capacity one."""
+    """X2: every flagged start prints the warning, and omitted slots mean capacity one; a
+    PASS needs the capacity-one start's /v1/models fields and, at every count the campaign
+    covered, the planned flagged starts, each with its readiness record."""
     rec = ctx.rec
     cap1_ready = ctx.ready(CAP1)
     if cap1_ready is None:
@@ -90,9 +101,10 @@ def x2_flagged_capacity_one(ctx: Context) -> Result:
     problems = []
     if not cap1_ready.get("warning_marker"):
         problems.append("flagged capacity-one start printed no experimental-runtime warning")
-    fields = (rec.ends.get(CAP1) or {}).get("status_fields") or {}
-    if fields.get("first_slots") != 1:
-        problems.append(f"omitted slots should mean capacity one; /v1/models slots {fields.get('first_slots')}")
+    fields = (rec.ends.get(CAP1) or {}).get("status_fields")
+    slots = fields.get("first_slots") if isinstance(fields, dict) else None
+    if slots is not None and slots != 1:
+        problems.append(f"omitted slots should mean capacity one; /v1/models slots {slots}")
     for run, start in rec.runs.items():
         ready = ctx.ready(run)
         if start.get("role") == "count" and ready and not ready.get("warning_marker"):
@@ -100,13 +112,25 @@ def x2_flagged_capacity_one(ctx: Context) -> Result:
     ev = {"cap1_status_fields": fields}
     if problems:
         return shape.failed("X2", "; ".join(problems), violation=problems, **ev)
-    if CAP1 not in rec.ends:
+    if CAP1 not in rec.ends or not isinstance(fields, dict):
         return shape.pending("X2", f"{CAP1} did not complete: its /v1/models fields were not recorded", **ev)
+    if slots is None:
+        return shape.pending("X2", f"{CAP1}: /v1/models showed no `slots`: capacity one not shown", **ev)
+    need = required_starts(ctx)
+    short = {
+        n: len(rs) for n in campaign_counts(ctx) if len(rs := [r for r in rec.count_runs(n) if ctx.ready(r)]) < need
+    }
+    if short:
+        return shape.pending(
+            "X2",
+            f"flagged starts with a readiness record per count {short}, {need} needed: the warning not shown",
+            **ev,
+        )
     counted = [run for run, start in rec.runs.items() if start.get("role") == "count" and ctx.ready(run)]
     return shape.passed(
         "X2",
         "flagged runs print the warning; omitted slots = capacity one on the parallel runtime",
-        {"capacity-one start": cap1_ready, "capacity one shown": fields.get("first_slots"), "flagged starts": counted},
+        {"capacity-one start": cap1_ready, "capacity one shown": slots, "flagged starts": counted},
         **ev,
     )
 
@@ -135,6 +159,14 @@ def x3_resize_across_one(ctx: Context) -> Result:
     sizes = [s.get("slots") for s in steps]
     if 2 not in sizes or 1 not in sizes:
         return shape.pending("X3", f"resize steps {sizes} do not cross one (both 2 and 1 are needed)", steps=steps)
+    refused = [s for s in steps if (s.get("reply") or {}).get("error_type") == "insufficient_memory"]
+    if refused:
+        return shape.blocked(
+            "X3",
+            f"resizing to {refused[0].get('slots')} slots was refused for memory (503 insufficient_memory): "
+            "resizing across one could not be exercised",
+            steps=steps,
+        )
     bad = [s for s in steps if _reply_status(s) != 200 or not s.get("status_fields")]
     if bad:
         return shape.failed(

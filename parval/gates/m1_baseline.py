@@ -61,6 +61,8 @@ def manifest_gaps(ctx: Context) -> list[str]:
                 gaps.append(f"identity.{role}.{key} ({role} {what}; declare it in the plan)")
     if not ctx.rec.refs:
         gaps.append("references (no baseline reference output recorded)")
+    elif ctx.reference_gap is not None:
+        gaps.append(f"references ({ctx.reference_gap})")
     return gaps
 
 
@@ -100,11 +102,6 @@ def m1_serial_repeat(ctx: Context, serial: SerialVerdict) -> Result:
     return Result("M1.serial_repeat", status, reason, dict(evidence))
 
 
-def request_names(ctx: Context) -> list[str]:
-    """The plan's request names: base and each variation."""
-    return ["base", *(str(v["name"]) for v in (ctx.plan.get("requests") or {}).get("variations", []))]
-
-
 def _parity(id_: str, run: str, ctx: Context) -> Result:
     """A candidate reference start against upstream legacy: every request cold, warm and
     repeated warm. A start whose server crashed fails what it was collecting; one parval
@@ -137,7 +134,7 @@ def _parity(id_: str, run: str, ctx: Context) -> Result:
     if not rec.complete(run):
         return shape.pending(id_, f"{run} did not complete ({rec.outcome(run)})")
     have = {(e["req"], e["phase"]) for e in events}
-    lacking = [f"{q}/{p}" for q in request_names(ctx) for p in REF_PHASES if (q, p) not in have]
+    lacking = [f"{q}/{p}" for q in ctx.request_names for p in REF_PHASES if (q, p) not in have]
     if lacking:
         return shape.pending(id_, f"{what}: no output recorded for {', '.join(lacking[:6])}")
     return r
@@ -164,8 +161,10 @@ def m1_cold_warm_refs(ctx: Context, serial: SerialVerdict) -> Result:
     warms = set(refs) - colds
     if not colds or not warms:
         return shape.pending("M1.cold_warm_refs", "cold and warm references were not both recorded")
+    if ctx.reference_gap is not None:
+        return shape.pending("M1.cold_warm_refs", f"references incomplete: {ctx.reference_gap}")
     if not ctx.cache_sensitive:
-        lacking = [k for q in request_names(ctx) for k in (f"{q}|cold", f"{q}|warm") if k not in refs]
+        lacking = [k for q in ctx.request_names for k in (f"{q}|cold", f"{q}|warm") if k not in refs]
         if lacking:
             return shape.pending("M1.cold_warm_refs", f"no reference recorded for {', '.join(lacking[:6])}")
 

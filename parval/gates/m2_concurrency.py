@@ -30,6 +30,7 @@ from parval.gates.m2_evidence import (
 )
 from parval.gates.records import COUNT_PHASES
 from parval.gates.slot_counters import NO_COUNTERS
+from parval.plan.waves import UNLOAD_CYCLES
 from parval.status import Result, Status
 
 __all__ = ["JUDGES", "MIN_POLLS_IN_FLIGHT", "client_overlap", "judge_m2"]
@@ -307,9 +308,9 @@ def m2_unload_reload(ctx: Context, n: int) -> Result:
         if aside is None and unload_state(ctx, run, p) == "unseen"
     ]
     unseen += [
-        {"run": run, "what": unload_observed("none", None)}
+        {"run": run, "what": f"{got} of {UNLOAD_CYCLES} unload/reload cycles recorded"}
         for run in complete_starts(ctx, n)
-        if not any(p[0] == run and p[2] is None for p in probes)
+        if (got := sum(1 for p in probes if p[0] == run and p[2] is None)) != UNLOAD_CYCLES
     ]
     if unseen:
         return shape.pending(id_, "unload not shown: " + grouped(unseen), starts=unseen)

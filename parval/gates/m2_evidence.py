@@ -88,11 +88,12 @@ def set_aside_requests(ctx: Context, n: int) -> list[tuple[str, list[dict[str, A
     return set_aside_count_events(ctx, n, "request")
 
 
-def active_violations(ctx: Context, n: int) -> list[dict[str, Any]]:
-    """Waves (standing or set-aside attempts) that showed fewer than n leases while all n
-    requests were in flight, with enough samples in that window to show it."""
+def active_violations(ctx: Context, n: int, *, standing: bool = True) -> list[dict[str, Any]]:
+    """Waves (standing attempts unless `standing` is False, and set-aside attempts) that
+    showed fewer than n leases while all n requests were in flight, with enough samples in
+    that window to show it."""
     out = []
-    for run in ctx.rec.count_runs(n):
+    for run in ctx.rec.count_runs(n) if standing else []:
         for w in not_active(n, run, ctx.rec.waves(run), ctx.rec.requests(run)):
             if w["counters"] == "present" and w["client_overlap"] and serial_despite_overlap(w, n):
                 out.append(w)
@@ -115,13 +116,16 @@ def drain_row(run: str, w: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def drain_violations(ctx: Context, n: int) -> list[dict[str, Any]]:
-    """Waves (standing or set-aside attempts) after which the counters stayed non-zero."""
-    rows = [drain_row(run, w) for run in ctx.rec.count_runs(n) for w in ctx.rec.waves(run)]
+def drain_violations(ctx: Context, n: int, *, standing: bool = True) -> list[dict[str, Any]]:
+    """Waves (standing attempts unless `standing` is False, and set-aside attempts) after
+    which the counters stayed non-zero."""
+    runs = ctx.rec.count_runs(n) if standing else []
+    rows = [drain_row(run, w) for run in runs for w in ctx.rec.waves(run) if not w["drained"].get("ok")]
     rows += [
         {**drain_row(run, w), "set_aside": ctx.rec.set_aside_status(run, w.get("attempt"))}
         for run, waves in set_aside_count_events(ctx, n, "wave")
         for w in waves
+        if not (w.get("drained") or {}).get("ok")
     ]
     return [
         r
@@ -143,6 +147,8 @@ def loaded_published(ctx: Context, run: str, probe: dict[str, Any]) -> bool:
 
 def unload_state(ctx: Context, run: str, p: dict[str, Any]) -> str:
     """What one per-start unload probe showed (see `slot_counters.unload_check`)."""
+    if p["reply"].get("status") == 200 and p.get("loaded_false"):
+        return "ok"
     return unload_check(p, loaded_field=loaded_published(ctx, run, p))
 
 
@@ -192,11 +198,14 @@ def unload_probes(ctx: Context, n: int) -> list[tuple[str, dict[str, Any], str |
     return out
 
 
-def unload_violations(ctx: Context, n: int) -> list[dict[str, Any]]:
-    """Unload probes (standing or set-aside attempts) observed to fail: an error reply, no
-    `loaded` published, or the model still loaded in enough samples after a 200."""
+def unload_violations(ctx: Context, n: int, *, standing: bool = True) -> list[dict[str, Any]]:
+    """Unload probes (standing attempts unless `standing` is False, and set-aside attempts)
+    observed to fail: an error reply, no `loaded` published, or the model still loaded in
+    enough samples after a 200."""
     out = []
     for run, p, aside in unload_probes(ctx, n):
+        if aside is None and not standing:
+            continue
         state = unload_state(ctx, run, p)
         if state in ("error", "no_loaded", "stayed"):
             row = {"run": run, "cycle": p.get("cycle"), "state": state, "what": unload_observed(state, p)}

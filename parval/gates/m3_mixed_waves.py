@@ -9,7 +9,7 @@ from typing import Any
 
 from parval.gates import shape
 from parval.gates.context import Context, exact_result
-from parval.gates.count_starts import complete_starts, starts_missing
+from parval.gates.count_starts import complete_starts, schedule_missing, starts_missing
 from parval.gates.m3_variation import content_digest, m3_variation, mixed_outputs, variation_effects
 from parval.gates.slot_counters import NO_COUNTERS, counters_seen
 from parval.plan.waves import TEN_WAVES, mixed_waves
@@ -96,6 +96,9 @@ def m3_reversed(ctx: Context, n: int, effects: list[dict[str, Any]]) -> Result:
         r.evidence["rests_on"]["reversed pairs"] = len(both)
         if len(reqs) < len(keys) * n:
             return shape.pending(id_, f"{len(keys) * n - len(reqs)} output(s) of the reversed waves not recorded")
+        for gap in (starts_missing(ctx, n, id_), schedule_missing(ctx, n, id_, ("mixed_wave",))):
+            if gap is not None:
+                return gap
     return r
 
 
@@ -136,6 +139,8 @@ def m3_ten_waves(ctx: Context, n: int, effects: list[dict[str, Any]]) -> Result:
         return shape.pending(
             id_, f"fewer than {TEN_WAVES} mixed warm waves recorded in {short}: {why}", mixed_waves=per
         )
+    if (gaps := schedule_missing(ctx, n, id_, ("mixed_wave",))) is not None:
+        return gaps
     return shape.passed(
         id_,
         f"{min(per.values())}+ mixed warm waves in each of {len(per)} starts",
@@ -155,10 +160,11 @@ def m3_history(ctx: Context, n: int, effects: list[dict[str, Any]]) -> Result:
         )
     waves = _mixed_waves(ctx, n)
     disagree = [w for w in waves if w.get("trace_confirmed") is False]
+    # without an admission record the slot each request took (so its history) is unknown
     unordered = [
         w
         for w in waves
-        if not (w.get("admission") or {}).get("ordered_ok", True) or (w.get("admission") or {}).get("finished_early")
+        if not (w.get("admission") or {}).get("ordered_ok", False) or (w.get("admission") or {}).get("finished_early")
     ]
     t = ctx.judge(_mixed(ctx, n))
     traced = sum(1 for w in waves if w.get("trace_confirmed"))
@@ -174,6 +180,8 @@ def m3_history(ctx: Context, n: int, effects: list[dict[str, Any]]) -> Result:
         r = shape.pending(id_, f"ordered admission not observed in {len(unordered)} wave(s): slot histories unknown")
     elif r.status is Status.PASS and (missing := starts_missing(ctx, n, id_)) is not None:
         r = missing
+    elif r.status is Status.PASS and (gaps := schedule_missing(ctx, n, id_, ("mixed_wave",))) is not None:
+        r = gaps
     if not traced:
         r.limitations.append("no [SLOT_VALIDATION] observer trace: slot mapping from ordered admission only")
     return r

@@ -15,6 +15,7 @@ import soundfile as sf
 from parval.gates import shape
 from parval.gates.compare import decode_wav_b64, remove_volatile
 from parval.gates.context import Context
+from parval.gates.count_starts import schedule_missing, starts_missing
 from parval.plan.variations import (
     VARIATION_KINDS,
     omitted_kinds,
@@ -186,9 +187,12 @@ def m3_variation(ctx: Context, n: int, effects: list[dict[str, Any]]) -> Result:
     # all among the base request's was ignored by the server under test.
     cache: dict[str, str | None] = {}
     contents: dict[str, set[str]] = {}
+    undigested = 0
     for e in mixed:
         if (d := content_digest(ctx, e, cache)) is not None:
             contents.setdefault(e["req"], set()).add(d)
+        elif (e.get("reply") or {}).get("outcome") == "ok":
+            undigested += 1
     ignored_by_candidate = [
         e
         for e in effects
@@ -214,6 +218,7 @@ def m3_variation(ctx: Context, n: int, effects: list[dict[str, Any]]) -> Result:
     unknown_length = [e["variation"] for e in effects if e["kind"] == "length" and e["length_changed"] is None]
     used = {e["req"] for e in mixed}
     unused = [e["variation"] for e in effects if e["variation"] not in used]
+    strangers = sorted(used - set(ctx.request_names))
     shown = {
         e["kind"]
         for e in effects
@@ -247,10 +252,21 @@ def m3_variation(ctx: Context, n: int, effects: list[dict[str, Any]]) -> Result:
             )
     if unknown:
         problems.append(f"output content unknown for {unknown} (no raw reply with content fields recorded)")
+    if undigested:
+        problems.append(
+            f"{undigested} mixed-wave output(s) at count {n} without a readable raw reply: whether the candidate "
+            "ignored a variation is not known for them"
+        )
     if unknown_length:
         problems.append(f"effective length unknown for {unknown_length}")
     if unused:
         problems.append(f"not used in mixed waves: {unused}")
+    if strangers:
+        problems.append(f"mixed-wave outputs of requests the plan does not name: {strangers}")
+    if not problems:
+        for gap in (starts_missing(ctx, n, id_), schedule_missing(ctx, n, id_, ("mixed_wave",))):
+            if gap is not None:
+                return out(gap)
     if problems:
         return out(shape.pending(id_, "; ".join(problems), effects=effects))
     kinds = f" covering {', '.join(declared)}" if declared else ""

@@ -133,8 +133,11 @@ def m4_invalid_alongside(ctx: Context) -> Result:
         return shape.pending(id_, (inv or {}).get("skipped", "not recorded"))
     t = ctx.judge(ctx.rec.requests(RUN, ("invalid_alongside",)))
     problems = []
-    if not inv["rejected"]:
-        problems.append(f"invalid request answered {inv['invalid'].get('status')}")
+    status = inv["invalid"].get("status")
+    if status is not None and status < 400:
+        problems.append(f"invalid request answered {status}")
+    elif status is None and not inv["rejected"]:
+        problems.append(f"invalid request got no answer ({inv['invalid'].get('outcome')})")
     if (lease := lease_problem(inv["drained"])) is not None:
         problems.append(lease)
     r = exact_result(id_, t, "healthy outputs next to an invalid request", ctx, RUN)
@@ -143,7 +146,9 @@ def m4_invalid_alongside(ctx: Context) -> Result:
         r.reproduction = ctx.repro(RUN)
     r.evidence["invalid"] = inv["invalid"]
     if r.status is Status.PASS:
-        r.evidence["rests_on"]["rejected invalid request"] = inv["rejected"]
+        if status is None:
+            return shape.pending(id_, "the invalid request's reply was not recorded", invalid=inv)
+        r.evidence["rests_on"]["rejected invalid request"] = status
     return r
 
 
@@ -165,6 +170,11 @@ def judge_load_failure(ctx: Context, run: str, lf: dict[str, Any] | None) -> Res
         return shape.pending(id_, "recorded without healthy work alongside or a drain check", **lf)
     events = ctx.rec.requests(run, ("load_failure_alongside", "load_retry"))
     t = ctx.judge(events)
+    counts = [len(ctx.rec.requests(run, (p,))) for p in ("load_failure_alongside", "load_retry")]
+    if counts != [int(lf.get("healthy") or 0), 1]:
+        return shape.pending(
+            id_, f"{counts[0]} healthy and {counts[1]} retried output(s) recorded (expected {lf.get('healthy')} and 1)"
+        )
     if (lease := lease_problem(lf["drained"])) is not None:
         if lease_held(lf["drained"]):
             r = shape.failed(id_, f"after the failed load: {lease}", violation=lf["drained"], load_failure=lf)
@@ -223,21 +233,33 @@ def _unload(ctx: Context, which: str, id_: str) -> Result:
         r = shape.failed(id_, why, violation=why, **e)
         r.reproduction = ctx.repro(RUN)
         return r
-    t = ctx.judge(ctx.rec.requests(RUN, (f"unload_{which}_inflight", f"unload_{which}_later")))
+    inflight = ctx.rec.requests(RUN, (f"unload_{which}_inflight",))
+    later = ctx.rec.requests(RUN, (f"unload_{which}_later",))
+    t = ctx.judge([*inflight, *later])
     r = exact_result(id_, t, f"{which} unload waited for in-flight work; outputs and reload", ctx, RUN)
     if r.status is not Status.PASS:
         return r
+    tries = int(e["tries"])
+    if tries < 1 or len(inflight) != e["busy"] * tries or len(later) != tries:
+        return shape.pending(
+            id_, f"{len(inflight)} in-flight and {len(later)} later output(s) recorded for {tries} tr(ies)", **e
+        )
     if not e["issued_while_active"]:
         return shape.pending(id_, "could not observe the work in flight before issuing the unload", **e)
+    if not e["requests_done"] or len(e["requests_latency"]) != len(e["requests_done"]):
+        return shape.pending(id_, "the in-flight work's replies were not recorded", **e)
     if server_order(e) != "queued_behind":
-        return shape.pending(
+        tries = int(e.get("tries") or 1)
+        exhausted = tries >= int(e.get("max_tries") or tries + 1)
+        return (shape.blocked if exhausted else shape.pending)(
             id_,
             "the server's order of the later request and the waiting unload was not observed (it was not seen "
-            "queued behind the unload with a slot free, nor admitted past it)",
+            "queued behind the unload with a slot free, nor admitted past it)"
+            + (f" in {tries} tries" if exhausted else ""),
             **e,
         )
-    state = unloaded_state(e)
-    if state != "ok":
+    state = "ok" if e.get("unloaded_seen") else unloaded_state(e)
+    if state != "ok" or not e.get("unloaded_seen"):
         return shape.pending(
             id_,
             "the model was not shown unloaded: /v1/models showed no loaded:false after the in-flight work drained "
@@ -279,6 +301,8 @@ def m4_unload_during_first_load(ctx: Context) -> Result:
         r.reproduction = ctx.repro(RUN)
         return r
     phases = ("unload_during_load_first", "unload_during_load_reload")
+    if [len(ctx.rec.requests(RUN, (p,))) for p in phases] != [1, 1]:
+        return shape.pending(id_, "the first request's or the reload's output was not recorded", **e)
     r = exact_result(
         id_,
         ctx.judge(ctx.rec.requests(RUN, phases)),
@@ -290,6 +314,8 @@ def m4_unload_during_first_load(ctx: Context) -> Result:
         return r
     if not e["issued_during_load"]:
         return shape.pending(id_, "the first load finished before the unload could be issued", **e)
+    if not e["requests_done"] or len(e["requests_latency"]) != len(e["requests_done"]):
+        return shape.pending(id_, "the first request's reply times were not recorded", **e)
     ended = e.get("ended_unloaded") if "unload_check" not in e else unload_check(e["unload_check"]) == "ok"
     if not ended:
         return shape.pending(id_, "the model was not shown unloaded after the unload (too few status samples)", **e)

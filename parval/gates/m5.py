@@ -52,6 +52,8 @@ def _interval_text(sums: list[dict[str, Any]]) -> str:
 def m5_sampled(inp: CountInputs) -> Result:
     """Every start sampled host (and, where required, GPU) memory in every phase group."""
     sums, gpu_required = inp.sums, inp.gpu_required
+    if len(sums) < inp.expected_starts:
+        return shape.pending("M5.sampled", f"{len(sums)} start(s) with memory samples, {inp.expected_starts} needed")
     per_start = []
     host_gaps, gpu_gaps = [], []
     for s in sums:
@@ -89,6 +91,10 @@ def m5_sampled(inp: CountInputs) -> Result:
         gpu_text = "GPU memory incomplete: " + "; ".join(gpu_gaps)
     else:
         gpu_text = f"GPU memory sampled in every start ({sums[0]['gpu_info']})"
+    unrecorded = [s["start_index"] for s in sums if not s.get("sampler_recorded", True)]
+    if unrecorded:
+        host_gaps.append(f"start(s) {unrecorded}: the sampler's record (intervals) is missing")
+        host_text = "host memory incomplete: " + "; ".join(host_gaps)
     reason = f"{host_text}; {gpu_text}; {_interval_text(sums)}"
     ok = not host_gaps and (not gpu_required or (not unavailable and not gpu_gaps))
     result = (
@@ -109,6 +115,8 @@ def m5_sampled(inp: CountInputs) -> Result:
 def m5_peaks(inp: CountInputs) -> Result:
     """The first-request peak is reported for every required metric, with what it includes."""
     sums, gpu_required = inp.sums, inp.gpu_required
+    if len(sums) < inp.expected_starts:
+        return shape.pending("M5.peaks", f"{len(sums)} start(s) with memory samples, {inp.expected_starts} needed")
     wanted = ["host_rss", "host_pss"] + (["gpu_device", "gpu_process"] if gpu_required else [])
     per_start = []
     for s in sums:
@@ -137,6 +145,8 @@ def m5_peaks(inp: CountInputs) -> Result:
         "note": "retained-after-unload is reported, not judged: a logical unload is not freed memory",
     }
     missing = []
+    if unrecorded := [s["start_index"] for s in sums if not s.get("sampler_recorded", True)]:
+        missing.append(f"the sampler's record of start(s) {unrecorded} is missing")
     if any(v is None for v in peaks("host_rss")):
         missing.append("host first-request peak missing (no cold_load/cold_wave host samples) in some start")
     unavailable = gpu_unavailable(sums)
@@ -190,6 +200,16 @@ def m5_baseline(inp: CountInputs) -> Result:
             f"a baseline comparison is declared ({inp.baseline_reason}), but no baseline memory start at count "
             f"{count} was recorded; comparison not made",
         )
+    empty_starts = [
+        s["start_index"] for s in [*sums, *base] if not s["samples"]["host"] or not s.get("sampler_recorded", True)
+    ]
+    if len(sums) < inp.expected_starts:
+        return shape.pending(
+            "M5.baseline",
+            f"{len(sums)} candidate start(s) with memory samples at count {count}, {inp.expected_starts} needed",
+        )
+    if empty_starts:
+        return shape.pending("M5.baseline", f"start(s) {empty_starts} recorded no host memory samples at count {count}")
     cand, ref = _aggregate(sums), _aggregate(base)
     compare: dict[str, Any] = {}
     for m in cand.keys() & ref.keys():
@@ -238,6 +258,7 @@ def assess_m5(
     baseline: list[StartMemory] | None = None,
     gpu_required: bool = True,
     baseline_reason: str | None = None,
+    expected_starts: int = 0,
 ) -> list[Result]:
     """M5.sampled/peaks/stable/baseline for every count present in `starts`, in count order.
 
@@ -247,7 +268,9 @@ def assess_m5(
     results: list[Result] = []
     for count in sorted({s.count for s in starts}):
         group = sorted((s for s in starts if s.count == count), key=lambda s: s.start_index)
-        inp = CountInputs(count, [summarise_start(s) for s in group], rule, gpu_required, baseline, baseline_reason)
+        inp = CountInputs(
+            count, [summarise_start(s) for s in group], rule, gpu_required, baseline, baseline_reason, expected_starts
+        )
         for judge in JUDGES.values():
             r = judge(inp)
             r.count = count

@@ -99,6 +99,18 @@ def m5_stable(inp: CountInputs) -> Result:
             )
         )
 
+    if len(sums) < inp.expected_starts:
+        return out(
+            pending("M5.stable", f"{len(sums)} start(s) with memory samples, {inp.expected_starts} needed", **evidence)
+        )
+    if unrecorded := [s["start_index"] for s in sums if not s.get("sampler_recorded", True)]:
+        return out(
+            pending(
+                "M5.stable",
+                f"the sampler's record of start(s) {unrecorded} is missing: a guard stop cannot be ruled out",
+                **evidence,
+            )
+        )
     range_metric = rule.metric if rule else "host_rss"
     tested = tested_range(diagnostics.get(range_metric) or wave_growth(sums, range_metric, None), count)
     if rule is None:

@@ -17,7 +17,7 @@ from parval.gates.compare import canonicalize
 from parval.gates.context import Context, run_judges
 from parval.gates.records import COUNT_PHASES
 from parval.gates.slot_counters import NO_COUNTERS
-from parval.status import Result
+from parval.status import Result, Status
 
 # Batch results carry `timing: null` by contract (aggregate timing is in the done event),
 # so a batch result is compared with its reference without `timing`.
@@ -33,6 +33,8 @@ def m6_offline(ctx: Context) -> Result:
     """M6.offline: offline outputs of the count waves were compared (M2.exact judges them)."""
     if "offline" not in _admits(ctx):
         return shape.not_applicable("M6.offline", "the plan does not admit offline mode")
+    from parval.gates.m2_concurrency import m2_exact
+
     rec = ctx.rec
     mode = ctx.plan["model"].get("mode", "offline")
     offline = ctx.judge([e for n in ctx.counts for r in rec.count_runs(n) for e in rec.requests(r, COUNT_PHASES)])
@@ -40,6 +42,10 @@ def m6_offline(ctx: Context) -> Result:
         return shape.pending(
             "M6.offline", "no offline output of a count wave was compared with a reference in this run"
         )
+    # the offline evidence is the count waves' exactness: every count the campaign covered
+    exact = {n: m2_exact(ctx, n) for n in ctx.counts if rec.count_runs(n)}
+    if open_ := {n: str(r.status) for n, r in exact.items() if r.status is not Status.PASS}:
+        return shape.pending("M6.offline", f"the count waves' outputs are not all shown exact (M2.exact: {open_})")
     return shape.passed(
         "M6.offline",
         f"offline evidence: {offline.compared} /v1/tasks/run outputs "
@@ -48,6 +54,20 @@ def m6_offline(ctx: Context) -> Result:
         {"compared offline outputs": offline.compared},
         compared=offline.compared,
     )
+
+
+def warmup_problem(ctx: Context) -> tuple[str | None, str | None]:
+    """(violation, missing) of the modes start's warm-up wave: every slot served the base
+    request once before the mode outputs (so they are warm), each output equal to its cold
+    reference."""
+    reqs = ctx.rec.requests("modes", ("modes_warmup",))
+    t = ctx.judge(reqs)
+    if t.errors or t.malformed or t.mismatches:
+        return f"the warm-up wave before the mode outputs: {t.problem()}", None
+    slots = int((ctx.rec.runs.get("modes") or {}).get("count") or 0)
+    if not t.clean or len(reqs) < slots:
+        return None, f"no whole warm-up wave recorded before the mode outputs ({len(reqs)} of {slots}; {t.problem()})"
+    return None, None
 
 
 def _ref_pcm(ctx: Context, key: Any) -> str | None:
@@ -99,6 +119,11 @@ def _streaming(ctx: Context, e: dict[str, Any]) -> Result:
         fails.append(f"{violation} after the streams")
     if missing:
         waits.append(missing)
+    warm_bad, warm_missing = warmup_problem(ctx)
+    if warm_bad:
+        fails.append(warm_bad)
+    if warm_missing:
+        waits.append(warm_missing)
     if n < 2:
         waits.append(f"concurrent streams need count 2 or more; the modes start ran at count {n}")
     else:
@@ -201,12 +226,21 @@ def m6_batch(ctx: Context) -> Result:
         return shape.pending(id_, "no batch evidence recorded")
     e = evs[-1]
     pairing, results = batch_pairing(e)
+    recorded = {r.get("batch") for r in e["results"]}
+    if e["batches"] < 2 or recorded != set(range(e["batches"])):
+        return shape.pending(
+            id_,
+            f"the batch probe's record is inconsistent ({e['batches']} batches, results of {sorted(recorded)})",
+            **e,
+        )
     errors = [r for r in e["results"] if r.get("status") and r["status"] >= 400]
     cache: dict[str, str | None] = {}
     unrefd = [r for r in results if _batch_ref_canon(ctx, r.get("ref"), cache) is None]
     inexact = [r for r in results if r not in unrefd and r.get("canon") != _batch_ref_canon(ctx, r["ref"], cache)]
     violation, missing = _drain_problem(e["drained"])
-    fails = []
+    warm_bad, warm_missing = warmup_problem(ctx)
+    missing = missing or warm_missing
+    fails = [warm_bad] if warm_bad else []
     if pairing:
         fails.append("; ".join(pairing))
     if errors:

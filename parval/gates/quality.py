@@ -21,15 +21,42 @@ from parval.status import Result, Status, combine
 MEANINGFUL_FIELDS = ("meta", "metadata", "artifacts", "named_audio_outputs", "audio", "text", "segments")
 
 
+STARTED_BY = ("run_start", "run_end", "server_ready", "request", "wave")
+
+
+def planned_starts_missing(ctx: Context) -> str:
+    """The planned starts that did not run to their end, in words ("" when none): the four
+    reference starts and, at every count the campaign covered, the required count starts."""
+    from parval.gates.count_starts import complete_starts, required_starts
+    from parval.gates.execution_path import campaign_counts
+
+    # every start the run's events name (a start whose own record is gone leaves its others)
+    started = {str(e["run"]) for e in ctx.rec.events if e.get("kind") in STARTED_BY and e.get("run")}
+    refs = sorted(
+        r
+        for r in started | {"ref-baseline-a", "ref-baseline-b", "ref-candidate-legacy", "ref-candidate-cap1"}
+        if not ctx.rec.complete(r)
+    )
+    need = required_starts(ctx)
+    short = {n: k for n in campaign_counts(ctx) if (k := len(complete_starts(ctx, n))) < need}
+    parts = [f"{', '.join(refs)} incomplete"] if refs else []
+    if short:
+        parts.append(f"complete starts per count {short}, {need} needed")
+    return "; ".join(parts)
+
+
 @shape.judge("Q1")
 def q1_settings(ctx: Context, results: list[Result]) -> Result:
     """Q1: every compared run loaded the model with the same settings (slots aside)."""
     settings = {}
+    unrecorded = []
     for run, start in ctx.rec.runs.items():
         models = (start.get("config") or {}).get("models") or []
         entry = next((m for m in models if m.get("id") == ctx.plan["model"]["id"]), None)
         if entry is not None:
             settings[run] = {k: v for k, v in entry.items() if k not in ("slots", "id")}
+        else:
+            unrecorded.append(run)
     distinct = {repr(sorted(v.items())) for v in settings.values()}
     if len(distinct) > 1:
         first = next(iter(settings.values()))
@@ -41,6 +68,10 @@ def q1_settings(ctx: Context, results: list[Result]) -> Result:
         return shape.pending("Q1", "no compared run recorded the model's settings: nothing to compare")
     if len(settings) < 2:
         return shape.pending("Q1", f"only {next(iter(settings))} recorded the model's settings: nothing to compare")
+    if unrecorded:
+        return shape.pending("Q1", f"start(s) {unrecorded[:6]} recorded no settings of the model: not compared")
+    if missing := planned_starts_missing(ctx):
+        return shape.pending("Q1", f"the settings of planned starts are not all recorded: {missing}")
     return shape.passed(
         "Q1",
         f"identical model settings in all {len(settings)} compared runs",
@@ -87,6 +118,14 @@ def q2_volatile_fields(ctx: Context, results: list[Result]) -> Result:
             raw_responses="artifacts/",
         )
     groups, problems = _baseline_groups(ctx)
+    for run in ("ref-baseline-a", "ref-baseline-b"):
+        got = {
+            (e["req"], e["phase"])
+            for e in ctx.rec.requests(run, REF_PHASES)
+            if e.get("artifact") and e.get("ref") and (e.get("reply") or {}).get("outcome") == "ok"
+        }
+        if not ctx.rec.complete(run) or got != {(q, p) for q in ctx.request_names for p in REF_PHASES}:
+            problems.append(f"{run} is not recorded whole (every request cold, warm and repeated warm, raw replies)")
     measured = [{**volatility(groups, v["path"]), "justification": v["justification"]} for v in vol]
     ev: dict[str, Any] = {
         "volatile_fields": measured,
@@ -109,6 +148,8 @@ def q2_volatile_fields(ctx: Context, results: list[Result]) -> Result:
             "volatility not measurable: fewer than two identical serial baseline requests with raw replies recorded",
             **ev,
         )
+    if problems:
+        return shape.pending("Q2", "volatility not measured on the whole baseline: " + "; ".join(problems[:4]), **ev)
     # A path that appeared once only, or never in a baseline reply, is not measured to vary:
     # an exclusion that no baseline reply exercises would hide a field only the candidate
     # sends (that is not "excluding nothing").
@@ -143,12 +184,11 @@ def q3_tolerance(ctx: Context, results: list[Result]) -> Result:
     the run, and applies only where serial repeats were measured to vary."""
     tol = (ctx.plan.get("compare") or {}).get("tolerance")
     plan_sha = str((ctx.manifest.get("plan") or {}).get("sha256", ""))[:12]
-    if not tol:
-        return shape.passed(
-            "Q3", "byte-exact comparison; no tolerance declared", {"plan hash": plan_sha or "(no manifest)"}
-        )
     if not plan_sha:
-        return shape.pending("Q3", "tolerance declared, but the manifest records no plan hash to show when")
+        # the plan's hash in the manifest is what shows the comparison rules were fixed before the run
+        return shape.pending("Q3", "the manifest records no plan hash: the comparison rules are not shown fixed")
+    if not tol:
+        return shape.passed("Q3", "byte-exact comparison; no tolerance declared", {"plan hash": plan_sha})
     applies = ctx.tolerance is not None
     how = (
         "applied: serial repeats of the baseline varied within it"
@@ -202,7 +242,11 @@ def lifecycle_aside(ctx: Context, count: int | None) -> list[dict[str, Any]]:
     its starts' waves and unloads; at model level (None), the recovery start's probes."""
     if count is None:
         return aside_violations(ctx)
-    rows = [*active_violations(ctx, count), *drain_violations(ctx, count), *unload_violations(ctx, count)]
+    rows = [
+        *active_violations(ctx, count, standing=False),
+        *drain_violations(ctx, count, standing=False),
+        *unload_violations(ctx, count, standing=False),
+    ]
     return [r for r in rows if "set_aside" in r]
 
 
@@ -259,12 +303,20 @@ def q5_intermittent(ctx: Context, results: list[Result], count: int | None = Non
         )
     else:
         judged = [r for r in scoped if r.status is not Status.NOT_APPLICABLE]
+        open_ = [r for r in judged if r.status is not Status.PASS]
         compared = sum(int(r.evidence.get("compared") or 0) for r in scoped)
-        r = shape.passed(
-            "Q5",
-            "no intermittent mismatch in any repeat",
-            {"comparison verdicts": judged, "compared outputs": compared or len(judged)},
-        )
+        if open_:
+            r = shape.pending(
+                "Q5",
+                "no mismatch recorded, but not every comparison of the scope was completed: "
+                + ", ".join(f"{x.id} {x.status}" for x in open_[:6]),
+            )
+        else:
+            r = shape.passed(
+                "Q5",
+                "no intermittent mismatch in any repeat",
+                {"comparison verdicts": judged, "compared outputs": compared or len(judged)},
+            )
     r.count = count
     return r
 

@@ -30,19 +30,19 @@ def unload_check(check: dict[str, Any], *, loaded_field: bool | None = None) -> 
     return "unseen"
 
 
-def unload_waited(e: dict[str, Any]) -> bool:
-    """Did the unload finish only after the work in front of it?
+def returned_early(e: dict[str, Any]) -> bool:
+    """An observed violation: the unload's reply came before every reply of the work in
+    front of it, by more than half the shortest request's latency.
 
-    Replies to the requests and to the unload reach the client within a scheduler tick of
-    each other when the server is right, in either order; an unload that skips the work
-    returns a whole service time early. So allow a quarter of the shortest request's
-    latency as slack, and no more."""
+    A correct server replies to the unload only after that work, but the client may read
+    the replies of several connections in either order, and a busy client late: so only an
+    unload that returns well before even the first of the in-flight replies (as one that
+    skips the work does: a service time early) is claimed to have skipped it."""
     done = e.get("requests_done") or []
-    lat = e.get("requests_latency") or []
-    if not done:
+    lat = [float(x) for x in e.get("requests_latency") or []]
+    if not done or not lat:
         return False
-    slack = 0.25 * min(lat) if lat else 0.0
-    return bool(float(e["unload_done"]) >= max(done) - slack)
+    return bool(float(e["unload_done"]) < min(done) - 0.5 * min(lat))
 
 
 def unloaded_state(e: dict[str, Any]) -> str:
@@ -73,10 +73,10 @@ def unload_violation(e: dict[str, Any], which: str) -> str | None:
             f"unload waited (the server showed {e.get('later_samples', {}).get('max_active')} active > "
             f"{e['busy']} in front): it barged past the waiting manager"
         )
-    if e.get("issued_while_active") and e.get("requests_done") and not unload_waited(e):
+    if e.get("issued_while_active") and returned_early(e):
         return (
-            f"unload returned at {e['unload_done']}s, before the in-flight work finished "
-            f"(last reply {max(e['requests_done'], default=0)}s)"
+            f"unload returned at {e['unload_done']}s, well before the in-flight work finished "
+            f"(first reply {min(e['requests_done'], default=0)}s, last {max(e['requests_done'], default=0)}s)"
         )
     if unloaded_state(e) == "stayed":
         check = e.get("unload_check") or {}
@@ -90,7 +90,7 @@ def unload_violation(e: dict[str, Any], which: str) -> str | None:
 
 
 def first_load_violation(e: dict[str, Any]) -> str | None:
-    if e.get("issued_during_load") and e.get("requests_done") and not unload_waited(e):
+    if e.get("issued_during_load") and returned_early(e):
         return (
             f"unload did not wait for the first load (returned at {e['unload_done']}s, request done at "
             f"{max(e['requests_done'], default=0)}s)"

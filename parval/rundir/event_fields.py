@@ -49,6 +49,19 @@ OBJECT = FieldType("an object", (dict,))
 LIST = FieldType("a list", (list,))
 ANY = FieldType("any value", (object,), True)
 
+
+@dataclass(frozen=True)
+class OneOf(FieldType):
+    """A string from a fixed set."""
+
+    values: tuple[str, ...] = ()
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, str) and value in self.values
+
+
+WAVE_MODE = OneOf("together, ordered, reversed or serial", (str,), values=("together", "ordered", "reversed", "serial"))
+
 Fields = Mapping[str, FieldType]
 
 
@@ -64,6 +77,15 @@ class Shape:
 START = {"run": TEXT, "attempt": INT}
 UNIT = {"unit": TEXT, "reason": TEXT}
 DRAIN = {"drained": OBJECT}
+IN_FLIGHT_UNLOAD = {
+    "issued_while_active": FLAG,
+    "busy": INT,
+    "ended_unloaded": FLAG,
+    "unloaded_seen": FLAG,
+    "unload_check": OBJECT,
+    "later_order": TEXT,
+    "tries": INT,
+}
 UNLOAD_TIMES = {"unload": OBJECT, "unload_done": NUMBER, "requests_done": LIST, "requests_latency": LIST}
 
 EVENT_FIELDS: dict[str, Shape] = {
@@ -95,7 +117,7 @@ EVENT_FIELDS: dict[str, Shape] = {
         }
     ),
     "wave": Shape(
-        {**START, "phase": TEXT, "wave": INT, "n": INT, "mode": TEXT, "batch_s": NUMBER, "status": OBJECT, **DRAIN}
+        {**START, "phase": TEXT, "wave": INT, "n": INT, "mode": WAVE_MODE, "batch_s": NUMBER, "status": OBJECT, **DRAIN}
     ),
     "probe": Shape({**START, "name": TEXT, "reply": OBJECT}),
     "m4_invalid_alongside": Shape(
@@ -105,12 +127,12 @@ EVENT_FIELDS: dict[str, Shape] = {
         {**START, "failure": OBJECT, "failed": FLAG, "retry": OBJECT, "retried": FLAG},
         skipped={"run": TEXT, "skipped": TEXT},
     ),
-    "m4_targeted_unload": Shape(
-        {**START, **UNLOAD_TIMES, "issued_while_active": FLAG, "busy": INT, "ended_unloaded": FLAG}
+    "m4_targeted_unload": Shape({**START, **UNLOAD_TIMES, **IN_FLIGHT_UNLOAD}),
+    "m4_all_unload": Shape({**START, **UNLOAD_TIMES, **IN_FLIGHT_UNLOAD}),
+    "m4_unload_during_first_load": Shape(
+        {**START, **UNLOAD_TIMES, "issued_during_load": FLAG, "ended_unloaded": FLAG, "unload_check": OBJECT}
     ),
-    "m4_all_unload": Shape({**START, **UNLOAD_TIMES, "issued_while_active": FLAG, "busy": INT, "ended_unloaded": FLAG}),
-    "m4_unload_during_first_load": Shape({**START, **UNLOAD_TIMES, "issued_during_load": FLAG, "ended_unloaded": FLAG}),
-    "m6_streaming": Shape({**START, "count": INT, "streams": LIST, **DRAIN}),
+    "m6_streaming": Shape({**START, "count": INT, "streams": LIST, "counters_present": FLAG, **DRAIN}),
     "m6_batch": Shape({**START, "count": INT, "batches": INT, "expected_results": INT, "results": LIST, **DRAIN}),
     "negative_control": Shape({"caught": FLAG.or_null}),
     "perf": Shape({"series": TEXT, "count": INT, "batch_s": NUMBER, "latencies_s": LIST, "failures": INT}),
@@ -122,8 +144,14 @@ EVENT_FIELDS: dict[str, Shape] = {
 
 # Fields a kind gained after runs were recorded with it: the value an older event gets on
 # read, worded so that it names its age (and never a value a PASS could rest on).
+_UNOBSERVED: dict[str, Any] = {"unloaded_seen": False, "unload_check": {}, "later_order": "unobserved", "tries": 1}
 UPGRADES: dict[str, dict[str, Any]] = {
-    "wave_timeout": {"reason": "the wave did not complete within timeouts.wave_s (recorded without a reason)"}
+    "wave_timeout": {"reason": "the wave did not complete within timeouts.wave_s (recorded without a reason)"},
+    # recorded before /v1/models was checked after an unload, or before the later request's
+    # place in the queue was observed: not shown
+    "m4_targeted_unload": _UNOBSERVED,
+    "m4_all_unload": _UNOBSERVED,
+    "m4_unload_during_first_load": {"unload_check": {}},
 }
 
 

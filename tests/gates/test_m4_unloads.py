@@ -78,3 +78,13 @@ def test_lifecycle_failures_in_a_set_aside_recovery_attempt_count(tmp_path: Path
     res = {r.id: r for r in judge_m4(ctx)}
     assert res["M4.all_unload"].status is Status.FAIL and "set-aside" in res["M4.all_unload"].reason
     assert q5_intermittent(ctx, list(res.values()), None).status is Status.FAIL
+
+
+def test_a_busy_client_reading_the_unload_reply_first_is_not_a_violation(tmp_path: Path) -> None:
+    """The client read the unload's reply 30 ms before the in-flight one (a busy client, 100
+    ms requests): only an unload back well before every in-flight reply skipped the work."""
+    late_read = unload_event("targeted", unload_done=1.15, requests_done=[1.18], requests_latency=[0.10])
+    assert m4(tmp_path / "a", m4_targeted_unload=late_read)["M4.targeted_unload"].status is Status.PASS
+    skipped = unload_event("targeted", unload_done=0.80, requests_done=[1.18], requests_latency=[0.10])
+    r = m4(tmp_path / "b", m4_targeted_unload=skipped)["M4.targeted_unload"]
+    assert r.status is Status.FAIL and "well before the in-flight work finished" in r.reason

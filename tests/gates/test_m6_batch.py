@@ -43,6 +43,8 @@ def m6(tmp_path: Path, event: dict[str, Any]) -> Any:
         ev.request("ref-baseline-a", "ref_warm", 0, name, tts_body(seed))
     ev.end("ref-baseline-a")
     ev.start("modes", role="modes", count=2)
+    for _ in range(2):  # the warm-up wave: every slot serves once
+        ev.request("modes", "modes_warmup", 0, "base", tts_body(11), ref="base|cold")
     ev.append("m6_batch", run="modes", attempt=0, **event)
     ev.end("modes")
     p = plan(

@@ -9,7 +9,7 @@ from typing import Any
 
 from parval.gates.m6_modes import judge_m6
 from parval.status import Status
-from tests.gates.m_events import Events, plan, tts_body
+from tests.gates.m_events import Events, baseline_refs, full_start, plan, tts_body
 
 
 def _pcm_sha(body: dict[str, Any]) -> str:
@@ -85,15 +85,19 @@ def m6(tmp_path: Path, event: dict[str, Any] | None, *, offline: bool = True) ->
     ev.request("ref-baseline-a", "ref_cold", 0, "base", tts_body(1))
     ev.request("ref-baseline-a", "ref_warm", 0, "base", tts_body(1))
     ev.end("ref-baseline-a")
+    p = plan(counts=[1], admit_modes=["offline", "streaming"])
     if offline:
-        ev.start("count1-s1", count=1)
-        ev.request("count1-s1", "cold_wave", 0, "base", tts_body(1), ref="base|cold")
-        ev.end("count1-s1")
+        ev.events = []
+        baseline_refs(ev)
+        for run in ("count1-s1", "count1-s2", "count1-s3"):
+            full_start(ev, run, 1, p)
     if event is not None:
         ev.start("modes", role="modes", count=event["count"])
+        for _ in range(event["count"]):  # the warm-up wave: every slot serves once
+            ev.request("modes", "modes_warmup", 0, "base", tts_body(1), ref="base|cold")
         ev.append("m6_streaming", **event)
         ev.end("modes")
-    ctx = ev.context(plan(counts=[1], admit_modes=["offline", "streaming"]))
+    ctx = ev.context(p)
     return {r.id: r for r in judge_m6(ctx)}
 
 
@@ -137,6 +141,8 @@ def test_streams_are_compared_with_the_reference_of_their_own_history(tmp_path: 
     ev.request("ref-baseline-a", "ref_warm", 0, "base", tts_body(1))
     ev.end("ref-baseline-a")
     ev.start("modes", role="modes", count=2)
+    for _ in range(2):
+        ev.request("modes", "modes_warmup", 0, "base", tts_body(7), ref="base|cold")
     ev.append("m6_streaming", **streaming_event())
     ev.end("modes")
     ctx = ev.context(plan(counts=[1], admit_modes=["offline", "streaming"]))
@@ -170,7 +176,7 @@ def test_lease_held_after_streams_fails(tmp_path: Path) -> None:
 def test_offline_needs_offline_comparisons(tmp_path: Path) -> None:
     assert m6(tmp_path / "a", None, offline=False)["M6.offline"].status is Status.PENDING
     r = m6(tmp_path / "b", None)["M6.offline"]
-    assert r.status is Status.PASS and r.evidence["compared"] == 1
+    assert r.status is Status.PASS and r.evidence["compared"] > 1
 
 
 def test_streams_answered_with_errors_fail_naming_the_status(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from parval.gates.m3_mixed_waves import m3_variation, variation_effects
 from parval.status import Status
-from tests.gates.m_events import Events, plan, tts_body
+from tests.gates.m_events import Events, full_start, plan, tts_body
 
 LONGER = {"name": "longer", "changes": "text", "request": {"text": "hello there, a longer one", "seed": 1}}
 SEED = {"name": "other_seed", "changes": "seed", "request": {"text": "hello", "seed": 99}}
@@ -41,7 +41,10 @@ def judge(
             ev.request("count2-s1", "mixed_wave", w, req, (candidate or bodies)[req], ref=f"{req}|warm")
         ev.wave("count2-s1", "mixed_wave", w, 2, order=order)
     ev.end("count2-s1")
-    ctx = ev.context(plan(variations=variations, variation_kinds=kinds, justify=justify))
+    p = plan(variations=variations, variation_kinds=kinds, justify=justify)
+    for run in ("count2-s2", "count2-s3"):  # the other two starts a PASS needs
+        full_start(ev, run, 2, p, body=(candidate or bodies)["base"])
+    ctx = ev.context(p)
     return m3_variation(ctx, 2, variation_effects(ctx))
 
 
