@@ -42,7 +42,7 @@ DECIDED_ELSEWHERE = {"X4": ("parval.gates.framework_ref", "x4_result"), "Q6": ("
 # Framework judges that judge no server behaviour (skipped / not set up).
 NOT_BEHAVIOUR = {"given", "precondition"}
 # Stand-in switches that are behaviours a correct server may have, not faults.
-BEHAVIOURS = {"registration_outputs", "cold_warm_differ"}
+BEHAVIOURS = {"registration_outputs", "cold_warm_differ", "pcm32_output"}
 
 
 def _gate(group: str) -> ModuleType:
