@@ -24,10 +24,12 @@ MEANINGFUL_FIELDS = ("meta", "metadata", "artifacts", "named_audio_outputs", "au
 STARTED_BY = ("run_start", "run_end", "server_ready", "request", "wave")
 
 
-def planned_starts_missing(ctx: Context) -> str:
-    """The planned starts that did not run to their end, in words ("" when none): the four
-    reference starts and, at every count the campaign covered, the required count starts."""
-    from parval.gates.count_starts import complete_starts, required_starts
+def planned_starts_unrecorded(ctx: Context) -> str:
+    """The planned starts whose record (the settings they loaded) is missing, in words (""
+    when none): the four reference starts and, at every count the campaign covered, the
+    required count starts. A start that crashed or was stopped still recorded what it
+    loaded; its failure is judged where it happened (M2.starts, M1), not here."""
+    from parval.gates.count_starts import required_starts
     from parval.gates.execution_path import campaign_counts
 
     # every start the run's events name (a start whose own record is gone leaves its others)
@@ -35,13 +37,13 @@ def planned_starts_missing(ctx: Context) -> str:
     refs = sorted(
         r
         for r in started | {"ref-baseline-a", "ref-baseline-b", "ref-candidate-legacy", "ref-candidate-cap1"}
-        if not ctx.rec.complete(r)
+        if r not in ctx.rec.runs
     )
     need = required_starts(ctx)
-    short = {n: k for n in campaign_counts(ctx) if (k := len(complete_starts(ctx, n))) < need}
-    parts = [f"{', '.join(refs)} incomplete"] if refs else []
+    short = {n: k for n in campaign_counts(ctx) if (k := len(ctx.rec.count_runs(n))) < need}
+    parts = [f"{', '.join(refs)} not recorded"] if refs else []
     if short:
-        parts.append(f"complete starts per count {short}, {need} needed")
+        parts.append(f"recorded starts per count {short}, {need} needed")
     return "; ".join(parts)
 
 
@@ -70,7 +72,7 @@ def q1_settings(ctx: Context, results: list[Result]) -> Result:
         return shape.pending("Q1", f"only {next(iter(settings))} recorded the model's settings: nothing to compare")
     if unrecorded:
         return shape.pending("Q1", f"start(s) {unrecorded[:6]} recorded no settings of the model: not compared")
-    if missing := planned_starts_missing(ctx):
+    if missing := planned_starts_unrecorded(ctx):
         return shape.pending("Q1", f"the settings of planned starts are not all recorded: {missing}")
     return shape.passed(
         "Q1",

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from parval.gates.m6_modes import judge_m6
-from parval.status import Status
+from parval.status import Result, Status
 from tests.gates.m_events import Events, baseline_refs, full_start, plan, tts_body
 
 
@@ -185,3 +185,27 @@ def test_streams_answered_with_errors_fail_naming_the_status(tmp_path: Path) -> 
         s.update(status=500, outcome="http_error", done=False, pcm_sha256="e" * 64, cut=False)
     r = m6(tmp_path, e)["M6.streaming"]
     assert r.status is Status.FAIL and "answered 500" in r.reason
+
+
+def test_a_mismatch_at_a_higher_count_leaves_offline_mode_shown_at_the_lowest(tmp_path: Path) -> None:
+    """Offline mode rests on the lowest count's exact outputs: a count-2 violation fails
+    count 2 (its M2.exact), not offline mode at count 1; a count-1 violation leaves M6.offline
+    unshown (and nothing is admitted)."""
+    from parval.gates.m2_concurrency import m2_exact
+
+    def judged(bad: int, where: Path) -> tuple[Result, dict[int, Status]]:
+        ev = Events(where)
+        p = plan(counts=[1, 2])
+        baseline_refs(ev)
+        for n in (1, 2):
+            for i in (1, 2, 3):
+                full_start(ev, f"count{n}-s{i}", n, p, body=tts_body(2) if n == bad else None)
+        ctx = ev.context(p)
+        return {r.id: r for r in judge_m6(ctx)}["M6.offline"], {n: m2_exact(ctx, n).status for n in (1, 2)}
+
+    offline, exact = judged(2, tmp_path / "high")
+    assert exact == {1: Status.PASS, 2: Status.FAIL}
+    assert offline.status is Status.PASS and offline.evidence["shown_at_count"] == 1, offline.reason
+    offline, exact = judged(1, tmp_path / "low")
+    assert exact[1] is Status.FAIL
+    assert offline.status is Status.PENDING and "M2.exact at count 1: FAIL" in offline.reason

@@ -1,15 +1,24 @@
 """Mutation testing of the judges: parval/gates/ and parval/judge.py, with mutmut 3.8.
 
-    .venv/bin/python -m tests.mutation.run [--max-children 2] [--workdir DIR] [--only MODULE ...]
+    .venv/bin/python -m tests.mutation.run [--max-children 2] [--workdir DIR] [--only FILE ...]
+    .venv/bin/python -m tests.mutation.run --report-only --workdir DIR
 
 It copies the project to a work directory (a fresh temporary one unless --workdir names
 one to resume), writes mutmut's configuration there (so it conflicts with nothing in the
-checkout), runs `mutmut run` and prints the score per module from mutmut's own results:
-killed, survived, no covering test, timeout, and the survivors' names (`mutmut show NAME`
-in the work directory prints a mutant). The tests run per mutant are the in-process ones
-that judge recorded evidence (no server is started): tests/gates, tests/attack, the
-memory-gate and probe-judgment tests. Needs mutmut (`pip install -e '.[dev]'`). Takes
-hours on two cores; it is not part of .ci/run."""
+checkout) and runs mutmut twice:
+
+1. `DIR/fast`: every mutant, against the in-process tests that judge synthetic or recorded
+   evidence without starting a server (FAST below); seconds per mutant.
+2. `DIR/full`: only the survivors of the first pass, against FAST plus the Hypothesis
+   attack tests (tests/attack/test_attacks.py, the default small profile), which reach
+   every judge but take a while per mutant.
+
+A mutant counts as killed when either pass kills it. The score is printed per module
+(killed, survived, no covering test, other: timeouts, suspicious), and the survivors are
+listed in DIR/survivors.txt (`mutmut show NAME` in DIR/fast prints one). Resuming in the
+same DIR re-copies the tests and sources; mutmut keeps the results of mutants whose
+function did not change. Needs mutmut (`pip install -e '.[dev]'`). Takes about an hour
+on two shared cores; it is not part of .ci/run."""
 
 from __future__ import annotations
 
@@ -23,40 +32,59 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-TESTS = ["tests/gates", "tests/attack", "tests/test_memory_gate.py", "tests/campaign/test_probe_judgments.py"]
+FAST = [
+    "tests/gates",
+    "tests/attack/test_judged_evidence.py",
+    "tests/test_memory_gate.py",
+    "tests/test_performance.py",
+    "tests/test_protected.py",
+    "tests/test_schema_overhead.py",
+    "tests/campaign/test_probe_judgments.py",
+    "tests/framework/test_framework_ref.py",
+    "tests/framework/test_framework_reuse.py",
+    "tests/runners/test_observe_once.py::test_campaign_overhead_from_events",
+    "tests/runners/test_observe_once.py::test_overhead_beyond_the_per_start_cost",
+]
+FULL = [*FAST, "tests/attack/test_attacks.py"]
+MUTATE = ["parval/gates/*", "parval/judge.py"]
 COPY = ["parval", "tests", "schemas", "plans", "README.md", "pyproject.toml"]
 
 
-def config(only: list[str]) -> str:
-    mutate = only or ["parval/gates/", "parval/judge.py"]
+def config(only: list[str], tests: list[str]) -> str:
     return (
         "\n[tool.mutmut]\n"
         'source_paths = ["parval/"]\n'
-        f"only_mutate = {json.dumps(mutate)}\n"
-        f"pytest_add_cli_args_test_selection = {json.dumps(TESTS)}\n"
+        f"only_mutate = {json.dumps(only or MUTATE)}\n"
+        f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]\n'
         'also_copy = ["plans/", "schemas/", "README.md", "tests/"]\n'
     )
 
 
-def prepare(work: Path, only: list[str]) -> None:
+def prepare(work: Path, only: list[str], tests: list[str]) -> None:
+    """Copy the checkout's current sources and tests into `work` (replacing older copies)."""
+    work.mkdir(parents=True, exist_ok=True)
     for name in COPY:
         src = ROOT / name
         dst = work / name
-        if dst.exists():
-            continue
+        if dst.is_dir():
+            shutil.rmtree(dst)
         if src.is_dir():
-            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "mutants"))
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "mutants", ".hypothesis"))
         else:
             shutil.copy2(src, dst)
     pyproject = work / "pyproject.toml"
-    text = pyproject.read_text()
-    if "[tool.mutmut]" not in text:
-        pyproject.write_text(text + config(only))
+    pyproject.write_text(pyproject.read_text() + config(only, tests))
+
+
+def mutmut(work: Path, *args: str) -> None:
+    subprocess.run([sys.executable, "-m", "mutmut", *args], cwd=work, check=False)
 
 
 def results(work: Path) -> dict[str, str]:
     """Mutant name -> status, as `mutmut results --all true` prints them."""
+    if not (work / "mutants").exists():
+        return {}
     out = subprocess.run(
         [sys.executable, "-m", "mutmut", "results", "--all", "true"],
         cwd=work,
@@ -67,27 +95,35 @@ def results(work: Path) -> dict[str, str]:
     found = {}
     for line in out.splitlines():
         name, sep, status = line.strip().rpartition(": ")
-        if sep and name:
+        if sep and name and "__mutmut_" in name:
             found[name] = status.strip()
     return found
 
 
+def combined(fast: dict[str, str], full: dict[str, str]) -> dict[str, str]:
+    """A first-pass survivor takes the second pass's status where that pass ran it."""
+    out = dict(fast)
+    for name, status in fast.items():
+        if status == "survived" and full.get(name) not in (None, "not checked"):
+            out[name] = full[name]
+    return out
+
+
 def module_of(name: str) -> str:
-    # e.g. parval.gates.m2_concurrency.x_m2_starts__mutmut_3
-    head = name.split(".x_")[0].split(".xǁ")[0]
-    return head
+    # e.g. parval.gates.m2_concurrency.x_m2_starts__mutmut_3, parval.judge.xǁC__m__mutmut_1
+    return name.split(".x_")[0].split(".xǁ")[0]
 
 
 def report(found: dict[str, str]) -> str:
     per: dict[str, Counter[str]] = defaultdict(Counter)
     for name, status in found.items():
         per[module_of(name)][status] += 1
-    lines = [f"{'module':<40} {'mutants':>8} {'killed':>7} {'survived':>9} {'no tests':>9} {'other':>6} {'score':>7}"]
+    head = f"{'module':<40} {'mutants':>8} {'killed':>7} {'survived':>9} {'no tests':>9} {'other':>6} {'score':>7}"
+    lines = [head]
     total: Counter[str] = Counter()
     for module in sorted(per):
-        c = per[module]
-        total.update(c)
-        lines.append(_row(module, c))
+        total.update(per[module])
+        lines.append(_row(module, per[module]))
     lines.append(_row("all", total))
     return "\n".join(lines)
 
@@ -103,24 +139,28 @@ def _row(label: str, c: Counter[str]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=None, help="resume in (or keep) this work directory")
-    parser.add_argument("--only", nargs="*", default=[], help="mutate only these files (paths under parval/)")
+    parser.add_argument("--only", nargs="*", default=[], help="mutate only these files (globs under parval/)")
+    parser.add_argument("--fast-only", action="store_true", help="skip the second pass (attack tests)")
     parser.add_argument("--report-only", action="store_true", help="print the score of an existing work directory")
     args = parser.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="parval-mutation-"))
-    work.mkdir(parents=True, exist_ok=True)
+    fast_dir, full_dir = work / "fast", work / "full"
+    children = str(args.max_children)
     if not args.report_only:
-        prepare(work, args.only)
         print(f"mutation work directory: {work}", flush=True)
-        subprocess.run(
-            [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children)], cwd=work, check=False
-        )
-    found = results(work)
+        prepare(fast_dir, args.only, FAST)
+        mutmut(fast_dir, "run", "--max-children", children)
+        first = sorted(n for n, s in results(fast_dir).items() if s == "survived")
+        if first and not args.fast_only:
+            prepare(full_dir, args.only, FULL)
+            mutmut(full_dir, "run", "--max-children", children, *first)
+    found = combined(results(fast_dir), results(full_dir))
     print(report(found))
     survivors = sorted(n for n, s in found.items() if s == "survived")
-    (work / "survivors.txt").write_text("\n".join(survivors) + "\n")
+    (work / "survivors.txt").write_text("".join(f"{n}\n" for n in survivors))
     print(f"{len(survivors)} survivor(s) listed in {work / 'survivors.txt'}")
     return 0
 
