@@ -246,3 +246,66 @@ def test_a_run_is_judged_again_from_its_files_alone(clean: dict[str, tuple[Path,
     rec = load_records(run_dir)
     again = judge_run(run_dir, write=False)
     assert by_id(again) == by_id(ev) and again["run"]["events"] == len(rec.events)
+
+
+def test_memory_results_hands_the_m5_judges_the_plans_rule_and_the_right_starts(
+    clean: dict[str, tuple[Path, dict[str, Any]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which starts are the candidate's (numbered from 1 per count) and which the baseline
+    build's (only where the plan declares the comparison), and the plan's rule, defaults
+    included: GPU memory required, host RSS, three starts."""
+    import parval.judge as judge
+    from parval.gates.m5_rules import StabilisationRule
+
+    seen: dict[str, Any] = {}
+
+    def recorder(starts: list[Any], rule: Any, **kw: Any) -> list[Any]:
+        seen.update(starts=starts, rule=rule, **kw)
+        return []
+
+    monkeypatch.setattr(judge, "assess_m5", recorder)
+    run_dir, _ = clean["stateless"]
+    rec = load_records(run_dir)
+    plan = json.loads((run_dir / "plan.json").read_text())
+    judge.memory_results(rec, run_dir, plan, [1, 2])
+    assert [(s.count, s.start_index) for s in seen["starts"]] == [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (2, 3)]
+    assert [(s.count, s.start_index) for s in seen["baseline"]] == [(1, 1), (2, 1)]
+    assert all(s.samples for s in seen["baseline"]) and all(s.samples for s in seen["starts"])
+    assert seen["baseline_reason"] == plan["memory"]["baseline_comparison"]["reason"]
+    assert seen["rule"] == StabilisationRule(3, 64.0, "host_rss")
+    assert seen["gpu_required"] is False and seen["expected_starts"] == 3
+
+    plan["memory"] = {"baseline_comparison": None, "stabilisation": {"last_k_waves": 2, "max_growth_mib": 8}}
+    plan["starts_per_count"] = 5
+    judge.memory_results(rec, run_dir, plan, [2])
+    assert [(s.count, s.start_index) for s in seen["starts"]] == [(2, 1), (2, 2), (2, 3)]
+    assert seen["baseline"] is None and seen["baseline_reason"] is None
+    assert seen["rule"] == StabilisationRule(2, 8.0, "host_rss")
+    assert seen["gpu_required"] is True and seen["expected_starts"] == 5
+    plan["memory"] = {"stabilisation": {"last_k_waves": 2, "max_growth_mib": 8, "metric": "host_pss"}}
+    plan.pop("starts_per_count")
+    judge.memory_results(rec, run_dir, plan, [1])
+    assert seen["rule"] == StabilisationRule(2, 8.0, "host_pss") and seen["expected_starts"] == 3
+    plan["memory"] = {}
+    judge.memory_results(rec, run_dir, plan, [1])
+    assert seen["rule"] is None
+
+
+def test_judging_writes_the_evidence_by_default_and_keeps_the_shard_and_counts_not_run(tmp_path: Path) -> None:
+    import inspect
+
+    assert inspect.signature(judge_run).parameters["write"].default is True
+    from tests.gates.test_cmp_small import run_dir as small_run
+
+    d = small_run(tmp_path / "r", PROCEDURE_VERSION)
+    events = [json.loads(line) for line in (d / "events.jsonl").read_text().splitlines()]
+    events.insert(0, {"kind": "campaign_start", "seq": 0, "t": 0.0, "counts": [1], "shard": [2, 3]})
+    events.append({"kind": "count_not_run", "seq": 98, "t": 1.0, "count": 2, "reason": "count 1 failed"})
+    events.append({"kind": "campaign_end", "seq": 99, "t": 2.0, "finished": False})
+    (d / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    ev = judge_run(d)
+    assert (d / "evidence.json").exists() and json.loads((d / "evidence.json").read_text())["run"]["shard"] == [2, 3]
+    assert ev["run"]["shard"] == [2, 3]
+    assert ev["run"]["interrupted"] is True
+    at2 = ev["model_checks"]["per_count"].get("2", {}).get("assertions", [])
+    assert at2 and all(a["status"] == "PENDING" and a["reason"] == "count 1 failed" for a in at2)

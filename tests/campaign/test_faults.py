@@ -32,7 +32,7 @@ def test_fake_concurrency_fails_observed_active(tmp_path: Path) -> None:
     ev = run(tmp_path, plan_dict(tmp_path, faults=["fake_concurrency"], counts=[1, 2], ten=2, mixed=10))
     assert per_count(ev, 2)["M2.observed_active"] == "FAIL"
     assert per_count(ev, 1)["M2.observed_active"] == "PASS"
-    assert status(ev, "M2.exact") == "PASS"
+    assert status(ev, "M2.exact") == "PASS", reason(ev, "M2.exact")
     assert ev["verdict"]["admitted_counts"] == [1]
 
 

@@ -5,15 +5,16 @@
 
 It copies the project to a work directory (a fresh temporary one unless --workdir names
 one to resume), writes mutmut's configuration there (so it conflicts with nothing in the
-checkout) and runs mutmut twice:
+checkout) and runs mutmut in passes, each on the survivors of the one before:
 
 1. `DIR/fast`: every mutant, against the in-process tests that judge synthetic or recorded
    evidence without starting a server (FAST below); seconds per mutant.
-2. `DIR/full`: only the survivors of the first pass, against FAST plus the Hypothesis
-   attack tests (tests/attack/test_attacks.py, the default small profile), which reach
-   every judge but take a while per mutant.
+2. `DIR/approved`: FAST plus the approved verdicts of every judge on the checked-in clean
+   runs (tests/attack/test_approved.py).
+3. `DIR/attack`: those plus the Hypothesis attack tests (tests/attack/test_attacks.py, the
+   default small profile), which reach every judge but take a while per mutant.
 
-A mutant counts as killed when either pass kills it. The score is printed per module
+A mutant counts as killed when any pass kills it. The score is printed per module
 (killed, survived, no covering test, other: timeouts, suspicious), and the survivors are
 listed in DIR/survivors.txt (`mutmut show NAME` in DIR/fast prints one). Resuming in the
 same DIR re-copies the tests and sources; mutmut keeps the results of mutants whose
@@ -37,6 +38,8 @@ FAST = [
     "tests/attack/test_judged_evidence.py",
     "tests/test_memory_gate.py",
     "tests/test_performance.py",
+    "tests/test_performance_exact.py",
+    "tests/test_memory_rules_exact.py",
     "tests/test_protected.py",
     "tests/test_schema_overhead.py",
     "tests/campaign/test_probe_judgments.py",
@@ -45,7 +48,8 @@ FAST = [
     "tests/runners/test_observe_once.py::test_campaign_overhead_from_events",
     "tests/runners/test_observe_once.py::test_overhead_beyond_the_per_start_cost",
 ]
-FULL = [*FAST, "tests/attack/test_attacks.py"]
+APPROVED = [*FAST, "tests/attack/test_approved.py"]
+PASSES = [("fast", FAST), ("approved", APPROVED), ("attack", [*APPROVED, "tests/attack/test_attacks.py"])]
 MUTATE = ["parval/gates/*", "parval/judge.py"]
 COPY = ["parval", "tests", "schemas", "plans", "README.md", "pyproject.toml"]
 
@@ -100,13 +104,18 @@ def results(work: Path) -> dict[str, str]:
     return found
 
 
-def combined(fast: dict[str, str], full: dict[str, str]) -> dict[str, str]:
-    """A first-pass survivor takes the second pass's status where that pass ran it."""
-    out = dict(fast)
-    for name, status in fast.items():
-        if status == "survived" and full.get(name) not in (None, "not checked"):
-            out[name] = full[name]
+def combined(passes: list[dict[str, str]]) -> dict[str, str]:
+    """Each mutant's status in the last pass that ran it (a later pass runs only survivors)."""
+    out = dict(passes[0]) if passes else {}
+    for later in passes[1:]:
+        for name, status in out.items():
+            if status == "survived" and later.get(name) not in (None, "not checked"):
+                out[name] = later[name]
     return out
+
+
+def _results(work: Path, passes: list[tuple[str, list[str]]]) -> list[dict[str, str]]:
+    return [results(work / name) for name, _ in passes]
 
 
 def module_of(name: str) -> str:
@@ -143,21 +152,23 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=None, help="resume in (or keep) this work directory")
     parser.add_argument("--only", nargs="*", default=[], help="mutate only these files (globs under parval/)")
-    parser.add_argument("--fast-only", action="store_true", help="skip the second pass (attack tests)")
+    parser.add_argument("--fast-only", action="store_true", help="run the first pass only")
     parser.add_argument("--report-only", action="store_true", help="print the score of an existing work directory")
     args = parser.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="parval-mutation-"))
-    fast_dir, full_dir = work / "fast", work / "full"
+    passes = PASSES[:1] if args.fast_only else PASSES
     children = str(args.max_children)
     if not args.report_only:
         print(f"mutation work directory: {work}", flush=True)
-        prepare(fast_dir, args.only, FAST)
-        mutmut(fast_dir, "run", "--max-children", children)
-        first = sorted(n for n, s in results(fast_dir).items() if s == "survived")
-        if first and not args.fast_only:
-            prepare(full_dir, args.only, FULL)
-            mutmut(full_dir, "run", "--max-children", children, *first)
-    found = combined(results(fast_dir), results(full_dir))
+        for i, (name, tests) in enumerate(passes):
+            prepare(work / name, args.only, tests)
+            survivors = (
+                [] if i == 0 else sorted(n for n, s in combined(_results(work, passes[:i])).items() if s == "survived")
+            )
+            if i and not survivors:
+                break
+            mutmut(work / name, "run", "--max-children", children, *survivors)
+    found = combined(_results(work, passes))
     print(report(found))
     survivors = sorted(n for n, s in found.items() if s == "survived")
     (work / "survivors.txt").write_text("".join(f"{n}\n" for n in survivors))
