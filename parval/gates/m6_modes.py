@@ -4,7 +4,11 @@ native batching) is shown exact under concurrency; a mode it does not admit is N
 Stream and batch outputs are compared with the upstream reference of the same request and
 history (cold with cold, warm with warm: the modes start warms every slot first), never
 with an output of the candidate itself. A batch result is paired with the request it
-answers by its index: every request of a batch needs exactly one result."""
+answers by its index: every request of a batch needs exactly one result.
+
+A modes start whose server crashed fails the first mode whose evidence it had not yet
+recorded (it was collecting that one: warm-up included) and blocks the modes after it,
+naming the crash; one parval stopped blocks every mode it did not record."""
 
 from __future__ import annotations
 
@@ -22,6 +26,36 @@ from parval.status import Result, Status
 # Batch results carry `timing: null` by contract (aggregate timing is in the done event),
 # so a batch result is compared with its reference without `timing`.
 BATCH_EXCLUDED = ("timing",)
+
+RUN = "modes"
+# The modes the modes start collects, in its order, each with the event that records it.
+PROBES = (("M6.streaming", "streaming", "m6_streaming"), ("M6.batch", "batch", "m6_batch"))
+
+
+def not_recorded(ctx: Context, id_: str) -> Result:
+    """The verdict of an admitted mode whose probe event the modes start did not record:
+    FAIL when the server crashed while collecting it, BLOCKED naming the crash (a mode after
+    the one it was collecting) or parval's stop, PENDING otherwise."""
+    rec = ctx.rec
+    crash = rec.crash_of(RUN)
+    stop = rec.stop_of(RUN)
+    n = (rec.runs.get(RUN) or {}).get("count")
+    if crash is not None:
+        text = f"modes start (count {n}): server crashed during {crash['where']} (exit status {crash['exit_code']})"
+        admitted = _admits(ctx)
+        collecting = next((pid for pid, mode, kind in PROBES if mode in admitted and not rec.kind(kind)), None)
+        if collecting == id_:
+            return shape.failed(
+                id_,
+                f"{text} while collecting this mode's evidence",
+                violation={k: crash.get(k) for k in ("run", "attempt", "where", "exit_code", "signal")},
+                log_tail=crash.get("log_tail", ""),
+            )
+        return shape.blocked(id_, f"not collected: {text} before this mode's probe", crash=crash)
+    if stop is not None:
+        return shape.blocked(id_, f"not collected: the modes start (count {n}) stopped: {stop['reason']}", stop=stop)
+    what = "streaming" if id_ == "M6.streaming" else "batch"
+    return shape.pending(id_, f"no {what} evidence recorded")
 
 
 def _admits(ctx: Context) -> set[str]:
@@ -177,7 +211,7 @@ def m6_streaming(ctx: Context) -> Result:
     if "streaming" not in _admits(ctx):
         return shape.not_applicable("M6.streaming", "the plan does not admit streaming (model.admit_modes)")
     evs = ctx.rec.kind("m6_streaming")
-    return _streaming(ctx, evs[-1]) if evs else shape.pending("M6.streaming", "no streaming evidence recorded")
+    return _streaming(ctx, evs[-1]) if evs else not_recorded(ctx, "M6.streaming")
 
 
 def _batch_ref_canon(ctx: Context, key: Any, cache: dict[str, str | None]) -> str | None:
@@ -231,7 +265,7 @@ def m6_batch(ctx: Context) -> Result:
         return shape.not_applicable(id_, "the plan does not admit native batching (model.admit_modes)")
     evs = ctx.rec.kind("m6_batch")
     if not evs:
-        return shape.pending(id_, "no batch evidence recorded")
+        return not_recorded(ctx, id_)
     e = evs[-1]
     pairing, results = batch_pairing(e)
     recorded = {r.get("batch") for r in e["results"]}
