@@ -15,6 +15,7 @@ from parval.gates import shape
 from parval.gates.context import Context, exact_result
 from parval.gates.unload_evidence import (
     first_load_violation,
+    missing_route,
     server_order,
     unload_check,
     unload_violation,
@@ -229,6 +230,9 @@ def _unload(ctx: Context, which: str, id_: str) -> Result:
     e = _probe(ctx, kind)
     if e is None:
         return shape.pending(id_, "not recorded")
+    if (reply := missing_route(e)) is not None:
+        route = "/v1/tasks/unload_models" if which == "targeted" else "/v1/tasks/unload_all_models"
+        return shape.unsupported(id_, f"this server has no {route} route: the {which} unload {reply}", **e)
     if (why := unload_violation(e, which)) is not None:
         r = shape.failed(id_, why, violation=why, **e)
         r.reproduction = ctx.repro(RUN)

@@ -70,6 +70,11 @@ def blocked(id_: str, reason: str, **evidence: Any) -> Result:
     return Result(id_, Status.BLOCKED, reason, dict(evidence))
 
 
+def unsupported(id_: str, reason: str, **evidence: Any) -> Result:
+    """The server lacks what the check needs (a route, a field): `reason` names it."""
+    return Result(id_, Status.UNSUPPORTED, reason, dict(evidence))
+
+
 def not_applicable(id_: str, reason: str) -> Result:
     return Result(id_, Status.NOT_APPLICABLE, reason)
 

@@ -65,8 +65,21 @@ def server_order(e: dict[str, Any]) -> str:
     return order if order in ("queued_behind", "admitted_past") else "unobserved"
 
 
+def missing_route(e: dict[str, Any]) -> str | None:
+    """The unload reply in words when the server answered 404: the API serves the unload
+    routes on every build without a gate, so a 404 means this build has no such route, a
+    missing precondition (its instant reply says nothing about waiting). None otherwise."""
+    reply = e.get("unload") or (e.get("unload_check") or {}).get("reply") or {}
+    if reply.get("status") != 404:
+        return None
+    return f"answered 404: {str(reply.get('error') or '')[:120]}".rstrip(": ")
+
+
 def unload_violation(e: dict[str, Any], which: str) -> str | None:
-    """The observed violation of one unload probe, in words (None when none)."""
+    """The observed violation of one unload probe, in words (None when none; never for a
+    route the server lacks, see `missing_route`)."""
+    if missing_route(e) is not None:
+        return None
     if e.get("issued_while_active") and server_order(e) == "admitted_past":
         return (
             f"a request sent {e.get('gap_s')} s after the {which} unload (still pending) was admitted while the "

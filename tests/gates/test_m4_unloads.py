@@ -88,3 +88,15 @@ def test_a_busy_client_reading_the_unload_reply_first_is_not_a_violation(tmp_pat
     skipped = unload_event("targeted", unload_done=0.80, requests_done=[1.18], requests_latency=[0.10])
     r = m4(tmp_path / "b", m4_targeted_unload=skipped)["M4.targeted_unload"]
     assert r.status is Status.FAIL and "well before the in-flight work finished" in r.reason
+
+
+def test_an_unload_route_the_server_lacks_is_unsupported_never_a_fail(tmp_path: Path) -> None:
+    """A build without the route answers 404 at once, before the work in flight: that is a
+    missing precondition named as such, not an unload that skipped the work."""
+    missing = {"status": 404, "outcome": "http_error", "ms": 9.0, "error": "unknown endpoint: /v1/tasks/unload_models"}
+    check = {**UNLOADED, "reply": missing, "loaded_false": False, "loaded_field": False, "polls_after": 0}
+    for which in ("targeted", "all"):
+        e = unload_event(which, unload=missing, unload_check=check, unloaded_seen=False, unload_done=0.02)
+        r = m4(tmp_path / which, **{f"m4_{which}_unload": e})[f"M4.{which}_unload"]
+        assert r.status is Status.UNSUPPORTED, r.reason
+        assert "answered 404" in r.reason and "unknown endpoint" in r.reason, r.reason
