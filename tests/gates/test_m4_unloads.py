@@ -100,3 +100,12 @@ def test_an_unload_route_the_server_lacks_is_unsupported_never_a_fail(tmp_path: 
         r = m4(tmp_path / which, **{f"m4_{which}_unload": e})[f"M4.{which}_unload"]
         assert r.status is Status.UNSUPPORTED, r.reason
         assert "answered 404" in r.reason and "unknown endpoint" in r.reason, r.reason
+
+
+def test_an_unload_the_server_answers_with_an_error_fails(tmp_path: Path) -> None:
+    """A route that exists but answers 500 to the unload is an observed violation."""
+    broken = {"status": 500, "outcome": "http_error", "ms": 9.0, "error": "unload failed"}
+    check = {**UNLOADED, "reply": broken, "loaded_false": False, "polls_after": 8}
+    e = unload_event("targeted", unload=broken, unload_check=check, unloaded_seen=False)
+    r = m4(tmp_path, m4_targeted_unload=e)["M4.targeted_unload"]
+    assert r.status is Status.FAIL and "the targeted unload answered" in r.reason and "500" in r.reason, r.reason
