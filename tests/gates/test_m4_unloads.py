@@ -109,3 +109,36 @@ def test_an_unload_the_server_answers_with_an_error_fails(tmp_path: Path) -> Non
     e = unload_event("targeted", unload=broken, unload_check=check, unloaded_seen=False)
     r = m4(tmp_path, m4_targeted_unload=e)["M4.targeted_unload"]
     assert r.status is Status.FAIL and "the targeted unload answered" in r.reason and "500" in r.reason, r.reason
+
+
+def first_load(**over: Any) -> dict[str, Any]:
+    e: dict[str, Any] = {
+        "issued_during_load": True,
+        "unload": {"status": 200, "outcome": "ok", "ms": 5.0, "error": ""},
+        "listed": True,
+        "unload_done": 1.2,
+        "requests_done": [1.18],
+        "requests_latency": [0.3],
+        "ended_unloaded": True,
+        "unload_check": dict(UNLOADED),
+    }
+    return {**e, **over}
+
+
+def test_an_unload_that_does_not_wait_for_the_first_load_fails(tmp_path: Path) -> None:
+    """Back a service time before the first request's reply: it skipped the load in progress."""
+    e = first_load(unload_done=0.2)
+    r = m4(tmp_path, m4_unload_during_first_load=e)["M4.unload_during_first_load"]
+    assert r.status is Status.FAIL, r.reason
+    assert r.reason == "unload did not wait for the first load (returned at 0.2s, request done at 1.18s)"
+    # Issued once the load had finished: nothing to wait for, so no violation.
+    late = first_load(unload_done=0.2, issued_during_load=False)
+    r = m4(tmp_path / "late", m4_unload_during_first_load=late)["M4.unload_during_first_load"]
+    assert r.status is Status.PENDING and "finished before the unload" in r.reason, r.reason
+
+
+def test_a_model_that_stays_loaded_after_the_first_load_unload_fails(tmp_path: Path) -> None:
+    stuck = {**UNLOADED, "loaded_false": False, "still_loaded": True, "polls_after": 9}
+    r = m4(tmp_path, m4_unload_during_first_load=first_load(unload_check=stuck))["M4.unload_during_first_load"]
+    assert r.status is Status.FAIL, r.reason
+    assert r.reason == "the model stayed loaded after the unload (9 status samples)"

@@ -46,3 +46,17 @@ def test_a_judge_answers_for_its_own_assertion_only() -> None:
     with pytest.raises(ValueError, match="returned a result for M9.two"):
         wrong()
     assert shape.judged_id(example) == "M9.example"
+
+
+def test_a_withheld_verdict_keeps_its_evidence_and_says_what_was_withheld() -> None:
+    r = Result("M9.example", Status.PASS, "because", {"rests_on": {"outputs": 0}, "seen": 1}, "parval run p.yaml")
+    out = shape.enforce(r, "M9.example")
+    assert out.id == "M9.example" and out.status is Status.PENDING
+    assert out.reason == "PASS withheld: evidence it rests on is empty: outputs; because"
+    assert out.evidence == {"rests_on": {"outputs": 0}, "seen": 1, "withheld": "PASS"}
+    assert out.reproduction == "parval run p.yaml"
+    empty_pass = shape.passed("M9.example", "x", {"outputs": [], "waves": []})
+    assert empty_pass.evidence["empty_evidence"] == ["outputs", "waves"]
+    assert shape.shape_problem(empty_pass) == "evidence it rests on is empty: outputs, waves"
+    assert shape.shape_problem(Result("M9.example", Status.BLOCKED, "")) == "it gives no reason naming what is missing"
+    assert shape.blocked("M9.example", "no GPU", gpu=None).status is Status.BLOCKED
