@@ -15,7 +15,7 @@ from parval.gates.campaign_cost import campaign_overhead
 from parval.gates.context import Context
 from parval.gates.execution_path import judge_execution_path
 from parval.gates.framework_ref import framework_checks
-from parval.gates.m1_baseline import judge_m1, serial_variation
+from parval.gates.m1_baseline import judge_m1
 from parval.gates.m2_concurrency import judge_m2
 from parval.gates.m3_mixed_waves import judge_m3, variation_effects
 from parval.gates.m4_recovery import judge_m4
@@ -38,35 +38,46 @@ def load_json(path: Path) -> dict[str, Any]:
     return data
 
 
+def _start_memory(rec: Records, run_dir: Path, run: str, n: int, i: int) -> StartMemory | None:
+    """One start's memory samples as the M5 judges read them (None before its end)."""
+    end = rec.ends.get(run)
+    start = rec.runs[run]
+    if end is None:
+        return None
+    directory = run_dir / "servers" / f"{run}-{start['attempt']}"
+    path = directory / "memory.jsonl"
+    samples = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    info = end.get("memory") or {}
+    gpu = str(info.get("gpu", "unavailable: not sampled"))
+    return StartMemory(
+        n,
+        i,
+        samples,
+        gpu,
+        {"gpu_interval_s": info.get("gpu_interval_s", 0.0), "host_interval_s": info.get("host_interval_s", 0.0)},
+        guard_stop=info.get("guard_stop"),
+        sampler_recorded=bool(info),
+    )
+
+
 def memory_results(rec: Records, run_dir: Path, plan: dict[str, Any], counts: list[int]) -> list[Result]:
     mem = plan["memory"]
-    starts: list[StartMemory] = []
-    for n in counts:
-        for i, run in enumerate(rec.count_runs(n), start=1):
-            end = rec.ends.get(run)
-            start = rec.runs[run]
-            if end is None:
-                continue
-            directory = run_dir / "servers" / f"{run}-{start['attempt']}"
-            path = directory / "memory.jsonl"
-            samples = (
-                [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
-            )
-            info = end.get("memory") or {}
-            gpu = str(info.get("gpu", "unavailable: not sampled"))
-            starts.append(
-                StartMemory(
-                    n,
-                    i,
-                    samples,
-                    gpu,
-                    {
-                        "gpu_interval_s": info.get("gpu_interval_s", 0.0),
-                        "host_interval_s": info.get("host_interval_s", 0.0),
-                    },
-                    guard_stop=info.get("guard_stop"),
-                )
-            )
+    declared = mem.get("baseline_comparison") or None
+    baseline = [
+        m
+        for n in counts
+        for run, start in rec.runs.items()
+        if declared
+        and start.get("role") == "membase"
+        and start.get("count") == n
+        and (m := _start_memory(rec, run_dir, run, n, 1)) is not None
+    ]
+    starts = [
+        m
+        for n in counts
+        for i, run in enumerate(rec.count_runs(n), start=1)
+        if (m := _start_memory(rec, run_dir, run, n, i)) is not None
+    ]
     rule_raw = mem.get("stabilisation")
     rule = (
         StabilisationRule(
@@ -75,7 +86,14 @@ def memory_results(rec: Records, run_dir: Path, plan: dict[str, Any], counts: li
         if rule_raw
         else None
     )
-    results = assess_m5(starts, rule, gpu_required=bool(mem.get("gpu_required", True)))
+    results = assess_m5(
+        starts,
+        rule,
+        gpu_required=bool(mem.get("gpu_required", True)),
+        baseline=baseline if declared else None,
+        baseline_reason=str(declared["reason"]) if declared else None,
+        expected_starts=max(3, int(plan.get("starts_per_count", 3))),
+    )
     have = {r.count for r in results}
     for n in counts:
         if n not in have:
@@ -135,7 +153,7 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
     plan_path = manifest["plan"]["path"]
     ctx = Context(rec, plan_snapshot, manifest, run_dir, plan_path)
     counts = ctx.counts
-    serial = serial_variation(rec, run_dir=run_dir, tolerance=ctx.tolerance, volatile=ctx.volatile)
+    serial = ctx.serial
     model_level: list[Result] = [*judge_execution_path(ctx), *judge_m1(ctx, serial), *judge_m4(ctx), *judge_m6(ctx)]
     effects = variation_effects(ctx)
     per_count: dict[int, list[Result]] = {}
@@ -149,9 +167,8 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
         rs.append(q5_intermittent(ctx, rs, n))
 
     neg = rec.kind("negative_control")
-    mask_comparisons(
-        [*model_level, *[x for rs in per_count.values() for x in rs]], negative_control_caught(rec), serial
-    )
+    caught = negative_control_caught(rec, run_dir, ctx.tolerance)
+    mask_comparisons([*model_level, *[x for rs in per_count.values() for x in rs]], caught, serial)
 
     protected = None
     prot_path = plan_snapshot.get("framework", {}).get("protected")

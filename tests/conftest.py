@@ -54,6 +54,10 @@ SMALL_PLAN: dict[str, Any] = {
         "cache_sensitive": False,
         "admit_modes": ["offline"],
         "variation_kinds": ["seed"],
+        "variation_kinds_justification": {
+            "length": "the small plan keeps to one seed variation",
+            "reference": "the small plan keeps to one seed variation",
+        },
     },
     "identity": {
         "baseline": {"source_commit": "0" * 40, "build_flags": "none"},

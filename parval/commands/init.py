@@ -10,6 +10,17 @@ import typer
 
 from parval.errors import UsageError
 from parval.plan.starter import PLACEHOLDER, advertised_counts, pick_model, read_server_config, starter_plan
+from parval.plan.waves import skipped_counts_warning
+
+
+def starter_warnings(text: str) -> list[str]:
+    """What keeps the written plan's counts from being admitted (`parval validate` says the
+    same): a skipped count means nothing above it can ever be admitted."""
+    import yaml
+
+    counts = [int(c) for c in (yaml.safe_load(text) or {}).get("counts") or []]
+    warning = skipped_counts_warning(counts)
+    return [warning] if warning else []
 
 
 def init_command(
@@ -39,10 +50,14 @@ def init_command(
     text = starter_plan(config, entry, server_config, plan_dir)
     if to_stdout:
         sys.stdout.write(text)
+        for warning in starter_warnings(text):
+            typer.echo(warning, err=True)
         return
     if target.exists() and not force:
         raise UsageError(f"{target}: already exists", hint="choose another --output, or pass --force")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, "utf-8")
     typer.echo(f"wrote {target}: counts 1..{advertised_counts(entry)[-1]} for model {entry['id']!r}", err=True)
+    for warning in starter_warnings(text):
+        typer.echo(warning, err=True)
     typer.echo(f"next: replace the {PLACEHOLDER} placeholders, then run: parval validate {target}", err=True)

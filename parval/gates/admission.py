@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from parval.gates import shape
+from parval.plan.waves import skipped_counts
 from parval.procedure.catalogue import all_ids, group_of
 from parval.status import Result, Status, combine, pending
 
@@ -23,27 +25,103 @@ def count_verdicts(
 
 
 def admitted_counts(counts: list[int], verdicts: dict[int, Status]) -> list[int]:
-    """Only the consecutive validated counts from one upward; a count never run is never
-    admitted, and a failure stops the run of admitted counts there."""
+    """Only the consecutive validated counts from one upward: admission stops at the first
+    count that was not validated, tested or not (a count the plan skips is never enabled,
+    so nothing above it is admitted either)."""
     admitted: list[int] = []
-    for n in sorted(counts):
-        if n != (admitted[-1] + 1 if admitted else 1) and not admitted and n != 1:
-            break
-        if verdicts.get(n) is not Status.PASS:
+    tested = set(counts)
+    for n in range(1, max(counts, default=0) + 1):
+        if n not in tested or verdicts.get(n) is not Status.PASS:
             break
         admitted.append(n)
     return admitted
 
 
+def _ten_waves_short(rs: list[Result]) -> Result | None:
+    """The count's M3.ten_waves entry when the count ran fewer than ten mixed waves per
+    start (it cannot be the largest admitted count), else None."""
+    return next(
+        (r for r in rs if r.id == "M3.ten_waves" and r.status is Status.NOT_APPLICABLE and r.evidence.get("short")),
+        None,
+    )
+
+
+def trim_to_ten_waves(
+    counts: list[int], verdicts: dict[int, Status], per_count: dict[int, list[Result]]
+) -> tuple[list[int], list[int]]:
+    """(admitted counts, counts dropped from the top): the procedure wants ten mixed warm
+    waves in each start at the largest *admitted* count, so while the top of the admitted
+    run of counts ran fewer, its M3.ten_waves becomes PENDING (it is now required there)
+    and admission ends below it."""
+    dropped: list[int] = []
+    while True:
+        admitted = admitted_counts(counts, verdicts)
+        if not admitted or (short := _ten_waves_short(per_count.get(admitted[-1], []))) is None:
+            return admitted, dropped
+        top = admitted[-1]
+        required = Result(
+            "M3.ten_waves",
+            Status.PENDING,
+            f"count {top} would be the largest admitted count ({_why_not_above(counts, verdicts, top)}), but it "
+            f"ran {short.evidence.get('planned')} mixed warm wave(s) per start: ten are required at the largest "
+            f"admitted count (run count {top} again with waves.mixed of ten or more, or leave waves.mixed unset)",
+            {**short.evidence, "required_as_largest": True},
+            count=top,
+        )
+        per_count[top] = [required if r is short else r for r in per_count[top]]
+        verdicts[top] = combine([verdicts[top], Status.PENDING])
+        dropped.append(top)
+
+
+def _why_not_above(counts: list[int], verdicts: dict[int, Status], n: int) -> str:
+    above = n + 1
+    if above not in counts:
+        return f"count {above} was not tested" if above <= max(counts) else "the largest count"
+    return f"count {above} is {verdicts.get(above, Status.PENDING)}"
+
+
+@shape.judge("Q6")
 def q6(counts: list[int], verdicts: dict[int, Status], admitted: list[int]) -> Result:
+    """Q6: what the run reports as admitted is what the rule gives (the consecutive
+    validated counts from one upward, never an untested count), and the plan's every count
+    is admitted. No count admitted is a verdict of its own: count 1's."""
     per = {str(n): str(verdicts.get(n, Status.PENDING)) for n in sorted(counts)}
-    gaps = [n for n in range(1, max(counts) + 1) if n not in counts]
+    gaps = skipped_counts(counts)
+    rule = admitted_counts(counts, verdicts)
     lim = [f"counts {gaps} were not tested and are never enabled"] if gaps else []
-    if admitted:
-        reason = f"admitted counts {admitted}: the consecutive validated counts from one upward"
-    else:
-        reason = "no count admitted: count 1 is not validated"
-    return Result("Q6", Status.PASS, reason, {"per_count": per, "admitted": admitted}, limitations=lim)
+    ev: dict[str, Any] = {"per_count": per, "admitted": admitted, "rule_admits": rule, "never_tested": gaps}
+    not_admitted = [n for n in sorted(counts) if n not in admitted]
+    if admitted != rule:
+        return shape.pending("Q6", f"the reported admission {admitted} is not what the rule gives ({rule})", **ev)
+    if not admitted:
+        first = verdicts.get(1, Status.PENDING) if 1 in counts else Status.PENDING
+        why = "count 1 was not tested" if 1 not in counts else f"count 1 is {first}"
+        reason = f"no count admitted: {why}"
+        if first is Status.FAIL:
+            return shape.failed("Q6", reason, violation={"count 1": str(first)}, **ev)
+        status = first if first in (Status.BLOCKED, Status.UNSUPPORTED) else Status.PENDING
+        return Result("Q6", status, reason, ev, limitations=lim)
+    if gaps:
+        above = [n for n in counts if n > min(gaps)]
+        r = shape.pending(
+            "Q6",
+            f"admitted counts {admitted}; {', '.join(map(str, above))} can never be admitted by this plan: count(s) "
+            f"{', '.join(map(str, gaps))} never tested (add them to counts)",
+            **ev,
+        )
+        r.limitations = lim
+        return r
+    reason = f"admitted counts {admitted}: the consecutive validated counts from one upward"
+    if not_admitted:
+        # the plan's own claim (its counts) is not admitted whole: not a PASS
+        r = shape.pending(
+            "Q6", reason + "; not admitted: " + ", ".join(f"{n} ({per[str(n)]})" for n in not_admitted), **ev
+        )
+        r.limitations = lim
+        return r
+    r = shape.passed("Q6", reason, {"admitted counts": admitted, "count verdicts": per}, **ev)
+    r.limitations = lim
+    return r
 
 
 def verdict_line(
@@ -156,7 +234,7 @@ def decide(
     if not_run:
         mark_not_run(per_count, not_run)
     verdicts = count_verdicts(model_level, per_count, framework)
-    admitted = admitted_counts(counts, verdicts)
+    admitted, _ = trim_to_ten_waves(counts, verdicts, per_count)
     model_level.append(q6(counts, verdicts, admitted))
     admission_ready = (
         not interrupted and admitted == counts and combine(r.status for r in model_level + framework) is Status.PASS

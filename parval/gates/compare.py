@@ -4,8 +4,9 @@ A reply is reduced to a canonical form: the JSON with only the plan's named vola
 fields removed (never a whole metadata object), keys sorted; audio fields are decoded and
 hashed separately so a report can name which stem differs. Two outputs are equal when the
 canonical hashes are equal: byte-identical audio and exact text and metadata (Q2, Q3).
-A declared tolerance (`within_tolerance`) covers PCM sample values only; whether an
-excluded field is really volatile is measured (gates/volatility.py), not assumed.
+A declared tolerance (`within_tolerance`) covers PCM sample values only, compared at each
+file's own sample format (a PCM_32 or float difference below 16 bits is a difference);
+whether an excluded field is really volatile is measured (gates/volatility.py), not assumed.
 """
 
 from __future__ import annotations
@@ -62,20 +63,61 @@ def _remove(node: Any, parts: list[str]) -> None:
         _remove(node[parts[0]], parts[1:])
 
 
-def decode_wav_b64(value: Any) -> tuple[np.ndarray[Any, Any] | None, int, str]:
-    """(samples as int16, sample rate, problem). Accepts a data: URI prefix."""
+# How a sample format is read without losing precision, and how many 16-bit LSB one unit
+# of it is (a tolerance is declared in 16-bit LSB, whatever the file's format).
+_NATIVE: dict[str, tuple[str, float]] = {
+    "PCM_S8": ("int16", 1.0),
+    "PCM_U8": ("int16", 1.0),
+    "PCM_16": ("int16", 1.0),
+    "PCM_24": ("int32", 2.0**-16),
+    "PCM_32": ("int32", 2.0**-16),
+    "FLOAT": ("float32", 32768.0),
+    "DOUBLE": ("float64", 32768.0),
+}
+
+
+@dataclass(frozen=True)
+class Pcm:
+    """Decoded audio at its own precision: `samples` (frames x channels), `subtype` (the
+    file's sample format), `lsb16`: the size of one unit of `samples` in 16-bit LSB."""
+
+    samples: np.ndarray[Any, Any]
+    rate: int
+    subtype: str
+    lsb16: float
+
+
+def _b64_bytes(value: Any) -> tuple[bytes | None, str]:
     if not isinstance(value, str) or not value:
-        return None, 0, "not a non-empty base64 string"
+        return None, "not a non-empty base64 string"
     raw_text = value.split(",", 1)[1] if value.startswith("data:") else value
     try:
-        raw = base64.b64decode(raw_text, validate=True)
+        return base64.b64decode(raw_text, validate=True), ""
     except (binascii.Error, ValueError):
-        return None, 0, "invalid base64"
+        return None, "invalid base64"
+
+
+def decode_pcm(value: Any) -> tuple[Pcm | None, str]:
+    """(audio at the file's own sample format, problem). Accepts a data: URI prefix."""
+    raw, problem = _b64_bytes(value)
+    if raw is None:
+        return None, problem
     try:
-        data, rate = sf.read(io.BytesIO(raw), dtype="int16", always_2d=True)
+        info = sf.info(io.BytesIO(raw))
+        dtype, lsb16 = _NATIVE.get(info.subtype, ("float64", 32768.0))
+        data, rate = sf.read(io.BytesIO(raw), dtype=dtype, always_2d=True)
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
-        return None, 0, f"not a decodable WAV ({str(exc)[:80]})"
-    return data, int(rate), ""
+        return None, f"not a decodable WAV ({str(exc)[:80]})"
+    return Pcm(data, int(rate), str(info.subtype), lsb16), ""
+
+
+def decode_wav_b64(value: Any) -> tuple[np.ndarray[Any, Any] | None, int, str]:
+    """(samples at the file's own sample format, sample rate, problem): int16 for 8/16-bit
+    PCM, int32 for 24/32-bit PCM, float for float files (never rounded to 16 bits)."""
+    pcm, problem = decode_pcm(value)
+    if pcm is None:
+        return None, 0, problem
+    return pcm.samples, pcm.rate, ""
 
 
 def _audio_fields(data: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -104,14 +146,15 @@ def canonicalize(body: bytes, volatile: list[str]) -> Output:
         return Output(False, problem="reply carries an error object")
     audio: dict[str, dict[str, Any]] = {}
     for name, value in _audio_fields(data):
-        samples, rate, problem = decode_wav_b64(value)
-        if samples is None:
+        pcm, problem = decode_pcm(value)
+        if pcm is None:
             return Output(False, problem=f"{name}: {problem}")
         audio[name] = {
-            "sha256": hashlib.sha256(samples.tobytes()).hexdigest(),
-            "frames": int(samples.shape[0]),
-            "channels": int(samples.shape[1]),
-            "sample_rate": rate,
+            "sha256": hashlib.sha256(pcm.samples.tobytes()).hexdigest(),
+            "frames": int(pcm.samples.shape[0]),
+            "channels": int(pcm.samples.shape[1]),
+            "sample_rate": pcm.rate,
+            "subtype": pcm.subtype,
         }
     try:
         meaningful = remove_volatile(data, volatile)
@@ -168,8 +211,9 @@ def _load_pair(a_body: bytes, b_body: bytes, volatile: list[str]) -> tuple[Any, 
     return (a, b) if isinstance(a, dict) and isinstance(b, dict) else None
 
 
-def _pcm_pairs(a: dict[str, Any], b: dict[str, Any]) -> tuple[list[tuple[str, Any, Any]], dict[str, Any]]:
-    """Decoded sample arrays paired by field/id, or the first structural difference."""
+def _pcm_pairs(a: dict[str, Any], b: dict[str, Any]) -> tuple[list[tuple[str, Pcm, Pcm]], dict[str, Any]]:
+    """Decoded audio paired by field/id, or the first structural difference (frames,
+    channels, sample rate or sample format)."""
     fa, pa = _paired_audio(a)
     fb, pb = _paired_audio(b)
     if pa or pb:
@@ -182,19 +226,31 @@ def _pcm_pairs(a: dict[str, Any], b: dict[str, Any]) -> tuple[list[tuple[str, An
         }
     pairs = []
     for name in sorted(fa):
-        sa, ra, _ = decode_wav_b64(fa[name])
-        sb, rb, _ = decode_wav_b64(fb[name])
-        if sa is None or sb is None:
+        pa_, _ = decode_pcm(fa[name])
+        pb_, _ = decode_pcm(fb[name])
+        if pa_ is None or pb_ is None:
             return [], {"where": name, "problem": "audio not decodable"}
-        if sa.shape != sb.shape or ra != rb:
+        if pa_.samples.shape != pb_.samples.shape or pa_.rate != pb_.rate or pa_.subtype != pb_.subtype:
             return [], {
                 "where": name,
-                "frames": [int(sa.shape[0]), int(sb.shape[0])],
-                "channels": [int(sa.shape[1]), int(sb.shape[1])],
-                "sample_rate": [ra, rb],
+                "frames": [int(pa_.samples.shape[0]), int(pb_.samples.shape[0])],
+                "channels": [int(pa_.samples.shape[1]), int(pb_.samples.shape[1])],
+                "sample_rate": [pa_.rate, pb_.rate],
+                "subtype": [pa_.subtype, pb_.subtype],
             }
-        pairs.append((name, sa, sb))
+        pairs.append((name, pa_, pb_))
     return pairs, {}
+
+
+def lsb16_diff(a: Pcm, b: Pcm) -> float:
+    """Largest sample difference between two paired outputs, in 16-bit LSB, measured at
+    their own precision (so 0 only when the samples are identical)."""
+    if a.samples.dtype.kind == "f":
+        delta = np.abs(a.samples.astype(np.float64) - b.samples.astype(np.float64))
+    else:
+        delta = np.abs(a.samples.astype(np.int64) - b.samples.astype(np.int64)).astype(np.float64)
+    worst = float(delta.max(initial=0.0)) * a.lsb16
+    return int(worst) if worst.is_integer() else worst
 
 
 def first_difference(a_body: bytes, b_body: bytes, volatile: list[str]) -> dict[str, Any]:
@@ -207,15 +263,14 @@ def first_difference(a_body: bytes, b_body: bytes, volatile: list[str]) -> dict[
     pairs, structural = _pcm_pairs(a, b)
     if structural:
         return structural
-    for name, sa, sb in pairs:
-        diff = np.nonzero((sa != sb).any(axis=1))[0]
+    for name, pa_, pb_ in pairs:
+        diff = np.nonzero((pa_.samples != pb_.samples).any(axis=1))[0]
         if diff.size:
-            delta = np.abs(sa.astype(np.int32) - sb.astype(np.int32))
             return {
                 "where": name,
                 "first_frame": int(diff[0]),
                 "frames_differing": int(diff.size),
-                "max_abs_diff": int(delta.max()),
+                "max_abs_diff": lsb16_diff(pa_, pb_),
             }
     return {"where": "fields", "fields": _changed_fields(a, b)}
 
@@ -233,8 +288,9 @@ def within_tolerance(a_body: bytes, b_body: bytes, volatile: list[str], toleranc
 
     A tolerance covers PCM sample values and nothing else: every non-audio field (after the
     named volatile fields are removed), the set of audio outputs (named ones paired by `id`)
-    and each output's frames, channels and sample rate must be exactly equal; only then may
-    samples differ by at most `tolerance`. Returns (covered, what was found)."""
+    and each output's frames, channels, sample rate and sample format must be exactly equal;
+    only then may samples differ by at most `tolerance` 16-bit LSB, measured at the files'
+    own precision. Returns (covered, what was found)."""
     loaded = _load_pair(a_body, b_body, volatile)
     if loaded is None:
         return False, {"why": "a reply is not a JSON object"}
@@ -250,7 +306,7 @@ def within_tolerance(a_body: bytes, b_body: bytes, volatile: list[str], toleranc
         }
     if not pairs:
         return False, {"why": "no audio to apply a sample tolerance to"}
-    worst = max(int(np.abs(sa.astype(np.int32) - sb.astype(np.int32)).max(initial=0)) for _, sa, sb in pairs)
+    worst = max(lsb16_diff(pa_, pb_) for _, pa_, pb_ in pairs)
     if worst > tolerance:
         return False, {
             "why": f"max abs sample difference {worst} exceeds the declared {tolerance}",
@@ -259,78 +315,13 @@ def within_tolerance(a_body: bytes, b_body: bytes, volatile: list[str], toleranc
     return True, {"max_abs_sample_diff": worst}
 
 
-def max_abs_sample_diff(a_body: bytes, b_body: bytes) -> int | None:
-    """Largest PCM difference across audio fields paired by id; None if the audio fields,
-    their ids or shapes differ."""
+def max_abs_sample_diff(a_body: bytes, b_body: bytes) -> float | None:
+    """Largest PCM difference (16-bit LSB) across audio fields paired by id; None if the
+    audio fields, their ids, shapes or formats differ."""
     loaded = _load_pair(a_body, b_body, [])
     if loaded is None:
         return None
     pairs, structural = _pcm_pairs(*loaded)
     if structural or not pairs:
         return None
-    return max(int(np.abs(sa.astype(np.int32) - sb.astype(np.int32)).max(initial=0)) for _, sa, sb in pairs)
-
-
-def _flip_wav_b64(value: str) -> str:
-    raw = bytearray(base64.b64decode(value))
-    idx = min(len(raw) - 1, 44 + (len(raw) - 44) // 2)  # one PCM byte mid-signal
-    raw[idx] ^= 0x01
-    return base64.b64encode(bytes(raw)).decode()
-
-
-# Row fields that carry content, most telling first (one boundary moved by one sample).
-_ROW_BOUNDARIES = ("end_sample", "start_sample", "end", "start")
-
-
-def _move_one_boundary(rows: Any) -> bool:
-    if not isinstance(rows, list):
-        return False
-    for row in rows:
-        if not isinstance(row, dict):
-            continue
-        for key in _ROW_BOUNDARIES:
-            value = row.get(key)
-            if isinstance(value, int) and not isinstance(value, bool):
-                row[key] = value + 1
-                return True
-            if isinstance(value, float):
-                row[key] = value + 0.001
-                return True
-    return False
-
-
-def plant_mismatch(body: bytes) -> bytes:
-    """The negative control: the same reply with one change inside its real content (one
-    audio byte, one text character, one segment/turn/word boundary by one sample, one
-    artifact payload byte), so a caught control shows the comparator sees content."""
-    data = json.loads(body)
-    if isinstance(data.get("audio"), str) and data["audio"]:
-        data["audio"] = _flip_wav_b64(data["audio"])
-        return json.dumps(data).encode()
-    named = data.get("named_audio_outputs")
-    if isinstance(named, list):
-        for item in named:
-            if isinstance(item, dict) and isinstance(item.get("audio"), str) and item["audio"]:
-                item["audio"] = _flip_wav_b64(item["audio"])
-                return json.dumps(data).encode()
-    for key in ("segments", "speaker_turns", "words"):
-        if _move_one_boundary(data.get(key)):
-            return json.dumps(data).encode()
-    if isinstance(data.get("text"), str) and data["text"]:
-        t = data["text"]
-        data["text"] = t[:-1] + ("x" if t[-1] != "x" else "y")
-        return json.dumps(data).encode()
-    artifacts = data.get("artifacts")
-    if isinstance(artifacts, list):
-        for item in artifacts:
-            if isinstance(item, dict) and isinstance(item.get("payload"), str) and item["payload"]:
-                raw = bytearray(base64.b64decode(item["payload"]))
-                raw[len(raw) // 2] ^= 0x01
-                item["payload"] = base64.b64encode(bytes(raw)).decode()
-                return json.dumps(data).encode()
-    if isinstance(data.get("segments"), list):  # nothing detected: report a spurious segment
-        data["segments"].append({"start_sample": 0, "end_sample": 1, "confidence": 0.5})
-        return json.dumps(data).encode()
-    # No content field this control knows how to change: mark the reply instead.
-    data["__planted__"] = True
-    return json.dumps(data).encode()
+    return max(lsb16_diff(pa_, pb_) for _, pa_, pb_ in pairs)

@@ -4,18 +4,17 @@ output comparison becomes a verdict, shared so that all groups judge outputs ali
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from parval.gates import shape
 from parval.gates.exactness import Tally, judge_requests, set_aside_failures
-from parval.gates.records import Records
-from parval.status import Result, Status, failed, passed, pending
+from parval.gates.records import REF_PHASES, Records
+from parval.gates.serial import SerialVerdict, serial_variation
+from parval.status import Result
 
-# What serial repeats of the baseline showed (M1.serial_repeat): status, reason, evidence.
-SerialVerdict = tuple[Status, str, dict[str, Any]]
-
-# The serial baseline repeats and reference phases a one-slot reference start records.
-REF_PHASES = ("ref_cold", "ref_warm", "ref_warm2")
+__all__ = ["REF_PHASES", "Context", "SerialVerdict", "exact_result", "run_judges"]
 
 
 class Context:
@@ -31,8 +30,50 @@ class Context:
         self.plan_path = plan_path
         compare = plan.get("compare") or {}
         tol = compare.get("tolerance")
-        self.tolerance: int | None = int(tol["max_abs_sample_diff"]) if tol else None
+        # The plan's tolerance; `tolerance` below is where it applies.
+        self.declared_tolerance: int | None = int(tol["max_abs_sample_diff"]) if tol else None
         self.volatile: list[str] = [str(v["path"]) for v in compare.get("volatile_fields", [])]
+
+    @cached_property
+    def serial(self) -> SerialVerdict:
+        """What serial repeats of the upstream baseline showed (M1.serial_repeat)."""
+        reqs = self.plan.get("requests")
+        names = ["base", *(str(v["name"]) for v in reqs.get("variations", []))] if reqs else None
+        return serial_variation(
+            self.rec, run_dir=self.run_dir, tolerance=self.declared_tolerance, volatile=self.volatile, requests=names
+        )
+
+    @property
+    def request_names(self) -> list[str]:
+        """The plan's request names: base and each variation."""
+        return ["base", *(str(v["name"]) for v in (self.plan.get("requests") or {}).get("variations", []))]
+
+    @cached_property
+    def reference_gap(self) -> str | None:
+        """Why the reference table cannot be trusted whole (None when it can): the upstream
+        start it comes from (ref-baseline-a) must have run to its end and recorded every
+        request cold, warm and repeated warm with a valid output."""
+        run = "ref-baseline-a"
+        if run not in self.rec.runs:
+            return f"the upstream reference start {run} was not recorded"
+        if not self.rec.complete(run):
+            return f"the upstream reference start {run} did not complete ({self.rec.outcome(run)})"
+        have = {
+            (e["req"], e["phase"]) for e in self.rec.requests(run, REF_PHASES) if (e.get("output") or {}).get("valid")
+        }
+        lacking = [f"{q}/{p}" for q in self.request_names for p in REF_PHASES if (q, p) not in have]
+        if lacking:
+            return f"the upstream reference start {run} recorded no valid {', '.join(lacking[:6])}"
+        return None
+
+    @property
+    def tolerance(self) -> int | None:
+        """The declared tolerance where it applies: only when serial repeats of the baseline
+        were measured to vary within it. Byte-identical repeats are deterministic output,
+        which must stay byte-identical."""
+        if self.declared_tolerance is None:
+            return None
+        return self.declared_tolerance if self.serial[2].get("tolerance_applies") else None
 
     def judge(self, events: list[dict[str, Any]]) -> Tally:
         """Judge these requests; the same starts' and phases' requests in set-aside
@@ -50,7 +91,14 @@ class Context:
         return set_aside_failures(self.rec, self._judge_requests(chosen))
 
     def _judge_requests(self, events: list[dict[str, Any]]) -> Tally:
-        return judge_requests(self.rec, events, run_dir=self.run_dir, tolerance=self.tolerance, volatile=self.volatile)
+        return judge_requests(
+            self.rec,
+            events,
+            run_dir=self.run_dir,
+            tolerance=self.tolerance,
+            volatile=self.volatile,
+            declared_tolerance=self.declared_tolerance,
+        )
 
     def set_aside_scope(self, count: int | None) -> tuple[Tally, list[dict[str, Any]]]:
         """Failures in set-aside attempts for one Q5 scope: count starts at `count`, or
@@ -100,18 +148,49 @@ def exact_result(
 ) -> Result:
     """The verdict of an output comparison. A FAIL says what it rests on (`failure_kind`):
     "output" (mismatches only: what serial variation or an uncaught negative control may
-    mask) or "request" (request errors or malformed replies, which neither explains)."""
+    mask) or "request" (request errors or malformed replies, which neither explains). A
+    request the server refused for memory is BLOCKED (a VRAM failure is blocked evidence)."""
     ev = tally.summary()
     if tally.errors or tally.malformed:
-        r = failed(id_, f"{what}: {tally.problem()}", failure_kind="request", **ev)
+        r = shape.failed(
+            id_, f"{what}: {tally.problem()}", violation=[*tally.errors, *tally.malformed], failure_kind="request", **ev
+        )
+    elif tally.mismatches and tally.all_within_declared and not ctx.serial[2].get("measured"):
+        r = shape.pending(
+            id_,
+            f"{what}: {len(tally.mismatches)} output(s) differ from their reference within the declared tolerance "
+            f"({ctx.declared_tolerance} LSB), which applies only once serial repeats are measured to vary, and "
+            "serial variation was not measured",
+            **ev,
+        )
     elif tally.mismatches:
-        r = failed(id_, f"{what}: {tally.problem()}", failure_kind="output", **ev)
+        note = (
+            " (within the declared tolerance, which does not apply: serial repeats of the baseline were "
+            "byte-identical, and deterministic output must be byte-identical)"
+            if tally.all_within_declared
+            else ""
+        )
+        r = shape.failed(
+            id_, f"{what}: {tally.problem()}{note}", violation=tally.mismatches, failure_kind="output", **ev
+        )
+    elif tally.resource:
+        r = shape.blocked(id_, f"{what}: {tally.problem()}", **ev)
     elif tally.indeterminate or tally.no_reference or tally.compared == 0:
-        r = pending(id_, f"{what}: {tally.problem()}", **ev)
+        r = shape.pending(id_, f"{what}: {tally.problem()}", **ev)
+    elif ctx.reference_gap is not None:
+        r = shape.pending(id_, f"{what}: references incomplete: {ctx.reference_gap}", **ev)
+    elif tally.tolerated:
+        r = shape.passed(
+            id_,
+            f"{what}: {tally.exact} of {tally.compared} exact, {tally.tolerated} within the declared tolerance "
+            f"({ctx.tolerance} LSB; serial repeats varied within it)",
+            {"compared outputs": tally.compared},
+            **ev,
+        )
     else:
-        note = f" ({tally.tolerated} within the declared tolerance)" if tally.tolerated else ""
-        agreed = tally.exact + tally.tolerated
-        r = passed(id_, f"{what}: {agreed}/{tally.compared} exact{note}", **ev)
+        r = shape.passed(
+            id_, f"{what}: {tally.exact}/{tally.compared} exact", {"compared outputs": tally.compared}, **ev
+        )
     r.reproduction = ctx.repro(run)
     r.count = count
     return r

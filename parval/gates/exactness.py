@@ -4,6 +4,7 @@ parval set aside (abandoned, superseded) are judged too, but only their failures
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,19 +23,26 @@ class Tally:
     indeterminate: list[dict[str, Any]] = field(default_factory=list)
     malformed: list[dict[str, Any]] = field(default_factory=list)
     no_reference: list[dict[str, Any]] = field(default_factory=list)
+    # Refused for memory (503 insufficient_memory): a resource result, never an output one.
+    resource: list[dict[str, Any]] = field(default_factory=list)
 
     def merge(self, other: Tally) -> None:
         self.compared += other.compared
         self.exact += other.exact
         self.tolerated += other.tolerated
-        for name in ("mismatches", "errors", "indeterminate", "malformed", "no_reference"):
+        for name in ("mismatches", "errors", "indeterminate", "malformed", "no_reference", "resource"):
             getattr(self, name).extend(getattr(other, name))
 
     @property
     def clean(self) -> bool:
         return self.compared > 0 and not (
-            self.mismatches or self.errors or self.indeterminate or self.malformed or self.no_reference
+            self.mismatches or self.errors or self.indeterminate or self.malformed or self.no_reference or self.resource
         )
+
+    @property
+    def all_within_declared(self) -> bool:
+        """Every mismatch lies within the declared tolerance (which was not applied)."""
+        return bool(self.mismatches) and all(m.get("within_declared_tolerance") for m in self.mismatches)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -51,6 +59,7 @@ class Tally:
             "malformed_count": len(self.malformed),
             "no_reference": self.no_reference[:20],
             "no_reference_count": len(self.no_reference),
+            "refused_for_memory": self.resource[:20],
         }
 
     def problem(self) -> str:
@@ -65,6 +74,11 @@ class Tally:
             parts.append(f"{len(self.indeterminate)} indeterminate outcome(s)")
         if self.no_reference:
             parts.append(f"{len(self.no_reference)} output(s) without a same-history reference")
+        if self.resource:
+            parts.append(
+                f"{len(self.resource)} request(s) refused for memory (503 insufficient_memory): a VRAM failure is "
+                "blocked evidence, never a reason to lower quality settings"
+            )
         aside = [m for m in (*self.mismatches, *self.errors, *self.malformed) if "set_aside" in m]
         if aside:
             attempts = sorted({f"{m['run']} attempt {m.get('attempt')} ({m['set_aside']})" for m in aside})
@@ -111,6 +125,28 @@ def set_aside_failures(rec: Records, judged: Tally) -> Tally:
     return out
 
 
+MEMORY_REFUSAL = "insufficient_memory"
+
+
+def refused_for_memory(e: dict[str, Any], run_dir: Path | None) -> bool:
+    """Did the server refuse this request with its memory guard (503, error type
+    `insufficient_memory`, as the API reference documents)? Read from the reply summary, or
+    from the raw reply body for runs that did not record the error type."""
+    reply = e.get("reply") or {}
+    if reply.get("status") != 503:
+        return False
+    if "error_type" in reply:
+        return reply.get("error_type") == MEMORY_REFUSAL
+    if run_dir is None or not e.get("artifact"):
+        return False
+    try:
+        body = json.loads((run_dir / "artifacts" / f"{e['artifact']}.json").read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return False
+    err = body.get("error") if isinstance(body, dict) else None
+    return isinstance(err, dict) and err.get("type") == MEMORY_REFUSAL
+
+
 def judge_requests(
     rec: Records,
     events: list[dict[str, Any]],
@@ -118,7 +154,11 @@ def judge_requests(
     run_dir: Path | None = None,
     tolerance: int | None = None,
     volatile: list[str] | None = None,
+    declared_tolerance: int | None = None,
 ) -> Tally:
+    """Each request against its reference. `tolerance`: the declared tolerance where it
+    applies (serial repeats varied within it); `declared_tolerance`: the plan's, which a
+    mismatch is checked against for the record when it does not apply."""
     t = Tally()
     for e in events:
         reply = e.get("reply") or {}
@@ -127,7 +167,8 @@ def judge_requests(
             t.indeterminate.append({**_where(e), "outcome": outcome, "error": reply.get("error")})
             continue
         if outcome != "ok":
-            t.errors.append({**_where(e), "status": reply.get("status"), "error": reply.get("error")})
+            entry = {**_where(e), "status": reply.get("status"), "error": reply.get("error")}
+            (t.resource if refused_for_memory(e, run_dir) else t.errors).append(entry)
             continue
         out = e.get("output") or {}
         if not out.get("valid"):
@@ -143,12 +184,13 @@ def judge_requests(
         if out["canon"] == ref_canon:
             t.exact += 1
             continue
-        diff: int | None = None
+        diff: float | None = None
         found: dict[str, Any] | None = None
-        if tolerance is not None:
-            found = tolerance_check(run_dir, e, ref, volatile or [], tolerance)
+        check = tolerance if tolerance is not None else declared_tolerance
+        if check is not None:
+            found = tolerance_check(run_dir, e, ref, volatile or [], check)
             diff = found.get("max_abs_sample_diff")
-            if found.get("covered"):
+            if found.get("covered") and tolerance is not None:
                 t.tolerated += 1
                 continue
         m = {
@@ -163,6 +205,8 @@ def judge_requests(
         }
         if found is not None:
             m["tolerance_check"] = found.get("why", "")
+            if tolerance is None and found.get("covered"):
+                m["within_declared_tolerance"] = True
         t.mismatches.append(m)
     return t
 

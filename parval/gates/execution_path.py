@@ -8,8 +8,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from parval.gates import shape
 from parval.gates.context import Context, exact_result, run_judges
-from parval.status import Result, failed, passed, pending
+from parval.gates.count_starts import required_starts
+from parval.status import Result
 
 LEGACY = "ref-candidate-legacy"
 CAP1 = "ref-candidate-cap1"
@@ -27,6 +29,7 @@ def _untried_forms(probes: list[dict[str, Any]]) -> list[str]:
     return [_form(v) for v in X1_FORMS if _form(v) not in tried]
 
 
+@shape.judge("X1")
 def x1_legacy_path(ctx: Context) -> Result:
     """X1: without --parallel-jobs no warning, no slot fields, and every explicit slots
     form rejected with the legacy text at startup and on registration."""
@@ -35,7 +38,7 @@ def x1_legacy_path(ctx: Context) -> Result:
     probes = rec.kind("x1_config_probe")
     regs = rec.kind("x1_registration_probe")
     if legacy_ready is None or not probes:
-        return pending("X1", "unflagged candidate run or slots-config probes missing")
+        return shape.pending("X1", "unflagged candidate run or slots-config probes missing")
     problems = []
     if legacy_ready.get("warning_marker"):
         problems.append("the experimental-runtime warning was printed without --parallel-jobs")
@@ -47,67 +50,106 @@ def x1_legacy_path(ctx: Context) -> Result:
             problems.append(
                 f"registration slots={reg['value']!r}: got {reg['reply'].get('status')} {reg.get('message')!r}"
             )
-    fields = (rec.ends.get(LEGACY) or {}).get("status_fields") or {}
-    if fields.get("slot_fields"):
+    fields = (rec.ends.get(LEGACY) or {}).get("status_fields")
+    if isinstance(fields, dict) and fields.get("slot_fields"):
         problems.append("/v1/models shows slot fields on the legacy runtime")
     ev: dict[str, Any] = {"config_probes": probes, "registration_probes": regs}
     untried = _untried_forms(probes)
     if problems:
-        return failed("X1", "; ".join(problems), **ev)
+        return shape.failed("X1", "; ".join(problems), violation=problems, **ev)
     if untried:
-        return pending(
+        return shape.pending(
             "X1",
             f'startup not tried with slots forms {", ".join(untried)} (all of 1, 2, null, false, "4" are required)',
             **ev,
         )
     if regs and (reg_untried := _untried_forms(regs)):
-        return pending("X1", f"registration not tried with slots forms {', '.join(reg_untried)}", **ev)
+        return shape.pending("X1", f"registration not tried with slots forms {', '.join(reg_untried)}", **ev)
     if not regs:
-        return pending("X1", "startup rejection verified; registration probes need server.ui_management", **ev)
-    return passed(
+        crashed = ctx.rec.crash_of(LEGACY)
+        if crashed is not None or ctx.rec.stop_of(LEGACY) is not None:
+            return shape.blocked("X1", f"registration probes not collected: {LEGACY} {ctx.rec.outcome(LEGACY)}", **ev)
+        return shape.pending("X1", "startup rejection verified; registration probes need server.ui_management", **ev)
+    if LEGACY not in ctx.rec.ends or not isinstance(fields, dict) or "slot_fields" not in fields:
+        return shape.pending("X1", f"{LEGACY} did not complete: /v1/models slot fields not recorded", **ev)
+    return shape.passed(
         "X1",
         "legacy path: no warning, every explicit slots field rejected "
         f"({len(probes)} config forms, {len(regs)} registration forms)",
+        {"startup rejections": probes, "registration rejections": regs, "legacy start": legacy_ready},
         **ev,
     )
 
 
+def campaign_counts(ctx: Context) -> list[int]:
+    """The counts this run's campaign covered (its --shard share), else the plan's."""
+    for e in ctx.rec.events:
+        if e.get("kind") == "campaign_start" and isinstance(e.get("counts"), list) and e["counts"]:
+            return sorted(int(c) for c in e["counts"])
+    return ctx.counts
+
+
+@shape.judge("X2")
 def x2_flagged_capacity_one(ctx: Context) -> Result:
-    """X2: every flagged start prints the warning, and omitted slots mean capacity one."""
+    """X2: every flagged start prints the warning, and omitted slots mean capacity one; a
+    PASS needs the capacity-one start's /v1/models fields and, at every count the campaign
+    covered, the planned flagged starts, each with its readiness record."""
     rec = ctx.rec
     cap1_ready = ctx.ready(CAP1)
     if cap1_ready is None:
-        return pending("X2", "flagged capacity-one run missing")
+        return shape.pending("X2", "flagged capacity-one run missing")
     problems = []
     if not cap1_ready.get("warning_marker"):
         problems.append("flagged capacity-one start printed no experimental-runtime warning")
-    fields = (rec.ends.get(CAP1) or {}).get("status_fields") or {}
-    if fields.get("first_slots") != 1:
-        problems.append(f"omitted slots should mean capacity one; /v1/models slots {fields.get('first_slots')}")
+    fields = (rec.ends.get(CAP1) or {}).get("status_fields")
+    slots = fields.get("first_slots") if isinstance(fields, dict) else None
+    if slots is not None and slots != 1:
+        problems.append(f"omitted slots should mean capacity one; /v1/models slots {slots}")
     for run, start in rec.runs.items():
         ready = ctx.ready(run)
         if start.get("role") == "count" and ready and not ready.get("warning_marker"):
             problems.append(f"{run}: flagged start printed no warning")
     ev = {"cap1_status_fields": fields}
     if problems:
-        return failed("X2", "; ".join(problems), **ev)
-    return passed("X2", "flagged runs print the warning; omitted slots = capacity one on the parallel runtime", **ev)
+        return shape.failed("X2", "; ".join(problems), violation=problems, **ev)
+    if CAP1 not in rec.ends or not isinstance(fields, dict):
+        return shape.pending("X2", f"{CAP1} did not complete: its /v1/models fields were not recorded", **ev)
+    if slots is None:
+        return shape.pending("X2", f"{CAP1}: /v1/models showed no `slots`: capacity one not shown", **ev)
+    need = required_starts(ctx)
+    short = {
+        n: len(rs) for n in campaign_counts(ctx) if len(rs := [r for r in rec.count_runs(n) if ctx.ready(r)]) < need
+    }
+    if short:
+        return shape.pending(
+            "X2",
+            f"flagged starts with a readiness record per count {short}, {need} needed: the warning not shown",
+            **ev,
+        )
+    counted = [run for run, start in rec.runs.items() if start.get("role") == "count" and ctx.ready(run)]
+    return shape.passed(
+        "X2",
+        "flagged runs print the warning; omitted slots = capacity one on the parallel runtime",
+        {"capacity-one start": cap1_ready, "capacity one shown": slots, "flagged starts": counted},
+        **ev,
+    )
 
 
 def _reply_status(step: dict[str, Any]) -> Any:
     return (step.get("reply") or {}).get("status")
 
 
+@shape.judge("X3")
 def x3_resize_across_one(ctx: Context) -> Result:
     """X3: resized across one (2→1→2→1) on one flagged process, status fields kept, and the
     first output after every resize equal to the cold reference."""
     resize = ctx.rec.kind("x3_resize_probe")
     if not resize:
-        return pending("X3", "resize-across-one probe needs server.ui_management (registration)")
+        return shape.pending("X3", "resize-across-one probe needs server.ui_management (registration)")
     e = resize[-1]
     steps = e.get("steps") or []
     if e.get("capacity_refused"):
-        return pending(
+        return shape.pending(
             "X3",
             "the model's capacity does not allow two slots (server: "
             f"{e['capacity_refused']!r}): resizing across one cannot be exercised "
@@ -116,10 +158,18 @@ def x3_resize_across_one(ctx: Context) -> Result:
         )
     sizes = [s.get("slots") for s in steps]
     if 2 not in sizes or 1 not in sizes:
-        return pending("X3", f"resize steps {sizes} do not cross one (both 2 and 1 are needed)", steps=steps)
-    if not e.get("ok"):
-        bad = [s for s in steps if _reply_status(s) != 200 or not s.get("status_fields")]
-        return failed(
+        return shape.pending("X3", f"resize steps {sizes} do not cross one (both 2 and 1 are needed)", steps=steps)
+    refused = [s for s in steps if (s.get("reply") or {}).get("error_type") == "insufficient_memory"]
+    if refused:
+        return shape.blocked(
+            "X3",
+            f"resizing to {refused[0].get('slots')} slots was refused for memory (503 insufficient_memory): "
+            "resizing across one could not be exercised",
+            steps=steps,
+        )
+    bad = [s for s in steps if _reply_status(s) != 200 or not s.get("status_fields")]
+    if bad:
+        return shape.failed(
             "X3",
             "resizing across one failed or lost the parallel lifecycle: "
             + "; ".join(
@@ -127,11 +177,18 @@ def x3_resize_across_one(ctx: Context) -> Result:
                 f"{'kept' if s.get('status_fields') else 'missing'}"
                 for s in bad
             ),
+            violation=bad,
             steps=steps,
         )
+    if not e.get("ok"):
+        return shape.pending("X3", f"the resize probe did not complete its steps ({sizes})", steps=steps)
     outputs = ctx.rec.requests(CAP1, ("x3_after_resize",))
-    if not outputs:
-        return pending("X3", "resized across one, but no output after a resize was recorded", steps=steps)
+    if len(outputs) < len(steps):
+        return shape.pending(
+            "X3",
+            f"resized across one, but {len(outputs)} of {len(steps)} outputs after a resize were recorded",
+            steps=steps,
+        )
     r = exact_result(
         "X3",
         ctx.judge(outputs),

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from parval import PROCEDURE_VERSION
+from parval.gates import shape
 from parval.gates.framework_reuse import ReuseDecision
 from parval.procedure.catalogue import FRAMEWORK_GATE
 from parval.status import Result, Status, combine, pending
@@ -291,6 +292,7 @@ def same_commit(a: str, b: str) -> bool:
 
 
 # -- X4 -------------------------------------------------------------------------------------
+@shape.judge("X4")
 def x4_result(protected: dict[str, Any] | None, commit: str | None) -> Result:
     if protected is None:
         return pending(
@@ -330,7 +332,8 @@ def x4_result(protected: dict[str, Any] | None, commit: str | None) -> Result:
             upstream=raw.get("upstream"),
             candidate_commit=cand,
         )
-    x4 = Result.from_json(protected) if "id" in protected and "assertion" not in protected else x4_from_protected(raw)
+    # Judged from the verify-protected result itself, never from a wrapper's own status.
+    x4 = x4_from_protected(raw)
     x4.evidence = {**x4.evidence, "upstream": raw.get("upstream"), "candidate_commit": cand}
     if raw.get("candidate_dirty"):
         x4.limitations = [
@@ -349,8 +352,9 @@ def x4_result(protected: dict[str, Any] | None, commit: str | None) -> Result:
 def x4_from_protected(data: dict[str, Any]) -> Result:
     """The X4 verdict on one schema-valid verify-protected result, which it keeps whole as
     evidence: the one builder, for `parval run`, `parval report` and the command's output."""
-    status = Status.PASS if data.get("status") == "PASS" else Status.FAIL
     changed = [str(c.get("path")) for c in data.get("changed") or []]
+    legacy_ok = (data.get("legacy_runtime") or {}).get("status") == "PASS"
+    status = Status.PASS if data.get("status") == "PASS" and not changed and legacy_ok else Status.FAIL
     if changed:
         more = f" (+{len(changed) - 10} more)" if len(changed) > 10 else ""
         found = f"{len(changed)} protected file(s) changed: {', '.join(changed[:10])}{more}"
@@ -359,11 +363,16 @@ def x4_from_protected(data: dict[str, Any]) -> Result:
     legacy = data.get("legacy_runtime") or {}
     reason = f"{found}; legacy runtime {legacy.get('path')}: {legacy.get('reason')}"
     repo = shlex.quote(str(data.get("repo") or "."))
+    evidence: dict[str, Any] = dict(data)
+    if status is Status.PASS:
+        evidence["rests_on"] = {"checked protected paths": len(data.get("checked_paths") or [])}
+    else:
+        evidence["violation"] = {"changed": changed, "legacy_runtime": legacy.get("status")}
     return Result(
         "X4",
         status,
         reason,
-        dict(data),
+        evidence,
         reproduction=f"parval verify-protected --repo {repo} --upstream {data.get('upstream')}",
         limitations=[
             "protected files are compared as git sees them (after clean "

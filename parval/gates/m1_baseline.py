@@ -5,81 +5,14 @@ references are kept apart. Serial variation also decides how comparisons are mas
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from parval.gates import shape
 from parval.gates.context import REF_PHASES, Context, SerialVerdict, exact_result
-from parval.gates.exactness import tolerance_check
-from parval.gates.records import Records
-from parval.status import Result, Status, passed, pending
+from parval.gates.serial import serial_variation
+from parval.status import Result, Status
 
-
-def _outputs(rec: Records, run: str) -> dict[tuple[str, str], dict[str, Any]]:
-    return {(e["req"], e["phase"]): e for e in rec.requests(run, REF_PHASES)}
-
-
-def serial_variation(
-    rec: Records, *, run_dir: Path | None = None, tolerance: int | None = None, volatile: list[str] | None = None
-) -> SerialVerdict:
-    """Do serial repeats of the baseline agree? With a tolerance declared in the plan (the
-    procedure's model-specific quality criterion), repeats whose only difference is PCM
-    samples within it agree; anything else that differs is serial variation."""
-    a, b = _outputs(rec, "ref-baseline-a"), _outputs(rec, "ref-baseline-b")
-    if not a or not b:
-        return (Status.PENDING, "two fresh baseline starts are needed to measure serial repeat variation", {})
-    diffs: list[dict[str, Any]] = []
-    tolerated: list[dict[str, Any]] = []
-
-    def differ(x: dict[str, Any], y: dict[str, Any], where: dict[str, Any], labels: tuple[str, str]) -> None:
-        cx, cy = (x.get("output") or {}).get("canon"), (y.get("output") or {}).get("canon")
-        if cx == cy:
-            return
-        if tolerance is not None:
-            found = tolerance_check(run_dir, x, y, volatile or [], tolerance)
-            if found.pop("covered"):
-                tolerated.append({**where, **found})
-                return
-            where = {**where, "tolerance_check": found.get("why", "")}
-        diffs.append({**where, labels[0]: cx, labels[1]: cy})
-
-    for (req, phase), e in a.items():
-        ca = (e.get("output") or {}).get("canon")
-        other = b.get((req, phase))
-        cb = (other.get("output") or {}).get("canon") if other else None
-        if not ca or not cb or other is None:
-            return Status.PENDING, f"{req}/{phase}: no valid output in one of the starts", {}
-        differ(e, other, {"req": req, "phase": phase}, ("start_a", "start_b"))
-    for run, outs in (("ref-baseline-a", a), ("ref-baseline-b", b)):
-        for (req, phase), e in outs.items():
-            if phase == "ref_warm2":
-                w = outs.get((req, "ref_warm"))
-                if w:
-                    differ(w, e, {"req": req, "run": run}, ("warm", "warm2"))
-    ev: dict[str, Any] = {"outputs_compared": len(a), "differences": diffs}
-    if tolerance is not None:
-        ev.update(within_declared_tolerance=tolerated, tolerance=tolerance)
-    if diffs:
-        beyond = f" beyond the declared tolerance {tolerance}" if tolerance is not None else ""
-        return (
-            Status.PENDING,
-            (
-                f"parity unverified: serial output varies ({len(diffs)} "
-                "difference(s) between repeats on one slot or across two fresh "
-                f"starts{beyond})"
-            ),
-            ev,
-        )
-    if tolerated:
-        return (
-            Status.PASS,
-            (
-                f"{len(a)} outputs agree across two fresh starts and warm repeats "
-                f"({len(tolerated)} repeat(s) within the declared tolerance "
-                f"{tolerance})"
-            ),
-            ev,
-        )
-    return Status.PASS, f"{len(a)} outputs identical across two fresh starts and warm repeats", ev
+__all__ = ["JUDGES", "judge_m1", "serial_variation"]
 
 
 # What the procedure's manifest must record: (path in the manifest, what it is).
@@ -112,7 +45,10 @@ def manifest_gaps(ctx: Context) -> list[str]:
             node = node.get(part) if isinstance(node, dict) else None
         return node
 
-    gaps = [f"{path} ({what})" for path, what in MANIFEST_ITEMS if at(path) is None or at(path) == ""]
+    def blank(value: Any) -> bool:
+        return value is None or (isinstance(value, str) and not value.strip())
+
+    gaps = [f"{path} ({what})" for path, what in MANIFEST_ITEMS if blank(at(path))]
     declared = (ctx.plan.get("model") or {}).get("auxiliary_files") or []
     hashed = at("model.auxiliary") or {}
     if len(hashed) < len(declared):
@@ -121,13 +57,16 @@ def manifest_gaps(ctx: Context) -> list[str]:
         gaps.append("identity.quantization (declare it in the plan: identity.quantization)")
     for role in ("baseline", "candidate"):
         for key, what in (("source_commit", "source commit"), ("build_flags", "build flags")):
-            if at(f"identity.{role}.{key}") is None:
+            if blank(at(f"identity.{role}.{key}")):
                 gaps.append(f"identity.{role}.{key} ({role} {what}; declare it in the plan)")
     if not ctx.rec.refs:
         gaps.append("references (no baseline reference output recorded)")
+    elif ctx.reference_gap is not None:
+        gaps.append(f"references ({ctx.reference_gap})")
     return gaps
 
 
+@shape.judge("M1.manifest")
 def m1_manifest(ctx: Context, serial: SerialVerdict) -> Result:
     """M1.manifest: the run's manifest identifies everything the comparison rests on."""
     man = ctx.manifest
@@ -141,54 +80,103 @@ def m1_manifest(ctx: Context, serial: SerialVerdict) -> Result:
         "platform": platform,
     }
     if missing:
-        return pending("M1.manifest", f"the manifest does not identify: {'; '.join(missing)}", **ev)
-    return passed(
+        return shape.pending("M1.manifest", f"the manifest does not identify: {'; '.join(missing)}", **ev)
+    return shape.passed(
         "M1.manifest",
         "manifest hashes checkpoint, auxiliaries, fixtures, executables "
         "and plan; records quantization, task/mode/settings, seeds, references, source "
         "commits, build flags, OS, device, driver, backend and threads",
+        {"manifest items": [p for p, _ in MANIFEST_ITEMS], "references": len(ctx.rec.refs)},
         **ev,
     )
 
 
+@shape.judge("M1.serial_repeat")
 def m1_serial_repeat(ctx: Context, serial: SerialVerdict) -> Result:
     """M1.serial_repeat: the verdict of `serial_variation`, judged once per run."""
-    return Result("M1.serial_repeat", serial[0], serial[1], serial[2])
+    status, reason, evidence = serial
+    if status is Status.PASS:
+        return shape.passed(
+            "M1.serial_repeat", reason, {"outputs compared": evidence.get("outputs_compared")}, **evidence
+        )
+    return Result("M1.serial_repeat", status, reason, dict(evidence))
 
 
 def _parity(id_: str, run: str, ctx: Context) -> Result:
-    events = ctx.rec.requests(run, REF_PHASES)
-    if not events:
-        return pending(id_, f"{run} did not complete")
-    return exact_result(id_, ctx.judge(events), f"{run} vs upstream legacy (cold, warm, repeated warm)", ctx, run)
+    """A candidate reference start against upstream legacy: every request cold, warm and
+    repeated warm. A start whose server crashed fails what it was collecting; one parval
+    stopped is BLOCKED naming why; a PASS needs every planned output."""
+    rec = ctx.rec
+    events = rec.requests(run, REF_PHASES)
+    what = f"{run} vs upstream legacy (cold, warm, repeated warm)"
+    if run not in rec.runs:
+        stop = next((f for f in rec.failures if f.get("run") == run), None)
+        if stop is not None:
+            return shape.blocked(id_, f"{run} did not start: {stop['reason']}", failure=stop)
+        return shape.pending(id_, f"{run} not run")
+    crash = rec.crash_of(run)
+    if crash is not None:
+        r = shape.failed(
+            id_,
+            f"{what}: the candidate server crashed during {crash['where']} (exit status {crash['exit_code']}) "
+            f"after {len(events)} output(s)",
+            violation={k: crash.get(k) for k in ("run", "attempt", "where", "exit_code", "signal")},
+            log_tail=crash.get("log_tail", ""),
+        )
+        r.reproduction = ctx.repro(run)
+        return r
+    r = exact_result(id_, ctx.judge(events), what, ctx, run)
+    if r.status is Status.FAIL:
+        return r
+    stop = rec.stop_of(run)
+    if stop is not None:
+        return shape.blocked(id_, f"{what}: the start was stopped ({stop['reason']}) after {len(events)} output(s)")
+    if not rec.complete(run):
+        return shape.pending(id_, f"{run} did not complete ({rec.outcome(run)})")
+    have = {(e["req"], e["phase"]) for e in events}
+    lacking = [f"{q}/{p}" for q in ctx.request_names for p in REF_PHASES if (q, p) not in have]
+    if lacking:
+        return shape.pending(id_, f"{what}: no output recorded for {', '.join(lacking[:6])}")
+    return r
 
 
+@shape.judge("M1.legacy_parity")
 def m1_legacy_parity(ctx: Context, serial: SerialVerdict) -> Result:
     """M1.legacy_parity: the unflagged candidate matches upstream legacy."""
     return _parity("M1.legacy_parity", "ref-candidate-legacy", ctx)
 
 
+@shape.judge("M1.cap1_parity")
 def m1_cap1_parity(ctx: Context, serial: SerialVerdict) -> Result:
     """M1.cap1_parity: the flagged candidate at capacity one matches upstream legacy."""
     return _parity("M1.cap1_parity", "ref-candidate-cap1", ctx)
 
 
+@shape.judge("M1.cold_warm_refs")
 def m1_cold_warm_refs(ctx: Context, serial: SerialVerdict) -> Result:
-    """M1.cold_warm_refs: cold and warm/history references recorded and kept apart."""
+    """M1.cold_warm_refs: cold and warm/history references recorded and kept apart (for a
+    stateless model: a cold and a warm reference of every request)."""
     refs = ctx.rec.refs
     colds = {k for k in refs if k.endswith("|cold") or (k.startswith("hist:") and ">" not in k)}
     warms = set(refs) - colds
     if not colds or not warms:
-        return pending("M1.cold_warm_refs", "cold and warm references were not both recorded")
+        return shape.pending("M1.cold_warm_refs", "cold and warm references were not both recorded")
+    if ctx.reference_gap is not None:
+        return shape.pending("M1.cold_warm_refs", f"references incomplete: {ctx.reference_gap}")
+    if not ctx.cache_sensitive:
+        lacking = [k for q in ctx.request_names for k in (f"{q}|cold", f"{q}|warm") if k not in refs]
+        if lacking:
+            return shape.pending("M1.cold_warm_refs", f"no reference recorded for {', '.join(lacking[:6])}")
 
     def canon(key: str) -> Any:
         return (refs.get(key, {}).get("output") or {}).get("canon")
 
     same = [k.split("|")[0] for k in colds if k.endswith("|cold") and canon(k) == canon(k.replace("|cold", "|warm"))]
-    return passed(
+    return shape.passed(
         "M1.cold_warm_refs",
         f"{len(colds)} cold and {len(warms)} warm/history references kept apart; "
         "cold outputs are compared with cold references only",
+        {"cold references": sorted(colds), "warm references": sorted(warms)},
         cold_equals_warm_for=sorted(same),
     )
 

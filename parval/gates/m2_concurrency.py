@@ -1,23 +1,39 @@
 """M2, per count N: at least three fresh starts each serve true concurrent cold, warm and
 mixed waves of N, the server shows N leases held at once and released after, and every
-output (waves, after unload/reload, serial reuse) equals its reference."""
+output (waves, after unload/reload, serial reuse) equals its reference.
+
+Lifecycle violations (counters left non-zero, N leases never held while the client had N
+requests in flight, an unload that left the model loaded) count in set-aside attempts too:
+an attempt parval set aside is never proof of a PASS, but what it showed fails."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from parval.gates import shape
 from parval.gates.context import Context, exact_result
+from parval.gates.count_starts import complete_starts, schedule_missing, starts_missing
 from parval.gates.exactness import Tally
+from parval.gates.m2_evidence import (
+    MIN_POLLS_IN_FLIGHT,
+    active_violations,
+    client_overlap,
+    drain_row,
+    drain_violations,
+    grouped,
+    not_active,
+    unload_observed,
+    unload_probes,
+    unload_state,
+    unload_violations,
+)
 from parval.gates.records import COUNT_PHASES
-from parval.gates.slot_counters import NO_COUNTERS, counters_seen
-from parval.status import Result, blocked, failed, passed, pending
+from parval.gates.slot_counters import NO_COUNTERS
+from parval.plan.waves import UNLOAD_CYCLES
+from parval.status import Result, Status
 
-
-def _complete(ctx: Context, n: int) -> list[str]:
-    """The starts at count n that ended without a crash."""
-    crashed = {c["run"] for c in ctx.rec.crashes}
-    return [r for r in ctx.rec.count_runs(n) if r in ctx.rec.ends and r not in crashed]
+__all__ = ["JUDGES", "MIN_POLLS_IN_FLIGHT", "client_overlap", "judge_m2"]
 
 
 def _first_run(ctx: Context, n: int) -> str | None:
@@ -25,151 +41,121 @@ def _first_run(ctx: Context, n: int) -> str | None:
     return runs[0] if runs else None
 
 
+def _stop_text(stop: dict[str, Any]) -> str:
+    return f"{stop['run']} attempt {stop.get('attempt')}: {stop['kind']}: {stop['reason']}"
+
+
+@shape.judge("M2.starts")
 def m2_starts(ctx: Context, n: int) -> Result:
-    """M2.starts: three or more fresh starts at count n completed, none crashed."""
+    """M2.starts: three or more fresh starts at count n completed, none crashed; a start
+    parval stopped (it hung, stopped answering, could not start, hit the memory guard) is
+    BLOCKED with what was seen."""
     rec = ctx.rec
     runs = rec.count_runs(n)
-    complete = _complete(ctx, n)
+    complete = complete_starts(ctx, n)
     crashed = [c for c in rec.crashes if c["run"] in runs]
-    fails = [f for f in rec.failures if str(f.get("unit", f.get("run", ""))).startswith(f"count{n}-")]
+    stops = [f for f in rec.failures if str(f.get("run", f.get("unit", ""))).startswith(f"count{n}-")]
     ev: dict[str, Any] = {"starts": runs, "complete": complete}
     if crashed:
         c = crashed[0]
-        return failed(
+        return shape.failed(
             "M2.starts",
             f"server crashed during {c['run']} ({c['where']}), exit status {c['exit_code']}",
+            violation=crashed,
             crashes=crashed,
             log_tail=c.get("log_tail", ""),
             **ev,
         )
-    if fails:
-        return blocked(
-            "M2.starts", f"{len(fails)} start(s) did not complete: {fails[0]['reason']}", failures=fails, **ev
+    if stops:
+        return shape.blocked(
+            "M2.starts",
+            f"{len(stops)} start(s) did not complete: {'; '.join(_stop_text(f) for f in stops[:3])}",
+            failures=stops,
+            **ev,
         )
-    if len(complete) >= 3:
-        return passed("M2.starts", f"{len(complete)} fresh starts at count {n}", **ev)
-    return pending(
-        "M2.starts", f"{len(complete)} fresh start(s) at count {n}; the procedure needs at least three", **ev
-    )
+    missing = starts_missing(ctx, n, "M2.starts")
+    if missing is not None:
+        return missing
+    return shape.passed("M2.starts", f"{len(complete)} fresh starts at count {n}", {"complete starts": complete}, **ev)
 
 
-def _no_start(id_: str, n: int) -> Result:
-    return pending(id_, f"no start at count {n}")
-
-
-def _every_start(ctx: Context, n: int, id_: str, ok: Callable[[str], bool], good: str, lacking: str) -> Result:
-    """PASS when every complete start at count n shows `ok`, else FAIL naming those that do
-    not; PENDING without a complete start."""
-    complete = _complete(ctx, n)
-    if not complete:
-        return _no_start(id_, n)
+def _every_start(
+    ctx: Context, n: int, id_: str, phases: tuple[str, ...], ok: Callable[[str], bool], good: str, lacking: str
+) -> Result:
+    """PASS when every complete start at count n recorded its planned waves of `phases`
+    whole and shows `ok`; PENDING naming what is missing otherwise (a start that does not
+    show it was not recorded doing it: no server behaviour was observed to be wrong)."""
+    if (missing := starts_missing(ctx, n, id_)) is not None:
+        return missing
+    if (gaps := schedule_missing(ctx, n, id_, phases)) is not None:
+        return gaps
+    complete = complete_starts(ctx, n)
     shown = [run for run in complete if ok(run)]
-    if len(shown) == len(complete):
-        return passed(id_, good, runs=shown)
-    return failed(id_, f"starts without {lacking}: {sorted(set(complete) - set(shown))}")
+    if len(shown) < len(complete):
+        return shape.pending(id_, f"starts without {lacking}: {sorted(set(complete) - set(shown))}")
+    waves = [w for r in complete for w in ctx.rec.waves(r) if w["phase"] in phases]
+    return shape.passed(id_, good, {"starts": shown, "waves": waves}, runs=shown)
 
 
-def m2_cold_wave(ctx: Context, n: int) -> Result:
-    """M2.cold_wave: every complete start began with a concurrent cold wave of n."""
-
+def m2_cold_wave_ok(ctx: Context, n: int) -> Callable[[str], bool]:
     def began_cold(run: str) -> bool:
         reqs = ctx.rec.requests(run)
         return (
             bool(reqs)
             and reqs[0]["phase"] == "cold_wave"
-            and any(w["phase"] == "cold_wave" and w["n"] == n for w in ctx.rec.waves(run))
+            and any(w["phase"] == "cold_wave" and w["n"] == n and w["mode"] != "serial" for w in ctx.rec.waves(run))
         )
 
+    return began_cold
+
+
+@shape.judge("M2.cold_wave")
+def m2_cold_wave(ctx: Context, n: int) -> Result:
+    """M2.cold_wave: every complete start began with a concurrent cold wave of n."""
     return _every_start(
         ctx,
         n,
         "M2.cold_wave",
-        began_cold,
+        ("cold_wave",),
+        m2_cold_wave_ok(ctx, n),
         f"every start began with a true concurrent cold wave of {n}",
         "a leading cold wave",
     )
 
 
+@shape.judge("M2.warm_waves")
 def m2_warm_waves(ctx: Context, n: int) -> Result:
-    """M2.warm_waves: every complete start ran warm waves, and mixed ones when the plan
-    declares variations."""
+    """M2.warm_waves: every complete start ran its planned warm waves, and its mixed ones
+    when the plan declares variations."""
+    variations = bool(ctx.plan["requests"].get("variations"))
 
     def ran_warm(run: str) -> bool:
         waves = ctx.rec.waves(run)
         return any(w["phase"] == "warm_wave" for w in waves) and (
-            any(w["phase"] == "mixed_wave" for w in waves) or not ctx.plan["requests"].get("variations")
+            any(w["phase"] == "mixed_wave" for w in waves) or not variations
         )
 
     return _every_start(
-        ctx, n, "M2.warm_waves", ran_warm, "every start ran warm and mixed warm waves", "warm/mixed waves"
+        ctx,
+        n,
+        "M2.warm_waves",
+        ("warm_wave", "mixed_wave"),
+        ran_warm,
+        "every start ran warm and mixed warm waves",
+        "warm/mixed waves",
     )
 
 
-def client_overlap(reqs: list[dict[str, Any]]) -> bool:
-    """Were all of a wave's requests in flight together as the client saw it (every send
-    before the first reply)? Retried attempts of a wave are judged separately."""
-    by_attempt: dict[int, list[dict[str, Any]]] = {}
-    for r in reqs:
-        by_attempt.setdefault(int(r.get("retry", 0)), []).append(r)
-    return any(
-        len(group) > 1 and max(r["t_send"] for r in group) < min(r["t_done"] for r in group)
-        for group in by_attempt.values()
-    )
-
-
-# Fewer status samples than this in one wave are too few to show that n leases were never
-# held at once (a wave lasts a few service times; the poller samples every few ms).
-MIN_POLLS = 10
-
-
-def _not_active(ctx: Context, n: int, run: str) -> list[dict[str, Any]]:
-    """The concurrent waves of a start in which no attempt showed n loaded leases at once."""
-    reqs = ctx.rec.requests(run)
-    attempts: dict[tuple[str, int], list[dict[str, Any]]] = {}
-    for w in ctx.rec.waves(run):
-        if w["mode"] != "serial":
-            attempts.setdefault((w["phase"], w["wave"]), []).append(w)
-    bad = []
-    for (phase, wave), tries in attempts.items():
-        seen = [(t.get("status") or {}).get("max_active_loaded") for t in tries]
-        if any(x is not None and x >= n for x in seen):
-            continue
-        overlap = client_overlap([r for r in reqs if r["phase"] == phase and r["wave"] == wave])
-        bad.append(
-            {
-                "run": run,
-                "phase": phase,
-                "wave": wave,
-                "max_active_loaded": seen,
-                "attempts": len(tries),
-                "client_overlap": overlap,
-                "max_active": [(t.get("status") or {}).get("max_active") for t in tries],
-                "polls": [(t.get("status") or {}).get("polls") for t in tries],
-                "counters": counters_seen(tries),
-            }
-        )
-    return bad
-
-
+@shape.judge("M2.observed_active")
 def m2_observed_active(ctx: Context, n: int) -> Result:
     """M2.observed_active: the status poller saw n loaded leases at once in every
-    concurrent wave (any attempt of it)."""
-    complete = _complete(ctx, n)
-    if not complete:
-        return _no_start("M2.observed_active", n)
-    active_bad = [w for run in complete for w in _not_active(ctx, n, run)]
+    concurrent wave (any attempt of it). A FAIL needs enough successful samples inside the
+    window in which the client had all n requests in flight, every one below n."""
+    id_ = "M2.observed_active"
+    complete = complete_starts(ctx, n)
+    violations = active_violations(ctx, n)
+    active_bad = [w for run in complete for w in not_active(n, run, ctx.rec.waves(run), ctx.rec.requests(run))]
     absent = [w for w in active_bad if w["counters"] == "absent"]
-    unanswered = [w for w in active_bad if w["counters"] == "no_answer"]
-    counted = [w for w in active_bad if w["counters"] == "present"]
-    overlapped = [w for w in counted if w["client_overlap"]]
-    # n leases were held at once, but only seen while the model was still loading (a cold or
-    # reload wave): that the requests then ran together was not observed, nor its opposite.
-    loading_only = [w for w in overlapped if max((x or 0 for x in w["max_active"]), default=0) >= n]
-    # Too few status samples in a wave cannot show that n leases were never held together.
-    sparse = [
-        w for w in overlapped if w not in loading_only and max((p or 0 for p in w["polls"]), default=0) < MIN_POLLS
-    ]
-    served_serially = [w for w in overlapped if w not in loading_only and w not in sparse]
     problems = []
     if absent:
         problems.append(
@@ -177,16 +163,29 @@ def m2_observed_active(ctx: Context, n: int) -> Result:
             f"{len(absent)} wave(s)): the server cannot show that N requests held "
             "slots at once"
         )
-    if served_serially:
+    if violations:
+        aside = sum(1 for w in violations if "set_aside" in w)
         problems.append(
-            f"{len(served_serially)} wave(s) were all in flight from the client "
-            f"yet the server never showed active_slots == {n} with the model loaded"
+            f"{len(violations)} wave(s) had all {n} requests in flight from the client for "
+            f"{MIN_POLLS_IN_FLIGHT}+ successful status samples, yet the server never showed active_slots == {n}"
+            + (f" ({aside} in attempt(s) parval set aside)" if aside else "")
         )
     if problems:
-        return failed("M2.observed_active", "; ".join(problems), waves=active_bad[:30])
+        return shape.failed(id_, "; ".join(problems), violation=[*absent, *violations][:30], waves=active_bad[:30])
+    if (missing := starts_missing(ctx, n, id_)) is not None:
+        return missing
+    if (gaps := schedule_missing(ctx, n, id_, COUNT_PHASES)) is not None:
+        return gaps
     if active_bad:
-        parts = []
+        unanswered = [w for w in active_bad if w["counters"] == "no_answer"]
+        counted = [w for w in active_bad if w["counters"] == "present"]
         apart = [w for w in counted if not w["client_overlap"]]
+        overlapped = [w for w in counted if w["client_overlap"]]
+        # n leases were held at once, but only seen while the model was still loading (a
+        # cold or reload wave): that the requests then ran together was not observed.
+        loading_only = [w for w in overlapped if max((x or 0 for x in w["max_active"]), default=0) >= n]
+        sparse = [w for w in overlapped if w not in loading_only]
+        parts = []
         if apart:
             parts.append(
                 f"{len(apart)} wave(s) never overlapped even from the client side "
@@ -198,143 +197,137 @@ def m2_observed_active(ctx: Context, n: int) -> Result:
                 f"loading: that the {n} requests then ran together was not observed"
             )
         if sparse:
-            polls = sorted({max((p or 0 for p in w["polls"]), default=0) for w in sparse})
+            polls = sorted({max(w["in_flight_polls"], default=0) for w in sparse})
             parts.append(
-                f"the status poller sampled only {', '.join(map(str, polls))} time(s) during {len(sparse)} "
-                f"wave(s) (an overloaded machine): too few to show that {n} leases were never held together"
+                f"the status poller got only {', '.join(map(str, polls))} successful sample(s) inside the window "
+                f"in which all {n} requests were in flight during {len(sparse)} wave(s) (an overloaded machine, "
+                f"or too short an overlap): too few to show that {n} leases were never held together"
             )
         if unanswered:
             parts.append(f"the status poller got no /v1/models entry for the model during {len(unanswered)} wave(s)")
-        return pending("M2.observed_active", "; ".join(parts) + ": concurrency not shown", waves=active_bad[:30])
-    waves_all = [w for r in complete for w in ctx.rec.waves(r)]
-    concurrent = len(waves_all) - sum(1 for w in waves_all if w["mode"] == "serial")
-    return passed(
-        "M2.observed_active",
-        f"the status poller saw active_slots == {n} (loaded) in all {concurrent} concurrent waves",
+        return shape.pending(id_, "; ".join(parts) + ": concurrency not shown", waves=active_bad[:30])
+    waves_all = [w for r in complete for w in ctx.rec.waves(r) if w["mode"] != "serial"]
+    return shape.passed(
+        id_,
+        f"the status poller saw active_slots == {n} (loaded) in all {len(waves_all)} concurrent waves",
+        {"concurrent waves": waves_all},
         poll_hz=[(w.get("status") or {}).get("poll_hz") for w in waves_all][:10],
     )
 
 
+@shape.judge("M2.drained")
 def m2_drained(ctx: Context, n: int) -> Result:
     """M2.drained: active_slots == queued_requests == 0 after every wave."""
-    complete = _complete(ctx, n)
-    if not complete:
-        return _no_start("M2.drained", n)
-    waves_all = [w for r in complete for w in ctx.rec.waves(r)]
-    drained_bad = [
-        {"run": run, "phase": w["phase"], "wave": w["wave"], **(w.get("drained") or {}), "counters": counters_seen([w])}
-        for run in complete
-        for w in ctx.rec.waves(run)
-        if not (w.get("drained") or {}).get("ok")
-    ]
-    if not drained_bad:
-        return passed("M2.drained", f"active_slots == queued_requests == 0 after all {len(waves_all)} waves")
-    present = [w for w in drained_bad if w["counters"] == "present"]
+    id_ = "M2.drained"
+    complete = complete_starts(ctx, n)
+    drained_bad = [drain_row(run, w) for run in complete for w in ctx.rec.waves(run) if not (w["drained"]).get("ok")]
+    busy = drain_violations(ctx, n)
     absent = [w for w in drained_bad if w["counters"] == "absent"]
-    unanswered = [
-        w
-        for w in drained_bad
-        if w["counters"] == "no_answer" or (w["counters"] == "present" and w.get("active") is None)
+    no_queue = [
+        w for w in drained_bad if w["counters"] == "present" and w.get("active") is not None and w.get("queued") is None
     ]
-    no_queue = [w for w in present if w.get("active") is not None and w.get("queued") is None]
-    busy = [w for w in present if w.get("active") is not None and w.get("queued") is not None]
     problems = []
     if absent:
         problems.append(f"{NO_COUNTERS}: no drain to zero can be shown after {len(absent)} wave(s)")
     if busy:
         last = busy[0]
+        aside = sum(1 for w in busy if "set_aside" in w)
         problems.append(
             f"{len(busy)} wave(s) left counters non-zero (first: {last['run']} "
             f"{last['phase']} {last['wave']}: active_slots {last['active']}, "
-            f"queued_requests {last['queued']})"
+            f"queued_requests {last['queued']})" + (f"; {aside} in attempt(s) parval set aside" if aside else "")
         )
     if no_queue:
         problems.append(
             f"the server publishes no queued_requests: an empty queue cannot be shown after {len(no_queue)} wave(s)"
         )
     if problems:
-        return failed("M2.drained", "; ".join(problems), waves=drained_bad[:30])
-    return pending(
-        "M2.drained",
-        f"the status poller got no answer while checking the drain after {len(unanswered)} wave(s)",
-        waves=drained_bad[:30],
+        return shape.failed(
+            id_, "; ".join(problems), violation=[*absent, *busy, *no_queue][:30], waves=drained_bad[:30]
+        )
+    if (missing := starts_missing(ctx, n, id_)) is not None:
+        return missing
+    if (gaps := schedule_missing(ctx, n, id_, COUNT_PHASES)) is not None:
+        return gaps
+    if drained_bad:
+        return shape.pending(
+            id_,
+            f"the status poller got no answer while checking the drain after {len(drained_bad)} wave(s)",
+            waves=drained_bad[:30],
+        )
+    waves_all = [w for r in complete for w in ctx.rec.waves(r)]
+    return shape.passed(
+        id_, f"active_slots == queued_requests == 0 after all {len(waves_all)} waves", {"drained waves": waves_all}
     )
 
 
+@shape.judge("M2.exact")
 def m2_exact(ctx: Context, n: int) -> Result:
     """M2.exact: every wave output at count n equals its reference."""
     runs = ctx.rec.count_runs(n)
     tally = ctx.judge([e for r in runs for e in ctx.rec.requests(r, COUNT_PHASES)])
-    return exact_result("M2.exact", tally, f"count {n}: every wave output vs its reference", ctx, _first_run(ctx, n))
+    return _outputs_verdict(ctx, n, "M2.exact", tally, COUNT_PHASES, f"count {n}: every wave output vs its reference")
 
 
-def _unload_observed(probe: dict[str, Any] | None, waves: list[dict[str, Any]]) -> str:
-    """What the per-start unload probe showed, in words (M2.unload_reload)."""
-    if probe is None:
-        return "no unload was recorded"
-    reply = probe.get("reply") or {}
-    if reply.get("status") != 200:
-        got = (
-            f"answered {reply['status']}"
-            if reply.get("status") is not None
-            else f"gave no answer ({reply.get('outcome')})"
-        )
-        err = f": {str(reply['error'])[:120]}" if reply.get("error") else ""
-        return f"the unload route /v1/tasks/unload_models {got}{err}"
-    if not probe.get("listed"):
-        return "the unload reply did not list the model in `unloaded`"
-    # The wave summaries only see `loaded` next to active_slots.
-    loaded_seen = any((w.get("status") or {}).get("max_active_loaded") is not None for w in waves)
-    why = (
-        ""
-        if loaded_seen
-        else (" (no status sample of this start showed loaded:true either: the server may publish no `loaded`)")
-    )
-    return f"/v1/models never showed the model loaded:false after the unload{why}"
+def _outputs_verdict(
+    ctx: Context, n: int, id_: str, tally: Tally, phases: tuple[str, ...], what: str, run: str | None = None
+) -> Result:
+    """An output comparison at count n: a mismatch or error FAILs whatever else is missing;
+    a PASS also needs every planned start and wave of `phases` recorded whole."""
+    r = exact_result(id_, tally, what, ctx, run or _first_run(ctx, n), count=n)
+    if r.status is Status.PASS:
+        if (missing := starts_missing(ctx, n, id_)) is not None:
+            return missing
+        if (gaps := schedule_missing(ctx, n, id_, phases)) is not None:
+            return gaps
+    return r
 
 
+@shape.judge("M2.unload_reload")
 def m2_unload_reload(ctx: Context, n: int) -> Result:
-    """M2.unload_reload: every unload of every start showed the model unloaded, and the
-    outputs after each reload equal the cold references."""
+    """M2.unload_reload: every unload of every start showed the model unloaded
+    (/v1/models loaded:false after it), and the outputs after each reload equal the cold
+    references."""
+    id_ = "M2.unload_reload"
     rec = ctx.rec
-    unload_bad: list[dict[str, Any]] = []
+    probes = unload_probes(ctx, n)
+    violations = unload_violations(ctx, n)
+    if violations:
+        return shape.failed(id_, "unload/reload not shown: " + grouped(violations), violation=violations)
     reload = Tally()
     for run in rec.count_runs(n):
-        # Every unload/reload cycle of the start (the campaign runs several for M5).
-        probes = [e for e in rec.by_run.get(run, []) if e["kind"] == "probe" and e["name"] == "unload"]
-        bad = [p for p in probes if not (p["reply"]["status"] == 200 and p.get("listed") and p.get("loaded_false"))]
-        if not probes or bad:
-            first_bad = bad[0] if bad else None
-            unload_bad.append(
-                {
-                    "run": run,
-                    "probe": first_bad,
-                    "cycle": (first_bad or {}).get("cycle"),
-                    "cycles": len(probes),
-                    "what": _unload_observed(first_bad, rec.waves(run)),
-                }
-            )
         reload.merge(ctx.judge(rec.requests(run, ("reload_wave",))))
-    if unload_bad:
-        by_what: dict[str, list[str]] = {}
-        for b in unload_bad:
-            by_what.setdefault(b["what"], []).append(b["run"])
-        return failed(
-            "M2.unload_reload",
-            "unload/reload not shown: "
-            + "; ".join(f"{what} ({len(rs)} start(s): {', '.join(rs)})" for what, rs in by_what.items()),
-            starts=unload_bad,
-        )
-    return exact_result(
-        "M2.unload_reload", reload, "outputs after unload/reload vs cold references", ctx, _first_run(ctx, n)
+    reload_result = _outputs_verdict(
+        ctx, n, id_, reload, ("reload_wave",), "outputs after unload/reload vs cold references"
     )
+    if reload_result.status is Status.FAIL:
+        return reload_result
+    unseen = [
+        {"run": run, "cycle": p.get("cycle"), "what": unload_observed("unseen", p)}
+        for run, p, aside in probes
+        if aside is None and unload_state(ctx, run, p) == "unseen"
+    ]
+    unseen += [
+        {"run": run, "what": f"{got} of {UNLOAD_CYCLES} unload/reload cycles recorded"}
+        for run in complete_starts(ctx, n)
+        if (got := sum(1 for p in probes if p[0] == run and p[2] is None)) != UNLOAD_CYCLES
+    ]
+    if unseen:
+        return shape.pending(id_, "unload not shown: " + grouped(unseen), starts=unseen)
+    if reload_result.status is Status.PASS:
+        unloads = [p for _, p, aside in probes if aside is None]
+        reload_result.evidence["rests_on"]["unloads shown"] = len(unloads)
+    return reload_result
 
 
+@shape.judge("M2.serial_reuse")
 def m2_serial_reuse(ctx: Context, n: int) -> Result:
     """M2.serial_reuse: serial requests after the concurrent waves equal their references."""
     runs = ctx.rec.count_runs(n)
     tally = ctx.judge([e for r in runs for e in ctx.rec.requests(r, ("serial_reuse",))])
-    return exact_result("M2.serial_reuse", tally, "serial requests after the concurrent waves", ctx, _first_run(ctx, n))
+    return _outputs_verdict(
+        ctx, n, "M2.serial_reuse", tally, ("serial_reuse",), "serial requests after the concurrent waves"
+    )
 
 
 JUDGES: dict[str, Callable[[Context, int], Result]] = {

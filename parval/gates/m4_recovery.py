@@ -1,18 +1,34 @@
 """M4, judged once on the recovery start at the largest count validated: an invalid request,
 a failed load, unloads (targeted, all, during the first load) next to in-flight work leave
-the healthy outputs exact, wait for the work in front of them and release every lease."""
+the healthy outputs exact, wait for the work in front of them and release every lease.
+
+A recovery start whose server crashed fails the probe it was running (the crash is what it
+observed) and leaves the probes after it BLOCKED naming the crash; one parval stopped is
+BLOCKED with the reason. Violations seen in a set-aside recovery attempt count too."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from parval.gates import shape
 from parval.gates.context import Context, exact_result
-from parval.status import Result, Status, failed, not_applicable, pending
+from parval.gates.unload_evidence import (
+    first_load_violation,
+    missing_route,
+    server_order,
+    unload_check,
+    unload_violation,
+    unloaded_state,
+)
+
+__all__ = ["JUDGES", "judge_load_failure", "judge_m4", "lease_problem"]
+from parval.status import Result, Status
 
 RUN = "recovery"
 
-# The M4 assertions judged on the recovery start (M4.adapter_overrides is not).
+# The M4 assertions judged on the recovery start (M4.adapter_overrides is not), in the
+# order the start runs them, each with its event kind and the `where` a crash names.
 ON_RECOVERY = (
     "M4.invalid_alongside",
     "M4.load_failure_retry",
@@ -20,22 +36,66 @@ ON_RECOVERY = (
     "M4.all_unload",
     "M4.unload_during_first_load",
 )
+PROBES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "M4.unload_during_first_load": ("m4_unload_during_first_load", ("unload during first load",)),
+    "M4.invalid_alongside": ("m4_invalid_alongside", ("invalid alongside",)),
+    "M4.targeted_unload": ("m4_targeted_unload", ("targeted unload",)),
+    "M4.all_unload": ("m4_all_unload", ("all unload",)),
+    "M4.load_failure_retry": ("m4_load_failure", ("failed load", "load failure retry")),
+}
 
 
 def _missing(ctx: Context, id_: str) -> Result | None:
-    """PENDING when the recovery start did not complete; None when it did."""
+    """None when the recovery start ran to its end; otherwise what that means for `id_`:
+    FAIL when the server crashed during its probe, BLOCKED naming the crash or the stop
+    when its probe was not reached, PENDING when the start did not run. A probe recorded
+    before the crash is judged on what it recorded (None)."""
     rec = ctx.rec
-    if RUN in rec.ends:
+    if rec.complete(RUN):
         return None
     largest = (rec.runs.get(RUN) or {}).get("count") or max(ctx.counts)
-    reason = "recovery start did not complete" if RUN in rec.runs else "recovery start not run"
-    return pending(id_, f"{reason} (count {largest})")
+    if RUN not in rec.runs:
+        stop = next((f for f in rec.failures if f.get("run") == RUN), None)
+        if stop is not None:
+            return shape.blocked(id_, f"recovery start (count {largest}) did not start: {stop['reason']}", failure=stop)
+        return shape.pending(id_, f"recovery start not run (count {largest})")
+    kind, wheres = PROBES[id_]
+    crash = rec.crash_of(RUN)
+    recorded = _probe(ctx, kind) is not None
+    if crash is not None:
+        text = f"server crashed during {crash['where']} (exit status {crash['exit_code']})"
+        if crash["where"] in wheres:
+            return shape.failed(
+                id_,
+                f"recovery start (count {largest}): {text} while collecting this probe",
+                violation={k: crash.get(k) for k in ("run", "attempt", "where", "exit_code", "signal")},
+                log_tail=crash.get("log_tail", ""),
+            )
+        if recorded:
+            return None
+        return shape.blocked(id_, f"not collected: the recovery start's {text} before this probe", crash=crash)
+    stop = rec.stop_of(RUN)
+    if recorded:
+        return None
+    why = f"stopped: {stop['reason']}" if stop else "did not complete"
+    return (shape.blocked if stop else shape.pending)(id_, f"recovery start (count {largest}) {why}")
 
 
 def _probe(ctx: Context, kind: str) -> dict[str, Any] | None:
     """The recovery start's last event of this m4_* kind."""
-    found = [e for e in ctx.rec.by_run[RUN] if e["kind"] == kind]
+    found = [e for e in ctx.rec.by_run.get(RUN, []) if e["kind"] == kind]
     return found[-1] if found else None
+
+
+def _aside(ctx: Context, kind: str) -> list[dict[str, Any]]:
+    """Events of this kind in set-aside recovery attempts (their violations count)."""
+    return [
+        {**e, "set_aside": entry["status"]}
+        for (run, _a), entry in ctx.rec.set_aside.items()
+        if run == RUN
+        for e in entry["events"]
+        if e.get("kind") == kind
+    ]
 
 
 def lease_problem(drained: dict[str, Any] | None) -> str | None:
@@ -50,40 +110,46 @@ def lease_problem(drained: dict[str, Any] | None) -> str | None:
     return f"lease left held: active_slots {drained.get('active')}, queued_requests {drained.get('queued')}"
 
 
-def unload_waited(e: dict[str, Any]) -> bool:
-    """Did the unload finish only after the work in front of it?
-
-    Replies to the requests and to the unload reach the client within a scheduler tick of
-    each other when the server is right, in either order; an unload that skips the work
-    returns a whole service time early. So allow a quarter of the shortest request's
-    latency as slack, and no more."""
-    done = e.get("requests_done") or []
-    lat = e.get("requests_latency") or []
-    if not done:
-        return False
-    slack = 0.25 * min(lat) if lat else 0.0
-    return bool(float(e["unload_done"]) >= max(done) - slack)
+def lease_held(drained: dict[str, Any] | None) -> bool:
+    """An observed violation: counters published and still non-zero after the work."""
+    return bool(
+        drained and not drained.get("ok") and drained.get("active") is not None and drained.get("queued") is not None
+    )
 
 
+@shape.judge("M4.invalid_alongside")
 def m4_invalid_alongside(ctx: Context) -> Result:
     """M4.invalid_alongside: an invalid request is rejected, the healthy ones next to it
     stay exact, and the leases drain."""
     id_ = "M4.invalid_alongside"
+    held = [e for e in _aside(ctx, "m4_invalid_alongside") if "skipped" not in e and lease_held(e["drained"])]
+    if held:
+        return shape.failed(
+            id_, f"lease left held in a set-aside recovery attempt ({held[0]['set_aside']})", violation=held
+        )
     if (missing := _missing(ctx, id_)) is not None:
         return missing
     inv = _probe(ctx, "m4_invalid_alongside")
     if inv is None or inv.get("skipped"):
-        return pending(id_, (inv or {}).get("skipped", "not recorded"))
+        return shape.pending(id_, (inv or {}).get("skipped", "not recorded"))
     t = ctx.judge(ctx.rec.requests(RUN, ("invalid_alongside",)))
     problems = []
-    if not inv["rejected"]:
-        problems.append(f"invalid request answered {inv['invalid']['status']}")
+    status = inv["invalid"].get("status")
+    if status is not None and status < 400:
+        problems.append(f"invalid request answered {status}")
+    elif status is None and not inv["rejected"]:
+        problems.append(f"invalid request got no answer ({inv['invalid'].get('outcome')})")
     if (lease := lease_problem(inv["drained"])) is not None:
         problems.append(lease)
     r = exact_result(id_, t, "healthy outputs next to an invalid request", ctx, RUN)
     if problems:
-        r = failed(id_, "; ".join(problems), invalid=inv, **t.summary())
+        r = shape.failed(id_, "; ".join(problems), violation=problems, invalid=inv, **t.summary())
+        r.reproduction = ctx.repro(RUN)
     r.evidence["invalid"] = inv["invalid"]
+    if r.status is Status.PASS:
+        if status is None:
+            return shape.pending(id_, "the invalid request's reply was not recorded", invalid=inv)
+        r.evidence["rests_on"]["rejected invalid request"] = status
     return r
 
 
@@ -93,15 +159,29 @@ def judge_load_failure(ctx: Context, run: str, lf: dict[str, Any] | None) -> Res
     the retry serves exact outputs."""
     id_ = "M4.load_failure_retry"
     if lf is None or lf.get("skipped"):
-        return pending(id_, (lf or {}).get("skipped", "not recorded"))
+        return shape.pending(id_, (lf or {}).get("skipped", "not recorded"))
     if not lf["failed"] or not lf["retried"]:
-        return failed(id_, f"broken load answered {lf['failure']['status']}, retry {lf['retry']['status']}", **lf)
+        return shape.failed(
+            id_,
+            f"broken load answered {lf['failure'].get('status')}, retry {lf['retry'].get('status')}",
+            violation={"failure": lf["failure"], "retry": lf["retry"]},
+            **lf,
+        )
     if "drained" not in lf:
-        return pending(id_, "recorded without healthy work alongside or a drain check", **lf)
+        return shape.pending(id_, "recorded without healthy work alongside or a drain check", **lf)
     events = ctx.rec.requests(run, ("load_failure_alongside", "load_retry"))
     t = ctx.judge(events)
+    counts = [len(ctx.rec.requests(run, (p,))) for p in ("load_failure_alongside", "load_retry")]
+    if counts != [int(lf.get("healthy") or 0), 1]:
+        return shape.pending(
+            id_, f"{counts[0]} healthy and {counts[1]} retried output(s) recorded (expected {lf.get('healthy')} and 1)"
+        )
     if (lease := lease_problem(lf["drained"])) is not None:
-        r = failed(id_, f"after the failed load: {lease}", load_failure=lf, **t.summary())
+        if lease_held(lf["drained"]):
+            r = shape.failed(id_, f"after the failed load: {lease}", violation=lf["drained"], load_failure=lf)
+        else:
+            r = shape.failed(id_, f"after the failed load: {lease}", violation=lease, load_failure=lf)
+        r.evidence.update(t.summary())
         r.reproduction = ctx.repro(run)
         return r
     r = exact_result(
@@ -113,7 +193,7 @@ def judge_load_failure(ctx: Context, run: str, lf: dict[str, Any] | None) -> Res
         run,
     )
     if r.status is Status.PASS and not lf.get("healthy_in_flight"):
-        r = pending(
+        r = shape.pending(
             id_,
             "the healthy work was not seen in flight before the broken load was sent",
             load_failure=lf,
@@ -123,85 +203,134 @@ def judge_load_failure(ctx: Context, run: str, lf: dict[str, Any] | None) -> Res
     return r
 
 
+@shape.judge("M4.load_failure_retry")
 def m4_load_failure_retry(ctx: Context) -> Result:
     """M4.load_failure_retry on the recovery start (see `judge_load_failure`)."""
-    if (missing := _missing(ctx, "M4.load_failure_retry")) is not None:
+    id_ = "M4.load_failure_retry"
+    held = [e for e in _aside(ctx, "m4_load_failure") if "skipped" not in e and lease_held(e.get("drained"))]
+    if held:
+        return shape.failed(
+            id_, f"lease left held in a set-aside recovery attempt ({held[0]['set_aside']})", violation=held
+        )
+    if (missing := _missing(ctx, id_)) is not None:
         return missing
     return judge_load_failure(ctx, RUN, _probe(ctx, "m4_load_failure"))
 
 
 def _unload(ctx: Context, which: str, id_: str) -> Result:
     """An unload (`targeted` or `all`) issued while work was in flight waited for it,
-    admitted nothing past it, unloaded the model, and outputs and reload stay exact."""
+    admitted nothing past it, left the model unloaded (/v1/models loaded:false after the
+    work drained), and outputs and reload stay exact."""
+    kind = f"m4_{which}_unload"
+    for a in _aside(ctx, kind):
+        if (why := unload_violation(a, which)) is not None:
+            return shape.failed(id_, f"in a set-aside recovery attempt ({a['set_aside']}): {why}", violation=a)
     if (missing := _missing(ctx, id_)) is not None:
         return missing
-    e = _probe(ctx, f"m4_{which}_unload")
+    e = _probe(ctx, kind)
     if e is None:
-        return pending(id_, "not recorded")
-    t = ctx.judge(ctx.rec.requests(RUN, (f"unload_{which}_inflight", f"unload_{which}_later")))
+        return shape.pending(id_, "not recorded")
+    if (reply := missing_route(e)) is not None:
+        route = "/v1/tasks/unload_models" if which == "targeted" else "/v1/tasks/unload_all_models"
+        return shape.unsupported(id_, f"this server has no {route} route: the {which} unload {reply}", **e)
+    if (why := unload_violation(e, which)) is not None:
+        r = shape.failed(id_, why, violation=why, **e)
+        r.reproduction = ctx.repro(RUN)
+        return r
+    inflight = ctx.rec.requests(RUN, (f"unload_{which}_inflight",))
+    later = ctx.rec.requests(RUN, (f"unload_{which}_later",))
+    t = ctx.judge([*inflight, *later])
+    r = exact_result(id_, t, f"{which} unload waited for in-flight work; outputs and reload", ctx, RUN)
+    if r.status is not Status.PASS:
+        return r
+    tries = int(e["tries"])
+    if tries < 1 or len(inflight) != e["busy"] * tries or len(later) != tries:
+        return shape.pending(
+            id_, f"{len(inflight)} in-flight and {len(later)} later output(s) recorded for {tries} tr(ies)", **e
+        )
     if not e["issued_while_active"]:
-        return pending(id_, "could not observe the work in flight before issuing the unload", **e)
-    if e.get("active_while_unload_waits", 0) > e.get("busy", 0):
-        return failed(
+        return shape.pending(id_, "could not observe the work in flight before issuing the unload", **e)
+    if not e["requests_done"] or len(e["requests_latency"]) != len(e["requests_done"]):
+        return shape.pending(id_, "the in-flight work's replies were not recorded", **e)
+    if server_order(e) != "queued_behind":
+        tries = int(e.get("tries") or 1)
+        exhausted = tries >= int(e.get("max_tries") or tries + 1)
+        return (shape.blocked if exhausted else shape.pending)(
             id_,
-            f"a request sent after the {which} unload was admitted while the "
-            f"unload waited ({e['active_while_unload_waits']} active > {e['busy']} in "
-            "front): it barged past the waiting manager",
+            "the server's order of the later request and the waiting unload was not observed (it was not seen "
+            "queued behind the unload with a slot free, nor admitted past it)"
+            + (f" in {tries} tries" if exhausted else ""),
             **e,
         )
-    if not unload_waited(e) or not e["ended_unloaded"]:
-        return failed(
+    state = "ok" if e.get("unloaded_seen") else unloaded_state(e)
+    if state != "ok" or not e.get("unloaded_seen"):
+        return shape.pending(
             id_,
-            f"unload returned at {e['unload_done']}s, before the in-flight work "
-            f"finished (last reply {max(e['requests_done'], default=0)}s), or the model "
-            f"stayed loaded (ended_unloaded={e['ended_unloaded']})",
+            "the model was not shown unloaded: /v1/models showed no loaded:false after the in-flight work drained "
+            + ("(the server publishes no `loaded`)" if state == "no_loaded" else "(too few status samples)"),
             **e,
         )
-    return exact_result(id_, t, f"{which} unload waited for in-flight work; outputs and reload", ctx, RUN)
+    r.evidence["rests_on"].update({"unload waited": True, "later request queued behind": True, "unloaded": True})
+    r.evidence["probe"] = e
+    return r
 
 
+@shape.judge("M4.targeted_unload")
 def m4_targeted_unload(ctx: Context) -> Result:
     """M4.targeted_unload: unloading this model waits for its in-flight work."""
     return _unload(ctx, "targeted", "M4.targeted_unload")
 
 
+@shape.judge("M4.all_unload")
 def m4_all_unload(ctx: Context) -> Result:
     """M4.all_unload: unloading every model waits for the in-flight work."""
     return _unload(ctx, "all", "M4.all_unload")
 
 
+@shape.judge("M4.unload_during_first_load")
 def m4_unload_during_first_load(ctx: Context) -> Result:
     """M4.unload_during_first_load: an unload issued during the first lazy load waits for
-    it, and the reload matches the cold reference."""
+    it, the model ends unloaded, and the reload matches the cold reference."""
     id_ = "M4.unload_during_first_load"
+    for a in _aside(ctx, "m4_unload_during_first_load"):
+        if (why := first_load_violation(a)) is not None:
+            return shape.failed(id_, f"in a set-aside recovery attempt ({a['set_aside']}): {why}", violation=a)
     if (missing := _missing(ctx, id_)) is not None:
         return missing
     e = _probe(ctx, "m4_unload_during_first_load")
     if e is None:
-        return pending(id_, "not recorded")
-    if not e["issued_during_load"]:
-        return pending(id_, "the first load finished before the unload could be issued", **e)
-    if not unload_waited(e) or not e["ended_unloaded"]:
-        return failed(
-            id_,
-            "unload did not wait for the first load (returned at "
-            f"{e['unload_done']}s, request done at {max(e['requests_done'], default=0)}s)"
-            f" or the model stayed loaded ({e['ended_unloaded']=})",
-            **e,
-        )
+        return shape.pending(id_, "not recorded")
+    if (why := first_load_violation(e)) is not None:
+        r = shape.failed(id_, why, violation=why, **e)
+        r.reproduction = ctx.repro(RUN)
+        return r
     phases = ("unload_during_load_first", "unload_during_load_reload")
-    return exact_result(
+    if [len(ctx.rec.requests(RUN, (p,))) for p in phases] != [1, 1]:
+        return shape.pending(id_, "the first request's or the reload's output was not recorded", **e)
+    r = exact_result(
         id_,
         ctx.judge(ctx.rec.requests(RUN, phases)),
         "unload during the first lazy load waited; reload matches the cold reference",
         ctx,
         RUN,
     )
+    if r.status is not Status.PASS:
+        return r
+    if not e["issued_during_load"]:
+        return shape.pending(id_, "the first load finished before the unload could be issued", **e)
+    if not e["requests_done"] or len(e["requests_latency"]) != len(e["requests_done"]):
+        return shape.pending(id_, "the first request's reply times were not recorded", **e)
+    ended = e.get("ended_unloaded") if "unload_check" not in e else unload_check(e["unload_check"]) == "ok"
+    if not ended:
+        return shape.pending(id_, "the model was not shown unloaded after the unload (too few status samples)", **e)
+    r.evidence["rests_on"].update({"unload waited for the load": True, "unloaded": True})
+    return r
 
 
+@shape.judge("M4.adapter_overrides")
 def m4_adapter_overrides(ctx: Context) -> Result:
     """M4.adapter_overrides: not applicable until a plan declares adapter overrides."""
-    return not_applicable(
+    return shape.not_applicable(
         "M4.adapter_overrides",
         "the plan declares no adapter-specific queue/timeout/eviction overrides; shared semantics are F1/F5",
     )
@@ -224,4 +353,28 @@ def judge_m4(ctx: Context) -> list[Result]:
     for r in out:
         if r.id in ON_RECOVERY:
             r.limitations.append("reuses M2 unload/reload evidence for the per-start unload/reload")
+    return out
+
+
+def aside_violations(ctx: Context) -> list[dict[str, Any]]:
+    """Lifecycle violations in set-aside recovery attempts (Q5 at model level): a lease left
+    held, an unload that did not wait, barged or left the model loaded."""
+    out: list[dict[str, Any]] = []
+    for kind in ("m4_invalid_alongside", "m4_load_failure"):
+        out += [
+            {"run": RUN, "kind": kind, **e}
+            for e in _aside(ctx, kind)
+            if "skipped" not in e and lease_held(e.get("drained"))
+        ]
+    for which in ("targeted", "all"):
+        out += [
+            {"run": RUN, "kind": f"m4_{which}_unload", "set_aside": e["set_aside"], "violation": why}
+            for e in _aside(ctx, f"m4_{which}_unload")
+            if (why := unload_violation(e, which)) is not None
+        ]
+    out += [
+        {"run": RUN, "kind": "m4_unload_during_first_load", "set_aside": e["set_aside"], "violation": why}
+        for e in _aside(ctx, "m4_unload_during_first_load")
+        if (why := first_load_violation(e)) is not None
+    ]
     return out

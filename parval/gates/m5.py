@@ -10,6 +10,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+from parval.gates import shape
 from parval.gates.m5_rules import CountInputs, StabilisationRule
 from parval.gates.m5_samples import (
     INCLUDES,
@@ -22,7 +23,7 @@ from parval.gates.m5_samples import (
     summarise_start,
 )
 from parval.gates.m5_stable import m5_stable
-from parval.status import Result, not_applicable, passed, pending
+from parval.status import Result
 
 
 def _fmt(x: float | None) -> str:
@@ -47,9 +48,12 @@ def _interval_text(sums: list[dict[str, Any]]) -> str:
     return ", ".join(parts)
 
 
+@shape.judge("M5.sampled")
 def m5_sampled(inp: CountInputs) -> Result:
     """Every start sampled host (and, where required, GPU) memory in every phase group."""
     sums, gpu_required = inp.sums, inp.gpu_required
+    if len(sums) < inp.expected_starts:
+        return shape.pending("M5.sampled", f"{len(sums)} start(s) with memory samples, {inp.expected_starts} needed")
     per_start = []
     host_gaps, gpu_gaps = [], []
     for s in sums:
@@ -87,16 +91,32 @@ def m5_sampled(inp: CountInputs) -> Result:
         gpu_text = "GPU memory incomplete: " + "; ".join(gpu_gaps)
     else:
         gpu_text = f"GPU memory sampled in every start ({sums[0]['gpu_info']})"
+    unrecorded = [s["start_index"] for s in sums if not s.get("sampler_recorded", True)]
+    if unrecorded:
+        host_gaps.append(f"start(s) {unrecorded}: the sampler's record (intervals) is missing")
+        host_text = "host memory incomplete: " + "; ".join(host_gaps)
     reason = f"{host_text}; {gpu_text}; {_interval_text(sums)}"
     ok = not host_gaps and (not gpu_required or (not unavailable and not gpu_gaps))
-    result = passed("M5.sampled", reason, **evidence) if ok else pending("M5.sampled", reason, **evidence)
+    result = (
+        shape.passed(
+            "M5.sampled",
+            reason,
+            {"starts with host samples in every phase group": [s["start_index"] for s in sums if s["samples"]["host"]]},
+            **evidence,
+        )
+        if ok and sums
+        else shape.pending("M5.sampled", reason, **evidence)
+    )
     result.limitations = limitations
     return result
 
 
+@shape.judge("M5.peaks")
 def m5_peaks(inp: CountInputs) -> Result:
     """The first-request peak is reported for every required metric, with what it includes."""
     sums, gpu_required = inp.sums, inp.gpu_required
+    if len(sums) < inp.expected_starts:
+        return shape.pending("M5.peaks", f"{len(sums)} start(s) with memory samples, {inp.expected_starts} needed")
     wanted = ["host_rss", "host_pss"] + (["gpu_device", "gpu_process"] if gpu_required else [])
     per_start = []
     for s in sums:
@@ -125,6 +145,8 @@ def m5_peaks(inp: CountInputs) -> Result:
         "note": "retained-after-unload is reported, not judged: a logical unload is not freed memory",
     }
     missing = []
+    if unrecorded := [s["start_index"] for s in sums if not s.get("sampler_recorded", True)]:
+        missing.append(f"the sampler's record of start(s) {unrecorded} is missing")
     if any(v is None for v in peaks("host_rss")):
         missing.append("host first-request peak missing (no cold_load/cold_wave host samples) in some start")
     unavailable = gpu_unavailable(sums)
@@ -134,9 +156,11 @@ def m5_peaks(inp: CountInputs) -> Result:
         missing.append("GPU first-request peak missing (no cold GPU samples) in some start")
     figures = ", ".join(f"{m} {_fmt(v)}" for m, v in summary.items())
     reason = f"first-request peak (max over {len(sums)} starts): {figures or 'none'}"
-    if missing:
-        return pending("M5.peaks", reason + "; " + "; ".join(missing), **evidence)
-    return passed("M5.peaks", reason + f"; includes {INCLUDES['host_rss']}", **evidence)
+    if missing or not summary:
+        return shape.pending("M5.peaks", reason + "; " + "; ".join(missing or ["no peak measured"]), **evidence)
+    return shape.passed(
+        "M5.peaks", reason + f"; includes {INCLUDES['host_rss']}", {"first-request peaks": summary}, **evidence
+    )
 
 
 def _aggregate(sums: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
@@ -157,14 +181,35 @@ def _aggregate(sums: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]
     return agg
 
 
+@shape.judge("M5.baseline")
 def m5_baseline(inp: CountInputs) -> Result:
-    """Candidate against a declared baseline run at the same count (medians over starts)."""
+    """Candidate against the baseline build at the same count and settings (medians over
+    starts), when the plan declares a retention investigation or memory change
+    (`memory.baseline_comparison`): then the campaign runs baseline memory starts."""
     count, sums, baseline = inp.count, inp.sums, inp.baseline
-    if baseline is None:
-        return not_applicable("M5.baseline", "no retention investigation or memory change declared")
-    base = [summarise_start(b) for b in baseline if b.count == count]
+    if inp.baseline_reason is None:
+        return shape.not_applicable(
+            "M5.baseline",
+            "the plan declares no retention investigation or memory change (memory.baseline_comparison), so the "
+            "candidate's memory is not compared with the baseline build's",
+        )
+    base = [summarise_start(b) for b in baseline or [] if b.count == count]
     if not base:
-        return pending("M5.baseline", f"baseline has no start at count {count}; comparison not made")
+        return shape.pending(
+            "M5.baseline",
+            f"a baseline comparison is declared ({inp.baseline_reason}), but no baseline memory start at count "
+            f"{count} was recorded; comparison not made",
+        )
+    empty_starts = [
+        s["start_index"] for s in [*sums, *base] if not s["samples"]["host"] or not s.get("sampler_recorded", True)
+    ]
+    if len(sums) < inp.expected_starts:
+        return shape.pending(
+            "M5.baseline",
+            f"{len(sums)} candidate start(s) with memory samples at count {count}, {inp.expected_starts} needed",
+        )
+    if empty_starts:
+        return shape.pending("M5.baseline", f"start(s) {empty_starts} recorded no host memory samples at count {count}")
     cand, ref = _aggregate(sums), _aggregate(base)
     compare: dict[str, Any] = {}
     for m in cand.keys() & ref.keys():
@@ -179,15 +224,18 @@ def m5_baseline(inp: CountInputs) -> Result:
             for key in cand[m]
         }
     host = compare.get("host_rss", {})
+    if not host:
+        return shape.pending("M5.baseline", f"no host memory figure measured on both builds at count {count}")
     text = ", ".join(
         f"{key} {_fmt(v['baseline'])} -> {_fmt(v['candidate'])}"
         for key, v in host.items()
         if key in ("first_request_peak_mib", "warm_steady_state_mib", "residue_mib")
     )
-    return passed(
+    return shape.passed(
         "M5.baseline",
-        f"compared with baseline at count {count} ({len(base)} baseline / {len(sums)} candidate "
-        f"starts; medians over starts): host_rss {text or 'n/a'}",
+        f"compared with the baseline build at count {count} ({len(base)} baseline / {len(sums)} candidate "
+        f"starts; medians over starts; declared: {inp.baseline_reason}): host_rss {text or 'n/a'}",
+        {"baseline starts": base, "candidate starts": sums, "host_rss comparison": host},
         comparison=compare,
         baseline_starts=len(base),
         candidate_starts=len(sums),
@@ -209,6 +257,8 @@ def assess_m5(
     *,
     baseline: list[StartMemory] | None = None,
     gpu_required: bool = True,
+    baseline_reason: str | None = None,
+    expected_starts: int = 0,
 ) -> list[Result]:
     """M5.sampled/peaks/stable/baseline for every count present in `starts`, in count order.
 
@@ -218,7 +268,9 @@ def assess_m5(
     results: list[Result] = []
     for count in sorted({s.count for s in starts}):
         group = sorted((s for s in starts if s.count == count), key=lambda s: s.start_index)
-        inp = CountInputs(count, [summarise_start(s) for s in group], rule, gpu_required, baseline)
+        inp = CountInputs(
+            count, [summarise_start(s) for s in group], rule, gpu_required, baseline, baseline_reason, expected_starts
+        )
         for judge in JUDGES.values():
             r = judge(inp)
             r.count = count

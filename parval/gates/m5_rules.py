@@ -41,6 +41,10 @@ class CountInputs:
     rule: StabilisationRule | None
     gpu_required: bool
     baseline: list[StartMemory] | None
+    # Why the plan compares memory with the baseline build (memory.baseline_comparison).
+    baseline_reason: str | None = None
+    # The starts a verdict at this count rests on (the procedure's three, or the plan's more).
+    expected_starts: int = 0
 
 
 def wave_growth(sums: list[dict[str, Any]], metric: str, k: int | None) -> list[dict[str, Any]]:

@@ -44,6 +44,9 @@ class StartMemory:
     gpu_info: str  # sampler info()["gpu"]
     interval: dict[str, float]
     guard_stop: dict[str, Any] | None = None  # sample that tripped the guard
+    # Whether the sampler's own record (intervals, GPU info, guard) came with the start's end:
+    # without it the interval cannot be reported, nor a guard stop ruled out.
+    sampler_recorded: bool = True
 
 
 # --- phase helpers ---------------------------------------------------------------------
@@ -210,4 +213,5 @@ def summarise_start(start: StartMemory) -> dict[str, Any]:
         "phases_sampled": phases,
         "metrics": {m: _metric_summary(_points(start.samples, m)) for m in METRICS},
         "guard_stop": start.guard_stop,
+        "sampler_recorded": start.sampler_recorded,
     }

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from parval.gates import shape
 from parval.gates.m5_rules import CountInputs, retention, retention_metrics, tested_range, wave_growth
 from parval.gates.m5_samples import METRICS, gpu_unavailable
-from parval.status import Result, Status, blocked, failed, passed, pending
+from parval.gates.shape import blocked, pending
+from parval.status import Result, Status
 
 LIMITATIONS = [
     "retained-after-unload: the idle level after each unload is compared with the one before "
@@ -35,7 +37,7 @@ def _with_retention(r: Result, found: list[dict[str, Any]]) -> Result:
     unclear = [x["text"] for x in found if x["status"] == "pending"]
     if r.status is not Status.FAIL and fails:
         reason = "; ".join(fails) + f"; per-wave: {r.reason}"
-        return Result("M5.stable", Status.FAIL, reason, r.evidence)
+        return shape.failed("M5.stable", reason, violation=[x for x in found if x["status"] == "fail"], **r.evidence)
     if r.status is Status.PASS and unclear:
         reason = "; ".join(unclear) + f"; per-wave: {r.reason}"
         return Result("M5.stable", Status.PENDING, reason, r.evidence)
@@ -62,6 +64,7 @@ def _evidence(inp: CountInputs, diagnostics: dict[str, list[dict[str, Any]]]) ->
     }
 
 
+@shape.judge("M5.stable")
 def m5_stable(inp: CountInputs) -> Result:
     """The per-wave verdict under the declared rule, combined with the retention verdict."""
     count, sums, rule = inp.count, inp.sums, inp.rule
@@ -96,6 +99,18 @@ def m5_stable(inp: CountInputs) -> Result:
             )
         )
 
+    if len(sums) < inp.expected_starts:
+        return out(
+            pending("M5.stable", f"{len(sums)} start(s) with memory samples, {inp.expected_starts} needed", **evidence)
+        )
+    if unrecorded := [s["start_index"] for s in sums if not s.get("sampler_recorded", True)]:
+        return out(
+            pending(
+                "M5.stable",
+                f"the sampler's record of start(s) {unrecorded} is missing: a guard stop cannot be ruled out",
+                **evidence,
+            )
+        )
     range_metric = rule.metric if rule else "host_rss"
     tested = tested_range(diagnostics.get(range_metric) or wave_growth(sums, range_metric, None), count)
     if rule is None:
@@ -130,11 +145,12 @@ def m5_stable(inp: CountInputs) -> Result:
     if not over:
         worst = max(g["window_growth_mib"] for g in growth)
         return out(
-            passed(
+            shape.passed(
                 "M5.stable",
                 f"{rule.metric} per-wave peak grew at most {worst:+.1f} MiB over the last "
                 f"{rule.last_k_waves} waves in every start (declared bound < {bound:g} MiB); "
                 f"{tested}",
+                {"per-wave growth of each start": growth, "declared bound": bound},
                 **evidence,
             )
         )
@@ -149,7 +165,12 @@ def m5_stable(inp: CountInputs) -> Result:
     )
     if monotonic_everywhere:
         return out(
-            failed("M5.stable", f"continuing growth in every start, on every wave: {diag}; {tested}", **evidence)
+            shape.failed(
+                "M5.stable",
+                f"continuing growth in every start, on every wave: {diag}; {tested}",
+                violation=over,
+                **evidence,
+            )
         )
     return out(
         pending(

@@ -4,8 +4,13 @@ vary cannot show parity. Lifecycle and request-error FAILs stand either way."""
 
 from __future__ import annotations
 
-from parval.gates.context import SerialVerdict
+from pathlib import Path
+from typing import Any
+
+from parval.gates.compare import within_tolerance
+from parval.gates.planted import plant_beyond
 from parval.gates.records import Records
+from parval.gates.serial import SerialVerdict
 from parval.status import Result, Status
 
 # The verdicts that rest on output comparison: the ones masked, and the ones Q5 reads.
@@ -30,10 +35,33 @@ COMPARISON_IDS = {
 }
 
 
-def negative_control_caught(rec: Records) -> bool:
-    """Did the last planted mismatch (the negative control) get caught?"""
+def negative_control_caught(rec: Records, run_dir: Path | None = None, tolerance: int | None = None) -> bool:
+    """Did the last planted mismatch (the negative control) get caught? With a tolerance in
+    force, the planted sample change beyond it must not be covered by it either: the
+    tolerance path is shown able to fail too (judged again from the recorded artifacts)."""
     neg = rec.kind("negative_control")
-    return bool(neg) and neg[-1].get("caught") is True
+    if not neg or neg[-1].get("caught") is not True:
+        return False
+    if tolerance is None:
+        return True
+    return tolerance_path_caught(neg[-1], run_dir, tolerance)
+
+
+def tolerance_path_caught(neg: dict[str, Any], run_dir: Path | None, tolerance: int) -> bool:
+    """The control's reply with one sample moved by one LSB more than the tolerance must not
+    be within the tolerance of the original (False when that cannot be shown)."""
+    source = (neg.get("source") or {}).get("artifact")
+    if run_dir is None or not source:
+        return False
+    try:
+        body = (run_dir / "artifacts" / f"{source}.json").read_bytes()
+        beyond = plant_beyond(body, tolerance)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if beyond is None:
+        return False
+    covered, _ = within_tolerance(beyond, body, [], tolerance)
+    return not covered
 
 
 def output_failure(r: Result) -> bool:
@@ -43,10 +71,14 @@ def output_failure(r: Result) -> bool:
 
 def mask_comparisons(results: list[Result], caught: bool, serial: SerialVerdict) -> None:
     """A comparator that cannot fail proves nothing: without a caught planted mismatch the
-    comparison verdicts are BLOCKED. Serial variation makes them "parity unverified".
+    comparison verdicts are BLOCKED. Serial variation makes them "parity unverified": a
+    PASS is not given while serial variation is not shown absent (or within a declared
+    tolerance), and an output FAIL is masked only where variation was measured and seen
+    (a mismatch against an unmeasured baseline stands).
     Only verdicts that rest on output comparison are masked: a FAIL on lifecycle evidence
     (a lease left held, barging, an unload that did not wait, counters not drained) or on
     request errors stands whatever the outputs do."""
+    varies = bool(serial[2].get("varies")) and serial[0] is not Status.PASS
     for r in results:
         if r.id not in COMPARISON_IDS or r.status is Status.NOT_APPLICABLE:
             continue
@@ -58,7 +90,7 @@ def mask_comparisons(results: list[Result], caught: bool, serial: SerialVerdict)
                 Status.BLOCKED,
                 ("negative control not caught (or not run): the comparator was not shown able to fail; " + r.reason),
             )
-        elif serial[0] is not Status.PASS and r.status in (Status.PASS, Status.FAIL):
+        elif serial[0] is not Status.PASS and (r.status is Status.PASS or (r.status is Status.FAIL and varies)):
             r.evidence["status_before_serial_check"] = str(r.status)
-            r.status = Status.PENDING
+            r.status = Status.BLOCKED if serial[0] is Status.BLOCKED else Status.PENDING
             r.reason = f"parity unverified ({serial[1]}); " + r.reason

@@ -8,34 +8,76 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from parval.gates import shape
 from parval.gates.context import REF_PHASES, Context
 from parval.gates.exactness import failure_key
+from parval.gates.m2_evidence import active_violations, drain_violations, unload_violations
+from parval.gates.m4_recovery import aside_violations
 from parval.gates.masking import COMPARISON_IDS
 from parval.gates.volatility import volatility
-from parval.status import Result, Status, combine, failed, not_applicable, passed, pending
+from parval.status import Result, Status, combine
 
 # Excluding a path ending in one of these would hide what the model produced.
 MEANINGFUL_FIELDS = ("meta", "metadata", "artifacts", "named_audio_outputs", "audio", "text", "segments")
 
 
+STARTED_BY = ("run_start", "run_end", "server_ready", "request", "wave")
+
+
+def planned_starts_unrecorded(ctx: Context) -> str:
+    """The planned starts whose record (the settings they loaded) is missing, in words (""
+    when none): the four reference starts and, at every count the campaign covered, the
+    required count starts. A start that crashed or was stopped still recorded what it
+    loaded; its failure is judged where it happened (M2.starts, M1), not here."""
+    from parval.gates.count_starts import required_starts
+    from parval.gates.execution_path import campaign_counts
+
+    # every start the run's events name (a start whose own record is gone leaves its others)
+    started = {str(e["run"]) for e in ctx.rec.events if e.get("kind") in STARTED_BY and e.get("run")}
+    refs = sorted(
+        r
+        for r in started | {"ref-baseline-a", "ref-baseline-b", "ref-candidate-legacy", "ref-candidate-cap1"}
+        if r not in ctx.rec.runs
+    )
+    need = required_starts(ctx)
+    short = {n: k for n in campaign_counts(ctx) if (k := len(ctx.rec.count_runs(n))) < need}
+    parts = [f"{', '.join(refs)} not recorded"] if refs else []
+    if short:
+        parts.append(f"recorded starts per count {short}, {need} needed")
+    return "; ".join(parts)
+
+
+@shape.judge("Q1")
 def q1_settings(ctx: Context, results: list[Result]) -> Result:
     """Q1: every compared run loaded the model with the same settings (slots aside)."""
     settings = {}
+    unrecorded = []
     for run, start in ctx.rec.runs.items():
         models = (start.get("config") or {}).get("models") or []
         entry = next((m for m in models if m.get("id") == ctx.plan["model"]["id"]), None)
         if entry is not None:
             settings[run] = {k: v for k, v in entry.items() if k not in ("slots", "id")}
+        else:
+            unrecorded.append(run)
     distinct = {repr(sorted(v.items())) for v in settings.values()}
     if len(distinct) > 1:
         first = next(iter(settings.values()))
         differing = sorted({k for v in settings.values() for k in set(v) | set(first) if v.get(k) != first.get(k)})
-        return failed("Q1", f"quality settings differ between compared runs: {differing}")
+        return shape.failed(
+            "Q1", f"quality settings differ between compared runs: {differing}", violation=differing, settings=settings
+        )
     if not settings:
-        return pending("Q1", "no compared run recorded the model's settings: nothing to compare")
-    return passed(
+        return shape.pending("Q1", "no compared run recorded the model's settings: nothing to compare")
+    if len(settings) < 2:
+        return shape.pending("Q1", f"only {next(iter(settings))} recorded the model's settings: nothing to compare")
+    if unrecorded:
+        return shape.pending("Q1", f"start(s) {unrecorded[:6]} recorded no settings of the model: not compared")
+    if missing := planned_starts_unrecorded(ctx):
+        return shape.pending("Q1", f"the settings of planned starts are not all recorded: {missing}")
+    return shape.passed(
         "Q1",
         f"identical model settings in all {len(settings)} compared runs",
+        {"runs with the model's settings": sorted(settings)},
         quality_settings=(ctx.plan.get("compare") or {}).get("quality_settings", {}),
     )
 
@@ -61,6 +103,7 @@ def _baseline_groups(ctx: Context) -> tuple[dict[str, list[Any]], list[str]]:
     return groups, problems
 
 
+@shape.judge("Q2")
 def q2_volatile_fields(ctx: Context, results: list[Result]) -> Result:
     """Q2: only fields measured to be volatile may be excluded: each excluded path must
     vary across identical serial requests in the recorded baseline runs (every leaf of an
@@ -68,10 +111,23 @@ def q2_volatile_fields(ctx: Context, results: list[Result]) -> Result:
     vol = (ctx.plan.get("compare") or {}).get("volatile_fields", [])
     whole = [v["path"] for v in vol if v["path"].split(".")[-1] in MEANINGFUL_FIELDS]
     if whole:
-        return failed("Q2", f"volatile exclusions remove meaningful output: {whole}")
+        return shape.failed("Q2", f"volatile exclusions remove meaningful output: {whole}", violation=whole)
     if not vol:
-        return passed("Q2", "no field excluded: every output field is compared", raw_responses="artifacts/")
+        return shape.passed(
+            "Q2",
+            "no field excluded: every output field is compared",
+            {"compared fields": "every field"},
+            raw_responses="artifacts/",
+        )
     groups, problems = _baseline_groups(ctx)
+    for run in ("ref-baseline-a", "ref-baseline-b"):
+        got = {
+            (e["req"], e["phase"])
+            for e in ctx.rec.requests(run, REF_PHASES)
+            if e.get("artifact") and e.get("ref") and (e.get("reply") or {}).get("outcome") == "ok"
+        }
+        if not ctx.rec.complete(run) or got != {(q, p) for q in ctx.request_names for p in REF_PHASES}:
+            problems.append(f"{run} is not recorded whole (every request cold, warm and repeated warm, raw replies)")
     measured = [{**volatility(groups, v["path"]), "justification": v["justification"]} for v in vol]
     ev: dict[str, Any] = {
         "volatile_fields": measured,
@@ -81,90 +137,135 @@ def q2_volatile_fields(ctx: Context, results: list[Result]) -> Result:
     }
     stable = [m for m in measured if m["status"] == "stable"]
     if stable:
-        return failed(
+        return shape.failed(
             "Q2",
             "excluded as volatile but identical across identical serial baseline "
             "requests: " + "; ".join(f"{m['path']} (stable: {', '.join(m['stable'][:8])})" for m in stable),
+            violation=stable,
             **ev,
         )
     if not any(m["repeated_groups"] for m in measured):
-        return pending(
+        return shape.pending(
             "Q2",
             "volatility not measurable: fewer than two identical serial baseline requests with raw replies recorded",
             **ev,
         )
-    # A named path that no baseline reply carries excludes nothing there (e.g. timing.rtf on
-    # a task without audio); only a path that appeared once and was never repeated is unknown.
-    unknown = [m for m in measured if m["status"] == "unmeasured"]
+    if problems:
+        return shape.pending("Q2", "volatility not measured on the whole baseline: " + "; ".join(problems[:4]), **ev)
+    # A path that appeared once only, or never in a baseline reply, is not measured to vary:
+    # an exclusion that no baseline reply exercises would hide a field only the candidate
+    # sends (that is not "excluding nothing").
+    unknown = [m for m in measured if m["status"] in ("unmeasured", "absent")]
     if unknown:
-        return pending(
+        return shape.pending(
             "Q2",
             "volatility not shown for "
-            + "; ".join(f"{m['path']} (seen once only: {', '.join(m['unmeasured'][:8])})" for m in unknown),
+            + "; ".join(
+                f"{m['path']} (seen once only: {', '.join(m['unmeasured'][:8])})"
+                if m["status"] == "unmeasured"
+                else f"{m['path']} (never present in a baseline reply: its volatility is unmeasured, and it would "
+                "hide that field should only the candidate send it; drop the exclusion)"
+                for m in unknown
+            ),
             **ev,
         )
-    absent = [m["path"] for m in measured if m["status"] == "absent"]
-    note = f"; never present in a baseline reply, so excluding nothing: {', '.join(absent)}" if absent else ""
-    return passed(
+    varying = [m for m in measured if m["status"] == "varies"]
+    return shape.passed(
         "Q2",
         "only fields measured to vary across identical serial requests are "
         "excluded: "
-        + ", ".join(
-            f"{m['path']} ({m['justification']}; {len(m['varying'])} leaf/leaves vary)"
-            for m in measured
-            if m["status"] == "varies"
-        )
-        + note,
+        + ", ".join(f"{m['path']} ({m['justification']}; {len(m['varying'])} leaf/leaves vary)" for m in varying),
+        {"excluded fields measured to vary": varying},
         **ev,
     )
 
 
+@shape.judge("Q3")
 def q3_tolerance(ctx: Context, results: list[Result]) -> Result:
     """Q3: a tolerance, if any, was declared in the plan (hashed in the manifest) before
-    the run."""
+    the run, and applies only where serial repeats were measured to vary."""
     tol = (ctx.plan.get("compare") or {}).get("tolerance")
+    plan_sha = str((ctx.manifest.get("plan") or {}).get("sha256", ""))[:12]
+    if not plan_sha:
+        # the plan's hash in the manifest is what shows the comparison rules were fixed before the run
+        return shape.pending("Q3", "the manifest records no plan hash: the comparison rules are not shown fixed")
     if not tol:
-        return passed("Q3", "byte-exact comparison; no tolerance declared")
-    plan_sha = ctx.manifest.get("plan", {}).get("sha256", "")[:12]
-    return passed(
+        return shape.passed("Q3", "byte-exact comparison; no tolerance declared", {"plan hash": plan_sha})
+    applies = ctx.tolerance is not None
+    how = (
+        "applied: serial repeats of the baseline varied within it"
+        if applies
+        else "not applied: "
+        + (
+            "serial repeats of the baseline were byte-identical, so outputs must be byte-identical"
+            if ctx.serial[2].get("measured")
+            else "serial variation not measured"
+        )
+    )
+    return shape.passed(
         "Q3",
-        f"tolerance {tol['max_abs_sample_diff']} declared in the plan before the "
-        f"run (plan sha256 {plan_sha} in the manifest): {tol['justification']}",
+        f"tolerance {tol['max_abs_sample_diff']} (16-bit LSB, at each file's own sample format) declared in the "
+        f"plan before the run (plan sha256 {plan_sha} in the manifest): {tol['justification']}; {how}",
+        {"plan hash": plan_sha, "declared tolerance": tol},
+        tolerance_applies=applies,
     )
 
 
+@shape.judge("Q4")
 def q4_history_refs(ctx: Context, results: list[Result]) -> Result:
     """Q4: a cache-sensitive model's outputs are compared with same-history single-slot
     references only (M3.history at every count), never the closest reference."""
     if not ctx.cache_sensitive:
-        return not_applicable("Q4", "stateless model: one reference per request (cold and warm kept apart)")
+        return shape.not_applicable("Q4", "stateless model: one reference per request (cold and warm kept apart)")
     hist = [r for r in results if r.id == "M3.history"]
     st = combine(r.status for r in hist)
-    q4 = Result(
-        "Q4",
-        st,
-        "same-history single-slot references only; never the closest reference"
-        if st is Status.PASS
-        else "see M3.history",
-    )
+    if st is Status.PASS:
+        return shape.passed(
+            "Q4",
+            "same-history single-slot references only; never the closest reference",
+            {"M3.history at each count": [r.count for r in hist]},
+        )
     if st is Status.FAIL:
-        kinds = {r.evidence.get("failure_kind") for r in hist if r.status is Status.FAIL}
-        q4.evidence["failure_kind"] = "output" if kinds == {"output"} else "lifecycle"
-    return q4
+        bad = [r for r in hist if r.status is Status.FAIL]
+        kinds = {r.evidence.get("failure_kind") for r in bad}
+        return shape.failed(
+            "Q4",
+            "see M3.history",
+            violation=[{"count": r.count, "reason": r.reason} for r in bad],
+            failure_kind="output" if kinds == {"output"} else "lifecycle",
+        )
+    if st is Status.NOT_APPLICABLE or not hist:
+        return shape.pending("Q4", "M3.history was not judged")
+    return Result("Q4", st, "see M3.history")
 
 
+def lifecycle_aside(ctx: Context, count: int | None) -> list[dict[str, Any]]:
+    """Lifecycle violations seen in attempts parval set aside, in one Q5 scope: at a count,
+    its starts' waves and unloads; at model level (None), the recovery start's probes."""
+    if count is None:
+        return aside_violations(ctx)
+    rows = [
+        *active_violations(ctx, count, standing=False),
+        *drain_violations(ctx, count, standing=False),
+        *unload_violations(ctx, count, standing=False),
+    ]
+    return [r for r in rows if "set_aside" in r]
+
+
+@shape.judge("Q5")
 def q5_intermittent(ctx: Context, results: list[Result], count: int | None = None) -> Result:
     """Q5 for one scope (the model-level verdicts, count None, or one count's): every
     mismatch in its comparison verdicts, whatever later repeats did, and every failure seen
     in an attempt parval set aside (abandoned or redone) in that scope: those never prove
-    a PASS, but a mismatch, request error or crash in them stays failed."""
-    mismatches = [
-        m for r in results if r.count == count and r.id in COMPARISON_IDS for m in r.evidence.get("mismatches", [])
-    ]
+    a PASS, but a mismatch, request error, crash or lifecycle violation (counters left
+    non-zero, N never active, an unload that did not wait or did not unload) stays failed."""
+    scoped = [r for r in results if r.count == count and r.id in COMPARISON_IDS]
+    mismatches = [m for r in scoped for m in r.evidence.get("mismatches", [])]
     aside, crashes = ctx.set_aside_scope(count)
     seen = {failure_key(m) for m in mismatches}
     mismatches += [m for m in aside.mismatches if failure_key(m) not in seen]
     aside_errors = aside.errors + aside.malformed
+    lifecycle = lifecycle_aside(ctx, count)
     problems = []
     if mismatches:
         problems.append(f"{len(mismatches)} mismatch(es) recorded; a mismatch stays failed however many repeats pass")
@@ -178,19 +279,46 @@ def q5_intermittent(ctx: Context, results: list[Result], count: int | None = Non
                 for c in crashes[:5]
             )
         )
+    if lifecycle:
+        problems.append(
+            f"{len(lifecycle)} lifecycle violation(s) in attempt(s) parval set aside: "
+            + ", ".join(f"{v.get('run')} {v.get('phase') or v.get('kind') or 'unload'}" for v in lifecycle[:5])
+        )
     if problems:
-        kind = "output" if not (aside_errors or crashes) else "request" if not crashes else "lifecycle"
+        kind = (
+            "output"
+            if not (aside_errors or crashes or lifecycle)
+            else "request"
+            if not (crashes or lifecycle)
+            else "lifecycle"
+        )
         kept = ("run", "attempt", "where", "exit_code", "signal", "set_aside")
-        r = failed(
+        r = shape.failed(
             "Q5",
             "; ".join(problems),
+            violation=[*mismatches[:20], *aside_errors[:10], *crashes[:5], *lifecycle[:10]],
             failure_kind=kind,
             mismatches=mismatches[:50],
             set_aside_errors=aside_errors[:20],
             set_aside_crashes=[{k: c.get(k) for k in kept} for c in crashes],
+            set_aside_lifecycle=lifecycle[:20],
         )
     else:
-        r = passed("Q5", "no intermittent mismatch in any repeat")
+        judged = [r for r in scoped if r.status is not Status.NOT_APPLICABLE]
+        open_ = [r for r in judged if r.status is not Status.PASS]
+        compared = sum(int(r.evidence.get("compared") or 0) for r in scoped)
+        if open_:
+            r = shape.pending(
+                "Q5",
+                "no mismatch recorded, but not every comparison of the scope was completed: "
+                + ", ".join(f"{x.id} {x.status}" for x in open_[:6]),
+            )
+        else:
+            r = shape.passed(
+                "Q5",
+                "no intermittent mismatch in any repeat",
+                {"comparison verdicts": judged, "compared outputs": compared or len(judged)},
+            )
     r.count = count
     return r
 

@@ -12,9 +12,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from parval.rundir.event_fields import check_read
 from parval.rundir.events import read_events
 
 COUNT_PHASES = ("cold_wave", "warm_wave", "mixed_wave", "reload_wave", "serial_reuse")
+
+# The serial baseline repeats and reference phases a one-slot reference start records.
+REF_PHASES = ("ref_cold", "ref_warm", "ref_warm2")
+
+# Events that record a start ended early by parval (not by the server dying): it could not
+# start, stopped answering, hung past a deadline, or hit the memory guard.
+STOPPED_KINDS = ("start_failed", "start_aborted", "start_timeout", "wave_timeout", "memory_guard")
 
 
 @dataclass
@@ -23,8 +31,10 @@ class Records:
     runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> run_start
     ends: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> run_end
     by_run: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    failures: list[dict[str, Any]] = field(default_factory=list)  # start_failed/aborted/timeout
+    failures: list[dict[str, Any]] = field(default_factory=list)  # STOPPED_KINDS, each with its attempt
     crashes: list[dict[str, Any]] = field(default_factory=list)
+    # (run, attempt) -> the first STOPPED_KINDS event of that attempt
+    stopped: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     refs: dict[str, dict[str, Any]] = field(default_factory=dict)  # ref key -> request event
     # Attempts that do not stand: (run, attempt) -> {"run_start", "status", "events"}.
     set_aside: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
@@ -82,23 +92,64 @@ class Records:
             if e.get("kind") == "server_crash"
         ]
 
+    def stop_of(self, run: str) -> dict[str, Any] | None:
+        """Why parval ended the standing attempt of `run` early (None when it did not)."""
+        start = self.runs.get(run)
+        return self.stopped.get((run, start["attempt"])) if start else None
+
+    def crash_of(self, run: str) -> dict[str, Any] | None:
+        """The server crash of the standing attempt of `run` (None when it did not crash)."""
+        return next((c for c in self.crashes if c["run"] == run), None)
+
+    def complete(self, run: str) -> bool:
+        """The standing attempt of `run` ran to its end: recorded its end, no crash, not
+        stopped early (an aborted start also records its end)."""
+        return run in self.ends and self.crash_of(run) is None and self.stop_of(run) is None
+
+    def outcome(self, run: str) -> str:
+        """How a start ended, in words (for reasons): complete, or what ended it."""
+        if run not in self.runs:
+            return "not run"
+        crash = self.crash_of(run)
+        if crash is not None:
+            sig = f", {crash['signal']}" if crash.get("signal") else ""
+            return f"server crashed during {crash['where']} (exit status {crash['exit_code']}{sig})"
+        stop = self.stop_of(run)
+        if stop is not None:
+            return f"stopped: {stop['reason']}"
+        return "complete" if run in self.ends else "did not complete"
+
     def count_runs(self, n: int) -> list[str]:
         return sorted(r for r, s in self.runs.items() if s.get("role") == "count" and s.get("count") == n)
 
 
 def load_records(run_dir: Path) -> Records:
-    return build_records(read_events(run_dir / "events.jsonl"))
+    path = run_dir / "events.jsonl"
+    return build_records(read_events(path), where=str(path))
 
 
-def build_records(events: list[dict[str, Any]]) -> Records:
+def build_records(events: list[dict[str, Any]], *, where: str = "events.jsonl") -> Records:
+    """The records of a run's events, after checking that every event carries the fields
+    its kind declares (parval.rundir.event_fields): a judge never meets a missing field."""
+    events = check_read(events, where)
     rec = Records(events)
     starts: dict[str, list[dict[str, Any]]] = defaultdict(list)
     ended: set[tuple[str, int]] = set()
     crashed: set[tuple[str, int]] = set()
     abandoned: set[tuple[str, int]] = set()
-    for e in events:
+    latest: dict[str, int] = {}
+    for i, e in enumerate(events):
         kind = e.get("kind")
+        if kind in STOPPED_KINDS:
+            # A unit's failure names the unit; it belongs to that start's latest attempt.
+            run = str(e.get("run") or e.get("unit"))
+            attempt = e.get("attempt", latest.get(run))
+            if isinstance(attempt, int):
+                e = events[i] = {**e, "run": run, "attempt": attempt}
+                rec.stopped.setdefault((run, attempt), e)
+            rec.failures.append(e)
         if kind == "run_start":
+            latest[e["run"]] = e["attempt"]
             starts[e["run"]].append(e)
         elif kind == "run_end":
             ended.add((e["run"], e["attempt"]))
@@ -107,15 +158,23 @@ def build_records(events: list[dict[str, Any]]) -> Records:
         elif kind == "run_abandoned":
             abandoned.add((e["run"], e["attempt"]))
     for name, attempts in starts.items():
-        complete = [a for a in attempts if (name, a["attempt"]) in ended]
+        whole = [
+            a
+            for a in attempts
+            if (name, a["attempt"]) in ended
+            and (name, a["attempt"]) not in crashed
+            and (name, a["attempt"]) not in rec.stopped
+        ]
         died = [a for a in attempts if (name, a["attempt"]) in crashed and (name, a["attempt"]) not in abandoned]
+        cut = [a for a in attempts if (name, a["attempt"]) in ended and (name, a["attempt"]) in rec.stopped]
         # The last complete attempt stands. A start whose server died is judged too (a
-        # crash is evidence); one that parval itself abandoned (interrupted, redone on
-        # resume) never stands, but is kept below as set aside: its failures count.
-        if complete:
-            rec.runs[name] = complete[-1]
-        elif died:
-            rec.runs[name] = died[-1]
+        # crash is evidence), and so is one parval stopped after it had started (it hung,
+        # stopped answering, hit the memory guard): never complete, but what it showed
+        # counts. One that parval itself abandoned (interrupted, redone on resume) never
+        # stands, but is kept below as set aside: its failures count.
+        standing = whole or died or cut
+        if standing:
+            rec.runs[name] = standing[-1]
     for name, attempts in starts.items():
         chosen = rec.runs.get(name)
         for a in attempts:
@@ -126,8 +185,6 @@ def build_records(events: list[dict[str, Any]]) -> Records:
             rec.set_aside[which] = {"run_start": a, "status": status, "events": [], "candidate": _candidate(a)}
     for e in events:
         kind = e.get("kind")
-        if kind in ("start_failed", "start_aborted", "start_timeout", "wave_timeout"):
-            rec.failures.append(e)
         if "run" in e and "attempt" in e and (e["run"], e["attempt"]) in rec.set_aside:
             rec.set_aside[(e["run"], e["attempt"])]["events"].append(e)
         if "run" in e and "attempt" in e and rec._chosen(e):

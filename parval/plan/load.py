@@ -16,6 +16,9 @@ import yaml
 
 from parval.errors import PlanError
 from parval.plan.schemas import fill_defaults, load_schema, schema_errors
+from parval.plan.variations import VARIATION_KINDS, variation_kind, variation_problems
+
+__all__ = ["VARIATION_KINDS", "variation_kind"]
 
 # Request keys that name files on the machine running the server.
 PATH_KEYS = ("audio", "voice_ref", "source_audio", "target_voice", "prosody_ref", "style_ref")
@@ -104,7 +107,14 @@ class Plan:
 
     @property
     def waves(self) -> dict[str, int]:
-        return {k: int(v) for k, v in self.raw["waves"].items()}
+        """The plan's wave numbers; `mixed` is the resolved number below the largest count
+        (parval.plan.waves.mixed_waves)."""
+        from parval.plan.waves import mixed_waves
+
+        out = {k: int(v) for k, v in self.raw["waves"].items() if v is not None}
+        below = [n for n in self.counts if n != max(self.counts)]
+        out["mixed"] = mixed_waves(self.raw, below[0]) if below else out["mixed_at_largest"]
+        return out
 
     @property
     def timeouts(self) -> dict[str, float]:
@@ -160,32 +170,6 @@ class Plan:
             if isinstance(val, str) and not val.startswith(("data:", "/")):
                 out[key] = str(self.resolve(val))
         return out
-
-
-# The variation kind a request field implies when a variation names no `kind` (M3.variation).
-_KIND_OF_FIELD = {
-    "text": "length",
-    "max_tokens": "length",
-    "max_steps": "length",
-    "duration_seconds": "length",
-    "seed": "seed",
-    "voice_ref": "reference",
-    "voice_id": "reference",
-    "reference_text": "reference",
-    "prosody_ref": "reference",
-    "style_ref": "reference",
-    "target_voice": "reference",
-    "speaker": "reference",
-}
-VARIATION_KINDS = ("length", "seed", "reference", "preparation")
-
-
-def variation_kind(variation: dict[str, Any]) -> str:
-    """A plan variation's kind: its `kind`, else the kind its `changes` field implies."""
-    kind = variation.get("kind")
-    if isinstance(kind, str) and kind:
-        return kind
-    return _KIND_OF_FIELD.get(str(variation.get("changes", "")), "other")
 
 
 def _server(raw: dict[str, Any]) -> ServerSpec:
@@ -267,6 +251,9 @@ def load_plan(path: Path, *, check_files: bool = True, located_at: Path | None =
             f"{path}: {len(errors)} schema error(s):\n{lines}", hint="`parval schema plan` prints the plan schema"
         )
     raw = fill_defaults(load_schema("plan"), data)
+    if defects := variation_problems(raw):
+        lines = "\n".join(f"  {path.name}: {d}" for d in defects)
+        raise PlanError(f"{path}: {len(defects)} problem(s) with the request variations:\n{lines}")
     plan = Plan(path=(located_at or path).resolve(), raw=raw, sha256=hashlib.sha256(text.encode()).hexdigest())
     if check_files:
         problems = file_problems(plan)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from parval.plan.load import Plan
+from parval.plan.waves import TEN_WAVES, UNLOAD_CYCLES, mixed_waves, skipped_counts_warning
 from parval.runners.phases import WAVE_ATTEMPTS
 
 
@@ -18,8 +19,8 @@ def schedule_rows(plan: Plan) -> list[tuple[str, int, int, int]]:
     rows.append(("x1-config-slots", 2, 0, 0))
     w = plan.waves
     for n in plan.counts:
-        mixed = w["mixed_at_largest"] if n == max(plan.counts) else w["mixed"]
-        waves = 1 + w["warm"] + mixed + 1
+        mixed = mixed_waves(plan.raw, n)
+        waves = 1 + w["warm"] + mixed + UNLOAD_CYCLES
         requests = n * waves + w["serial_reuse"]
         rows.append(
             (
@@ -53,11 +54,7 @@ def describe_schedule(plan: Plan) -> str:
     lines.append(f"{'total':<34} {total[0]:>6} {total[1]:>6} {total[2]:>9}")
     if plan.cache_sensitive:
         lines.append("plus one single-slot history replay per distinct slot history")
-    repeatable = sum(
-        n * (w["warm"] + (w["mixed_at_largest"] if n == max(plan.counts) else w["mixed"])) * plan.starts_per_count
-        for n in plan.counts
-        if n > 1
-    )
+    repeatable = sum(n * (w["warm"] + mixed_waves(plan.raw, n)) * plan.starts_per_count for n in plan.counts if n > 1)
     if repeatable:
         lines.append(
             f"plus up to {repeatable * (WAVE_ATTEMPTS - 1)} requests of repeated waves: a warm "
@@ -65,13 +62,33 @@ def describe_schedule(plan: Plan) -> str:
             "publishes slot counters and the client's overlap was too short to show N leases"
         )
     for n in plan.counts:
-        mixed = w["mixed_at_largest"] if n == max(plan.counts) else w["mixed"]
+        mixed = mixed_waves(plan.raw, n)
         mixes = mixed if n == 1 else (mixed + 1) // 2  # n>1: each mix also runs reversed
         if mixes * n < reqs:
             lines.append(
                 f"warning: at count {n}, {mixed} mixed wave(s) x {n} slot(s) cannot use all {reqs} "
                 "requests; M3.variation will stay PENDING there (raise waves.mixed)"
             )
-    if max(plan.counts) and w["mixed_at_largest"] < 10:
-        lines.append("warning: fewer than ten mixed waves at the largest count: M3.ten_waves will FAIL")
+    lines += plan_warnings(plan)
     return "\n".join(lines)
+
+
+def plan_warnings(plan: Plan) -> list[str]:
+    """What keeps this plan's counts from being admitted whatever the server does: a skipped
+    count (admission is consecutive from one and never enables an untested count) and too
+    few mixed waves where a count may end up the largest admitted (M3.ten_waves)."""
+    out = [w] if (w := skipped_counts_warning(plan.counts)) else []
+    largest = max(plan.counts)
+    if mixed_waves(plan.raw, largest) < TEN_WAVES:
+        out.append(
+            f"warning: fewer than {TEN_WAVES} mixed waves at the largest count ({largest}): M3.ten_waves stays "
+            "PENDING there"
+        )
+    short = [n for n in plan.counts if n != largest and mixed_waves(plan.raw, n) < TEN_WAVES]
+    if short:
+        out.append(
+            f"warning: counts {', '.join(map(str, short))} run {mixed_waves(plan.raw, short[0])} mixed wave(s) per "
+            f"start (waves.mixed): fewer than {TEN_WAVES}, so none of them can be the largest admitted count "
+            "(M3.ten_waves); if a larger count fails, they are not admitted either"
+        )
+    return out

@@ -203,7 +203,7 @@ def starter_plan(config: dict[str, Any], entry: dict[str, Any], config_path: Pat
         "",
         f"counts: {_y(counts)}          # 1 up to the config's advertised slots ({counts[-1]})",
         "starts_per_count: 3          # the procedure's minimum (M2.starts)",
-        "waves: {warm: 2, mixed: 4, mixed_at_largest: 10, serial_reuse: 2}",
+        "waves: {warm: 2, mixed_at_largest: 10, serial_reuse: 2}   # ten mixed waves at every count",
         "",
         *_requests(task),
         "",

@@ -12,6 +12,7 @@ from parval.procedure.entry import (
     NEGATIVE,
     NO_UI,
     PLAN,
+    REFS,
     SET_ASIDE,
     Entry,
     Gate,
@@ -34,8 +35,18 @@ def _m4(
 def _unload_event(which: str) -> str:
     return (
         f"`m4_{which}_unload` event (issued_while_active, unload_done, requests_done, "
-        "requests_latency, active_while_unload_waits, busy, ended_unloaded)"
+        "requests_latency, busy, gap_s, unload_pending_at_later_send, later_order, later_samples, "
+        "unloaded_seen, unload_check)"
     )
+
+
+UNLOAD_NOTES = (
+    "unloaded means /v1/models showed loaded:false after the in-flight work drained (or on the quiet "
+    "second unload), never the reply's `unloaded` list; barging needs the server's order: the later request, "
+    "sent a gap derived from the measured service time after the still-pending unload, seen admitted past "
+    "it (FAIL) or queued behind it with a slot free (needed for a PASS); otherwise PENDING",
+    "a recovery start whose server crashed FAILs the probe it was running and leaves the later probes BLOCKED",
+)
 
 
 M4_ENTRIES = (
@@ -61,21 +72,25 @@ M4_ENTRIES = (
         "M4.targeted_unload",
         "m4_targeted_unload",
         (_unload_event("targeted"), "`request` events of phases unload_targeted_inflight and unload_targeted_later"),
-        ("barging",),
+        ("barging", "unload_keeps_loaded"),
+        UNLOAD_NOTES,
     ),
     _m4(
         "M4.all_unload",
         "m4_all_unload",
         (_unload_event("all"), "`request` events of phases unload_all_inflight and unload_all_later"),
+        ("unload_keeps_loaded", "segv_unload_all_busy"),
+        UNLOAD_NOTES,
     ),
     _m4(
         "M4.unload_during_first_load",
         "m4_unload_during_first_load",
         (
-            "`m4_unload_during_first_load` event (issued_during_load, unload_done, requests_done, ended_unloaded)",
+            "`m4_unload_during_first_load` event (issued_during_load, unload_done, requests_done, unload_check)",
             "`request` events of phases unload_during_load_first and unload_during_load_reload",
         ),
         ("unload_skips_load",),
+        UNLOAD_NOTES[1:],
     ),
     Entry(
         "M4.adapter_overrides",
@@ -115,16 +130,23 @@ M5_ENTRIES = (
         (
             "PENDING without a stabilisation rule in the plan; FAIL only when growth shows on "
             "every wave of every start beyond the bound, or the residue grows cycle to cycle",
+            "BLOCKED when the memory guard (memory.guard_mib) stopped a start (its `memory_guard` event; the "
+            "count's M2.starts is BLOCKED too)",
             "the stand-in fault memory_growth leaves it PENDING or FAIL",
         ),
     ),
     _m5(
         "M5.baseline",
         f"{M5}:m5_baseline",
-        (MEMORY + " of a declared baseline run at the same count (medians over starts)",),
+        (
+            MEMORY + " of the membase-<N> start (the baseline build, same model settings and waves) at the "
+            "same count (medians over starts)",
+            PLAN + ": memory.baseline_comparison (reason)",
+        ),
         notes=(
-            "NOT_APPLICABLE unless a retention investigation or memory change declares a "
-            "baseline (parval run passes none to parval.gates.m5:assess_m5)",
+            "NOT_APPLICABLE unless the plan declares memory.baseline_comparison (a retention investigation or "
+            "memory change): then the campaign runs one baseline-build start per count and M5.baseline compares "
+            "them; PENDING when that start is missing",
         ),
     ),
 )
@@ -151,15 +173,24 @@ M6_ENTRIES = (
         "M6.streaming",
         "m6_streaming",
         (
-            "`m6_streaming` event on the modes start (streams: pcm_sha256, done, disconnected, "
-            "cut, t_send / t_done; reference_pcm_sha256, max_active, counters_present, drained)",
+            "`m6_streaming` event on the modes start (streams: ref, pcm_sha256, done, disconnected, "
+            "cut, t_send / t_done; max_active, counters_present, drained)",
+            REFS + ": the reference each stream names (warm: the modes start warms every slot first)",
         ),
         "PENDING at count 1, without slot counters, or when no stream was cut mid-stream",
+        "each stream is compared with the upstream reference of its request and history, never with an "
+        "output of the candidate",
     ),
     _m6_compared(
         "M6.batch",
         "m6_batch",
-        ("`m6_batch` event on the modes start (batches, expected_results, results: index, status, exact; drained)",),
+        (
+            "`m6_batch` event on the modes start (batches, expected_results, results: batch, index, ref, canon, "
+            "artifact, status; drained)",
+            REFS + ": the reference each result names, compared without `timing` (null in batch results)",
+        ),
+        "every request of a batch needs exactly one result, paired by index (batch_repeats_first fails it); "
+        "PENDING when the drain cannot be shown (no counters), FAIL when a lease is left held",
     ),
 )
 
@@ -186,7 +217,8 @@ QUALITY_ENTRIES = (
         ),
         notes=(
             "FAIL when an excluded path is stable across identical requests or names "
-            "meaningful output; PENDING when volatility cannot be measured",
+            "meaningful output; PENDING when volatility cannot be measured, including a path no baseline "
+            "reply carries (the exclusion would hide that field should only the candidate send it)",
         ),
     ),
     _q(
@@ -196,7 +228,12 @@ QUALITY_ENTRIES = (
             PLAN + ": compare.tolerance (max_abs_sample_diff, justification)",
             "manifest.json: plan.sha256 (the plan is hashed before the run)",
         ),
-        notes=("PASS whenever the run was judged with its hashed plan: a tolerance can only come from it",),
+        notes=(
+            "PASS whenever the run was judged with its hashed plan: a tolerance can only come from it",
+            "says whether the tolerance applied (only where serial repeats of the baseline varied within it; "
+            "16-bit LSB measured at each file's own sample format); a PASS within it is never called exact, "
+            "and the negative control then also moves a sample beyond it",
+        ),
     ),
     _q(
         "Q4",
@@ -214,7 +251,11 @@ QUALITY_ENTRIES = (
             NEGATIVE,
         ),
         ("contaminate_3plus", "intermittent_mismatch"),
-        ("judged at model level and again for each count", MASKED),
+        (
+            "judged at model level and again for each count; lifecycle violations seen in set-aside attempts "
+            "(counters left non-zero, N never active, an unload that did not wait or did not unload) fail it too",
+            MASKED,
+        ),
     ),
     Entry(
         "Q6",
@@ -225,8 +266,10 @@ QUALITY_ENTRIES = (
             PLAN + ": counts",
         ),
         notes=(
-            "decided in parval.gates.admission:decide; always PASS, recording which "
-            "counts are admitted (an untested count in between is a limitation)",
+            "decided in parval.gates.admission:decide: admission stops at the first count not validated, "
+            "tested or not, and ends below a count that would be the largest admitted without its ten mixed "
+            "waves; PASS when what is reported is what the rule gives; PENDING when the plan skips a count "
+            "(nothing above it can be admitted); with no count admitted, count 1's status",
         ),
     ),
 )

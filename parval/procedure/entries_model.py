@@ -48,6 +48,7 @@ EXECUTION_PATH_ENTRIES = (
             READY + " of ref-candidate-legacy (no warning marker, no slot fields)",
         ),
         'PENDING until every form 1, 2, null, false, "4" was tried at startup and on registration; ' + NO_UI,
+        "BLOCKED when ref-candidate-legacy crashed or was stopped before its registration probes",
     ),
     _x(
         "X2",
@@ -76,6 +77,8 @@ EXECUTION_PATH_ENTRIES = (
         notes=(
             "PENDING when no result is attached, it does not match the schema, or it "
             "checked another candidate commit than identity.candidate.source_commit",
+            "judged from the verify-protected result itself (changed files, legacy runtime check), never "
+            "from the status of a wrapper around it",
         ),
     ),
 )
@@ -93,8 +96,8 @@ M1_ENTRIES = (
             PLAN + ": model.auxiliary_files and the identity block (quantization, source commits, build flags)",
             REFS,
         ),
-        "PENDING naming each item the manifest lacks; what parval cannot discover is "
-        "declared in the plan's identity block",
+        "PENDING naming each item the manifest lacks (an empty or blank value is lacking); what parval "
+        "cannot discover is declared in the plan's identity block",
     ),
     _m1(
         "M1.serial_repeat",
@@ -103,22 +106,37 @@ M1_ENTRIES = (
             "`request` events of ref-baseline-a and ref-baseline-b (ref_cold, ref_warm, ref_warm2: output canon)",
             "raw replies in artifacts/<sha256>.json when the plan declares a tolerance",
         ),
-        "decided by parval.gates.m1_baseline:serial_variation; PENDING (parity unverified) "
+        "decided by parval.gates.serial:serial_variation; PENDING (parity unverified) "
         "when outputs differ across the two fresh starts or warm repeats",
+        "a declared compare.tolerance applies only when the repeats varied within it; byte-identical "
+        "repeats are deterministic output, and comparisons stay byte-exact",
         "the stand-in fault serial_nondeterminism keeps it PENDING, never PASS",
     ),
     _m1(
         "M1.legacy_parity",
         "m1_legacy_parity",
-        ("`request` events of ref-candidate-legacy (ref_cold, ref_warm, ref_warm2), " + COMPARED, NEGATIVE, SET_ASIDE),
+        (
+            "`request` events of ref-candidate-legacy (ref_cold, ref_warm, ref_warm2), " + COMPARED,
+            STARTS + " of ref-candidate-legacy",
+            NEGATIVE,
+            SET_ASIDE,
+        ),
         MASKED,
-        "the stand-in fault garbage_replies makes it FAIL or BLOCKED",
+        "FAIL when the start's server crashed (whatever it had collected before); BLOCKED when parval "
+        "stopped it; a PASS needs every request cold, warm and repeated warm",
+        "the stand-in fault crash_legacy_after makes it FAIL; garbage_replies makes it FAIL or BLOCKED",
     ),
     _m1(
         "M1.cap1_parity",
         "m1_cap1_parity",
-        ("`request` events of ref-candidate-cap1 (ref_cold, ref_warm, ref_warm2), " + COMPARED, NEGATIVE, SET_ASIDE),
+        (
+            "`request` events of ref-candidate-cap1 (ref_cold, ref_warm, ref_warm2), " + COMPARED,
+            STARTS + " of ref-candidate-cap1",
+            NEGATIVE,
+            SET_ASIDE,
+        ),
         MASKED,
+        "FAIL when the start's server crashed; BLOCKED when parval stopped it; a PASS needs every output",
     ),
     _m1(
         "M1.cold_warm_refs",
@@ -139,8 +157,11 @@ M2_ENTRIES = (
         (STARTS + " of the count<N>-s<k> starts",),
         ("crash_at_4",),
         (
-            "BLOCKED when a start did not complete (start_failed / start_aborted / start_timeout);"
-            " the faults hang_requests and drop_connection leave it BLOCKED",
+            "BLOCKED when parval stopped a start (start_failed / start_aborted / start_timeout / wave_timeout /"
+            " memory_guard), naming why; the faults hang_requests and drop_connection leave it BLOCKED",
+            "every other M2/M3 judge PASSes only on the complete starts (at least three, every one recorded) and "
+            "every planned wave recorded whole (its summary and one reply per request); a start parval stopped "
+            "never counts as complete",
         ),
     ),
     _m2(
@@ -166,42 +187,56 @@ M2_ENTRIES = (
         ),
         ("fake_concurrency",),
         (
-            "FAIL when the server publishes no slot counters, or when a wave was all in flight "
-            "from the client and sampled at least 10 times, yet fewer than N leases were ever seen",
+            "FAIL when the server publishes no slot counters, or when a wave attempt had all N requests in "
+            "flight from the client with at least 5 successful status samples inside that window (the wave "
+            "event's all_in_flight), every one below N; the same in an attempt parval set aside",
             "PENDING when a wave never overlapped even from the client side, when N leases were seen "
-            "only while the model was still loading, when the poller sampled a wave fewer than 10 "
-            "times, or when the poller got no /v1/models answer",
+            "only while the model was still loading, when fewer than 5 successful samples fell inside the "
+            "all-in-flight window (the campaign repeats such a wave first), or when the poller got no "
+            "/v1/models answer",
         ),
     ),
     _m2(
         "M2.drained",
         "m2_drained",
-        (DRAINED + " after every wave", WAVE_STATUS),
+        (DRAINED + " after every wave", WAVE_STATUS, SET_ASIDE),
         ("counters_no_drain",),
         (
-            "FAIL when counters stay non-zero, are absent, or queued_requests is not published; "
-            "PENDING when the poller got no answer during the drain check",
+            "FAIL when counters stay non-zero (also in an attempt parval set aside), are absent, or "
+            "queued_requests is not published; PENDING when the poller got no answer during the drain check",
         ),
     ),
     _m2(
         "M2.exact",
         "m2_exact",
         (COUNT_REQUESTS, NEGATIVE, SET_ASIDE),
-        ("contaminate_3plus", "intermittent_mismatch", "ignore_seed"),
+        ("contaminate_3plus", "intermittent_mismatch", "ignore_seed", "sub16_noise"),
         (
             MASKED,
             "ignore_seed fails it when only the candidate ignores the seed; garbage_replies makes it FAIL or BLOCKED",
+            "outputs are compared at each file's own sample format (sub16_noise: PCM_32 samples that differ "
+            "below 16 bits fail); a reply refused for memory (503 insufficient_memory, the fault "
+            "memory_refused_at) is BLOCKED, never FAIL",
         ),
     ),
     _m2(
         "M2.unload_reload",
         "m2_unload_reload",
         (
-            "`probe` events named unload of every start (reply, listed, loaded_false, cycle)",
+            "`probe` events named unload of every start (reply, loaded_false, polls_after, still_loaded, "
+            "loaded_field, cycle): what /v1/models showed after the unload",
             "`request` events of phase reload_wave, compared with the cold references",
             NEGATIVE,
+            SET_ASIDE,
         ),
-        notes=(MASKED,),
+        ("unload_keeps_loaded",),
+        (
+            MASKED,
+            "unloaded means /v1/models showed loaded:false after the unload, never that the reply's "
+            "`unloaded` list names the model (it lists every known id); FAIL when the route errs, the server "
+            "publishes no `loaded`, or at least 5 samples after a 200 all showed the model loaded; PENDING "
+            "with fewer samples",
+        ),
     ),
     _m2(
         "M2.serial_reuse",
@@ -219,20 +254,26 @@ _m3 = Gate("count", M3)
 
 
 M3_ENTRIES = (
-    _m3(
+    Entry(
         "M3.variation",
-        "m3_variation",
+        "count",
+        "parval.gates.m3_variation:m3_variation",
         (
-            PLAN + ": requests.base, requests.variations, model.variation_kinds",
+            PLAN + ": requests.base, requests.variations, model.variation_kinds, model.variation_kinds_justification",
             REFS + ": content digest of each variation's reference vs the base request's",
             MIXED + ", content digests of their raw replies (artifacts/<sha256>.json)",
             NEGATIVE,
         ),
         ("ignore_seed",),
-        (
+        notes=(
             MASKED,
-            "the variation effects are measured once per run by parval.gates.m3_mixed_waves:variation_effects",
-            "PENDING when the plan declares no variations or no model.variation_kinds",
+            "the variation effects are measured once per run by parval.gates.m3_variation:variation_effects",
+            "PENDING when the plan declares no variations or no model.variation_kinds, when it leaves out a "
+            "kind its task supports (tts, clon: length, seed, reference; asr, vad, diar, sep, align, spk: length, "
+            "content) without a reason, when a length variation does not change the effective length, or when "
+            "a variation changes nothing even on the upstream reference (a plan defect; a variation that "
+            "changes no input, or whose kind is not a kind of its field, is refused at plan load, exit 2)",
+            "FAIL only when the upstream reference's output changes but the candidate's does not",
         ),
     ),
     _m3(
@@ -249,8 +290,11 @@ M3_ENTRIES = (
         "m3_ten_waves",
         (WAVES + ": mixed_wave, per start",),
         notes=(
-            "judged at the largest advertised count only (NOT_APPLICABLE at the others); "
-            "PENDING with fewer than three starts",
+            "judged at every count: PASS where each of three starts ran ten mixed waves; NOT_APPLICABLE at a "
+            "count below the largest whose waves.mixed is lower (it can be admitted only below a larger "
+            "admitted count), and PENDING there once it would be the largest admitted count (admission ends "
+            "below it); PENDING at the largest count when the plan runs fewer than ten (never a FAIL: the "
+            "shortfall is the plan's)",
         ),
     ),
     _m3(

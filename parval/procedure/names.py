@@ -10,6 +10,7 @@ REF_CAP1 = "ref-candidate-cap1"  # candidate flagged, capacity one
 REFERENCE_RUNS = (REF_BASELINE_A, REF_BASELINE_B, REF_LEGACY, REF_CAP1)
 BASELINE_RUNS = (REF_BASELINE_A, REF_BASELINE_B)
 HISTORY_PREFIX = "history-"  # single-slot replays of a slot's ordered history (M3.history)
+MEMBASE_PREFIX = "membase-"  # the baseline build's memory start at a count (M5.baseline)
 
 
 def count_start(n: int, start: int) -> str:

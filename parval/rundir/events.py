@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parval.errors import RunDirError
+from parval.rundir.event_fields import check_written
 from parval.rundir.files import dumps, fsync_dir
 
 if TYPE_CHECKING:
@@ -145,6 +146,7 @@ class EventLog:
         return self._seq
 
     def append(self, kind: str, **fields: Any) -> dict[str, Any]:
+        check_written(kind, fields)
         event = {"seq": self._seq, "t": round(time.time(), 6), "kind": kind, **fields}
         self._fh.write((dumps(event) + "\n").encode("utf-8"))
         self._fh.flush()

@@ -15,7 +15,15 @@ import anyio
 
 from parval.errors import ServerStartError
 from parval.plan.load import Plan
-from parval.procedure.names import HISTORY_PREFIX, REF_BASELINE_A, REF_BASELINE_B, REF_CAP1, REF_LEGACY, count_start
+from parval.procedure.names import (
+    HISTORY_PREFIX,
+    MEMBASE_PREFIX,
+    REF_BASELINE_A,
+    REF_BASELINE_B,
+    REF_CAP1,
+    REF_LEGACY,
+    count_start,
+)
 from parval.rundir.events import EventLog, read_events
 from parval.runners import phases as ph
 from parval.runners.context import CampaignContext
@@ -47,7 +55,7 @@ class Campaign(CampaignContext):
 
     # -- schedule ---------------------------------------------------------------------
     def units(self) -> list[Unit]:
-        from parval.runners import probes, references
+        from parval.runners import probes, recovery, references
 
         def ref(name: str, role: str, flagged: bool) -> Unit:
             return name, partial(references.reference_run, self, name, role, flagged)
@@ -66,13 +74,17 @@ class Campaign(CampaignContext):
                 units.append((name, partial(ph.count_start, self, name, n, s)))
             if self.plan.cache_sensitive:
                 units.append((f"{HISTORY_PREFIX}{n}", partial(references.history_replays, self, n)))
+            if self.plan.memory.get("baseline_comparison"):
+                units.append(
+                    (f"{MEMBASE_PREFIX}{n}", partial(ph.memory_baseline_start, self, f"{MEMBASE_PREFIX}{n}", n))
+                )
             if self.plan.performance["independent_servers"] and n > 1:
                 from parval.runners.independent import independent_servers
 
                 units.append((f"independent-{n}", partial(independent_servers, self, n)))
         if max(self.plan.counts) in counts:
             # M4 and M6 run once, at the largest count validated so far (chosen when they start).
-            units.append(("recovery", lambda: probes.recovery_start(self, self.largest_validated())))
+            units.append(("recovery", lambda: recovery.recovery_start(self, self.largest_validated())))
             units.append(("modes", lambda: probes.modes_start(self, self.largest_validated())))
         units.append(("negative-control", lambda: references.negative_control(self)))
         return units
@@ -251,7 +263,9 @@ class Campaign(CampaignContext):
         return False
 
 
-_COUNT_UNIT = re.compile(rf"count(\d+)-s\d+|{re.escape(HISTORY_PREFIX)}(\d+)|independent-(\d+)")
+_COUNT_UNIT = re.compile(
+    rf"count(\d+)-s\d+|{re.escape(HISTORY_PREFIX)}(\d+)|independent-(\d+)|{re.escape(MEMBASE_PREFIX)}(\d+)"
+)
 
 
 def unit_count(unit: str) -> int | None:

@@ -63,8 +63,19 @@ async def fresh_start(
     server = spawn(spec, directory, name)
     phases = PhaseTracker("startup")
     samples: list[dict[str, Any]] = []
+    # The memory guard (memory.guard_mib) stops the start's work at once: the start ends as
+    # BLOCKED evidence (a VRAM failure is never a reason to lower quality settings).
+    guard = anyio.CancelScope()
+    tripped: list[dict[str, Any]] = []
+
+    def on_guard(sample: dict[str, Any]) -> None:
+        tripped.append(sample)
+        guard.cancel()
+
     sampler = (
-        MemorySampler(server.pid, settings.memory, phases, samples.append) if settings.memory is not None else None
+        MemorySampler(server.pid, settings.memory, phases, samples.append, on_guard)
+        if settings.memory is not None
+        else None
     )
     ended = False
     forced: dict[str, Any] | None = None
@@ -127,7 +138,8 @@ async def fresh_start(
             )
             start.reset_histories()
             try:
-                yield start
+                with guard:
+                    yield start
             except BaseException as exc:
                 if _cancelled(exc):
                     raise  # the outer handler stops the server and records run_abandoned
@@ -135,6 +147,17 @@ async def fresh_start(
                 ended = True
                 tg.cancel_scope.cancel()
                 raise
+            if guard.cancelled_caught and tripped:
+                sample = tripped[0]
+                reason = (
+                    f"memory guard: device memory {sample.get('device_used_mib')} MiB >= memory.guard_mib="
+                    f"{sample.get('guard_mib')} MiB during {sample.get('phase')}"
+                )
+                log.append("memory_guard", run=name, attempt=attempt, reason=reason, sample=sample)
+                await _end(start, directory, samples, phases, sampler, settings)
+                ended = True
+                tg.cancel_scope.cancel()
+                raise StartAborted(f"{name}: {reason}")
             stop = await _end(start, directory, samples, phases, sampler, settings)
             ended = True
             tg.cancel_scope.cancel()

@@ -8,9 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from parval.gates.m2_concurrency import MIN_POLLS_IN_FLIGHT
 from parval.plan.load import NamedRequest
+from parval.plan.waves import UNLOAD_CYCLES, mixed_waves
 from parval.procedure.server_facts import ROUTE_BULK_UNLOAD
 from parval.runners.start import Start, StartAborted
+from parval.server.status import summarise_window
 
 if TYPE_CHECKING:
     from parval.runners.context import CampaignContext
@@ -19,15 +22,27 @@ if TYPE_CHECKING:
 async def count_start(c: CampaignContext, name: str, n: int, s: int) -> None:
     spec = c.launch("candidate", flagged=True, slots=n)
     async with c.start(name, "count", spec, n, start_index=s) as st:
-        base = c.requests[0]
-        await wave_together(c, st, "cold_wave", 0, [base] * n)
-        for w in range(1, c.plan.waves["warm"] + 1):
-            await wave_together(c, st, "warm_wave", w, [base] * n)
-        mixed = c.plan.waves["mixed_at_largest"] if n == max(c.plan.counts) else c.plan.waves["mixed"]
-        for m in range(mixed):
-            await wave_ordered(c, st, "mixed_wave", m, mixed_order(c.requests, n, m))
-        await unload_reload(c, st, n)
-        await serial_reuse(c, st, c.plan.waves["serial_reuse"])
+        await count_waves(c, st, n)
+
+
+async def memory_baseline_start(c: CampaignContext, name: str, n: int) -> None:
+    """The same waves on the baseline build (unflagged, same model settings), for the memory
+    comparison the plan declares (memory.baseline_comparison, M5.baseline)."""
+    spec = c.launch("baseline", flagged=False)
+    async with c.start(name, "membase", spec, n, exe_role="baseline") as st:
+        await count_waves(c, st, n)
+
+
+async def count_waves(c: CampaignContext, st: Start, n: int) -> None:
+    """Everything one start at count n runs, in order."""
+    base = c.requests[0]
+    await wave_together(c, st, "cold_wave", 0, [base] * n)
+    for w in range(1, c.plan.waves["warm"] + 1):
+        await wave_together(c, st, "warm_wave", w, [base] * n)
+    for m in range(mixed_waves(c.plan.raw, n)):
+        await wave_ordered(c, st, "mixed_wave", m, mixed_order(c.requests, n, m))
+    await unload_reload(c, st, n)
+    await serial_reuse(c, st, c.plan.waves["serial_reuse"])
 
 
 def mixed_order(reqs: list[NamedRequest], n: int, m: int) -> list[NamedRequest]:
@@ -48,7 +63,6 @@ def mixed_order(reqs: list[NamedRequest], n: int, m: int) -> list[NamedRequest]:
 # N at once. A server without counters, or one whose counters stayed below N in several
 # polls while the client had all N requests in flight, shows the same on every repeat.
 WAVE_ATTEMPTS = 3
-MIN_POLLS_IN_FLIGHT = 2
 
 
 def concurrency_shown(wave_event: dict[str, Any], n: int) -> bool:
@@ -134,8 +148,7 @@ async def _wave_ordered_once(
         )
     t_end = time.monotonic()
     if scope.cancelled_caught:
-        c.log.append("wave_timeout", run=st.name, phase=phase, wave=wave)
-        raise StartAborted(f"{st.name}: {phase} wave {wave} exceeded timeouts.wave_s")
+        wave_timed_out(c, st, phase, wave, len(order), t_start)
     mapping_known = info["ordered_ok"] and not info["finished_early"]
     trace, _ = st.trace_lines(offset)
     confirmed = confirm_slots(trace, order) if trace else None
@@ -178,6 +191,28 @@ async def _wave_ordered_once(
     return event
 
 
+def wave_timed_out(c: CampaignContext, st: Start, phase: str, wave: int, n: int, t_start: float) -> None:
+    """Record a wave that did not complete within timeouts.wave_s (a hung server) with what
+    the status poller saw meanwhile, and end the start there (M2.starts BLOCKED)."""
+    limit = c.plan.timeouts["wave_s"]
+    seen = summarise_window(st.poller.window(t_start, time.monotonic()), n)
+    c.log.append(
+        "wave_timeout",
+        run=st.name,
+        attempt=st.attempt,
+        count=st.count,
+        phase=phase,
+        wave=wave,
+        n=n,
+        reason=(
+            f"{phase} wave {wave} of {n} request(s) got no complete set of replies within timeouts.wave_s={limit:g} "
+            f"(the status poller saw at most {seen['max_active']} active, {seen['max_queued']} queued)"
+        ),
+        status=seen,
+    )
+    raise StartAborted(f"{st.name}: {phase} wave {wave} exceeded timeouts.wave_s={limit:g}")
+
+
 def confirm_slots(trace: list[dict[str, object]], order: list[NamedRequest]) -> bool:
     """Each slot i served the request admitted i-th (matched on text and seed)."""
     for i, req in enumerate(order):
@@ -191,18 +226,14 @@ def confirm_slots(trace: list[dict[str, object]], order: list[NamedRequest]) -> 
     return True
 
 
-# One unload/reload cannot tell allocator caching (a residue that may step up once, then
-# stays) from weights kept after a logical unload (a residue that grows with every
-# reload): M5 compares the idle level after each of these cycles.
-UNLOAD_CYCLES = 3
-
-
 async def unload_reload(c: CampaignContext, st: Start, n: int) -> None:
 
     for cycle in range(UNLOAD_CYCLES):
         st.phases.set("unload")
         reply = await st.client.post(ROUTE_BULK_UNLOAD, {"model_ids": [c.plan.model_id]})
-        seen = await st.wait_status(lambda s: s.loaded is False, 2.0, needs=("loaded",))
+        # Unloaded means /v1/models shows loaded:false, not that the reply lists the id
+        # (it lists every known id, loaded or not).
+        check = await st.observe_unloaded(reply)
         body = reply.json()
         c.log.append(
             "probe",
@@ -210,10 +241,9 @@ async def unload_reload(c: CampaignContext, st: Start, n: int) -> None:
             attempt=st.attempt,
             name="unload",
             cycle=cycle,
-            reply=reply.summary(),
             body=body if isinstance(body, dict) else None,
             listed=isinstance(body, dict) and c.plan.model_id in (body.get("unloaded") or []),
-            loaded_false=seen is not None,
+            **check,
         )
         st.reset_histories()
         # the idle level after the unload, compared by M5 with the one before the first load
@@ -269,8 +299,7 @@ async def _wave_together_once(
         replies = await release_together(st.client, c.settings.route, wave_bodies(c, reqs))
     t_end = time.monotonic()
     if scope.cancelled_caught:
-        c.log.append("wave_timeout", run=st.name, phase=phase, wave=wave)
-        raise StartAborted(f"{st.name}: {phase} wave {wave} exceeded timeouts.wave_s")
+        wave_timed_out(c, st, phase, wave, n, t_start)
     with st.log.group(st.store):
         for req, reply in zip(reqs, replies, strict=True):
             st.record(phase, wave, req.name, reply, history=history, retry=retry)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from parval.gates.compare import canonicalize, plant_mismatch, same
+from parval.gates.compare import canonicalize, same
+from parval.gates.planted import plant_mismatch
 from parval.procedure.names import HISTORY_PREFIX, REF_BASELINE_A, REF_CAP1
 from parval.rundir.events import read_events
 from parval.runners.start import Start

@@ -109,6 +109,33 @@ class Start:
             return None
         return await self.poller.wait_for(predicate, timeout_s)
 
+    async def observe_unloaded(self, reply: Reply, timeout_s: float = 2.0) -> dict[str, Any]:
+        """After an unload `reply`: did /v1/models show the model loaded:false (and its
+        slots drained)? Waits up to `timeout_s`; records how many successful samples came
+        after the reply and whether every one still showed the model loaded, so that a
+        judge can tell "stayed loaded" from "too few samples" (M2/M4)."""
+        seen = await self.wait_status(
+            lambda s: s.present and s.loaded is False and (s.active or 0) == 0, timeout_s, needs=("loaded",)
+        )
+        after = [
+            s
+            for s in self.poller.samples
+            if s.ok and s.present and taken_at(s) >= reply.t_done and s.loaded is not None
+        ]
+        return {
+            "reply": reply.summary(),
+            "loaded_false": seen is not None,
+            "polls_after": len(after),
+            "still_loaded": bool(after) and all(s.loaded for s in after),
+            "loaded_field": self.published("loaded"),
+        }
+
+    def loaded_false_between(self, t0: float, t1: float) -> bool:
+        """Did a status sample taken wholly between t0 and t1 show the model loaded:false?"""
+        return any(
+            s.ok and s.present and s.loaded is False and taken_at(s) >= t0 and s.t <= t1 for s in self.poller.samples
+        )
+
     def service_s(self) -> float | None:
         """The shortest warm request this start has served so far (None before any)."""
         return min(self.latencies) if self.latencies else None
@@ -130,7 +157,9 @@ class Start:
         if history is None:
             return None
         if self.cache_sensitive:
-            return "hist:" + ">".join([*history, req])
+            # a slot whose earlier admission order was not observed has an unknown history:
+            # no single-slot replay can reproduce it, so there is no reference
+            return None if "?" in history else "hist:" + ">".join([*history, req])
         return f"{req}|{'cold' if not history else 'warm'}"
 
     def reset_histories(self) -> None:
@@ -288,8 +317,10 @@ class Start:
         ]
         return {
             "ms": round(max(0.0, b - a) * 1000, 3),
+            # successful samples taken wholly inside the window (a failed poll shows nothing)
             "polls": len(inside),
             "max_active": max((s.active for s in inside if s.active is not None), default=None),
+            "max_active_loaded": max((s.active for s in inside if s.active is not None and s.loaded), default=None),
         }
 
     def trace_lines(self, offset: int) -> tuple[list[dict[str, Any]], int]:

@@ -53,13 +53,24 @@ class Reply:
             return str(data["error"].get("message", ""))
         return self.body[:300].decode("utf-8", "replace")
 
+    def error_type(self) -> str | None:
+        """The error body's `type` (e.g. `insufficient_memory`), None when there is none."""
+        data = self.json()
+        if isinstance(data, dict) and isinstance(data.get("error"), dict):
+            kind = data["error"].get("type")
+            return str(kind) if kind is not None else None
+        return None
+
     def summary(self) -> dict[str, Any]:
-        return {
+        out = {
             "status": self.status,
             "outcome": self.outcome,
             "ms": round(self.elapsed_s * 1000, 3),
             "error": self.error or (self.error_message() if self.outcome == HTTP_ERROR else ""),
         }
+        if self.outcome == HTTP_ERROR:
+            out["error_type"] = self.error_type()
+        return out
 
 
 class Client:

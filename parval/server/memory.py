@@ -81,14 +81,14 @@ class MemorySampler:
         sink: Callable[[dict[str, Any]], None],
         on_guard: Callable[[dict[str, Any]], None] | None = None,
         *,
-        gpu_opener: Callable[[int], GpuDevice | str] = open_device,
+        gpu_opener: Callable[[int], GpuDevice | str] | None = None,
     ) -> None:
         self._pid = pid
         self._config = config
         self._phases = phases
         self._sink = sink
         self._on_guard = on_guard
-        self._gpu_opener = gpu_opener
+        self._gpu_opener = gpu_opener or (lambda index: open_device(index))
         self._queue: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
         self._tree_pids: list[int] = [pid]  # latest host tree, reused by the GPU loop
         self._gpu_info = (

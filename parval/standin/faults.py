@@ -10,6 +10,7 @@ on the same way so a campaign can be run against them:
   into the synthesis digest), so only a reference from the same registration matches.
 - `cold_warm_differ`: a session's first request after a load (cold) gives a different
   output from its later (warm) requests; warm and repeated warm agree.
+- `pcm32_output`: audio outputs are 32-bit PCM WAV files (the 16-bit samples shifted up).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ FAULT_DEFAULTS: dict[str, int | None] = {
     # behaviour variants of a correct server (see the module docstring)
     "registration_outputs": None,
     "cold_warm_differ": None,
+    "pcm32_output": None,
     # faults
     "contaminate_3plus": None,
     "serial_nondeterminism": None,
@@ -53,6 +55,12 @@ FAULT_DEFAULTS: dict[str, int | None] = {
     "never_ready": None,
     "startup_crash": None,
     "hang_shutdown": None,
+    "unload_keeps_loaded": None,  # unloads answer as usual but leave the model loaded
+    "batch_repeats_first": None,  # a native batch answers request 0 twice, never request 1
+    "sub16_noise": None,  # PCM_32 outputs whose samples differ below 16 bits
+    "crash_legacy_after": 4,  # the unflagged (legacy) runtime aborts after N inference requests
+    "segv_unload_all_busy": None,  # SIGSEGV on unload_all_models while requests are running
+    "memory_refused_at": 4,  # loading a pool of N or more slots is refused: 503 insufficient_memory
 }
 
 

@@ -20,7 +20,7 @@ from .execution import Executor, Job
 from .faults import Faults
 from .http_transport import HttpRequest, Responder
 from .inference_request import InferenceRequest, build_request
-from .result_payload import b64_wav, fmt6, offline_timing, output_duration_ms, result_fields
+from .result_payload import b64_wav, b64_wav32, fmt6, offline_timing, output_duration_ms, result_fields
 from .runtime import ModelEntry, Runtime
 from .synthesis import Rendered
 from .traces import Traces
@@ -118,7 +118,7 @@ class InferenceRoutes:
         model_id, requested = model_and_timeout(body)
         entry = self.rt.lookup(model_id)
         outcome = self.run_leased(http, entry, requested, lambda: request_object(body))
-        result = result_fields(outcome.rendered)
+        result = self._audio_format(result_fields(outcome.rendered), outcome.rendered)
         if "audio" in result and self.faults.on("bad_base64"):
             result["audio"] = "!!not base64!!" + result["audio"][:16]
         if "audio" in result and self.faults.on("bad_wav"):
@@ -128,6 +128,14 @@ class InferenceRoutes:
             out.send(200, b"<html>internal proxy garbage {not json", "application/json")
             return
         out.json(200, result)
+
+    def _audio_format(self, result: dict[str, Any], rendered: Rendered) -> dict[str, Any]:
+        """The `pcm32_output` behaviour (32-bit PCM WAV audio) and the `sub16_noise` fault
+        (the same, with sample differences below 16 bits)."""
+        noise = self.faults.on("sub16_noise")
+        if rendered.audio is not None and "audio" in result and (noise or self.faults.on("pcm32_output")):
+            result = {**result, "audio": b64_wav32(rendered.audio, rendered.sample_rate, noise=noise)}
+        return result
 
     # -- /v1/tasks/stream -----------------------------------------------------------------
     @staticmethod
@@ -215,10 +223,12 @@ class InferenceRoutes:
             out.start_stream("text/event-stream")
             durations: list[float | None] = []
             for index, rendered in enumerate(outputs):
-                result: dict[str, Any] = result_fields(rendered)
+                # batch_repeats_first: request 0's result is sent again in place of request 1's
+                shown = 0 if index == 1 and self.faults.on("batch_repeats_first") else index
+                result: dict[str, Any] = self._audio_format(result_fields(outputs[shown]), outputs[shown])
                 result["timing"] = None
                 durations.append(output_duration_ms(rendered))
-                out.sse({"type": "task.batch.result", "index": index, "result": result})
+                out.sse({"type": "task.batch.result", "index": shown, "result": result})
             known = [d for d in durations if d is not None]
             timing = offline_timing(wall_ms, sum(known) if len(known) == len(durations) else None)
             out.sse({"type": "task.batch.done", "result_count": len(outputs), "timing": timing})

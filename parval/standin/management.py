@@ -7,6 +7,9 @@ older queued work and is a barrier for newer work (contract §3.10, §4.3, §4.1
 from __future__ import annotations
 
 import contextlib
+import os
+import resource
+import signal
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
@@ -45,7 +48,10 @@ class Management:
 
     def _unload_held(self, entry: ModelEntry) -> None:
         try:
-            self.rt.unload(entry)
+            # unload_keeps_loaded: the unload waits and answers as usual, but the model stays
+            # loaded (the reply still lists it: only /v1/models shows the difference).
+            if not (self.rt.parallel and self._faults.on("unload_keeps_loaded")):
+                self.rt.unload(entry)
         finally:
             entry.gate.release_exclusive()
 
@@ -127,6 +133,10 @@ class Management:
         return {"unloaded": self._bulk(selected), "not_found": not_found}
 
     def unload_all(self) -> dict[str, Any]:
+        if self._faults.on("segv_unload_all_busy") and any(e.gate.active_count() > 0 for e in self.rt.snapshot()):
+            stderr_line("fatal: segmentation fault in unload_all_models with requests running")
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            os.kill(os.getpid(), signal.SIGSEGV)
         return {"unloaded": self._bulk(self.rt.snapshot())}
 
     def _bulk(self, selected: list[ModelEntry]) -> list[str]:

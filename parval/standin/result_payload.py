@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import base64
+import io
 from typing import Any
+
+import numpy as np
+import soundfile as sf
 
 from .audio_io import Pcm16, encode_wav
 from .synthesis import Rendered
@@ -16,6 +20,17 @@ def fmt6(value: float) -> float:
 
 def b64_wav(samples: Pcm16, sample_rate: int) -> str:
     return base64.b64encode(encode_wav(samples, sample_rate)).decode()
+
+
+def b64_wav32(samples: Pcm16, sample_rate: int, *, noise: bool = False) -> str:
+    """The same audio as a 32-bit PCM WAV; `noise` adds a deterministic pattern below the
+    16-bit step (every sample moves by less than one 16-bit LSB)."""
+    wide = samples.astype(np.int32) << 16
+    if noise:
+        wide = wide + (np.arange(wide.size, dtype=np.int32).reshape(wide.shape) % 7 + 1)
+    buffer = io.BytesIO()
+    sf.write(buffer, wide, sample_rate, format="WAV", subtype="PCM_32")
+    return base64.b64encode(buffer.getvalue()).decode()
 
 
 def b64_pcm(samples: Pcm16) -> str:

@@ -55,6 +55,7 @@ class Runtime:
         self.cfg = cfg
         self.faults = faults
         self.parallel = cfg.parallel_jobs
+        self.served = 0  # inference leases granted (the crash_legacy_after fault counts them)
         self.registry_lock = threading.RLock()
         self._entries: dict[str, ModelEntry] = {}
         self._load_lock = threading.Lock()
@@ -120,6 +121,12 @@ class Runtime:
         """Hold one request slot; every exit path releases it."""
         slot = entry.gate.acquire_run(self.resolve_timeout(entry, requested_timeout))
         try:
+            self.served += 1
+            if not self.parallel and self.faults.on("crash_legacy_after"):
+                if self.served > self.faults.value("crash_legacy_after"):
+                    stderr_line(f"fatal: legacy runtime crash after {self.served - 1} requests")
+                    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+                    os.abort()
             self.last_activity_ms = now_ms()
             active = entry.gate.active_count()
             if active >= 2:
@@ -151,6 +158,11 @@ class Runtime:
                 self._evict_for(entry)
                 self._check_memory(entry)
                 entry.load_attempts += 1
+                if self.faults.on("memory_refused_at") and entry.spec.count >= self.faults.value("memory_refused_at"):
+                    raise InsufficientMemoryError(
+                        f"cannot load model '{entry.spec.id}': estimated {entry.spec.count * 2.0:.2f} GiB + 512 MiB "
+                        "headroom exceeds available host memory (1.00 GiB)"
+                    )
                 if self.faults.on("first_load_fails") and entry.load_attempts == 1:
                     raise ServerError(f"failed to load model '{entry.spec.id}': injected first-load failure")
                 pool = build_pool(entry.spec)

@@ -26,7 +26,7 @@ def plan_dict(
     counts: list[int] | None = None,
     cache_sensitive: bool = False,
     ten: int = 10,
-    mixed: int = 4,
+    mixed: int | None = None,
     warm: int = 1,
     starts: int = 3,
     framework: bool = True,
@@ -51,6 +51,7 @@ def plan_dict(
             "load_options": {"capacity": 4, "service_ms": 100, "load_ms": 80, "cache_sensitive": cache_sensitive},
             "cache_sensitive": cache_sensitive,
             "variation_kinds": ["length", "seed"],
+            "variation_kinds_justification": {"reference": "the stand-in TTS plan keeps to text length and seed"},
         },
         # what parval cannot discover (M1.manifest), declared as a real plan would
         "identity": {
@@ -67,6 +68,7 @@ def plan_dict(
         },
         "counts": counts or [1, 2, 4],
         "starts_per_count": starts,
+        # mixed None: every count runs `ten` mixed waves (any count may end up the largest admitted)
         "waves": {"warm": warm, "mixed": mixed, "mixed_at_largest": ten, "serial_reuse": 2},
         "requests": {
             "base": {"text": text, "seed": 7},

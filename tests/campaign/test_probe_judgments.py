@@ -39,6 +39,8 @@ def request(
         "reply": {"outcome": "ok" if ok else "http_error", "status": status},
         "output": {"valid": True, "canon": canon} if ok else None,
         "artifact": None,
+        "t_send": 0.0,
+        "t_done": 0.1,
     }
 
 
@@ -47,6 +49,7 @@ def baseline() -> list[dict[str, Any]]:
         *start("ref-baseline-a", "reference"),
         request("ref-baseline-a", "ref_cold", "COLD"),
         request("ref-baseline-a", "ref_warm", "WARM", ref="base|warm"),
+        request("ref-baseline-a", "ref_warm2", "WARM", ref="base|warm"),
         end("ref-baseline-a"),
     ]
 
@@ -64,7 +67,7 @@ def x1_events(config_forms: list[Any], reg_ok: bool = True) -> list[dict[str, An
     ev = [
         *baseline(),
         *start("ref-candidate-legacy", "reference"),
-        {"kind": "server_ready", "run": "ref-candidate-legacy", "attempt": 1, "warning_marker": False},
+        {"kind": "server_ready", "run": "ref-candidate-legacy", "attempt": 1, "warning_marker": False, "argv": []},
     ]
     ev += [{"kind": "x1_config_probe", "value": v, "rejected": True, "message_ok": True} for v in config_forms]
     ev += [
@@ -79,7 +82,8 @@ def x1_events(config_forms: list[Any], reg_ok: bool = True) -> list[dict[str, An
         }
         for v in (1, 2, None, False, "4")
     ]
-    return [*ev, end("ref-candidate-legacy")]
+    legacy_end = {**end("ref-candidate-legacy"), "status_fields": {"slot_fields": False}}
+    return [*ev, legacy_end]
 
 
 def test_x1_needs_all_five_startup_forms() -> None:
@@ -150,6 +154,13 @@ def test_x3_lost_status_fields_fail() -> None:
     ev = x3_events([step(2), step(1, fields=False), step(2), step(1)], ["COLD"] * 4, ok=False)
     r = x3_resize_across_one(ctx(ev))
     assert r.status is Status.FAIL and "slots=1" in r.reason
+
+
+def test_x3_resize_refused_for_memory_is_blocked_not_failed() -> None:
+    refused = {"slots": 2, "reply": {"status": 503, "error_type": "insufficient_memory"}, "status_fields": True}
+    ev = x3_events([refused, step(1), refused, step(1)], ["COLD"] * 2, ok=False)
+    r = x3_resize_across_one(ctx(ev))
+    assert r.status is Status.BLOCKED and "refused for memory" in r.reason
 
 
 # -- M4.load_failure_retry ---------------------------------------------------------------------

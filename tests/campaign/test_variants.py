@@ -1,7 +1,7 @@
 """Correct servers parval was not written against: outputs that depend on the registration,
 cache-sensitive outputs, cold outputs that differ from warm ones. The demo campaign on each
 reports no FAIL and no BLOCKED and stays pending only on what it cannot run itself (the
-framework record F1-F6 and the protected-files result X4). A server that keeps weights
+framework record F1-F6 and the protected-files result X4, hence no count admitted: Q6). A server that keeps weights
 after each logical unload fails M5.stable and nothing else."""
 
 from __future__ import annotations
@@ -63,8 +63,10 @@ def unresolved(ev: dict[str, Any]) -> dict[str, tuple[str, str]]:
 def assert_clean(ev: dict[str, Any]) -> None:
     bad = unresolved(ev)
     assert not {k: v for k, v in bad.items() if v[0] in ("FAIL", "BLOCKED")}, bad
-    others = {k: v for k, v in bad.items() if not (k.startswith("F") or k == "X4")}
+    others = {k: v for k, v in bad.items() if not (k.startswith("F") or k in ("X4", "Q6"))}
     assert not others, others
+    # without the framework record no count is admitted, and Q6 says so as its verdict
+    assert reason(ev, "Q6").startswith("no count admitted: count 1 is PENDING"), reason(ev, "Q6")
     assert ev["verdict"]["exit_code"] == 3
     assert ev["model_checks"]["negative_control"]["caught"] is True
 
@@ -83,6 +85,11 @@ def test_registration_dependent_outputs_compare_like_with_like(tmp_path: Path) -
 
 def test_registration_dependent_cache_sensitive_model(tmp_path: Path) -> None:
     ev = campaign(demo_plan(tmp_path, both=["registration_outputs"], cache_sensitive=True))
+    assert_clean(ev)
+
+
+def test_32_bit_pcm_outputs_are_compared_at_their_own_precision(tmp_path: Path) -> None:
+    ev = campaign(demo_plan(tmp_path, both=["pcm32_output"]))
     assert_clean(ev)
 
 

@@ -190,7 +190,8 @@ def test_a_count_the_record_does_not_cover_cannot_be_admitted(tmp_path: Path) ->
     )
     fw = results[:-1] + [Result("X4", Status.PASS, "x4")]
     d = adm.decide([1, 2, 4], [], {n: list(rs) for n, rs in per_count.items()}, fw, interrupted=False, missing="-")
-    assert d.admitted == [1, 2, 4] and d.admission_ready is True
+    # Every count validated, but admission stops at count 3, which was never tested.
+    assert d.verdicts[4] is Status.PASS and d.admitted == [1, 2] and d.admission_ready is False
 
 
 def test_a_record_without_identity_counts_covers_no_count(tmp_path: Path) -> None:
@@ -223,7 +224,7 @@ def test_x4_needs_both_commits_and_the_plans_candidate(tmp_path: Path) -> None:
     good = x4(x4_json())
     assert good.status is Status.PASS and good.evidence["candidate_commit"] == CANDIDATE_COMMIT
     # The whole verify-protected result is the evidence; the reason counts what was checked.
-    assert good.evidence == x4_json()
+    assert good.evidence == {**x4_json(), "rests_on": {"checked protected paths": 1}}
     assert good.reason == (
         "1 protected path(s) identical to upstream; legacy runtime app/server/runtime.cpp: synthetic"
     )

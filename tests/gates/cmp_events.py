@@ -121,7 +121,8 @@ class Events:
         return e
 
     def baseline(self, replies: dict[str, list[dict[str, Any]]]) -> None:
-        """ref-baseline-a/-b: `replies[phase]` holds [start a, start b] bodies of `base`."""
+        """ref-baseline-a/-b: `replies[phase]` holds [start a, start b] bodies of `base` (a
+        phase left out repeats the cold bodies: every reference start is recorded whole)."""
         for i, run in enumerate(("ref-baseline-a", "ref-baseline-b")):
             a = self.start(
                 run,
@@ -130,7 +131,8 @@ class Events:
                 exe_role="baseline",
                 config={"models": [{"id": "m", "path": "model.bin"}]},
             )
-            for phase, bodies in replies.items():
+            full = {"ref_warm": replies["ref_cold"], "ref_warm2": replies["ref_cold"], **replies}
+            for phase, bodies in full.items():
                 ref = "base|cold" if phase == "ref_cold" else "base|warm"
                 self.request(run, a, phase, bodies[i], ref=ref)
             self.end(run, a)

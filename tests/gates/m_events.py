@@ -120,6 +120,7 @@ class Events:
             "wave": wave,
             "n": n,
             "mode": mode,
+            "batch_s": 0.1,
             "retry": retry,
             "status": status if status is not None else counters_status(n),
             "drained": drained
@@ -183,6 +184,7 @@ def plan(
     variation_kinds: list[str] | None = None,
     admit_modes: list[str] | None = None,
     auxiliary_files: list[str] | None = None,
+    justify: bool = True,
 ) -> dict[str, Any]:
     model: dict[str, Any] = {
         "id": "m",
@@ -195,6 +197,12 @@ def plan(
     }
     if variation_kinds is not None:
         model["variation_kinds"] = variation_kinds
+        if justify:
+            from parval.plan.variations import TASK_KINDS
+
+            model["variation_kinds_justification"] = {
+                k: "not varied by this synthetic plan" for k in TASK_KINDS["tts"] if k not in variation_kinds
+            }
     return {
         "counts": counts or [1, 2],
         "model": model,
@@ -202,3 +210,180 @@ def plan(
         "compare": {"volatile_fields": [{"path": "timing", "justification": "wall time"}]},
         "waves": {"warm": 1, "mixed": 2, "mixed_at_largest": 2, "serial_reuse": 1},
     }
+
+
+UNLOADED = {
+    "reply": {"status": 200, "outcome": "ok", "error": ""},
+    "listed": True,
+    "loaded_false": True,
+    "polls_after": 8,
+    "still_loaded": False,
+    "loaded_field": True,
+}
+
+
+def in_flight(n: int, polls: int = 12, max_active: int | None = None) -> dict[str, Any]:
+    """The runner's `all_in_flight` window: `polls` successful samples while every request
+    of the wave was in flight, the most active of them `max_active` (default n)."""
+    top = n if max_active is None else max_active
+    return {"ms": 50.0, "polls": polls, "max_active": top, "max_active_loaded": top}
+
+
+def full_start(
+    ev: Events,
+    run: str,
+    n: int,
+    plan_: dict[str, Any],
+    *,
+    body: dict[str, Any] | None = None,
+    status: dict[str, Any] | None = None,
+    drained: dict[str, Any] | None = None,
+    overlap: bool = True,
+    flight: dict[str, Any] | None = None,
+    unload: dict[str, Any] | None = None,
+    end: bool = True,
+) -> None:
+    """One whole count-n start as the campaign records it for `plan_`: the cold wave, the
+    planned warm, mixed and reload waves (one reply per request each), the unload probe of
+    every cycle and the serial reuse, every reply `body` (default tts_body(1))."""
+    from parval.plan.waves import count_waves, serial_requests, wave_numbers
+
+    reply = body if body is not None else tts_body(1)
+    ev.start(run, count=n)
+    for phase in ("cold_wave", "warm_wave", "mixed_wave", "reload_wave"):
+        ref = "base|cold" if phase in ("cold_wave", "reload_wave") else "base|warm"
+        mode = "ordered" if phase == "mixed_wave" else "together"
+        for wave in wave_numbers(plan_, n, phase):
+            for i in range(n):
+                # overlapping from the client: every send before the first reply
+                t_send, t_done = (0.01 * i, 1.0) if overlap else (1.0 * i, 1.0 * i + 0.5)
+                ev.request(run, phase, wave, "base", reply, ref=ref, t_send=t_send, t_done=t_done)
+            w = ev.wave(
+                run,
+                phase,
+                wave,
+                n,
+                status=status,
+                drained=drained,
+                mode=mode,
+                order=["base"] * n if phase == "mixed_wave" else None,
+            )
+            if n > 1:
+                w["all_in_flight"] = flight if flight is not None else in_flight(n)
+        if phase == "reload_wave":
+            for cycle in range(count_waves(plan_, n)["reload_wave"]):
+                ev.append("probe", run=run, attempt=0, name="unload", cycle=cycle, **(unload or UNLOADED))
+    for i in range(serial_requests(plan_)):
+        ev.request(run, "serial_reuse", i, "base", reply, ref="base|warm")
+    ev.wave(run, "serial_reuse", 0, 1, status=status, drained=drained, mode="serial")
+    if end:
+        ev.end(run)
+
+
+def baseline_refs(ev: Events, body: dict[str, Any] | None = None, names: tuple[str, ...] = ("base",)) -> None:
+    """ref-baseline-a and -b: every request cold, warm and repeated warm, identical."""
+    for run in ("ref-baseline-a", "ref-baseline-b"):
+        ev.start(run, role="reference", count=1, exe_role="baseline")
+        for name in names:
+            for phase in ("ref_cold", "ref_warm", "ref_warm2"):
+                ev.request(run, phase, 0, name, body if body is not None else tts_body(1))
+        ev.end(run)
+
+
+DRAINED = {"ok": True, "active": 0, "queued": 0, "fields_present": True}
+
+
+def unload_event(which: str, n: int = 2, **over: Any) -> dict[str, Any]:
+    """A clean m4_<which>_unload probe: the unload waited for the work in flight, a later
+    request queued behind it with a slot free, and /v1/models showed the model unloaded."""
+    busy = max(1, n - 1)
+    e: dict[str, Any] = {
+        "issued_while_active": True,
+        "unload": {"status": 200, "outcome": "ok", "ms": 5.0, "error": ""},
+        "unload_done": 1.20,
+        "requests_done": [1.18] * busy,
+        "requests_latency": [0.10] * busy,
+        "later_done": 1.40,
+        "busy": busy,
+        "gap_s": 0.025,
+        "unload_pending_at_later_send": True,
+        "later_order": "queued_behind",
+        "later_samples": {"polls": 9, "max_active": busy, "max_queued": 1},
+        "active_while_unload_waits": busy,
+        "unloaded_seen": True,
+        "unload_check": dict(UNLOADED),
+        "ended_unloaded": True,
+    }
+    e.update(over)
+    return e
+
+
+def recovery_start(ev: Events, n: int = 2, *, body: dict[str, Any] | None = None, **events: Any) -> None:
+    """A whole recovery start at count n: every M4 probe clean, unless `events` replaces a
+    probe event (by kind, a dict) or leaves it out (None); `crash` = {"where": ...} ends the
+    start with a server crash after the probes it names were recorded."""
+    reply = body if body is not None else tts_body(1)
+    crash = events.pop("crash", None)
+    ev.start("recovery", role="recovery", count=n)
+    probes: list[tuple[str, str, list[tuple[str, str]], dict[str, Any]]] = [
+        (
+            "m4_unload_during_first_load",
+            "unload during first load",
+            [("unload_during_load_first", "base|cold"), ("unload_during_load_reload", "base|cold")],
+            {
+                "issued_during_load": True,
+                "unload": {"status": 200, "outcome": "ok", "ms": 5.0, "error": ""},
+                "listed": True,
+                "unload_done": 1.2,
+                "requests_done": [1.18],
+                "requests_latency": [0.3],
+                "ended_unloaded": True,
+                "unload_check": dict(UNLOADED),
+            },
+        ),
+        (
+            "m4_invalid_alongside",
+            "invalid alongside",
+            [("invalid_alongside", "base|cold")] * max(1, n - 1),
+            {"invalid": {"status": 400, "outcome": "http_error"}, "rejected": True, "drained": dict(DRAINED)},
+        ),
+        (
+            "m4_targeted_unload",
+            "targeted unload",
+            [("unload_targeted_inflight", "base|warm")] * max(1, n - 1) + [("unload_targeted_later", "base|cold")],
+            unload_event("targeted", n),
+        ),
+        (
+            "m4_all_unload",
+            "all unload",
+            [("unload_all_inflight", "base|warm")] * max(1, n - 1) + [("unload_all_later", "base|cold")],
+            unload_event("all", n),
+        ),
+        (
+            "m4_load_failure",
+            "failed load",
+            [("load_failure_alongside", "base|cold")] * n + [("load_retry", "base|cold")],
+            {
+                "failure": {"status": 500, "outcome": "http_error"},
+                "failed": True,
+                "retry": {"status": 200, "outcome": "ok"},
+                "retried": True,
+                "healthy_in_flight": True,
+                "healthy": n,
+                "drained": dict(DRAINED),
+            },
+        ),
+    ]
+    for kind, where, reqs, clean in probes:
+        if crash is not None and crash["where"] == where:
+            ev.append(
+                "server_crash", run="recovery", attempt=0, where=where, exit_code=-11, signal="SIGSEGV", log_tail=""
+            )
+            ev.end("recovery")
+            return
+        for phase, ref in reqs:
+            ev.request("recovery", phase, 0, "base", reply, ref=ref)
+        fields = events.get(kind, clean)
+        if fields is not None:
+            ev.append(kind, run="recovery", attempt=0, **fields)
+    ev.end("recovery")

@@ -29,7 +29,8 @@ def test_not_applicable_needs_a_reason() -> None:
 @pytest.mark.parametrize(
     ("counts", "verdicts", "expected"),
     [
-        ([1, 2, 4], {1: P, 2: P, 4: P}, [1, 2, 4]),
+        ([1, 2, 4], {1: P, 2: P, 4: P}, [1, 2]),  # 3 never tested: 4 is never enabled
+        ([1, 3], {1: P, 3: P}, [1]),  # 2 never tested: 3 is never enabled
         ([1, 2, 4], {1: P, 2: P, 4: F}, [1, 2]),
         ([1, 2, 4], {1: P, 2: F, 4: P}, [1]),  # a pass at 4 never skips a failed 2
         ([1, 2, 3, 4], {1: P, 2: P, 3: B, 4: P}, [1, 2]),  # memory-blocked 3 is not skipped
@@ -52,3 +53,47 @@ def test_verdict_line_pending_wording_and_exit_codes() -> None:
     assert line == "ADMITTED at counts 1, 2" and code == 0
     _, code = verdict_line(False, [1], [Result("M2.exact", P, "x")], interrupted=True)
     assert code == 3
+
+
+def _count(n: int, status: Status, *, short: bool = False) -> list[Result]:
+    if short:
+        ten = Result("M3.ten_waves", NA, "ran 4 mixed waves", {"short": True, "planned": 4}, count=n)
+    else:
+        ten = Result("M3.ten_waves", P, "ten", {"rests_on": {"starts": 3}}, count=n)
+    return [Result("M2.exact", status, "x", {"rests_on": {"o": 1}} if status is P else {}, count=n), ten]
+
+
+def test_q6_reports_what_the_rule_gives_and_no_admission_as_its_own_verdict() -> None:
+    from parval.gates.admission import decide
+
+    model = [Result("M1.manifest", P, "ok", {"rests_on": {"m": 1}})]
+    d = decide(
+        [1, 2, 4], list(model), {1: _count(1, P), 2: _count(2, P), 4: _count(4, P)}, [], interrupted=False, missing="x"
+    )
+    q6 = next(r for r in d.flat if r.id == "Q6")
+    assert d.admitted == [1, 2] and q6.status is Pe and "never tested" in q6.reason and not d.admission_ready
+    d = decide([1, 2], list(model), {1: _count(1, F), 2: _count(2, P)}, [], interrupted=False, missing="x")
+    q6 = next(r for r in d.flat if r.id == "Q6")
+    assert d.admitted == [] and q6.status is F and q6.reason.startswith("no count admitted: count 1 is FAIL")
+    d = decide([1, 2], list(model), {1: _count(1, P), 2: _count(2, P)}, [], interrupted=False, missing="x")
+    q6 = next(r for r in d.flat if r.id == "Q6")
+    assert d.admitted == [1, 2] and q6.status is P and d.admission_ready
+
+
+def test_the_largest_admitted_count_needs_its_ten_mixed_waves() -> None:
+    """[1, 2, 4] with 4 failing: count 2 ran the plan's lower `waves.mixed`, so it cannot be
+    the largest admitted count (and neither can 1): nothing is admitted, and count 2's
+    M3.ten_waves says why."""
+    from parval.gates.admission import decide
+
+    model = [Result("M1.manifest", P, "ok", {"rests_on": {"m": 1}})]
+    per = {1: _count(1, P, short=True), 2: _count(2, P, short=True), 3: _count(3, P), 4: _count(4, F)}
+    d = decide([1, 2, 3, 4], list(model), per, [], interrupted=False, missing="x")
+    assert d.admitted == [1, 2, 3]
+    per = {1: _count(1, P, short=True), 2: _count(2, P, short=True), 3: _count(3, F)}
+    d = decide([1, 2, 3], list(model), per, [], interrupted=False, missing="x")
+    assert d.admitted == []
+    ten2 = next(r for r in per[2] if r.id == "M3.ten_waves")
+    assert ten2.status is Pe and "largest admitted count" in ten2.reason and "count 3 is FAIL" in ten2.reason
+    per = {1: _count(1, P), 2: _count(2, P, short=True), 3: _count(3, F)}
+    assert decide([1, 2, 3], list(model), per, [], interrupted=False, missing="x").admitted == [1]

@@ -13,11 +13,21 @@ from parval.gates.context import exact_result
 from parval.gates.exactness import Tally
 from parval.gates.m1_baseline import serial_variation
 from parval.gates.masking import mask_comparisons
-from parval.status import Result, Status, failed, passed
+from parval.gates.shape import failed, passed
+from parval.status import Result, Status
 from tests.gates.cmp_events import SAMPLES, Events, tts_reply
 
-VARIES: tuple[Status, str, dict[str, Any]] = (Status.PENDING, "parity unverified: serial output varies", {})
-STEADY: tuple[Status, str, dict[str, Any]] = (Status.PASS, "identical", {})
+VARIES: tuple[Status, str, dict[str, Any]] = (
+    Status.PENDING,
+    "parity unverified: serial output varies",
+    {"measured": True, "varies": True},
+)
+UNMEASURED: tuple[Status, str, dict[str, Any]] = (
+    Status.PENDING,
+    "two fresh baseline starts are needed to measure serial repeat variation",
+    {"measured": False, "varies": False},
+)
+STEADY: tuple[Status, str, dict[str, Any]] = (Status.PASS, "identical", {"measured": True, "varies": False})
 
 
 def verdicts(tmp_path: Path) -> dict[str, Result]:
@@ -28,10 +38,10 @@ def verdicts(tmp_path: Path) -> dict[str, Result]:
     return {
         "output": exact_result("M2.exact", mismatch, "count 2", ctx),
         "request": exact_result("M2.serial_reuse", errors, "serial", ctx),
-        "lease": failed("M4.invalid_alongside", "lease left held: active 1"),
-        "barging": failed("M4.targeted_unload", "a request sent after the unload was admitted"),
-        "pass": passed("M2.unload_reload", "3/3 exact"),
-        "other": failed("M2.drained", "not a comparison id"),
+        "lease": failed("M4.invalid_alongside", "lease left held: active 1", violation={"active": 1}),
+        "barging": failed("M4.targeted_unload", "a request sent after the unload was admitted", violation=[1]),
+        "pass": passed("M2.unload_reload", "3/3 exact", {"compared outputs": 3}),
+        "other": failed("M2.drained", "not a comparison id", violation=[1]),
     }
 
 
@@ -42,6 +52,15 @@ def test_serial_variation_masks_output_fails_only(tmp_path: Path) -> None:
     assert rs["pass"].status is Status.PENDING
     for k in ("lease", "barging", "request", "other"):
         assert rs[k].status is Status.FAIL, k
+
+
+def test_an_observed_mismatch_stands_when_serial_variation_was_not_measured(tmp_path: Path) -> None:
+    """Only measured, seen variation can explain a mismatch away: with ref-baseline-b
+    missing, the FAIL stands, and a PASS waits (variation not shown absent)."""
+    rs = verdicts(tmp_path)
+    mask_comparisons(list(rs.values()), True, UNMEASURED)
+    assert rs["output"].status is Status.FAIL
+    assert rs["pass"].status is Status.PENDING and "parity unverified" in rs["pass"].reason
 
 
 def test_uncaught_negative_control_blocks_output_verdicts_only(tmp_path: Path) -> None:
@@ -82,7 +101,8 @@ def test_serial_repeat_honours_the_declared_tolerance(tmp_path: Path) -> None:
     # Without a tolerance a one-LSB repeat difference is serial variation.
     assert serial_variation(rec)[0] is Status.PENDING
     st, reason, ev = serial_variation(rec, run_dir=within.run_dir, tolerance=1, volatile=within.volatile)
-    assert st is Status.PASS and "within the declared tolerance 1" in reason
+    assert st is Status.PASS and "within the declared tolerance" in reason and "at most 1 LSB" in reason
+    assert ev["tolerance_applies"] is True
     assert len(ev["within_declared_tolerance"]) == 1
     beyond = baseline(tmp_path / "b", tts_reply(nudged(5)))
     st, reason, ev = serial_variation(beyond.records(), run_dir=beyond.run_dir, tolerance=1, volatile=beyond.volatile)

@@ -26,7 +26,9 @@ def test_q1_with_no_compared_run_is_pending(tmp_path: Path) -> None:
     ev.baseline({"ref_cold": [tts_reply(), tts_reply()]})
     r = q1(ev, model_id="not-registered-anywhere")
     assert r.status is Status.PENDING and "no compared run" in r.reason
-    assert q1(ev).status is Status.PASS  # both baseline starts registered "m" the same way
+    # both baseline starts registered "m" the same way, but the other planned starts are missing
+    r = q1(ev)
+    assert r.status is Status.PENDING and "ref-candidate-legacy" in r.reason, r.reason
 
 
 def test_q1_fails_when_settings_differ(tmp_path: Path) -> None:
@@ -75,3 +77,23 @@ def test_rejudging_keeps_the_runs_procedure_version(tmp_path: Path) -> None:
     assert same["procedure_version"] == PROCEDURE_VERSION and not same["procedure_version_differs"]
     assert same["warnings"] == []
     assert schema_errors(ev, "evidence") == [] and schema_errors(same, "evidence") == []
+
+
+def test_q1_takes_a_crashed_starts_settings_and_names_a_start_never_recorded(tmp_path: Path) -> None:
+    """A start that crashed recorded what it loaded: its crash fails M2.starts at its count,
+    and does not leave Q1 (and so every lower count) unresolved. A planned start with no
+    record at all is what Q1 cannot compare."""
+    ev = Events(tmp_path)
+    ev.baseline({"ref_cold": [tts_reply(), tts_reply()]})
+    config = {"models": [{"id": "m", "path": "model.bin"}]}
+    for run in ("ref-candidate-legacy", "ref-candidate-cap1"):
+        ev.end(run, ev.start(run, role="reference", count=1, config=config))
+    for n in (1, 2):
+        for i in (1, 2, 3):
+            a = ev.start(f"count{n}-s{i}", count=n, config=config)
+            ev.crash(f"count{n}-s{i}", a) if n == 2 else ev.end(f"count{n}-s{i}", a)
+    r = q1(ev)
+    assert r.status is Status.PASS, r.reason
+    ev.events = [e for e in ev.events if e.get("run") != "count2-s3"]
+    r = q1(ev)
+    assert r.status is Status.PENDING and "recorded starts per count {2: 2}, 3 needed" in r.reason, r.reason

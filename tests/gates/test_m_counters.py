@@ -8,7 +8,17 @@ from typing import Any
 
 from parval.gates.m2_concurrency import judge_m2
 from parval.status import Status
-from tests.gates.m_events import COUNTERLESS_DRAIN, Events, counterless_status, counters_status, plan, tts_body
+from tests.gates.m_events import (
+    COUNTERLESS_DRAIN,
+    UNLOADED,
+    Events,
+    baseline_refs,
+    counterless_status,
+    counters_status,
+    full_start,
+    in_flight,
+    plan,
+)
 
 RUNS = ("count2-s1", "count2-s2", "count2-s3")
 
@@ -21,47 +31,19 @@ def count_starts(
     unload: dict[str, Any] | None = None,
     overlap: bool = True,
     later_unload: dict[str, Any] | None = None,
+    flight: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     ev = Events(tmp_path)
-    ev.start("ref-baseline-a", role="reference")
-    ev.request("ref-baseline-a", "ref_cold", 0, "base", tts_body(1))
-    ev.request("ref-baseline-a", "ref_warm", 0, "base", tts_body(1))
-    ev.end("ref-baseline-a")
+    baseline_refs(ev)
+    p = plan()
     for run in RUNS:
-        ev.start(run, count=2)
-        for phase, wave, ref in (
-            ("cold_wave", 0, "base|cold"),
-            ("warm_wave", 1, "base|warm"),
-            ("mixed_wave", 0, "base|warm"),
-            ("reload_wave", 0, "base|cold"),
-        ):
-            for i in range(2):
-                # Overlapping from the client: both sent before either finished.
-                t_send, t_done = (0.01 * i, 1.0) if overlap else (1.0 * i, 1.0 * i + 0.5)
-                ev.request(run, phase, wave, "base", tts_body(1), ref=ref, t_send=t_send, t_done=t_done)
-            ev.wave(
-                run,
-                phase,
-                wave,
-                2,
-                status=status,
-                drained=drained,
-                mode="together" if phase != "mixed_wave" else "ordered",
-            )
-        ev.append(
-            "probe",
-            run=run,
-            attempt=0,
-            name="unload",
-            **(
-                unload or {"reply": {"status": 200, "outcome": "ok", "error": ""}, "listed": True, "loaded_false": True}
-            ),
-            cycle=0,
+        full_start(
+            ev, run, 2, p, status=status, drained=drained, overlap=overlap, unload=unload, flight=flight, end=False
         )
         if later_unload is not None:
-            ev.append("probe", run=run, attempt=0, name="unload", cycle=1, **later_unload)
+            ev.append("probe", run=run, attempt=0, name="unload", cycle=9, **later_unload)
         ev.end(run)
-    ctx = ev.context(plan())
+    ctx = ev.context(p)
     return {r.id: r for r in judge_m2(ctx, 2)}
 
 
@@ -96,7 +78,7 @@ def test_unload_without_loaded_false_says_so(tmp_path: Path) -> None:
         tmp_path,
         status=counterless_status(2),
         drained=COUNTERLESS_DRAIN,
-        unload={"reply": {"status": 200, "outcome": "ok", "error": ""}, "listed": True, "loaded_false": False},
+        unload={**UNLOADED, "loaded_false": False, "loaded_field": False},
     )
     reason = res["M2.unload_reload"].reason
     assert res["M2.unload_reload"].status is Status.FAIL
@@ -120,11 +102,11 @@ def test_clean_server_with_counters_passes(tmp_path: Path) -> None:
 
 def test_counters_present_but_never_n_while_client_overlapped_fails(tmp_path: Path) -> None:
     status = {**counters_status(2), "max_active": 1, "max_active_loaded": 1}
-    res = count_starts(tmp_path, status=status)
+    res = count_starts(tmp_path, status=status, flight=in_flight(2, max_active=1))
     a = res["M2.observed_active"]
     assert a.status is Status.FAIL and "never showed active_slots == 2" in a.reason
     assert "publishes no slot counters" not in a.reason
-    res = count_starts(tmp_path, status=status, overlap=False)
+    res = count_starts(tmp_path, status=status, overlap=False, flight=in_flight(2, max_active=1))
     assert res["M2.observed_active"].status is Status.PENDING
 
 
@@ -134,11 +116,21 @@ def test_a_later_unload_cycle_that_did_not_unload_fails(tmp_path: Path) -> None:
     res = count_starts(
         tmp_path,
         status=counters_status(2),
-        later_unload={"reply": {"status": 200, "outcome": "ok", "error": ""}, "listed": True, "loaded_false": False},
+        later_unload={**UNLOADED, "loaded_false": False, "still_loaded": True, "polls_after": 9},
     )
     r = res["M2.unload_reload"]
-    assert r.status is Status.FAIL and "loaded:false" in r.reason
-    assert all(s["cycle"] == 1 for s in r.evidence["starts"])
+    assert r.status is Status.FAIL and "loaded in all 9 status samples" in r.reason
+    assert all(s["cycle"] == 9 for s in r.evidence["violation"])
+
+
+def test_an_unload_without_enough_samples_after_it_is_pending_not_fail(tmp_path: Path) -> None:
+    res = count_starts(
+        tmp_path,
+        status=counters_status(2),
+        later_unload={**UNLOADED, "loaded_false": False, "still_loaded": True, "polls_after": 2},
+    )
+    r = res["M2.unload_reload"]
+    assert r.status is Status.PENDING and "too few to tell" in r.reason
 
 
 def test_n_leases_seen_only_while_loading_is_not_a_violation(tmp_path: Path) -> None:
@@ -151,9 +143,9 @@ def test_n_leases_seen_only_while_loading_is_not_a_violation(tmp_path: Path) -> 
 
 
 def test_a_starved_poller_cannot_show_that_leases_were_never_held_together(tmp_path: Path) -> None:
-    status = {**counters_status(2, polls=4), "max_active": 1, "max_active_loaded": 1}
-    a = count_starts(tmp_path, status=status)["M2.observed_active"]
-    assert a.status is Status.PENDING and "sampled only 4 time(s)" in a.reason
-    # With enough samples the same picture is a violation.
-    status = {**counters_status(2, polls=10), "max_active": 1, "max_active_loaded": 1}
-    assert count_starts(tmp_path / "dense", status=status)["M2.observed_active"].status is Status.FAIL
+    status = {**counters_status(2, polls=40), "max_active": 1, "max_active_loaded": 1}
+    a = count_starts(tmp_path, status=status, flight=in_flight(2, polls=4, max_active=1))["M2.observed_active"]
+    assert a.status is Status.PENDING and "only 4 successful sample(s)" in a.reason
+    # With enough samples inside the in-flight window the same picture is a violation.
+    dense = count_starts(tmp_path / "dense", status=status, flight=in_flight(2, polls=10, max_active=1))
+    assert dense["M2.observed_active"].status is Status.FAIL

@@ -36,11 +36,15 @@ def manifest_result(
     tmp_path: Path, manifest: dict[str, Any], *, refs: bool = True, p: dict[str, Any] | None = None
 ) -> Any:
     ev = Events(tmp_path)
+    p = p or plan()
     if refs:
         ev.start("ref-baseline-a", role="reference")
-        ev.request("ref-baseline-a", "ref_cold", 0, "base", tts_body(1))
+        names = ["base", *(v["name"] for v in p["requests"].get("variations", []))]
+        for name in names:
+            for phase in ("ref_cold", "ref_warm", "ref_warm2"):
+                ev.request("ref-baseline-a", phase, 0, name, tts_body(1))
         ev.end("ref-baseline-a")
-    ctx = ev.context(p or plan(), manifest)
+    ctx = ev.context(p, manifest)
     return m1_manifest(ctx, SERIAL)
 
 

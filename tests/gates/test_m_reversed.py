@@ -9,7 +9,7 @@ from typing import Any
 
 from parval.gates.m3_mixed_waves import m3_reversed, variation_effects
 from parval.status import Status
-from tests.gates.m_events import Events, counterless_status, counters_status, plan, tts_body
+from tests.gates.m_events import Events, counterless_status, counters_status, full_start, plan, tts_body
 
 UNOBSERVED = {"ordered_ok": False, "finished_early": False, "admit_waits_ms": [2000.0, 2000.0]}
 BODIES = {"a": tts_body(1), "b": tts_body(2), "c": tts_body(3), "d": tts_body(4)}
@@ -26,8 +26,9 @@ def judge(
 ) -> Any:
     ev = Events(tmp_path)
     ev.start("ref-baseline-a", role="reference")
-    for name, body in BODIES.items():
-        ev.request("ref-baseline-a", "ref_warm", 0, name, body)
+    for name, body in {"base": tts_body(1), **BODIES}.items():
+        for phase in ("ref_cold", "ref_warm", "ref_warm2"):
+            ev.request("ref-baseline-a", phase, 0, name, body)
     ev.end("ref-baseline-a")
     ev.start("count2-s1", count=2)
     for w, order in enumerate(orders):
@@ -47,7 +48,13 @@ def judge(
             mode="reversed" if w % 2 else "ordered",
         )
     ev.end("count2-s1")
-    ctx = ev.context(plan())
+    p = plan()
+    for run in ("count2-s2", "count2-s3"):  # the other two starts a PASS needs, seen in no order
+        full_start(ev, run, 2, p, status=status or counters_status(2))
+        for w in ev.events:
+            if w.get("kind") == "wave" and w.get("run") == run and w.get("phase") == "mixed_wave":
+                w["admission"] = {"ordered_ok": False, "finished_early": False}
+    ctx = ev.context(p)
     return m3_reversed(ctx, 2, variation_effects(ctx))
 
 

@@ -8,10 +8,20 @@ from pathlib import Path
 from typing import Any
 
 from parval.gates.m6_modes import judge_m6
-from parval.status import Status
-from tests.gates.m_events import Events, plan, tts_body
+from parval.status import Result, Status
+from tests.gates.m_events import Events, baseline_refs, full_start, plan, tts_body
 
-REF = "r" * 64
+
+def _pcm_sha(body: dict[str, Any]) -> str:
+    import json
+
+    from parval.gates.compare import canonicalize
+
+    return str(canonicalize(json.dumps(body).encode(), ["timing"]).audio["audio"]["sha256"])
+
+
+# The PCM of the upstream reference the streams are compared with (warm: every slot warmed).
+REF = _pcm_sha(tts_body(1))
 
 
 def stream(
@@ -28,6 +38,7 @@ def stream(
     s: dict[str, Any] = {
         "wave": wave,
         "index": i,
+        "ref": "base|warm",
         "status": 200,
         "outcome": "ok",
         "pcm_sha256": sha,
@@ -72,16 +83,21 @@ def m6(tmp_path: Path, event: dict[str, Any] | None, *, offline: bool = True) ->
     ev = Events(tmp_path)
     ev.start("ref-baseline-a", role="reference")
     ev.request("ref-baseline-a", "ref_cold", 0, "base", tts_body(1))
+    ev.request("ref-baseline-a", "ref_warm", 0, "base", tts_body(1))
     ev.end("ref-baseline-a")
+    p = plan(counts=[1], admit_modes=["offline", "streaming"])
     if offline:
-        ev.start("count1-s1", count=1)
-        ev.request("count1-s1", "cold_wave", 0, "base", tts_body(1), ref="base|cold")
-        ev.end("count1-s1")
+        ev.events = []
+        baseline_refs(ev)
+        for run in ("count1-s1", "count1-s2", "count1-s3"):
+            full_start(ev, run, 1, p)
     if event is not None:
         ev.start("modes", role="modes", count=event["count"])
+        for _ in range(event["count"]):  # the warm-up wave: every slot serves once
+            ev.request("modes", "modes_warmup", 0, "base", tts_body(1), ref="base|cold")
         ev.append("m6_streaming", **event)
         ev.end("modes")
-    ctx = ev.context(plan(counts=[1], admit_modes=["offline", "streaming"]))
+    ctx = ev.context(p)
     return {r.id: r for r in judge_m6(ctx)}
 
 
@@ -113,7 +129,31 @@ def test_inexact_surviving_stream_fails(tmp_path: Path) -> None:
     e = streaming_event()
     e["streams"][3]["pcm_sha256"] = "y" * 64
     r = m6(tmp_path, e)["M6.streaming"]
-    assert r.status is Status.FAIL and "differ from the offline audio" in r.reason
+    assert r.status is Status.FAIL and "differ from their reference" in r.reason
+
+
+def test_streams_are_compared_with_the_reference_of_their_own_history(tmp_path: Path) -> None:
+    """A model whose warm output differs from its cold one: warm streams equal to the warm
+    upstream reference pass (they were compared with a cold candidate output before)."""
+    ev = Events(tmp_path)
+    ev.start("ref-baseline-a", role="reference")
+    ev.request("ref-baseline-a", "ref_cold", 0, "base", tts_body(7))
+    ev.request("ref-baseline-a", "ref_warm", 0, "base", tts_body(1))
+    ev.end("ref-baseline-a")
+    ev.start("modes", role="modes", count=2)
+    for _ in range(2):
+        ev.request("modes", "modes_warmup", 0, "base", tts_body(7), ref="base|cold")
+    ev.append("m6_streaming", **streaming_event())
+    ev.end("modes")
+    ctx = ev.context(plan(counts=[1], admit_modes=["offline", "streaming"]))
+    r = {x.id: x for x in judge_m6(ctx)}["M6.streaming"]
+    assert r.status is Status.PASS, r.reason
+    e = streaming_event()
+    for st in e["streams"]:
+        st["ref"] = "base|cold"
+    ev.events[-2] = {"kind": "m6_streaming", **e}
+    r = {x.id: x for x in judge_m6(ev.context(plan(counts=[1], admit_modes=["offline", "streaming"])))}
+    assert r["M6.streaming"].status is Status.FAIL
 
 
 def test_overlap_must_be_shown_by_the_server(tmp_path: Path) -> None:
@@ -136,7 +176,7 @@ def test_lease_held_after_streams_fails(tmp_path: Path) -> None:
 def test_offline_needs_offline_comparisons(tmp_path: Path) -> None:
     assert m6(tmp_path / "a", None, offline=False)["M6.offline"].status is Status.PENDING
     r = m6(tmp_path / "b", None)["M6.offline"]
-    assert r.status is Status.PASS and r.evidence["compared"] == 1
+    assert r.status is Status.PASS and r.evidence["compared"] > 1
 
 
 def test_streams_answered_with_errors_fail_naming_the_status(tmp_path: Path) -> None:
@@ -145,3 +185,27 @@ def test_streams_answered_with_errors_fail_naming_the_status(tmp_path: Path) -> 
         s.update(status=500, outcome="http_error", done=False, pcm_sha256="e" * 64, cut=False)
     r = m6(tmp_path, e)["M6.streaming"]
     assert r.status is Status.FAIL and "answered 500" in r.reason
+
+
+def test_a_mismatch_at_a_higher_count_leaves_offline_mode_shown_at_the_lowest(tmp_path: Path) -> None:
+    """Offline mode rests on the lowest count's exact outputs: a count-2 violation fails
+    count 2 (its M2.exact), not offline mode at count 1; a count-1 violation leaves M6.offline
+    unshown (and nothing is admitted)."""
+    from parval.gates.m2_concurrency import m2_exact
+
+    def judged(bad: int, where: Path) -> tuple[Result, dict[int, Status]]:
+        ev = Events(where)
+        p = plan(counts=[1, 2])
+        baseline_refs(ev)
+        for n in (1, 2):
+            for i in (1, 2, 3):
+                full_start(ev, f"count{n}-s{i}", n, p, body=tts_body(2) if n == bad else None)
+        ctx = ev.context(p)
+        return {r.id: r for r in judge_m6(ctx)}["M6.offline"], {n: m2_exact(ctx, n).status for n in (1, 2)}
+
+    offline, exact = judged(2, tmp_path / "high")
+    assert exact == {1: Status.PASS, 2: Status.FAIL}
+    assert offline.status is Status.PASS and offline.evidence["shown_at_count"] == 1, offline.reason
+    offline, exact = judged(1, tmp_path / "low")
+    assert exact[1] is Status.FAIL
+    assert offline.status is Status.PENDING and "M2.exact at count 1: FAIL" in offline.reason

@@ -42,7 +42,7 @@ DECIDED_ELSEWHERE = {"X4": ("parval.gates.framework_ref", "x4_result"), "Q6": ("
 # Framework judges that judge no server behaviour (skipped / not set up).
 NOT_BEHAVIOUR = {"given", "precondition"}
 # Stand-in switches that are behaviours a correct server may have, not faults.
-BEHAVIOURS = {"registration_outputs", "cold_warm_differ"}
+BEHAVIOURS = {"registration_outputs", "cold_warm_differ", "pcm32_output"}
 
 
 def _gate(group: str) -> ModuleType:
@@ -133,6 +133,17 @@ def test_model_judges_are_what_their_gate_tables_dispatch_to() -> None:
         "model IDs neither in a gate module's JUDGES table nor decided elsewhere: "
         f"{sorted(model_ids - tabled - set(DECIDED_ELSEWHERE))}"
     )
+
+
+def test_every_model_gate_judge_goes_through_the_verdict_shape() -> None:
+    """A new model-gate judge cannot skip the shape of parval/gates/shape.py: each registered
+    model assertion's judge is a `@shape.judge(ID)` function for that very ID."""
+    from parval.gates.shape import judged_id
+
+    model_ids = [i for i in all_ids() if i not in FRAMEWORK_GATE]
+    by = _by_id()
+    unshaped = {i: by[i].judge for i in model_ids if judged_id(by[i].judge_function()) != i}
+    assert not unshaped, f"model-gate judges not registered with @shape.judge(ID): {unshaped}"
 
 
 def test_framework_entries_name_their_combiner_and_judge_keys() -> None:

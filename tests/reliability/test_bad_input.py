@@ -302,7 +302,7 @@ def test_a_malformed_or_unknown_reply_never_counts_as_exact(replies: list[tuple[
 
     ref_out = _canonical(json.dumps({"audio": GOOD_AUDIO}).encode(), ["timing"]).to_json()
     events: list[dict[str, Any]] = [
-        {"kind": "run_start", "run": "ref-baseline-a", "attempt": 1, "role": "reference"},
+        {"kind": "run_start", "run": "ref-baseline-a", "attempt": 1, "role": "reference", "count": 1},
         {
             "kind": "request",
             "run": "ref-baseline-a",
@@ -313,6 +313,8 @@ def test_a_malformed_or_unknown_reply_never_counts_as_exact(replies: list[tuple[
             "ref": "base|cold",
             "reply": {"outcome": "ok", "status": 200},
             "output": ref_out,
+            "t_send": 0.0,
+            "t_done": 0.1,
         },
         {"kind": "run_end", "run": "ref-baseline-a", "attempt": 1},
         {"kind": "run_start", "run": "count1-s1", "attempt": 2, "role": "count", "count": 1},
@@ -331,6 +333,8 @@ def test_a_malformed_or_unknown_reply_never_counts_as_exact(replies: list[tuple[
                 "ref": "base|cold",
                 "reply": {"outcome": outcome, "status": 200},
                 "output": out,
+                "t_send": 0.0,
+                "t_done": 0.1,
             }
         )
         if outcome == "ok" and out and out["valid"] and out["canon"] == ref_out["canon"]:

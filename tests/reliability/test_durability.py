@@ -17,7 +17,7 @@ from parval.rundir.files import atomic_write, write_json
 
 
 def _events(n: int) -> list[dict[str, Any]]:
-    return [{"kind": "request", "i": i, "text": "x" * (i % 7), "nested": {"a": [i, None]}} for i in range(n)]
+    return [{"kind": "note", "i": i, "text": "x" * (i % 7), "nested": {"a": [i, None]}} for i in range(n)]
 
 
 def _write_log(path: Path, n: int) -> bytes:
@@ -51,7 +51,7 @@ def test_every_event_is_fsynced_before_anyone_acts_on_it(tmp_path: Path, monkeyp
     "tail",
     [
         b'{"seq": 9, "kind": "requ',  # cut mid-line
-        b'{"seq":9,"t":1.0,"kind":"request","ok":true}',  # complete JSON but no newline: still torn
+        b'{"seq":9,"t":1.0,"kind":"note","ok":true}',  # complete JSON but no newline: still torn
         b"\x00\x00\x00\x00",  # blocks allocated, never written
         b"garbage that is not json\n",  # a newline-terminated last line that is not JSON
     ],
@@ -65,7 +65,7 @@ def test_torn_last_line_is_discarded_and_never_parsed(tmp_path: Path, tail: byte
     log.append("after")
     log.close()
     evs = read_events(path)
-    assert [e["kind"] for e in evs] == ["request"] * 5 + ["torn_tail_discarded", "after"]
+    assert [e["kind"] for e in evs] == ["note"] * 5 + ["torn_tail_discarded", "after"]
     assert evs[5]["bytes"] == len(tail)
     assert [e["seq"] for e in evs] == list(range(7))
     assert path.read_bytes().startswith(clean)

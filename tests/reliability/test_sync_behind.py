@@ -12,7 +12,22 @@ from typing import Any
 import pytest
 
 from parval.rundir.artifacts import ArtifactStore
+from parval.rundir.event_fields import EVENT_FIELDS, OneOf
 from parval.rundir.events import EventLog, read_events
+
+
+def declared(kind: str) -> dict[str, Any]:
+    """Placeholder values for every field `kind` declares: the log refuses an event without
+    them, and these tests are about durability, not content."""
+    out: dict[str, Any] = {}
+    for name, ftype in EVENT_FIELDS[kind].fields.items():
+        if isinstance(ftype, OneOf):
+            out[name] = ftype.values[0]
+        elif ftype.nullable:
+            out[name] = None
+        else:
+            out[name] = next(t() for t in (str, int, float, bool, dict, list) if ftype.accepts(t()))
+    return out
 
 
 class FsyncSpy:
@@ -53,7 +68,8 @@ def test_listeners_see_only_durable_events(tmp_path: Path, monkeypatch: pytest.M
     seen: list[tuple[int, int]] = []
     log.listeners.append(lambda e: seen.append((e["seq"], spy.synced(ino))))
     for i in range(50):
-        log.append("request" if i % 5 else "wave", i=i)
+        kind = "request" if i % 5 else "wave"
+        log.append(kind, **declared(kind), i=i)
     log.close()
     offsets = ends(path)
     assert [s for s, _ in seen] == list(range(50))  # every event, in order
@@ -66,8 +82,8 @@ def test_a_barrier_returns_only_when_everything_is_durable(tmp_path: Path, monke
     log = EventLog(path, sync_behind=True)
     ino = os.stat(path).st_ino
     for i in range(20):
-        log.append("request", i=i)
-    log.append("run_end", run="r")
+        log.append("request", **declared("request"), i=i)
+    log.append("run_end", run="r", attempt=0)
     assert spy.synced(ino) == path.stat().st_size  # run_end and all before it are on disk
     log.close()
     assert [e["kind"] for e in read_events(path)][-1] == "run_end"
@@ -91,7 +107,7 @@ def test_artifacts_are_durable_before_the_events_that_name_them(
     with log.group(store):
         for i in range(8):
             digest = store.put(f'{{"reply": {i}}}'.encode(), "json")
-            log.append("request", i=i, artifact=digest)
+            log.append("request", **{**declared("request"), "i": i, "artifact": digest})
     log.sync()
     assert order == ["ok"] * 8
     assert spy.synced(ino) == path.stat().st_size
@@ -103,7 +119,7 @@ def test_without_sync_behind_every_event_is_fsynced_inline(tmp_path: Path, monke
     path = tmp_path / "events.jsonl"
     log = EventLog(path)
     ino = os.stat(path).st_ino
-    log.append("request", i=1)
+    log.append("request", **declared("request"), i=1)
     assert spy.synced(ino) == path.stat().st_size
     log.close()
 
@@ -115,7 +131,7 @@ def test_a_listener_error_reaches_the_appending_thread(tmp_path: Path) -> None:
         raise RuntimeError("listener bug")
 
     log.listeners.append(broken)
-    log.append("request", i=1)
+    log.append("request", **declared("request"), i=1)
     with pytest.raises(RuntimeError, match="listener bug"):
         log.sync()
     log.listeners.clear()

@@ -40,6 +40,10 @@ PLAN: dict[str, Any] = {
         "cache_sensitive": False,
         "admit_modes": ["offline"],
         "variation_kinds": ["seed"],
+        "variation_kinds_justification": {
+            "length": "the UX plan keeps to one seed variation",
+            "reference": "the UX plan keeps to one seed variation",
+        },
     },
     "identity": {
         "baseline": {"source_commit": "0" * 40, "build_flags": "none"},

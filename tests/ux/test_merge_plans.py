@@ -140,6 +140,10 @@ def test_shards_of_one_plan_merge(tmp_path: Path) -> None:
         ("compare.volatile_fields", [{"path": "words", "justification": "assumed to vary"}]),
         ("compare.tolerance", {"pcm_max_abs": 0.01}),
         ("server.threads", 8),
+        # how memory, variations and modes are judged differ too
+        ("memory", {"stabilisation": {"last_k_waves": 3, "max_growth_mib": 1.0}}),
+        ("model.variation_kinds", ["seed"]),
+        ("model.admit_modes", ["offline", "batch"]),
     ],
 )
 def test_plans_that_differ_in_what_changes_outputs_are_refused(tmp_path: Path, field: str, value: Any) -> None:

@@ -47,7 +47,7 @@ def test_markdown_reads_as_a_pr_comment(shard_runs: tuple[Outcome, Outcome], tmp
     assert len(text) <= COMMENT_LIMIT + 2000
     # the unresolved entries are grouped by reason, not hidden
     why = text.split("### Performance")[0].split("### Why it is not admitted")[1]
-    assert "Still unresolved" in why and "M2.starts@1" in why and "no start at count 1" in why
+    assert "Still unresolved" in why and "M2.starts@1" in why and "0 complete start(s) at count 1" in why
 
 
 def test_admitted_markdown(admitted_run: Outcome) -> None:

@@ -1,0 +1,138 @@
+"""The one shape of every model-gate verdict, in one place so that no judge can skip it.
+
+* A PASS names the evidence it rests on (`rests_on`: what → the evidence), every piece
+  present and non-empty: no PASS on nothing.
+* A FAIL names the observed violation (`violation`): a wrong order, counter, reply, a
+  crash. No FAIL without one.
+* Everything else is PENDING or BLOCKED (or UNSUPPORTED) with a reason naming what is
+  missing; NOT_APPLICABLE carries its reason.
+
+Judges build their results with `passed`, `failed`, `pending`, `blocked` below, and every
+judge is registered with `@judge(ID)`: the decorator checks the result it returns, and a
+result without the shape becomes PENDING naming what it lacked (the verdict cannot be
+trusted, so it is not given). `tests/layout/test_registry.py` checks that every model-gate
+assertion's judge is such a function.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any, ParamSpec
+
+from parval.status import Result, Status
+
+P = ParamSpec("P")
+
+JudgeFn = Callable[..., Result]
+
+
+def empty(value: Any) -> bool:
+    """No evidence: None, False, zero, or an empty string or collection."""
+    if value is None or value is False:
+        return True
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value == 0
+    if isinstance(value, str | bytes | list | tuple | dict | set | frozenset):
+        return len(value) == 0
+    return False
+
+
+def _size(value: Any) -> Any:
+    """How the evidence a PASS rests on is shown: its size, or the value itself."""
+    if isinstance(value, list | tuple | dict | set | frozenset):
+        return len(value)
+    return value
+
+
+def passed(id_: str, reason: str, rests_on: Mapping[str, Any], **evidence: Any) -> Result:
+    """A PASS that names each piece of evidence it rests on (checked by `judge`)."""
+    shown = {k: _size(v) for k, v in rests_on.items()}
+    gaps = sorted(k for k, v in rests_on.items() if empty(v))
+    r = Result(id_, Status.PASS, reason, {**evidence, "rests_on": shown})
+    if gaps or not rests_on:
+        r.evidence["empty_evidence"] = gaps or ["(none named)"]
+    return r
+
+
+def failed(id_: str, reason: str, violation: Any, **evidence: Any) -> Result:
+    """A FAIL that carries the violation it observed (checked by `judge`)."""
+    return Result(id_, Status.FAIL, reason, {**evidence, "violation": violation})
+
+
+def pending(id_: str, reason: str, **evidence: Any) -> Result:
+    """Unresolved: `reason` names what is missing."""
+    return Result(id_, Status.PENDING, reason, dict(evidence))
+
+
+def blocked(id_: str, reason: str, **evidence: Any) -> Result:
+    """Could not be collected (a resource, a crash elsewhere): `reason` names why."""
+    return Result(id_, Status.BLOCKED, reason, dict(evidence))
+
+
+def unsupported(id_: str, reason: str, **evidence: Any) -> Result:
+    """The server lacks what the check needs (a route, a field): `reason` names it."""
+    return Result(id_, Status.UNSUPPORTED, reason, dict(evidence))
+
+
+def not_applicable(id_: str, reason: str) -> Result:
+    return Result(id_, Status.NOT_APPLICABLE, reason)
+
+
+def shape_problem(r: Result) -> str | None:
+    """What keeps a result from having the verdict shape (None when it has it)."""
+    if r.status is Status.PASS:
+        rests = r.evidence.get("rests_on")
+        if not isinstance(rests, dict) or not rests:
+            return "it names no evidence it rests on"
+        gaps = r.evidence.get("empty_evidence") or [k for k, v in rests.items() if empty(v)]
+        if gaps:
+            return f"evidence it rests on is empty: {', '.join(map(str, gaps))}"
+        return None
+    if r.status is Status.FAIL:
+        return "it records no observed violation" if empty(r.evidence.get("violation")) else None
+    if not r.reason.strip():
+        return "it gives no reason naming what is missing"
+    return None
+
+
+def enforce(r: Result, id_: str) -> Result:
+    """`r` itself when it has the verdict shape, else PENDING naming what it lacked."""
+    if r.id != id_:
+        raise ValueError(f"the judge of {id_} returned a result for {r.id}")
+    problem = shape_problem(r)
+    if problem is None:
+        return r
+    if r.status in (Status.PASS, Status.FAIL):
+        out = Result(
+            id_,
+            Status.PENDING,
+            f"{r.status} withheld: {problem}; {r.reason}",
+            {**r.evidence, "withheld": str(r.status)},
+            r.reproduction,
+            list(r.limitations),
+            count=r.count,
+        )
+        return out
+    r.reason = f"unresolved ({problem})"
+    return r
+
+
+def judge(id_: str) -> Callable[[Callable[P, Result]], Callable[P, Result]]:
+    """Register a judge of assertion `id_`: its results are held to the verdict shape."""
+
+    def wrap(fn: Callable[P, Result]) -> Callable[P, Result]:
+        @functools.wraps(fn)
+        def judged(*args: P.args, **kwargs: P.kwargs) -> Result:
+            return enforce(fn(*args, **kwargs), id_)
+
+        judged.judges = id_  # type: ignore[attr-defined]
+        return judged
+
+    return wrap
+
+
+def judged_id(fn: Callable[..., Any]) -> str | None:
+    """The assertion a function was registered to judge with `@judge`, or None."""
+    value = getattr(fn, "judges", None)
+    return value if isinstance(value, str) else None

@@ -1,0 +1,114 @@
+"""What an unload showed, as the M2 per-start probe and the M4 recovery probes record it:
+whether /v1/models then showed the model loaded:false (never the reply's list, which names
+every known id), whether it waited for the work in front of it, and where the server put a
+request sent while it waited."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Successful status samples after an unload that a "stayed loaded" claim needs.
+MIN_POLLS_AFTER_UNLOAD = 5
+
+
+def unload_check(check: dict[str, Any], *, loaded_field: bool | None = None) -> str:
+    """What a check of /v1/models after an unload showed (as the campaign records it:
+    `reply`, `loaded_false`, `polls_after`, `still_loaded`, `loaded_field`): ok (loaded:false
+    seen), error (the unload did not answer 200), no_loaded (the server publishes no
+    `loaded`, which the API promises), stayed (enough samples after the 200, all showing
+    the model loaded: an observed violation), unseen (too few samples to tell)."""
+    status = (check.get("reply") or {}).get("status")
+    if status != 200:
+        return "error"
+    if check.get("loaded_false"):
+        return "ok"
+    published = check.get("loaded_field", loaded_field)
+    if published is False:
+        return "no_loaded"
+    if check.get("still_loaded") and int(check.get("polls_after") or 0) >= MIN_POLLS_AFTER_UNLOAD:
+        return "stayed"
+    return "unseen"
+
+
+def returned_early(e: dict[str, Any]) -> bool:
+    """An observed violation: the unload's reply came before every reply of the work in
+    front of it, by more than half the shortest request's latency.
+
+    A correct server replies to the unload only after that work, but the client may read
+    the replies of several connections in either order, and a busy client late: so only an
+    unload that returns well before even the first of the in-flight replies (as one that
+    skips the work does: a service time early) is claimed to have skipped it."""
+    done = e.get("requests_done") or []
+    lat = [float(x) for x in e.get("requests_latency") or []]
+    if not done or not lat:
+        return False
+    return bool(float(e["unload_done"]) < min(done) - 0.5 * min(lat))
+
+
+def unloaded_state(e: dict[str, Any]) -> str:
+    """Did the model end unloaded, as /v1/models showed it (never the reply's list, which
+    names every known id): ok, stayed (observed loaded after the unload), no_loaded,
+    unseen, or error (see `slot_counters.unload_check`)."""
+    if e.get("unloaded_seen"):
+        return "ok"
+    check = e.get("unload_check")
+    if isinstance(check, dict):
+        return unload_check(check)
+    return "unseen"
+
+
+def server_order(e: dict[str, Any]) -> str:
+    """Where the server put the request sent after the waiting unload: queued_behind,
+    admitted_past (it took a slot while the unload, sent a measured gap earlier, was still
+    pending: barging) or unobserved."""
+    order = e.get("later_order")
+    return order if order in ("queued_behind", "admitted_past") else "unobserved"
+
+
+def missing_route(e: dict[str, Any]) -> str | None:
+    """The unload reply in words when the server answered 404: the API serves the unload
+    routes on every build without a gate, so a 404 means this build has no such route, a
+    missing precondition (its instant reply says nothing about waiting). None otherwise."""
+    reply = e.get("unload") or (e.get("unload_check") or {}).get("reply") or {}
+    if reply.get("status") != 404:
+        return None
+    return f"answered 404: {str(reply.get('error') or '')[:120]}".rstrip(": ")
+
+
+def unload_violation(e: dict[str, Any], which: str) -> str | None:
+    """The observed violation of one unload probe, in words (None when none; never for a
+    route the server lacks, see `missing_route`)."""
+    if missing_route(e) is not None:
+        return None
+    if e.get("issued_while_active") and server_order(e) == "admitted_past":
+        return (
+            f"a request sent {e.get('gap_s')} s after the {which} unload (still pending) was admitted while the "
+            f"unload waited (the server showed {e.get('later_samples', {}).get('max_active')} active > "
+            f"{e['busy']} in front): it barged past the waiting manager"
+        )
+    if e.get("issued_while_active") and returned_early(e):
+        return (
+            f"unload returned at {e['unload_done']}s, well before the in-flight work finished "
+            f"(first reply {min(e['requests_done'], default=0)}s, last {max(e['requests_done'], default=0)}s)"
+        )
+    if unloaded_state(e) == "stayed":
+        check = e.get("unload_check") or {}
+        return (
+            f"the {which} unload answered 200 but /v1/models showed the model loaded in all "
+            f"{check.get('polls_after')} status samples after it"
+        )
+    if unloaded_state(e) == "error":
+        return f"the {which} unload answered {(e.get('unload_check') or {}).get('reply')}"
+    return None
+
+
+def first_load_violation(e: dict[str, Any]) -> str | None:
+    if e.get("issued_during_load") and returned_early(e):
+        return (
+            f"unload did not wait for the first load (returned at {e['unload_done']}s, request done at "
+            f"{max(e['requests_done'], default=0)}s)"
+        )
+    check = e.get("unload_check")
+    if isinstance(check, dict) and unload_check(check) == "stayed":
+        return f"the model stayed loaded after the unload ({check.get('polls_after')} status samples)"
+    return None

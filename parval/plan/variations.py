@@ -1,0 +1,97 @@
+"""Request variations (M3.variation): the kinds a task supports, the kind a changed field
+is, and the plan defects that can be known before a run (a variation that changes nothing,
+a kind label that does not match the field it changes)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+VARIATION_KINDS = ("length", "seed", "reference", "preparation", "content")
+
+# The kinds each task supports (what the procedure's "effective length, seed,
+# reference/preparation changes where supported" means per task): text-to-audio tasks vary
+# length, seed and reference; audio-input tasks vary the input audio's length and content.
+# Preparation is model-specific and never required. Tasks not listed declare their own.
+TASK_KINDS: dict[str, tuple[str, ...]] = {
+    "tts": ("length", "seed", "reference"),
+    "clon": ("length", "seed", "reference"),
+    "asr": ("length", "content"),
+    "vad": ("length", "content"),
+    "diar": ("length", "content"),
+    "sep": ("length", "content"),
+    "align": ("length", "content"),
+    "spk": ("length", "content"),
+}
+
+# The kinds a request field can be (a variation naming no `kind` takes the first).
+FIELD_KINDS: dict[str, tuple[str, ...]] = {
+    "text": ("length", "content"),
+    "input": ("length", "content"),
+    "max_tokens": ("length",),
+    "max_steps": ("length",),
+    "duration_seconds": ("length",),
+    "seed": ("seed",),
+    "voice_ref": ("reference",),
+    "voice_id": ("reference",),
+    "reference_text": ("reference",),
+    "prosody_ref": ("reference",),
+    "style_ref": ("reference",),
+    "target_voice": ("reference",),
+    "speaker": ("reference",),
+    "audio": ("length", "content"),
+    "file": ("length", "content"),
+}
+
+
+def variation_kind(variation: Mapping[str, Any]) -> str:
+    """A plan variation's kind: its `kind`, else the kind its `changes` field implies."""
+    kind = variation.get("kind")
+    if isinstance(kind, str) and kind:
+        return kind
+    return FIELD_KINDS.get(str(variation.get("changes", "")), ("other",))[0]
+
+
+def supported_kinds(task: str) -> tuple[str, ...] | None:
+    """The kinds `task` supports (None: the plan declares its own)."""
+    return TASK_KINDS.get(task)
+
+
+def omitted_kinds(model: Mapping[str, Any]) -> list[str]:
+    """Kinds the task supports that the plan's `model.variation_kinds` leaves out."""
+    declared = model.get("variation_kinds")
+    known = supported_kinds(str(model.get("task", "")))
+    if declared is None or known is None:
+        return []
+    return [k for k in known if k not in declared]
+
+
+def unjustified_omissions(model: Mapping[str, Any]) -> list[str]:
+    """Omitted kinds without a reason in `model.variation_kinds_justification`."""
+    why = model.get("variation_kinds_justification") or {}
+    return [k for k in omitted_kinds(model) if not str(why.get(k) or "").strip()]
+
+
+def variation_problems(raw: Mapping[str, Any]) -> list[str]:
+    """Plan defects of the variations that can be known before a run, each naming its place:
+    a variation whose changed field equals the base request's (it changes nothing), a
+    `kind` that is not a kind of the field it changes (a seed change is not `length`)."""
+    reqs = raw.get("requests") or {}
+    base = reqs.get("base") or {}
+    out = []
+    for i, v in enumerate(reqs.get("variations") or []):
+        where = f"requests.variations[{i}] ({v.get('name')})"
+        field = str(v.get("changes", ""))
+        if base.get(field) == (v.get("request") or {}).get(field):
+            out.append(
+                f"{where}: changes '{field}', but its {field} equals the base request's: it changes no input "
+                "(choose a field the model uses and give it another value)"
+            )
+        kind = v.get("kind")
+        kinds = FIELD_KINDS.get(field)
+        if isinstance(kind, str) and kinds is not None and kind not in kinds:
+            out.append(
+                f"{where}: kind '{kind}', but it changes '{field}', which is a {' or '.join(kinds)} variation "
+                "(label the kind the change really is)"
+            )
+    return out

@@ -1,0 +1,70 @@
+"""What one advertised-count start runs, as the plan says: shared by the campaign (which
+runs it), `parval validate` (which prints it) and the gates (which check that every planned
+wave was recorded whole). Takes the plan as its JSON mapping (the run's plan snapshot)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+# One unload/reload cannot tell allocator caching (a residue that may step up once, then
+# stays) from weights kept after a logical unload (a residue that grows with every
+# reload): M5 compares the idle level after each of these cycles.
+UNLOAD_CYCLES = 3
+
+# The procedure's minimum of mixed warm waves per start at the largest admitted count.
+TEN_WAVES = 10
+
+
+def mixed_waves(plan: Mapping[str, Any], n: int) -> int:
+    """Mixed warm waves per start at count n: `waves.mixed_at_largest` at the plan's largest
+    count, and at every other count `waves.mixed` (by default the same number, so that any
+    count can end up the largest admitted: M3.ten_waves)."""
+    w = plan.get("waves") or {}
+    at_largest = int(w.get("mixed_at_largest", TEN_WAVES))
+    if n == max(int(c) for c in plan["counts"]):
+        return at_largest
+    mixed = w.get("mixed")
+    return at_largest if mixed is None else int(mixed)
+
+
+def count_waves(plan: Mapping[str, Any], n: int) -> dict[str, int]:
+    """Phase → how many waves (not counting repeats) one start at count n records."""
+    w = plan.get("waves") or {}
+    return {
+        "cold_wave": 1,
+        "warm_wave": int(w.get("warm", 2)),
+        "mixed_wave": mixed_waves(plan, n),
+        "reload_wave": UNLOAD_CYCLES,
+        "serial_reuse": 1,
+    }
+
+
+def wave_numbers(plan: Mapping[str, Any], n: int, phase: str) -> list[int]:
+    """The wave numbers of `phase` one start records (warm waves count from one)."""
+    k = count_waves(plan, n)[phase]
+    return list(range(1, k + 1)) if phase == "warm_wave" else list(range(k))
+
+
+def serial_requests(plan: Mapping[str, Any]) -> int:
+    return int((plan.get("waves") or {}).get("serial_reuse", 2))
+
+
+def skipped_counts(counts: list[int]) -> list[int]:
+    """The counts below the plan's largest that it does not test: none above them can be
+    admitted (admission is consecutive from one)."""
+    have = {int(c) for c in counts}
+    return [n for n in range(1, max(have) + 1) if n not in have] if have else []
+
+
+def skipped_counts_warning(counts: list[int]) -> str | None:
+    """The warning `parval validate` and `parval init` print for a plan that skips a count."""
+    skipped = skipped_counts(counts)
+    if not skipped:
+        return None
+    above = [n for n in counts if n > min(skipped)]
+    return (
+        f"warning: counts skip {', '.join(map(str, skipped))}: admission is consecutive from one and never "
+        f"enables an untested count, so {', '.join(map(str, above))} can never be admitted by this plan "
+        f"(add {', '.join(map(str, skipped))} to counts)"
+    )

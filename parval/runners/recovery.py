@@ -1,0 +1,314 @@
+"""Model recovery (M4) on one fresh server at the largest count validated so far: an
+unload during the first load, an invalid request alongside healthy work, targeted and
+all-model unloads with work in flight, a failed load and its retry, then the 503
+rejection-latency probe (P4)."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from parval.procedure.server_facts import ROUTE_BULK_UNLOAD, ROUTE_LOAD
+from parval.runners.start import Start
+from parval.server.status import taken_at
+from parval.server.waves import release_together
+
+if TYPE_CHECKING:
+    from parval.runners.context import CampaignContext
+
+
+async def recovery_start(c: CampaignContext, n: int) -> None:
+    spec = c.launch("candidate", flagged=True, slots=n, ui_management=bool(c.plan.server["ui_management"]))
+    async with c.start("recovery", "recovery", spec, n) as st:
+        await unload_during_first_load(c, st)
+        await invalid_alongside(c, st, n)
+        await unload_in_flight(c, st, n, "targeted")
+        await unload_in_flight(c, st, n, "all")
+        await load_failure_retry(c, st, n)
+        await rejection_latency(c, st, n)
+
+
+async def unload_during_first_load(c: CampaignContext, st: Start) -> None:
+    base = c.requests[0]
+    st.phases.set("cold_load")
+    first: dict[str, Any] = {}
+
+    async def send() -> None:
+        first["reply"] = await st.client.post(c.settings.route, c.body(base))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(send)
+        during = await st.wait_status(
+            lambda s: (s.active or 0) >= 1 and s.loaded is False, 5.0, needs=("active", "loaded")
+        )
+        st.phases.set("unload")
+        unload = await st.client.post(ROUTE_BULK_UNLOAD, {"model_ids": [c.plan.model_id]})
+    check = await st.observe_unloaded(unload)
+    await st.settle("unload")
+    st.phases.set("reload")
+    req = first["reply"]
+    st.record("unload_during_load_first", 0, base.name, req, history=[])
+    st.reset_histories()
+    reload = await st.client.post(c.settings.route, c.body(base))
+    st.record("unload_during_load_reload", 0, base.name, reload, history=[])
+    st.histories[0].append(base.name)
+    body = unload.json()
+    st.event(
+        "m4_unload_during_first_load",
+        issued_during_load=during is not None,
+        unload=unload.summary(),
+        listed=isinstance(body, dict) and c.plan.model_id in (body.get("unloaded") or []),
+        unload_done=st.rel(unload.t_done),
+        requests_done=[st.rel(req.t_done)],
+        requests_latency=[round(req.elapsed_s, 6)],
+        ended_unloaded=check["loaded_false"],
+        unload_check=check,
+    )
+    await st.check_alive("unload during first load")
+
+
+async def invalid_alongside(c: CampaignContext, st: Start, n: int) -> None:
+    invalid = c.plan.invalid_request()
+    if invalid is None:
+        c.log.append("m4_invalid_alongside", run=st.name, skipped="plan names no invalid request")
+        return
+    await _unload_all(c, st)
+    base = c.requests[0]
+    bodies = [c.body(base)] * max(1, n - 1) + [c.body(invalid)]
+    st.phases.set("invalid_alongside")
+    replies = await release_together(st.client, c.settings.route, bodies)
+    for reply in replies[:-1]:
+        st.record("invalid_alongside", 0, base.name, reply, history=[])
+    st.record("invalid_request", 0, "invalid", replies[-1], history=None, expect_error=True)
+    await st.check_alive("invalid alongside")
+    drained = await st.drained()
+    bad = replies[-1]
+    st.event(
+        "m4_invalid_alongside",
+        invalid=bad.summary(),
+        rejected=bad.status is not None and bad.status >= 400,
+        drained=drained,
+    )
+    st.reset_histories()
+    await _unload_all(c, st)
+
+
+# An unload probe whose later request's place in the server's queue was not seen is tried
+# again this many times in all (each try recorded); the judge then says BLOCKED.
+UNLOAD_TRIES = 3
+
+
+def later_gap_s(st: Start) -> float:
+    """How long after the unload the later request is sent: long enough for the server to
+    have taken the unload first (a few polls, a fraction of a measured service time), as the
+    framework's forced orders stagger managers. The unload is checked to be still pending."""
+    service = st.service_s() or 0.0
+    return round(max(0.01, 4 * st.settings.poll_interval_s, 0.25 * service), 6)
+
+
+def later_order(st: Start, busy: int, t_later: float, t_unload_done: float) -> tuple[str, dict[str, Any]]:
+    """Where the server put the request sent after the waiting unload, from the status
+    samples taken after it was sent and before the unload returned: queued behind the
+    unload with a slot free (queued_behind), admitted past it (admitted_past: one more
+    active slot than the work in front), or not observed."""
+    window = [s for s in st.poller.samples if s.ok and s.present and taken_at(s) >= t_later and s.t <= t_unload_done]
+    actives = [s.active for s in window if s.active is not None]
+    queued = [s.queued for s in window if s.queued is not None]
+    info = {"polls": len(window), "max_active": max(actives, default=None), "max_queued": max(queued, default=None)}
+    if any((s.active or 0) > busy for s in window):
+        return "admitted_past", info
+    if any((s.queued or 0) >= 1 and s.active is not None and s.active <= busy for s in window):
+        return "queued_behind", info
+    return "unobserved", info
+
+
+async def unload_in_flight(c: CampaignContext, st: Start, n: int, which: str) -> None:
+    """The unload probe, tried again (bounded) while the server's order of the later
+    request and the waiting unload was not observed."""
+    for tried in range(1, UNLOAD_TRIES + 1):
+        if await _unload_in_flight_once(c, st, n, which, tried) != "unobserved":
+            return
+
+
+async def _unload_in_flight_once(c: CampaignContext, st: Start, n: int, which: str, tried: int) -> str:
+    """N requests active, then an unload: it must wait for them (admitting nothing past
+    it) and leave the model unloaded; then a cold reload. Returns the observed order."""
+    await _unload_all(c, st)
+    base = c.requests[0]
+    st.phases.set(f"unload_{which}")
+    route, payload = (
+        (ROUTE_BULK_UNLOAD, {"model_ids": [c.plan.model_id]})
+        if which == "targeted"
+        else ("/v1/tasks/unload_all_models", {})
+    )
+    history = list(st.histories[0])
+    replies: list[Any] = []
+    unload: dict[str, Any] = {}
+    later: dict[str, Any] = {}
+    # Keep one slot spare (when there is more than one): a later request must still queue
+    # behind the waiting unload instead of taking the free slot (no barging).
+    busy = max(1, n - 1)
+    gap = later_gap_s(st)
+    sent: dict[str, Any] = {}
+
+    async def wave() -> None:
+        replies.extend(await release_together(st.client, c.settings.route, [c.body(base)] * busy))
+
+    async def manage() -> None:
+        unload["reply"] = await st.client.post(route, payload)
+
+    async def late() -> None:
+        sent["t"] = time.monotonic()
+        sent["unload_pending"] = "reply" not in unload
+        later["reply"] = await st.client.post(c.settings.route, c.body(base))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(wave)
+        active = await st.wait_status(
+            lambda s: (s.active or 0) >= busy and bool(s.loaded), 5.0, needs=("active", "loaded")
+        )
+        tg.start_soon(manage)
+        await anyio.sleep(gap)
+        tg.start_soon(late)
+    for reply in replies:
+        st.record(
+            f"unload_{which}_inflight",
+            0,
+            base.name,
+            reply,
+            history=history if all(h == history for h in st.histories[:n]) else None,
+        )
+    st.reset_histories()
+    late_reply = later["reply"]
+    # The later request ran after the unload: on a freshly rebuilt pool (cold).
+    st.record(f"unload_{which}_later", 0, base.name, late_reply, history=[])
+    st.histories[0].append(base.name)
+    u = unload["reply"]
+    order, samples = later_order(st, busy, sent["t"], u.t_done)
+    # Unloaded: loaded:false seen after the in-flight work was done (before the later
+    # request's reload finished), and on a quiet second unload of the same kind.
+    last_inflight = max((r.t_done for r in replies), default=u.t_done)
+    seen_unloaded = st.loaded_false_between(last_inflight, late_reply.t_done)
+    await st.settle(f"unload_{which}")
+    again = await st.client.post(route, payload)
+    check = await st.observe_unloaded(again)
+    st.reset_histories()
+    st.event(
+        f"m4_{which}_unload",
+        issued_while_active=active is not None,
+        unload=u.summary(),
+        unload_done=st.rel(u.t_done),
+        requests_done=[st.rel(r.t_done) for r in replies],
+        requests_latency=[round(r.elapsed_s, 6) for r in replies],
+        later_done=st.rel(late_reply.t_done),
+        busy=busy,
+        gap_s=gap,
+        unload_pending_at_later_send=bool(sent.get("unload_pending")),
+        later_order=order if sent.get("unload_pending") else "unobserved",
+        later_samples=samples,
+        # Kept for older readers: the most active slots while the unload waited.
+        active_while_unload_waits=samples["max_active"] or 0,
+        unloaded_seen=seen_unloaded,
+        unload_check=check,
+        ended_unloaded=seen_unloaded or check["loaded_false"],
+        tries=tried,
+        max_tries=UNLOAD_TRIES,
+    )
+    await st.check_alive(f"{which} unload")
+    return order if sent.get("unload_pending") else "unobserved"
+
+
+async def load_failure_retry(c: CampaignContext, st: Start, n: int) -> None:
+    """A failed load of the plan's own registration while healthy work is in flight, then
+    the retry of that same registration.
+
+    The broken entry keeps the model's id and every option and changes only the path; the
+    retry registers the plan's entry again. So the retried output comes from the very
+    registration the references were taken from (a server may make outputs depend on the
+    id or path). The healthy requests are admitted before the broken load and must finish
+    exact; afterwards the model's counters must drain (the failure released its lease)."""
+    if c.plan.recovery["load_failure"] == "none":
+        c.log.append("m4_load_failure", run=st.name, skipped="plan sets recovery.load_failure: none")
+        return
+    if not c.plan.server["ui_management"]:
+        c.log.append(
+            "m4_load_failure",
+            run=st.name,
+            skipped="registration needs server.ui_management (a native-model-manager build)",
+        )
+        return
+    await _unload_all(c, st)
+    base = c.requests[0]
+    st.phases.set("load_failure")
+    broken = c.model_entry(slots=n, path=str(c.run_dir / "missing-model.bin"))
+    replies: list[Any] = []
+    failure: dict[str, Any] = {}
+
+    async def healthy() -> None:
+        replies.extend(await release_together(st.client, c.settings.route, [c.body(base)] * n))
+
+    async def fail() -> None:
+        failure["reply"] = await st.client.post(ROUTE_LOAD, broken)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(healthy)
+        active = await st.wait_status(lambda s: (s.active or 0) >= 1, 5.0)
+        tg.start_soon(fail)
+    fail_reply = failure["reply"]
+    # Every healthy request ran on a fresh pool (unloaded just before): cold.
+    for reply in replies:
+        st.record("load_failure_alongside", 0, base.name, reply, history=[])
+    st.reset_histories()
+    await st.check_alive("failed load")
+    drained = await st.drained()
+    good = await st.client.post(ROUTE_LOAD, c.model_entry(slots=n))
+    out = await st.client.post(c.settings.route, c.body(base))
+    st.record("load_retry", 0, base.name, out, history=[])
+    st.histories[0].append(base.name)
+    st.event(
+        "m4_load_failure",
+        failure=fail_reply.summary(),
+        failed=fail_reply.status is not None and fail_reply.status >= 400,
+        retry=good.summary(),
+        retried=good.status == 200,
+        registration={"id": c.plan.model_id, "path": str(c.plan.model_path), "broken_path": broken["path"]},
+        healthy_in_flight=active is not None,
+        healthy=len(replies),
+        healthy_done=[st.rel(r.t_done) for r in replies],
+        failure_done=st.rel(fail_reply.t_done),
+        drained=drained,
+    )
+    await st.check_alive("load failure retry")
+
+
+async def rejection_latency(c: CampaignContext, st: Start, n: int) -> None:
+    """P4: with every slot overdue, a probe with a 1 ms busy timeout must be rejected fast."""
+    if not c.plan.performance["rejection_probe"]:
+        return
+    base = c.requests[0]
+    st.phases.set("rejection_probe")
+    latencies: list[float] = []
+    statuses: list[int | None] = []
+
+    async def wave() -> None:
+        await release_together(st.client, c.settings.route, [c.body(base)] * n)
+
+    for _ in range(3):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wave)
+            await st.wait_status(lambda s: (s.active or 0) >= n and bool(s.loaded), 5.0, needs=("active", "loaded"))
+            await anyio.sleep(0.01)
+            probe = {**c.body(base), "busy_timeout_ms": 1}
+            t0 = time.monotonic()
+            reply = await st.client.post(c.settings.route, probe)
+            latencies.append(round((time.monotonic() - t0) * 1000, 3))
+            statuses.append(reply.status)
+    st.histories = [["?"] for _ in st.histories]
+    st.event("rejection_latency", count=n, latencies_ms=latencies, statuses=statuses)
+
+
+async def _unload_all(c: CampaignContext, st: Start) -> None:
+    await st.client.post("/v1/tasks/unload_all_models", {})
+    st.reset_histories()

@@ -1,0 +1,106 @@
+"""Clean stand-in campaigns recorded once and checked in (tests/attack/clean-runs.tar.xz):
+the evidence the attack tests take apart. Every model-gate assertion that can PASS on the
+stand-in PASSes on one of them (the stateless run: modes, memory baseline; the
+cache-sensitive run: same-history references).
+
+Regenerate after a change to what the campaign records:
+
+    .venv/bin/python -m tests.attack.clean_runs
+
+(about a minute per run on two cores). A slow test checks that a fresh recording still
+gives the checked-in runs' verdicts."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ARCHIVE = HERE / "clean-runs.tar.xz"
+RUNS = ("stateless", "cache_sensitive")
+
+
+def plan(kind: str, directory: Path) -> dict[str, Any]:
+    from tests.campaign.helpers import plan_dict
+
+    text = "Hi"
+    p = plan_dict(directory, counts=[1, 2], ten=10, warm=1, cache_sensitive=kind == "cache_sensitive")
+    p["model"]["load_options"].update(capacity=2, service_ms=60, load_ms=40, sample_rate=1000)
+    p["requests"] = {
+        "base": {"text": text, "seed": 7},
+        "variations": [
+            {"name": "longer", "changes": "text", "request": {"text": text + " there, longer", "seed": 7}},
+            {"name": "seed", "changes": "seed", "request": {"text": text, "seed": 8}},
+        ],
+        "invalid": {"text": "x", "max_tokens": -1},
+    }
+    p["waves"]["serial_reuse"] = 1
+    p["memory"] = {
+        "gpu_required": False,
+        "host_interval_ms": 50,
+        "stabilisation": {"last_k_waves": 3, "max_growth_mib": 64},
+    }
+    p["performance"] = {"enabled": False}
+    if kind == "stateless":
+        # native batching needs an offline model; the memory comparison with the baseline build
+        p["model"]["admit_modes"] = ["offline", "batch"]
+        p["model"]["load_options"]["native_batch"] = True
+        p["memory"]["baseline_comparison"] = {"reason": "retention after unload, compared with upstream"}
+    else:
+        # the stand-in streams speech for mode=streaming models; two warm waves give the
+        # same-history references of the warmed slots' streams
+        p["model"].update(mode="streaming", admit_modes=["offline", "streaming"])
+        p["waves"]["warm"] = 2
+    return p
+
+
+def record(kind: str, directory: Path) -> Path:
+    """Run the campaign into directory/<kind> and strip what no judge reads."""
+    import yaml
+
+    from parval import api
+    from parval.plan.load import load_plan
+
+    work = directory / kind
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan(kind, work)))
+    api.run_plan(load_plan(path), out=work / "run")
+    run = work / "run"
+    for status in run.glob("servers/*/status.jsonl"):
+        status.unlink()
+    for name in ("report.md",):
+        (run / name).unlink(missing_ok=True)
+    for png in run.glob("*.png"):
+        png.unlink()
+    return run
+
+
+def main(argv: list[str]) -> int:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for kind in RUNS:
+            record(kind, root)
+        with tarfile.open(ARCHIVE, "w:xz") as tar:
+            for kind in RUNS:
+                tar.add(root / kind, arcname=kind)
+    print(f"wrote {ARCHIVE} ({ARCHIVE.stat().st_size // 1024} KiB)")
+    return 0
+
+
+def extract(target: Path) -> dict[str, Path]:
+    """Unpack the checked-in runs under `target`: kind -> run directory."""
+    with tarfile.open(ARCHIVE, "r:xz") as tar:
+        tar.extractall(target, filter="data")
+    return {kind: target / kind / "run" for kind in RUNS}
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+
+__all__ = ["extract", "plan", "record", "shutil"]

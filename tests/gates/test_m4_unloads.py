@@ -1,0 +1,144 @@
+"""M4's unloads and crashes judged on synthetic recovery starts: "unloaded" is what
+/v1/models showed (never the reply's list of ids), barging needs the server's observed
+order, and a recovery start that crashes fails the probe it was running."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from parval.gates.m4_recovery import judge_m4
+from parval.gates.quality import q5_intermittent
+from parval.status import Result, Status
+from tests.gates.m_events import UNLOADED, Events, baseline_refs, plan, recovery_start, unload_event
+
+
+def m4(tmp_path: Path, **events: Any) -> dict[str, Result]:
+    ev = Events(tmp_path)
+    baseline_refs(ev)
+    recovery_start(ev, 2, **events)
+    return {r.id: r for r in judge_m4(ev.context(plan()))}
+
+
+def test_a_clean_recovery_start_passes(tmp_path: Path) -> None:
+    res = m4(tmp_path)
+    for aid in ("M4.invalid_alongside", "M4.load_failure_retry", "M4.targeted_unload", "M4.all_unload"):
+        assert res[aid].status is Status.PASS, (aid, res[aid].reason)
+    assert res["M4.unload_during_first_load"].status is Status.PASS, res["M4.unload_during_first_load"].reason
+
+
+def test_an_unload_that_answers_but_keeps_the_model_loaded_fails(tmp_path: Path) -> None:
+    """The reply lists the model (it lists every known id), but /v1/models showed it loaded
+    in every sample after the unload."""
+    stuck = {**UNLOADED, "loaded_false": False, "still_loaded": True, "polls_after": 12}
+    e = unload_event("targeted", unloaded_seen=False, unload_check=stuck, ended_unloaded=True)
+    r = m4(tmp_path, m4_targeted_unload=e)["M4.targeted_unload"]
+    assert r.status is Status.FAIL and "loaded in all 12 status samples" in r.reason, r.reason
+    # Too few samples to tell: not a PASS, not a FAIL.
+    few = {**stuck, "polls_after": 2}
+    e = unload_event("targeted", unloaded_seen=False, unload_check=few, ended_unloaded=True)
+    assert m4(tmp_path / "few", m4_targeted_unload=e)["M4.targeted_unload"].status is Status.PENDING
+
+
+def test_barging_needs_the_servers_observed_order(tmp_path: Path) -> None:
+    """More active slots than the work in front of the unload is barging only when the
+    later request was sent a measured gap after the still-pending unload and the server
+    showed it admitted; an unobserved order is PENDING, never FAIL."""
+    unobserved = unload_event("targeted", later_order="unobserved", active_while_unload_waits=2)
+    r = m4(tmp_path / "a", m4_targeted_unload=unobserved)["M4.targeted_unload"]
+    assert r.status is Status.PENDING and "order" in r.reason, r.reason
+    past = unload_event("targeted", later_order="admitted_past", later_samples={"polls": 7, "max_active": 2})
+    r = m4(tmp_path / "b", m4_targeted_unload=past)["M4.targeted_unload"]
+    assert r.status is Status.FAIL and "barged" in r.reason, r.reason
+
+
+def test_a_crash_in_the_recovery_start_fails_its_probe_and_blocks_the_rest(tmp_path: Path) -> None:
+    """A SIGSEGV during the all-model unload: that assertion FAILs with the crash, the
+    probes recorded before it stand, the load-failure probe after it is BLOCKED (it used to
+    read "recovery start did not complete": validation pending)."""
+    res = m4(tmp_path, crash={"where": "all unload"})
+    assert res["M4.all_unload"].status is Status.FAIL
+    assert "crashed during all unload" in res["M4.all_unload"].reason
+    assert res["M4.load_failure_retry"].status is Status.BLOCKED and "crashed" in res["M4.load_failure_retry"].reason
+    for aid in ("M4.invalid_alongside", "M4.targeted_unload", "M4.unload_during_first_load"):
+        assert res[aid].status is Status.PASS, (aid, res[aid].reason)
+
+
+def test_lifecycle_failures_in_a_set_aside_recovery_attempt_count(tmp_path: Path) -> None:
+    """An abandoned recovery attempt whose unload did not wait for its work: M4 and the
+    model-level Q5 fail, however clean the redone attempt."""
+    ev = Events(tmp_path)
+    baseline_refs(ev)
+    ev.append("run_start", run="recovery", attempt=-1, role="recovery", count=2)
+    early = unload_event("all", unload_done=0.5, requests_done=[1.2])
+    ev.append("m4_all_unload", run="recovery", attempt=-1, **early)
+    ev.append("run_abandoned", run="recovery", attempt=-1)
+    recovery_start(ev, 2)
+    ctx = ev.context(plan())
+    res = {r.id: r for r in judge_m4(ctx)}
+    assert res["M4.all_unload"].status is Status.FAIL and "set-aside" in res["M4.all_unload"].reason
+    assert q5_intermittent(ctx, list(res.values()), None).status is Status.FAIL
+
+
+def test_a_busy_client_reading_the_unload_reply_first_is_not_a_violation(tmp_path: Path) -> None:
+    """The client read the unload's reply 30 ms before the in-flight one (a busy client, 100
+    ms requests): only an unload back well before every in-flight reply skipped the work."""
+    late_read = unload_event("targeted", unload_done=1.15, requests_done=[1.18], requests_latency=[0.10])
+    assert m4(tmp_path / "a", m4_targeted_unload=late_read)["M4.targeted_unload"].status is Status.PASS
+    skipped = unload_event("targeted", unload_done=0.80, requests_done=[1.18], requests_latency=[0.10])
+    r = m4(tmp_path / "b", m4_targeted_unload=skipped)["M4.targeted_unload"]
+    assert r.status is Status.FAIL and "well before the in-flight work finished" in r.reason
+
+
+def test_an_unload_route_the_server_lacks_is_unsupported_never_a_fail(tmp_path: Path) -> None:
+    """A build without the route answers 404 at once, before the work in flight: that is a
+    missing precondition named as such, not an unload that skipped the work."""
+    missing = {"status": 404, "outcome": "http_error", "ms": 9.0, "error": "unknown endpoint: /v1/tasks/unload_models"}
+    check = {**UNLOADED, "reply": missing, "loaded_false": False, "loaded_field": False, "polls_after": 0}
+    for which in ("targeted", "all"):
+        e = unload_event(which, unload=missing, unload_check=check, unloaded_seen=False, unload_done=0.02)
+        r = m4(tmp_path / which, **{f"m4_{which}_unload": e})[f"M4.{which}_unload"]
+        assert r.status is Status.UNSUPPORTED, r.reason
+        assert "answered 404" in r.reason and "unknown endpoint" in r.reason, r.reason
+
+
+def test_an_unload_the_server_answers_with_an_error_fails(tmp_path: Path) -> None:
+    """A route that exists but answers 500 to the unload is an observed violation."""
+    broken = {"status": 500, "outcome": "http_error", "ms": 9.0, "error": "unload failed"}
+    check = {**UNLOADED, "reply": broken, "loaded_false": False, "polls_after": 8}
+    e = unload_event("targeted", unload=broken, unload_check=check, unloaded_seen=False)
+    r = m4(tmp_path, m4_targeted_unload=e)["M4.targeted_unload"]
+    assert r.status is Status.FAIL and "the targeted unload answered" in r.reason and "500" in r.reason, r.reason
+
+
+def first_load(**over: Any) -> dict[str, Any]:
+    e: dict[str, Any] = {
+        "issued_during_load": True,
+        "unload": {"status": 200, "outcome": "ok", "ms": 5.0, "error": ""},
+        "listed": True,
+        "unload_done": 1.2,
+        "requests_done": [1.18],
+        "requests_latency": [0.3],
+        "ended_unloaded": True,
+        "unload_check": dict(UNLOADED),
+    }
+    return {**e, **over}
+
+
+def test_an_unload_that_does_not_wait_for_the_first_load_fails(tmp_path: Path) -> None:
+    """Back a service time before the first request's reply: it skipped the load in progress."""
+    e = first_load(unload_done=0.2)
+    r = m4(tmp_path, m4_unload_during_first_load=e)["M4.unload_during_first_load"]
+    assert r.status is Status.FAIL, r.reason
+    assert r.reason == "unload did not wait for the first load (returned at 0.2s, request done at 1.18s)"
+    # Issued once the load had finished: nothing to wait for, so no violation.
+    late = first_load(unload_done=0.2, issued_during_load=False)
+    r = m4(tmp_path / "late", m4_unload_during_first_load=late)["M4.unload_during_first_load"]
+    assert r.status is Status.PENDING and "finished before the unload" in r.reason, r.reason
+
+
+def test_a_model_that_stays_loaded_after_the_first_load_unload_fails(tmp_path: Path) -> None:
+    stuck = {**UNLOADED, "loaded_false": False, "still_loaded": True, "polls_after": 9}
+    r = m4(tmp_path, m4_unload_during_first_load=first_load(unload_check=stuck))["M4.unload_during_first_load"]
+    assert r.status is Status.FAIL, r.reason
+    assert r.reason == "the model stayed loaded after the unload (9 status samples)"
