@@ -10,6 +10,7 @@ from parval.framework.findings import Findings
 from parval.framework.judges import run_judge
 from parval.framework.judges_f3 import CTEST_EVIDENCE
 from parval.framework.probes_f3 import attach_ctest
+from parval.framework.settings import ProbeOptions
 from parval.status import Status
 
 from .factkit import OUT, facts, fl
@@ -110,7 +111,7 @@ def alongside(invalid: int = 400, **extra: Any) -> dict[str, Any]:
         healthy=["healthy0"],
         after=["after0", "after1"],
         after_settled=True,
-        waits=[],
+        waits=[{"what": "1 healthy request(s) running when the invalid one is sent", "seen": True}],
     )
     if invalid == 200:
         f["flights"][1]["output"] = "other"
@@ -146,7 +147,7 @@ def ctest(aid: str, run: dict[str, Any] | None, cases: dict[str, str], observed:
     return {
         "assertion": aid,
         "needs": need.what,
-        "ctest_pattern": need.pattern.pattern,
+        "tests": list(need.tests),
         "observed_over_http": observed,
         "run": run,
         "cases": [{"name": n, "status": s} for n, s in cases.items()],
@@ -165,22 +166,39 @@ def test_ctest_evidence_is_pending_without_a_run_naming_what_http_showed() -> No
     assert v.status is Status.PENDING and "(no build dir)" in v.detail() and "only nothing" in v.detail()
 
 
-def test_ctest_evidence_passes_only_a_passing_matching_case() -> None:
+OWNERSHIP = {
+    "shared_weight_cache_test": "passed",
+    "session_pool_test": "passed",
+    "parallel_http_ownership_test": "passed",
+}
+
+
+def test_ctest_evidence_passes_only_when_every_named_test_passed() -> None:
+    v = run_judge("f3.ctest_evidence", ctest("F3.ownership", RAN, OWNERSHIP, []))
+    assert v.status is Status.PASS and "3 CTest(s) passed" in v.detail()
+    # The HTTP ownership test alone shows no cache/RNG privacy.
     v = run_judge("f3.ctest_evidence", ctest("F3.ownership", RAN, {"parallel_http_ownership_test": "passed"}, []))
-    assert v.status is Status.PASS and "1 CTest(s) passed: parallel_http_ownership_test" in v.detail()
-    # A passing test of something else is no load-failure injection evidence.
-    v = run_judge("f3.ctest_evidence", ctest("F3.load_failures", RAN, {"parallel_http_ownership_test": "passed"}, []))
-    assert v.status is Status.PENDING and "no passing CTest matching" in v.detail()
+    assert v.status is Status.PENDING and "shared_weight_cache_test (absent)" in v.detail()
+    # A test whose name merely resembles the topic is no load-failure injection evidence.
+    smoke = {"session_pool_smoke": "passed", "server_parallel_lifecycle_test": "passed"}
+    v = run_judge("f3.ctest_evidence", ctest("F3.load_failures", RAN, smoke, []))
+    assert v.status is Status.PENDING and "session_pool_test (absent)" in v.detail()
+    skipped = {**OWNERSHIP, "session_pool_test": "skipped"}
+    v = run_judge("f3.ctest_evidence", ctest("F3.ownership", RAN, skipped, []))
+    assert v.status is Status.PENDING and "session_pool_test (skipped)" in v.detail()
 
 
-def test_ctest_evidence_fails_a_failed_or_unrun_matching_case() -> None:
-    cases = {"session_pool_test": "failed", "server_slot_validation_test": "passed", "x_stream_test": "notrun"}
+def test_ctest_evidence_fails_a_failed_or_unrun_named_test() -> None:
+    cases = {"session_pool_test": "failed", "server_parallel_lifecycle_test": "passed"}
     v = run_judge("f3.ctest_evidence", ctest("F3.load_failures", RAN, cases, []))
     assert v.status is Status.FAIL and "failed: session_pool_test" in v.detail()
+    cases = {"server_parallel_lifecycle_test": "passed", "parallel_http_ownership_test": "notrun"}
     v = run_judge("f3.ctest_evidence", ctest("F2.callback_lease", RAN, cases, []))
-    assert v.status is Status.FAIL and "x_stream_test" in v.detail()
+    assert v.status is Status.FAIL and "parallel_http_ownership_test" in v.detail()
     v = run_judge("f3.ctest_evidence", ctest("F5.no_convoy", RAN, cases, []))
     assert v.status is Status.PASS
+    killed = {**RAN, "status": "error", "reason": "killed", "error_kind": "parval_timeout"}
+    assert run_judge("f3.ctest_evidence", ctest("F5.no_convoy", killed, {}, [])).status is Status.BLOCKED
 
 
 def test_attach_ctest_records_the_cases_it_read_as_observations() -> None:
@@ -188,6 +206,7 @@ def test_attach_ctest_records_the_cases_it_read_as_observations() -> None:
     findings = Findings(observe=lambda aid, name, key, f, _ev: seen.append((aid, name, key, f)))
     ctx: Any = type("Ctx", (), {})()
     ctx.findings = findings
+    ctx.options = ProbeOptions()
     run = CTestRun(
         "default", "b", "failed", tests=[CTestCase("session_pool_test", "failed"), CTestCase("unrelated", "passed")]
     )
