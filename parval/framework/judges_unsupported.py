@@ -6,7 +6,7 @@ Pure functions of the recorded facts."""
 from __future__ import annotations
 
 from parval.framework.checks import Verdict
-from parval.framework.facts import Facts, flight, samples, with_prefix
+from parval.framework.facts import Facts, flight, listed, samples
 from parval.framework.observed import all_ok, outputs_match
 from parval.framework.observed import judge as register
 from parval.framework.preconditions import route_absent
@@ -19,7 +19,7 @@ def count_over_capacity(f: Facts) -> Verdict:
     published capacity."""
     v = Verdict()
     cap = int(f["capacity"])
-    for r in with_prefix(f, "over-capacity"):
+    for r in listed(f, "requests"):
         v.require(
             r.status is not None and r.status >= 400 and f"capacity={cap}" in r.message,
             f"{r.label}: an error naming capacity={cap} (got {r.status}: {r.message[:120]})",

@@ -10,16 +10,22 @@ measured request time and checked to still be pending afterwards.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 
-from parval.framework.facts import Obs
+from parval.framework.facts import Facts, Obs
+from parval.framework.judges import run_judge
 from parval.framework.poller import Snapshot
 from parval.framework.rig import Flight, Rig
 from parval.framework.settings import Timing
+from parval.rundir.files import dumps
 from parval.server.trace import read_trace
+
+# How often a probe forces one situation before it settles on BLOCKED (each attempt is kept).
+ATTEMPTS = 3
 
 
 def timing(rig: Rig) -> Timing:
@@ -103,12 +109,27 @@ async def canaries(rig: Rig, manager: Flight) -> list[dict[str, Any]]:
     return reads
 
 
-async def stagger_manager(rig: Rig, flight: Flight, obs: Obs, what: str) -> None:
+async def attempts(key: str, scenario: Callable[[int], Awaitable[Facts]], tries: int = ATTEMPTS) -> Facts:
+    """Force one situation up to `tries` times: again only while the judge `key` says it was
+    not forced (BLOCKED naming what), so a busy machine costs another attempt, never a
+    verdict. One attempt is its own facts; several are kept together (`{"attempts": [...]}`,
+    judged by observed.over_attempts). `scenario(i)` may force harder on attempt i."""
+    made: list[Facts] = []
+    for i in range(tries):
+        facts = json.loads(dumps(await scenario(i)))
+        made.append(facts)
+        if not run_judge(key, facts).retry:
+            break
+    return made[0] if len(made) == 1 else {"attempts": made}
+
+
+async def stagger_manager(rig: Rig, flight: Flight, obs: Obs, what: str, behind: list[Flight]) -> None:
     """After sending a manager: give it a gap to enqueue, then record whether it still
-    waits and whether status reads still answer (a stalled registry confounds the scenario)."""
+    waits (behind the older work `behind`) and whether status reads still answer (a stalled
+    registry confounds the scenario)."""
     t = timing(rig)
     await anyio.sleep(t.gap_s)
-    entry: dict[str, Any] = {"what": what, "manager": flight.label}
+    entry: dict[str, Any] = {"what": what, "manager": flight.label, "behind": [f.label for f in behind]}
     obs.facts.setdefault("staggers", []).append(entry)
     if obs.blocked:  # the scenario is already unjudgeable; do not pile consequences on it
         entry["skipped"] = True
