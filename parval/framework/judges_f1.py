@@ -66,7 +66,6 @@ def published_capacity(f: Facts) -> int | None:
     return caps[0] if caps else None
 
 
-@register("f1.first_wave")
 def first_wave(f: Facts) -> Verdict:
     """F2.first_publish: the pool above, and every output equals the registration's reference."""
     v = Verdict()
@@ -75,7 +74,9 @@ def first_wave(f: Facts) -> Verdict:
     return v
 
 
-@register("f1.cap1_pool")
+register("f1.first_wave", first_wave)
+
+
 def cap1_pool(f: Facts) -> Verdict:
     """F1.cap1_fifo: a capacity-one model publishes a capacity; the pool's violations and
     what kept it from being forced count, an uncompared output does not hold it open."""
@@ -90,7 +91,9 @@ def cap1_pool(f: Facts) -> Verdict:
     return v
 
 
-@register("f1.forced_order")
+register("f1.cap1_pool", cap1_pool)
+
+
 def forced_order(f: Facts) -> Verdict:
     """Older queued work, then an unload, then later requests: everything queued before the
     unload finishes before it, the later ones only after it, none overtakes an earlier one."""
@@ -123,7 +126,9 @@ def forced_order(f: Facts) -> Verdict:
     return v
 
 
-@register("f1.request_only_queue")
+register("f1.forced_order", forced_order)
+
+
 def request_only_queue(f: Facts) -> Verdict:
     """n occupants, then 2n requests queued one by one: admission follows enqueue order,
     from the observer trace when there is one, else from completions (the second n can only
@@ -149,13 +154,15 @@ def request_only_queue(f: Facts) -> Verdict:
     return v
 
 
+register("f1.request_only_queue", request_only_queue)
+
+
 def _occupied_throughout(probe: FlightFact, held: list[FlightFact], m: float) -> bool:
     """Every slot in `held` was still leased when the probe was answered (its client saw its
     own reply at least a margin after the probe's)."""
     return bool(held) and min(x.t_done for x in held) >= probe.t_done + m
 
 
-@register("f1.overdue_case")
 def overdue_case(f: Facts) -> Verdict:
     """With every occupied slot overdue, a bounded probe is rejected at once with the
     fail-fast text, whatever managers wait or slots are spare."""
@@ -192,7 +199,9 @@ def overdue_case(f: Facts) -> Verdict:
     return v
 
 
-@register("f1.healthy_plus_overdue")
+register("f1.overdue_case", overdue_case)
+
+
 def healthy_plus_overdue(f: Facts) -> Verdict:
     """One overdue slot and fresh ones: the bounded probe waits (served after a slot freed,
     or 503 'timed out waiting for a slot' after its bound), never the fail-fast rejection
@@ -229,3 +238,6 @@ def healthy_plus_overdue(f: Facts) -> Verdict:
         v.require(served or lat_ms >= 0.9 * probe_ms, f"it waited {lat_ms:.0f} ms of its {probe_ms} ms bound")
     v.require(bool(f["drained"]), "counters drained afterwards")
     return v
+
+
+register("f1.healthy_plus_overdue", healthy_plus_overdue)

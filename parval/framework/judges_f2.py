@@ -18,7 +18,6 @@ BARGED = (
 )
 
 
-@register("f2.unload_during_load")
 def unload_during_load(f: Facts) -> Verdict:
     """An unload sent while the first load runs waits for the load and its request, names
     the model, and leaves it unloaded with drained counters; the first output is cold."""
@@ -49,6 +48,9 @@ def unload_during_load(f: Facts) -> Verdict:
     return v
 
 
+register("f2.unload_during_load", unload_during_load)
+
+
 def _reconfigured(v: Verdict, manager: FlightFact, what: str, *, body_in_text: bool = True) -> None:
     body = manager.json()
     got = f"{manager.status} {body}" if body_in_text else f"{manager.status}"
@@ -69,7 +71,6 @@ def _opening(f: Facts, *labels: str, managers: tuple[str, ...]) -> tuple[Verdict
     return v, occupants, flights
 
 
-@register("f2.queued_before_barrier")
 def queued_before_barrier(f: Facts) -> Verdict:
     """Work queued before a reconfiguration binds the previous configuration; work after
     the barrier binds the new one."""
@@ -88,7 +89,9 @@ def queued_before_barrier(f: Facts) -> Verdict:
     return v
 
 
-@register("f2.unload_not_undone")
+register("f2.queued_before_barrier", queued_before_barrier)
+
+
 def unload_not_undone(f: Facts) -> Verdict:
     """A request queued before a targeted unload runs first, and does not reload the model
     after the unload."""
@@ -103,7 +106,9 @@ def unload_not_undone(f: Facts) -> Verdict:
     return v
 
 
-@register("f2.overlapping_managers")
+register("f2.unload_not_undone", unload_not_undone)
+
+
 def overlapping_managers(f: Facts) -> Verdict:
     """F1.fifo: two reconfigurations queued behind work, then a request, complete in
     enqueue order and the request binds the last manager's configuration."""
@@ -129,6 +134,9 @@ def overlapping_managers(f: Facts) -> Verdict:
         outputs_match(v, f, "opt1", [later], "the later request (the last manager's configuration)")
     v.require(bool(f["drained"]), "counters drained afterwards")
     return v
+
+
+register("f2.overlapping_managers", overlapping_managers)
 
 
 def _kept(v: Verdict, f: Facts, entry: dict[str, Any]) -> None:
@@ -159,7 +167,6 @@ def _kept_after(v: Verdict, f: Facts, what: str) -> None:
         _kept(v, f, entry)
 
 
-@register("f2.unsupported_count")
 def unsupported_count(f: Facts) -> Verdict:
     """A replacement with more slots than the capacity is a 400 naming the capacity, and
     the working registration is kept."""
@@ -178,7 +185,9 @@ def unsupported_count(f: Facts) -> Verdict:
     return v
 
 
-@register("f2.invalid_metadata")
+register("f2.unsupported_count", unsupported_count)
+
+
 def invalid_metadata(f: Facts) -> Verdict:
     """An unknown task and every invalid slots value are rejected (slots: 400 with the range
     text), and the working registration is kept after each."""
@@ -198,7 +207,9 @@ def invalid_metadata(f: Facts) -> Verdict:
     return v
 
 
-@register("f2.valid_resize")
+register("f2.invalid_metadata", invalid_metadata)
+
+
 def valid_resize(f: Facts) -> Verdict:
     """A valid resize reconfigures, shows in /v1/models, serves, and resizes back."""
     v = Verdict()
@@ -214,7 +225,9 @@ def valid_resize(f: Facts) -> Verdict:
     return v
 
 
-@register("f2.runtime_kept")
+register("f2.valid_resize", valid_resize)
+
+
 def runtime_kept(f: Facts) -> Verdict:
     """Runtime selection cannot change through registration or reconfiguration: after a
     resize to one slot and after a registration without slots, /v1/models still shows the
@@ -246,7 +259,9 @@ def runtime_kept(f: Facts) -> Verdict:
     return v
 
 
-@register("f2.concurrent_same_id")
+register("f2.runtime_kept", runtime_kept)
+
+
 def concurrent_same_id(f: Facts) -> Verdict:
     """Two concurrent registrations of one new id both succeed and publish one entry."""
     v = Verdict()
@@ -266,7 +281,9 @@ def concurrent_same_id(f: Facts) -> Verdict:
     return v
 
 
-@register("f2.post_commit_failure")
+register("f2.concurrent_same_id", concurrent_same_id)
+
+
 def post_commit_failure(f: Facts) -> Verdict:
     """A replacement whose load fails after commit is an error that leaves the new
     configuration registered and unloaded with its lease released; a retry recovers it."""
@@ -288,7 +305,9 @@ def post_commit_failure(f: Facts) -> Verdict:
     return v
 
 
-@register("f2.native_batch")
+register("f2.post_commit_failure", post_commit_failure)
+
+
 def native_batch(f: Facts) -> Verdict:
     """A native batch holds its lease until the exchange completes (an unload waits for it)
     or is dropped (the lease is released)."""
@@ -324,3 +343,6 @@ def native_batch(f: Facts) -> Verdict:
     v.require(bool(f["drained"]), "a batch abandoned after one event released its lease")
     all_ok(v, [flight(f, "after")], "a request after the abandoned batch")
     return v
+
+
+register("f2.native_batch", native_batch)

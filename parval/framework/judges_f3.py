@@ -19,7 +19,6 @@ def _error(status: int | None) -> bool:
     return status is not None and status >= 400
 
 
-@register("f3.config_load_failure")
 def config_load_failure(f: Facts) -> Verdict:
     """A config model whose first load fails: the request answers an error, the lease is
     released, nothing is published, and a later request retries the load (not a stuck 503)."""
@@ -37,7 +36,9 @@ def config_load_failure(f: Facts) -> Verdict:
     return v
 
 
-@register("f3.registration_retry")
+register("f3.config_load_failure", config_load_failure)
+
+
 def registration_retry(f: Facts) -> Verdict:
     """A registration with a missing checkpoint fails but stays registered, unloaded and
     lease-free; re-registering the good checkpoint loads and serves its own reference."""
@@ -57,7 +58,9 @@ def registration_retry(f: Facts) -> Verdict:
     return v
 
 
-@register("f3.invalid_alongside")
+register("f3.registration_retry", registration_retry)
+
+
 def invalid_alongside(f: Facts) -> Verdict:
     """An invalid request among healthy ones is rejected without holding a lease: the
     healthy ones and the next full wave answer 200 with exact outputs, counters drain."""
@@ -75,6 +78,9 @@ def invalid_alongside(f: Facts) -> Verdict:
     all_ok(v, after, "the next requests")
     outputs_match(v, f, "base", after, "the next requests")
     return v
+
+
+register("f3.invalid_alongside", invalid_alongside)
 
 
 # -- what only the server's CTests can show --------------------------------------------------
@@ -106,7 +112,6 @@ def _coverage() -> dict[str, CTestEvidence]:
 CTEST_EVIDENCE: dict[str, CTestEvidence] = _coverage()
 
 
-@register("f3.ctest_evidence")
 def ctest_evidence(f: Facts) -> Verdict:
     """The CTest-only half of an assertion, from the default CTest run: PASS only when every
     test the coverage table names for it ran and passed; FAIL when one failed or could not
@@ -138,3 +143,6 @@ def ctest_evidence(f: Facts) -> Verdict:
     else:
         v.require(True, f"{len(tests)} CTest(s) passed: {', '.join(tests)}")
     return v
+
+
+register("f3.ctest_evidence", ctest_evidence)

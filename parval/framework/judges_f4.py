@@ -29,7 +29,6 @@ def next_wave_exact(v: Verdict, f: Facts) -> None:
     outputs_match(v, f, "base", wave, "the next wave")
 
 
-@register("f4.running_disconnect")
 def running_disconnect(f: Facts) -> Verdict:
     """Clients of running requests go away: the backend work finishes, counters drain,
     the requests that stayed are answered, and the next wave gets every slot."""
@@ -44,7 +43,9 @@ def running_disconnect(f: Facts) -> Verdict:
     return v
 
 
-@register("f4.queued_disconnect")
+register("f4.running_disconnect", running_disconnect)
+
+
 def queued_disconnect(f: Facts) -> Verdict:
     """Clients of queued requests go away: the abandoned waiters run or are removed, the
     counters drain, the occupants are answered and the next wave gets every slot."""
@@ -59,7 +60,9 @@ def queued_disconnect(f: Facts) -> Verdict:
     return v
 
 
-@register("f4.init_disconnect")
+register("f4.queued_disconnect", queued_disconnect)
+
+
 def init_disconnect(f: Facts) -> Verdict:
     """The client of a request waiting for the first load goes away during the load: the
     load finishes and releases its lease, and the next wave gets every slot."""
@@ -73,6 +76,9 @@ def init_disconnect(f: Facts) -> Verdict:
     v.require(bool(f["drained"]), "the abandoned load finished and released its lease")
     next_wave_exact(v, f)
     return v
+
+
+register("f4.init_disconnect", init_disconnect)
 
 
 def shutdown_policy(v: Verdict, running: list[FlightFact], queued: FlightFact) -> dict[str, list[str]]:
@@ -127,7 +133,6 @@ def stopped(v: Verdict, f: Facts) -> None:
     )
 
 
-@register("f4.sigterm_inflight")
 def sigterm_inflight(f: Facts) -> Verdict:
     """SIGTERM with n running requests and one queued: the server drains finite work by
     itself, exits 0, and every delivered output is exact."""
@@ -144,7 +149,9 @@ def sigterm_inflight(f: Facts) -> Verdict:
     return v
 
 
-@register("f4.stalled_socket_io")
+register("f4.sigterm_inflight", sigterm_inflight)
+
+
 def stalled_socket_io(f: Facts) -> Verdict:
     """SIGTERM with a stalled header and a stalled body connection and no finite work: the
     listener cancels socket I/O and the server exits 0 by itself. Evidence that the server
@@ -179,3 +186,6 @@ def stalled_socket_io(f: Facts) -> Verdict:
             "stalled-I/O behaviour (a shutdown that never completes is judged by sigterm_inflight)"
         )
     return v
+
+
+register("f4.stalled_socket_io", stalled_socket_io)

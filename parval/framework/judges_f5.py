@@ -47,7 +47,6 @@ def _tag(f: Facts, model: str) -> str:
     return str((f.get("tags") or {}).get(model, "base"))
 
 
-@register("f5.together")
 def together(f: Facts) -> Verdict:
     """F5.two_models: n cold requests to each of A and B at once. Limit >= 2: all served with
     both models holding slots at once; limit 1: served or refused with the busy-limit 503,
@@ -93,7 +92,9 @@ def together(f: Facts) -> Verdict:
     return v
 
 
-@register("f5.warm_during_cold")
+register("f5.together", together)
+
+
 def warm_during_cold(f: Facts) -> Verdict:
     """F5.two_models: a warm request to B sent during A's cold load is not held up by it.
 
@@ -131,7 +132,9 @@ def warm_during_cold(f: Facts) -> Verdict:
     return v
 
 
-@register("f5.unload_together")
+register("f5.warm_during_cold", warm_during_cold)
+
+
 def unload_together(f: Facts) -> Verdict:
     """F5.two_models: one bulk unload of both models waits for both models' admitted work,
     lists each once and leaves both unloaded and drained."""
@@ -156,7 +159,9 @@ def unload_together(f: Facts) -> Verdict:
     return v
 
 
-@register("f5.alternate")
+register("f5.unload_together", unload_together)
+
+
 def alternate(f: Facts) -> Verdict:
     """F5.two_models, limit 1: A, B, A in turn are all served with their own outputs, never
     two loaded at once, and the last load evicted the idle other model."""
@@ -175,7 +180,9 @@ def alternate(f: Facts) -> Verdict:
     return v
 
 
-@register("f5.retiring")
+register("f5.alternate", alternate)
+
+
 def retiring(f: Facts) -> Verdict:
     """F5.retiring_residency: a load sent while another model is in teardown is served with
     its own outputs, and (limit 2) the keeper stays loaded throughout."""
@@ -203,7 +210,9 @@ def retiring(f: Facts) -> Verdict:
     return v
 
 
-@register("f5.ready_first")
+register("f5.retiring", retiring)
+
+
 def ready_first(f: Facts) -> Verdict:
     """F5.bulk_ready_first: a bulk [B loading, A ready idle] frees A before B's first load
     finishes (and before B is published), lists A first, and both end unloaded."""
@@ -237,13 +246,15 @@ def ready_first(f: Facts) -> Verdict:
     return v
 
 
+register("f5.ready_first", ready_first)
+
+
 def _lead(x: FlightFact, bulk: FlightFact) -> str:
     if x.raw.get("t_done") is None or bulk.raw.get("t_done") is None:
         return "no reply"
     return f"{(bulk.t_done - x.t_done) * 1000:.0f} ms before it"
 
 
-@register("f5.no_convoy")
 def no_convoy(f: Facts) -> Verdict:
     """F5.no_convoy: while A's bulk unload waits for A's work, GET /v1/models, GET /health and
     a warm request to B answer before the unload does."""
@@ -276,7 +287,9 @@ def no_convoy(f: Facts) -> Verdict:
     return v
 
 
-@register("f5.selections")
+register("f5.no_convoy", no_convoy)
+
+
 def selections(f: Facts) -> Verdict:
     """F5.bulk_selections: reversed, overlapping and duplicate selections (and unload-all)
     at once with work running all finish, list each model once, report the unknown id in
@@ -308,3 +321,6 @@ def selections(f: Facts) -> Verdict:
     outputs_match(v, f, _tag(f, a), [after[0]], a)
     outputs_match(v, f, _tag(f, b), [after[1]], b)
     return v
+
+
+register("f5.selections", selections)

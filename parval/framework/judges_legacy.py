@@ -16,7 +16,6 @@ LEGACY_SLOTS_TEXT = "slots requires --parallel-jobs at server startup"
 SLOT_FIELDS = ("slots", "active_slots", "queued_requests", "max_parallel_slots")
 
 
-@register("legacy.first_session")
 def first_session(f: Facts) -> Verdict:
     """F2.first_publish on the legacy path: concurrent first requests all complete with the
     reference output and the model ends loaded (when `loaded` is published at all)."""
@@ -32,7 +31,9 @@ def first_session(f: Facts) -> Verdict:
     return v
 
 
-@register("legacy.unpublished_skip")
+register("legacy.first_session", first_session)
+
+
 def unpublished_skip(f: Facts) -> Verdict:
     """F2.unload_vs_load: a bulk unload sent while the first load is in progress answers at
     once without the unpublished model, and the load is still published afterwards."""
@@ -62,11 +63,13 @@ def unpublished_skip(f: Facts) -> Verdict:
     return v
 
 
+register("legacy.unpublished_skip", unpublished_skip)
+
+
 def _ms_or_none(seconds: float) -> int | None:
     return round(seconds * 1000) if math.isfinite(seconds) else None
 
 
-@register("legacy.guard_serializes")
 def guard_serializes(f: Facts) -> Verdict:
     """F1.legacy_admission: concurrent requests to one model run one after another. In a
     serial guard consecutive completions are at least the later request's own run apart;
@@ -89,7 +92,9 @@ def guard_serializes(f: Facts) -> Verdict:
     return v
 
 
-@register("legacy.wedged_text")
+register("legacy.guard_serializes", guard_serializes)
+
+
 def wedged_text(f: Facts) -> Verdict:
     """F1.legacy_admission: a holder older than the caller's bound is treated as wedged, the
     caller rejected at once with the wedged text."""
@@ -114,7 +119,9 @@ def wedged_text(f: Facts) -> Verdict:
     return v
 
 
-@register("legacy.status_fields")
+register("legacy.wedged_text", wedged_text)
+
+
 def status_fields(f: Facts) -> Verdict:
     """F1.legacy_admission: the legacy /v1/models lists the models without slot fields."""
     v = Verdict()
@@ -124,7 +131,9 @@ def status_fields(f: Facts) -> Verdict:
     return v
 
 
-@register("legacy.registration_forms")
+register("legacy.status_fields", status_fields)
+
+
 def registration_forms(f: Facts) -> Verdict:
     """F1.legacy_admission: every explicit slots form of a registration is rejected 400 with
     the legacy text, and nothing was registered."""
@@ -144,7 +153,9 @@ def registration_forms(f: Facts) -> Verdict:
     return v
 
 
-@register("legacy.runtime_kept")
+register("legacy.registration_forms", registration_forms)
+
+
 def runtime_kept(f: Facts) -> Verdict:
     """F2 runtime selection on the unflagged runtime: a registration without slots is served
     and listed without slot fields (it did not switch to the parallel runtime)."""
@@ -160,7 +171,9 @@ def runtime_kept(f: Facts) -> Verdict:
     return v
 
 
-@register("legacy.config_forms")
+register("legacy.runtime_kept", runtime_kept)
+
+
 def config_forms(f: Facts) -> Verdict:
     """F1.legacy_admission: an unflagged start with a slots field in its config exits 1
     with the rejection text."""
@@ -173,3 +186,6 @@ def config_forms(f: Facts) -> Verdict:
             f"config slots={s['slots']!r}: startup failed with exit 1 and the rejection text",
         )
     return v
+
+
+register("legacy.config_forms", config_forms)

@@ -55,7 +55,6 @@ def bounded(v: Verdict, probe: FlightFact, bound_ms: int, text: str, held: list[
     return False
 
 
-@register("timeouts.case")
 def case(f: Facts) -> Verdict:
     """A probe behind fresh occupants: with a bound (`expect` text) it gives up after the
     bound; unbounded (`expect` None) it waits and is served once a slot frees. On the
@@ -85,6 +84,9 @@ def case(f: Facts) -> Verdict:
                 bool(f.get("drained")), "counters drained afterwards (no timed-out request stays counted as queued)"
             )
     return v
+
+
+register("timeouts.case", case)
 
 
 def _behind(v: Verdict, f: Facts) -> None:
@@ -128,7 +130,6 @@ def _woke(v: Verdict, f: Facts, manager: FlightFact, n: int, first_done: float, 
         v.not_forced("no status sample showed the request behind the unload before the occupants finished")
 
 
-@register("timeouts.manager_timeout")
 def manager_timeout(f: Facts) -> Verdict:
     """A targeted unload behind occupants gives up after the ceiling with the timeout text,
     does nothing (the model stays loaded), and its giving up wakes the request queued
@@ -157,11 +158,13 @@ def manager_timeout(f: Facts) -> Verdict:
     return v
 
 
+register("timeouts.manager_timeout", manager_timeout)
+
+
 def flight_at(t_done: float, items: list[FlightFact]) -> FlightFact:
     return next(x for x in items if x.t_done == t_done)
 
 
-@register("timeouts.bulk_unbounded")
 def bulk_unbounded(f: Facts) -> Verdict:
     """Bulk unload behind occupants waits for them, beyond the model's ceiling, and
     unloads the model (bulk waits are unbounded)."""
@@ -193,3 +196,6 @@ def bulk_unbounded(f: Facts) -> Verdict:
                 "the work ahead of the bulk unload finished within the ceiling, so waiting beyond it is unseen"
             )
     return v
+
+
+register("timeouts.bulk_unbounded", bulk_unbounded)

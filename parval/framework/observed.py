@@ -24,16 +24,13 @@ Judge = Callable[[Facts], Verdict]
 JUDGES: dict[str, Judge] = {}
 
 
-def judge(key: str) -> Callable[[Judge], Judge]:
-    """Register a pure judge of one kind of observation under `key`."""
-
-    def register(fn: Judge) -> Judge:
-        if key in JUDGES and JUDGES[key] is not fn:
-            raise ValueError(f"judge {key} registered twice")
-        JUDGES[key] = fn
-        return fn
-
-    return register
+def judge(key: str, fn: Judge) -> Judge:
+    """Register a pure judge of one kind of observation under `key`, right after its
+    definition (a call, not a decorator: mutation testing mutates decorated functions not)."""
+    if key in JUDGES and JUDGES[key] is not fn:
+        raise ValueError(f"judge {key} registered twice")
+    JUDGES[key] = fn
+    return fn
 
 
 def run_judge(key: str, facts: Facts) -> Verdict:
@@ -236,7 +233,6 @@ def ms(seconds: float) -> int:
 # -- judges of situations that were not forced -----------------------------------------------
 
 
-@judge("given")
 def given(facts: Facts) -> Verdict:
     """A sub-check that is not a judgement of server behaviour: skipped by the probes file,
     a probe that could not finish, a too-short request, a capacity the case needs, a
@@ -258,7 +254,9 @@ def given(facts: Facts) -> Verdict:
     return v
 
 
-@judge("precondition")
+judge("given", given)
+
+
 def precondition(facts: Facts) -> Verdict:
     """What the calibration start found missing, from the recorded capabilities."""
     v = Verdict()
@@ -274,3 +272,6 @@ def precondition(facts: Facts) -> Verdict:
         v.pend(gap[1])
         v.verbatim = gap[1]
     return v
+
+
+judge("precondition", precondition)

@@ -13,7 +13,10 @@ The default profile runs a few cases per judge; CI (HYPOTHESIS_PROFILE=ci) runs 
 from __future__ import annotations
 
 import copy
+import json
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -319,3 +322,116 @@ def test_a_busy_machine_never_turns_a_correct_server_into_a_fail(
 ) -> None:
     v = run_judge(key, busy(baseline(key), stretch, late, drop))
     assert v.status is not Status.FAIL, (stretch, late, drop, v.detail())
+
+
+# -- what each judge says, word for word -------------------------------------------------------
+
+SNAPSHOT = Path(__file__).with_name("judge_verdicts.json")
+
+
+def verdicts() -> dict[str, dict[str, list[str]]]:
+    """Status and text of every judge on its baseline and on the baseline without each piece
+    of evidence: the words a reviewer reads, kept in judge_verdicts.json (regenerate with
+    PARVAL_UPDATE_VERDICTS=1 after a deliberate change, and review the diff)."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for key in KEYS:
+        v = run_judge(key, baseline(key))
+        seen = {"baseline": [str(v.status), v.detail()]}
+        for kind, name in pieces(key):
+            w = run_judge(key, without(baseline(key), {(kind, name)}))
+            seen[f"{kind} {name}"] = [str(w.status), w.detail()]
+        for stretch, late in ((2.0, [1.0]), (3.0, [0.0, 1.0, 0.5])):
+            w = run_judge(key, busy(baseline(key), stretch, late, [True]))
+            seen[f"busy x{stretch:g}"] = [str(w.status), w.detail()]
+        out[key] = seen
+    out["F6"] = f6_verdicts()
+    return out
+
+
+def f6_verdicts() -> dict[str, list[str]]:
+    """F6.ctest, F6.sanitizers and F6.stress over recorded runs of every kind."""
+    from parval.framework.ctest import CTestRun
+    from parval.framework.judges_f6 import assess_f6
+    from tests.test_ctest import REQ, fake_run, san_run
+
+    scenarios: dict[str, tuple[list[CTestRun], dict[str, Any]]] = {
+        "all pass": (
+            [
+                fake_run("default", {**REQ, "session_pool_test": "passed"}),
+                san_run("asan", {"t": "passed"}),
+                san_run("tsan", {"t": "passed"}),
+                fake_run("stress", {"s": "passed"}, meta={"seed": 7}),
+            ],
+            {},
+        ),
+        "nothing": ([], {}),
+        "failures": (
+            [
+                fake_run("default", {**REQ, "server_config_test": "failed", "audio_resample_test": "failed"}),
+                san_run("asan", {"t": "failed"}),
+                fake_run("stress", {"s": "failed"}),
+            ],
+            {},
+        ),
+        "unrelated only": ([fake_run("default", {**REQ, "audio_resample_test": "failed"})], {}),
+        "errors": (
+            [
+                fake_run("default", REQ, status="error", reason="killed", error_kind="parval_timeout"),
+                san_run("asan", {}, status="error", reason="old", error_kind="ctest_too_old"),
+                san_run("tsan", {}, status="error", reason="exit 1", error_kind="no_results"),
+                fake_run("stress", {}, status="error", reason="killed", error_kind="parval_timeout"),
+            ],
+            {},
+        ),
+        "not run": (
+            [
+                CTestRun.not_run("default", "no build dir"),
+                CTestRun.not_run("asan", "no asan dir"),
+                CTestRun.not_run("stress", "no stress job"),
+            ],
+            {},
+        ),
+        "missing and skipped": (
+            [
+                fake_run("default", {"parallel_http_live_body_test": "skipped", "x": "passed"}),
+                san_run("asan", {"t": "skipped"}),
+                san_run("tsan", {"t": "passed"}, flags=["address"]),
+                fake_run("stress", {"s": "skipped"}),
+            ],
+            {"required": ["session_pool_test"]},
+        ),
+        "reasons given": (
+            [fake_run("default", {"x": "passed"}), san_run("asan", {"t": "passed"})],
+            {
+                "transport_unchanged": "legacy listener kept",
+                "sanitizers": ["asan"],
+                "sanitizers_unavailable": {"tsan": "no TSan here"},
+            },
+        ),
+        "no sanitizer here": ([], {"sanitizers": [], "sanitizers_unavailable": {"asan": "a", "tsan": "b"}}),
+        "reruns": (
+            [
+                fake_run("default", {**REQ, "flaky_test": "failed"}, started_at="t1"),
+                fake_run("default", REQ, started_at="t2"),
+                san_run("asan", {"t": "failed"}, started_at="t3"),
+                san_run("asan", {"t": "passed"}, started_at="t4"),
+                fake_run("stress", {"s": "failed"}, started_at="t5"),
+                fake_run("stress", {"s": "passed"}, started_at="t6", meta={"seed": 1}),
+            ],
+            {},
+        ),
+    }
+    out: dict[str, list[str]] = {}
+    for name, (runs, kw) in scenarios.items():
+        for r in assess_f6(runs, **kw):
+            out[f"{name}: {r.id}"] = [str(r.status), r.reason, *r.limitations, r.reproduction]
+    return out
+
+
+def test_every_verdict_reads_as_reviewed() -> None:
+    got = verdicts()
+    if os.environ.get("PARVAL_UPDATE_VERDICTS") == "1":
+        SNAPSHOT.write_text(json.dumps(got, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    want = json.loads(SNAPSHOT.read_text("utf-8"))
+    changed = {k: (want.get(k), got[k]) for k in got if want.get(k) != got[k]}
+    assert not changed and set(want) == set(got), f"verdicts differ from {SNAPSHOT.name}: {changed}"

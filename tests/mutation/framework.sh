@@ -50,32 +50,5 @@ t0=$(date +%s)
 }
 "$py" -m mutmut results --all true >"$work/results.txt" 2>&1
 elapsed=$(( $(date +%s) - t0 ))
-"$py" - "$work/results.txt" "$elapsed" <<'PY'
-import collections, re, sys
-rows = collections.defaultdict(collections.Counter)
-survivors = []
-for line in open(sys.argv[1]):
-    m = re.match(r"\s*(parval\.[\w.]+?)\.x(?:ǁ\w+ǁ)?_?(\w+?)__mutmut_(\d+): (.+)", line)
-    if not m:
-        continue
-    module, status = m.group(1), m.group(4).strip()
-    rows[module][status] += 1
-    if status == "survived":
-        survivors.append(line.split(":")[0].strip())
-total = collections.Counter()
-print(f"{'module':45} {'mutants':>8} {'killed':>7} {'survived':>9} {'no tests':>9} {'other':>6} {'score':>7}")
-for module in sorted(rows):
-    c = rows[module]
-    total.update(c)
-    n = sum(c.values())
-    other = n - c["killed"] - c["survived"] - c["no tests"]
-    print(f"{module:45} {n:8} {c['killed']:7} {c['survived']:9} {c['no tests']:9} {other:6} {100 * c['killed'] / n:6.1f}%")
-n = sum(total.values())
-other = n - total["killed"] - total["survived"] - total["no tests"]
-print(f"{'all':45} {n:8} {total['killed']:7} {total['survived']:9} {total['no tests']:9} {other:6} "
-      f"{100 * total['killed'] / max(n, 1):6.1f}%  ({sys.argv[2]} s)")
-print("\nsurviving mutants (show one with: mutmut show NAME, in the kept copy):")
-for s in survivors:
-    print("  " + s)
-PY
+"$py" "$root/tests/mutation/summary.py" "$work/results.txt" "$elapsed" "$work/mutants"
 echo "copy: $work$([ "${KEEP:-0}" = 1 ] || echo ' (removed; KEEP=1 keeps it)')"
