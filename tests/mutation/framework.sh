@@ -36,7 +36,7 @@ pytest_add_cli_args_test_selection = [
   "tests/framework/test_judges_f4.py", "tests/framework/test_judges_f5.py", "tests/framework/test_judges_legacy.py",
   "tests/framework/test_judges_timeouts.py", "tests/framework/test_judges_unsupported.py",
   "tests/framework/test_judges_generated.py", "tests/framework/test_evidence_rules.py",
-  "tests/framework/test_units.py", "tests/test_ctest.py",
+  "tests/framework/test_units.py", "tests/framework/test_observed_core.py", "tests/test_ctest.py",
 ]
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly"]
 also_copy = ["plans/", "schemas/", "README.md", "tests/"]
