@@ -189,7 +189,11 @@ def retiring(f: Facts) -> Verdict:
     v = Verdict()
     incoming = flight(f, "incoming")
     if not f["teardown_window"]:
-        v.not_forced("the unload finished before another load could be sent during its teardown")
+        registry = f.get("registry")
+        if isinstance(registry, dict) and stalled(registry):
+            v.block(STALLED.format(what="the unload of the retiring model"))
+        else:
+            v.not_forced("the unload finished before another load could be sent during its teardown")
         return v
     v.require(bool(f["settled"]), "the unload completed")
     all_ok(v, [flight(f, "unload-retiring")], "the unload of the retiring model")

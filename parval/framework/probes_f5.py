@@ -206,11 +206,27 @@ async def retiring_once(rig: Rig, models: Models, limit: int) -> Facts:
     incoming = await rig.run("incoming", m)
     inc_done = time.monotonic()
     obs["settled"] = await rig.settle([unload], t.slack_s)
+    obs["registry"] = polls_during(rig, unload)
     if keeper is not None:
         obs["keeper_samples"] = rig.samples_of(keeper, t_inc, inc_done)
         end = await rig.wait(lambda s: s.get(keeper) is not None, 2.0)
         obs["keeper_end_loaded"] = end.loaded(keeper) if end is not None else None
     return rig.observed(obs, [unload, incoming], keeper=keeper, incoming_tag=tm)
+
+
+def polls_during(rig: Rig, manager: Flight) -> dict[str, Any] | None:
+    """The slowest status poll sent in the first half of `manager`'s wait, as a canary read
+    (observed.stalled judges it): a registry held across the wait answers it only when the
+    manager does, so the status could not show what happened meanwhile."""
+    if not manager.finished:
+        return None
+    half = manager.t_send + 0.5 * (manager.t_done - manager.t_send)
+    sent = [s for s in rig.poller.samples if s.ok and manager.t_send <= s.t - s.rtt <= half]
+    if not sent:
+        return None
+    slowest = max(sent, key=lambda s: s.rtt)
+    read = {"t_send": rig.rel(slowest.t - slowest.rtt), "t_done": rig.rel(slowest.t), "status": 200}
+    return {"canaries": [read], "manager_t_done": rig.rel(manager.t_done)}
 
 
 async def bulk_probe(ctx: Context) -> None:

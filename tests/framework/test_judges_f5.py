@@ -397,3 +397,13 @@ def test_selections_without_unload_all_models_are_judged_without_it() -> None:
     all_.update(status=404, json={"error": {"message": "not found"}})
     v = run_judge("f5.selections", f)
     assert v.status is Status.PASS and "unload_all_models is absent (HTTP 404)" in v.detail()
+
+
+def test_retiring_names_a_stalled_registry_as_what_kept_the_teardown_unseen() -> None:
+    f = retiring(window=False)
+    f["registry"] = {"canaries": [{"t_send": 0.02, "t_done": 0.201, "status": 200}], "manager_t_done": 0.20}
+    v = run_judge("f5.retiring", f)
+    assert v.status is Status.BLOCKED and not v.retry and "judged by F5.no_convoy" in v.detail()
+    f["registry"]["canaries"][0]["t_done"] = 0.03  # the status answered at once: just too fast
+    v = run_judge("f5.retiring", f)
+    assert v.status is Status.BLOCKED and v.retry
