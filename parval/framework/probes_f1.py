@@ -290,7 +290,8 @@ async def _overdue_attempt(rig: Rig, model: str, n: int, occupied: int, managers
 
 
 async def _healthy_attempt(rig: Rig, model: str, n: int, attempt: int) -> Facts:
-    return await healthy_plus_overdue(rig, model, n)
+    # After an attempt whose overdue slot freed too soon, hold it through a cold load too.
+    return await healthy_plus_overdue(rig, model, n, cold=attempt > 0)
 
 
 async def overdue_case(rig: Rig, model: str, n: int, *, occupied: int, managers: int) -> Facts:
@@ -320,17 +321,21 @@ async def overdue_case(rig: Rig, model: str, n: int, *, occupied: int, managers:
     )
 
 
-async def healthy_plus_overdue(rig: Rig, model: str, n: int) -> Facts:
+async def healthy_plus_overdue(rig: Rig, model: str, n: int, *, cold: bool = False) -> Facts:
     """One overdue slot and n-1 fresh ones: the probe must wait (bounded), not fail fast
     (judged by judges_f1.healthy_plus_overdue).
 
     Its bound is a third of a service: the fresh slots stay well inside it while the probe
-    arrives, and the probe may time out or be served when the overdue slot frees."""
+    arrives, and the probe may time out or be served when the overdue slot frees. `cold`:
+    the overdue slot is taken on an unloaded model, so it stays held through the load."""
     t = timing(rig)
-    obs = Obs(count=n)
+    obs = Obs(count=n, cold=cold)
     probe_ms = max(t.overdue_ms, int(t.service_s * 1000 / 3))
-    await rig.run("warm", model)
-    old = await occupy(rig, model, 1, obs, label="overdue")
+    if cold:
+        await reset(rig, [model])
+    else:
+        await rig.run("warm", model)
+    old = await occupy(rig, model, 1, obs, label="overdue", loaded=not cold)
     await anyio.sleep(probe_ms / 1000 + 0.01)
     t_fresh = time.monotonic()
     fresh = [await rig.start_run(f"healthy{i}", model) for i in range(n - 1)]
