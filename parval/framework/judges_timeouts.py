@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from parval.framework.checks import Verdict
 from parval.framework.facts import Facts, FlightFact, flight, listed, samples
-from parval.framework.observed import STALLED, all_ok, margin_s, ms, unloaded_ids, waits
+from parval.framework.observed import all_ok, margin_s, ms, unloaded_ids, waits
 from parval.framework.observed import judge as register
 
 # Texts of a probe that met the fail-fast path instead (its occupant was already older than
@@ -91,8 +91,8 @@ register("timeouts.case", case)
 
 def _behind(v: Verdict, f: Facts) -> None:
     """How the request sent behind the waiting manager (spare slot free) was first seen:
-    queued is the forced order; taking the spare slot is barging while the manager still
-    waits, or a stalled registry when the manager had already given up."""
+    queued is the forced order; taking the spare slot while the manager still waits is
+    barging; first seen only after the manager gave up, whether it queued is unseen."""
     seen = f.get("behind")
     if not seen or int(seen["queued"]) >= 1:
         return
@@ -101,10 +101,7 @@ def _behind(v: Verdict, f: Facts) -> None:
             "the request behind the manager took the spare slot instead of queueing (FIFO barging, judged by F1.fifo)"
         )
     else:
-        v.block(
-            STALLED.format(what="the targeted unload") + " (the request reached the "
-            "scheduler only after the manager gave up)"
-        )
+        v.not_forced("the request behind the manager was first seen only after the manager gave up")
 
 
 def _woke(v: Verdict, f: Facts, manager: FlightFact, n: int, first_done: float, m: float) -> None:

@@ -129,9 +129,8 @@ async def forced_order(rig: Rig, model: str, n: int, *, hold: int = 0) -> Facts:
     await rig.run("warm", model)
     occupants = await occupy(rig, model, n, obs)
     for k in range(hold * n):
-        occupants.append(await enqueue(rig, model, f"occupant{n + k}", k + 1, obs))
-    queued = hold * n
-    older = await enqueue(rig, model, "older", queued + 1, obs)
+        occupants.append(await enqueue(rig, model, f"occupant{n + k}", obs))
+    older = await enqueue(rig, model, "older", obs)
     manager = await rig.bulk("unload", [model])
     await stagger_manager(rig, manager, obs, "the unload", [*occupants, older])
     later: list[Flight] = []
@@ -139,7 +138,7 @@ async def forced_order(rig: Rig, model: str, n: int, *, hold: int = 0) -> Facts:
         if obs.blocked:
             later.append(await rig.start_run(f"later{i}", model))
             continue
-        later.append(await enqueue(rig, model, f"later{i}", queued + 2 + i, obs))
+        later.append(await enqueue(rig, model, f"later{i}", obs))
         await anyio.sleep(t.gap_s)
     everything = [*occupants, older, manager, *later]
     obs["settled"] = await rig.settle(everything, t.slack_s)
@@ -171,7 +170,7 @@ async def request_only_queue(rig: Rig, model: str, n: int) -> Facts:
     queued: list[Flight] = []
     for i in range(2 * n):
         request = {**base, "seed": 7100 + i} if marked else None
-        queued.append(await enqueue(rig, model, f"queued{i}", i + 1, obs, request=request))
+        queued.append(await enqueue(rig, model, f"queued{i}", obs, request=request))
     obs["settled"] = await rig.settle([*occupants, *queued], t.slack_s)
     obs["trace_seeds"] = [str(x.get("seed")) for x in trace_lines(rig, offset) if x.get("model") == model]
     obs["drained"] = await rig.drained([model], t.slack_s)

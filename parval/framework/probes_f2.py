@@ -180,7 +180,7 @@ async def held(rig: Rig, rc: Reconf, obs: Obs, hold: int) -> list[Flight]:
     until a slow machine has queued the whole situation."""
     occupants = await occupy(rig, rc.model, rc.n, obs)
     for k in range(hold * rc.n):
-        occupants.append(await enqueue(rig, rc.model, f"occupant{rc.n + k}", k + 1, obs))
+        occupants.append(await enqueue(rig, rc.model, f"occupant{rc.n + k}", obs))
     return occupants
 
 
@@ -191,14 +191,10 @@ async def queued_before_barrier(rig: Rig, rc: Reconf, hold: int = 0) -> Facts:
     obs = Obs(count=rc.n, hold=hold)
     await rc.to("config-opt0", 0)
     occupants = await held(rig, rc, obs, hold)
-    older = await enqueue(rig, rc.model, "older", len(occupants) - rc.n + 1, obs)
+    older = await enqueue(rig, rc.model, "older", obs)
     manager = await rc.start("reconfigure-base", None)
     await stagger_manager(rig, manager, obs, "the reconfiguration", [*occupants, older])
-    later = (
-        await enqueue(rig, rc.model, "later", len(occupants) - rc.n + 2, obs)
-        if not obs.blocked
-        else await rig.start_run("later", rc.model)
-    )
+    later = await enqueue(rig, rc.model, "later", obs) if not obs.blocked else await rig.start_run("later", rc.model)
     flights = [*occupants, older, manager, later]
     obs["settled"] = await rig.settle(flights, t.slack_s)
     obs["drained"] = await rig.drained([rc.model], t.slack_s)
@@ -213,7 +209,7 @@ async def unload_not_undone(rig: Rig, rc: Reconf, hold: int = 0) -> Facts:
     obs = Obs(count=rc.n, hold=hold)
     await rig.run("warm", rc.model)
     occupants = await held(rig, rc, obs, hold)
-    older = await enqueue(rig, rc.model, "older", len(occupants) - rc.n + 1, obs)
+    older = await enqueue(rig, rc.model, "older", obs)
     manager = await rig.start("unload", "POST", "/v1/models/unload", {"id": rc.model})
     await stagger_manager(rig, manager, obs, "the unload", [*occupants, older])
     flights = [*occupants, older, manager]
@@ -236,12 +232,7 @@ async def overlapping_managers(rig: Rig, rc: Reconf, hold: int = 0) -> Facts:
     await stagger_manager(rig, m1, obs, "the first reconfiguration", occupants)
     m2 = await rc.start("reconfigure-opt1", 1)
     await stagger_manager(rig, m2, obs, "the second reconfiguration", [*occupants, m1])
-    queued = len(occupants) - rc.n
-    later = (
-        await enqueue(rig, rc.model, "later", queued + 1, obs)
-        if not obs.blocked
-        else await rig.start_run("later", rc.model)
-    )
+    later = await enqueue(rig, rc.model, "later", obs) if not obs.blocked else await rig.start_run("later", rc.model)
     flights = [*occupants, m1, m2, later]
     obs["settled"] = await rig.settle(flights, t.slack_s)
     await rc.to("config-base", None)

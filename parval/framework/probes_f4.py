@@ -82,7 +82,7 @@ async def queued_disconnect(rig: Rig, model: str, n: int) -> None:
     occupants = await occupy(rig, model, n, obs)
     queued: list[Flight] = []
     for i in range(2):
-        queued.append(await enqueue(rig, model, f"queued{i}", i + 1, obs))
+        queued.append(await enqueue(rig, model, f"queued{i}", obs))
     for f in queued:
         f.cancel()
     obs["settled"] = await rig.settle([*occupants, *queued], t.slack_s)
@@ -131,7 +131,7 @@ async def shutdown_probe(ctx: Context) -> None:
         obs = Obs(count=n, grace_s=ctx.grace_s)
         await rig.run("warm", model)
         running = await occupy(rig, model, n, obs)
-        queued = await enqueue(rig, model, "queued", 1, obs)
+        queued = await enqueue(rig, model, "queued", obs)
         t_term = time.monotonic()
         rig.stop_info, unanswered = await stop_after_drain(rig, [*running, queued], ctx.grace_s)
         drain_s = time.monotonic() - t_term

@@ -56,7 +56,7 @@ async def occupy_any(rig: Rig, model: str, n: int, obs: Obs, *, hold: int = 0, c
         seen = await rig.wait(lambda s: s.active(model) >= n and (cold or bool(s.loaded(model))), t.slack_s)
         obs.wait(f"{n} active slot(s)", seen is not None)
         for k in range(hold * n):
-            flights.append(await enqueue(rig, model, f"occupant{n + k}", k + 1, obs))
+            flights.append(await enqueue(rig, model, f"occupant{n + k}", obs))
         return flights
     flight = await rig.start_run("occupant0", model)
     # Long enough for it to take the lock, short enough that it is not yet "wedged" for the

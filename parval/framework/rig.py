@@ -156,6 +156,10 @@ class Rig:
     async def bulk(self, label: str, ids: list[str]) -> Flight:
         return await self.start(label, "POST", "/v1/tasks/unload_models", {"model_ids": ids})
 
+    def in_flight(self, model: str) -> int:
+        """Requests to `model` sent and not yet answered (the client's count)."""
+        return sum(1 for f in self.flights if f.model == model and not f.finished)
+
     async def settle(self, flights: list[Flight], timeout_s: float) -> bool:
         """Every flight finished within the bound (False means something never completed)."""
         deadline = time.monotonic() + timeout_s

@@ -37,8 +37,12 @@ def active_loaded(model: str, k: int) -> Callable[[Snapshot], bool]:
     return lambda s: s.active(model) >= k and bool(s.loaded(model))
 
 
-def queued_at_least(model: str, k: int) -> Callable[[Snapshot], bool]:
-    return lambda s: s.queued(model) >= k
+def newest_queued(rig: Rig, model: str) -> Callable[[Snapshot], bool]:
+    """The request just sent to `model` waits in its queue: every request in flight to it is
+    accounted for (active or queued) and one is queued. Admission is FIFO, so the one queued
+    last is the newest; counting what is in flight (not a fixed queue length) holds while
+    older work leaves the queue meanwhile."""
+    return lambda s: s.queued(model) >= 1 and s.active(model) + s.queued(model) >= rig.in_flight(model)
 
 
 async def occupy(
@@ -77,18 +81,17 @@ async def enqueue(
     rig: Rig,
     model: str,
     label: str,
-    want_queued: int,
     obs: Obs,
     *,
     request: dict[str, Any] | None = None,
     busy_timeout_ms: int | None = None,
     observe_s: float | None = None,
 ) -> Flight:
-    """Send one request and wait until `queued_requests` shows it waiting."""
+    """Send one request and wait until the status shows it waiting in the queue."""
     t = timing(rig)
     flight = await rig.start_run(label, model, request=request, busy_timeout_ms=busy_timeout_ms)
-    seen = await rig.wait(queued_at_least(model, want_queued), observe_s or t.slack_s)
-    obs.wait(f"{label} queued (queued_requests >= {want_queued})", seen is not None)
+    seen = await rig.wait(newest_queued(rig, model), observe_s or t.slack_s)
+    obs.wait(f"{label} queued (every request in flight to {model} admitted, one waiting)", seen is not None)
     return flight
 
 
