@@ -126,10 +126,13 @@ async def attempts(key: str, scenario: Callable[[int], Awaitable[Facts]], tries:
     return made[0] if len(made) == 1 else {"attempts": made}
 
 
-async def stagger_manager(rig: Rig, flight: Flight, obs: Obs, what: str, behind: list[Flight]) -> None:
+async def stagger_manager(
+    rig: Rig, flight: Flight, obs: Obs, what: str, behind: list[Flight], *, read_status: bool = True
+) -> None:
     """After sending a manager: give it a gap to enqueue, then record whether it still
     waits (behind the older work `behind`) and whether status reads still answer (a stalled
-    registry confounds the scenario)."""
+    registry confounds the scenario; `read_status=False` skips those reads, for an attempt
+    that must be quick)."""
     t = timing(rig)
     await anyio.sleep(t.gap_s)
     entry: dict[str, Any] = {"what": what, "manager": flight.label, "behind": [f.label for f in behind]}
@@ -138,7 +141,7 @@ async def stagger_manager(rig: Rig, flight: Flight, obs: Obs, what: str, behind:
         entry["skipped"] = True
         return
     entry["still_waiting"] = not flight.finished
-    entry["canaries"] = await canaries(rig, flight)
+    entry["canaries"] = await canaries(rig, flight) if read_status else []
     entry["manager_t_done"] = rig.rel(flight.t_done) if flight.finished else None
 
 
