@@ -96,11 +96,12 @@ register("f5.together", together)
 
 
 def warm_during_cold(f: Facts) -> Verdict:
-    """F5.two_models: a warm request to B sent during A's cold load is not held up by it.
-
-    Decisive only when A's load still ran for at least one of B's warm requests (measured
-    just before and after, under the same load) after B's request was sent; then B
-    answering more than half a request after A's publication means it waited for the load."""
+    """F5.two_models: a warm request to B sent during A's cold load is answered while that
+    load still runs (B answered before A's publication). Over HTTP a warm request held up by
+    the load cannot be told from one a busy machine made slow, so B answering after the
+    publication is not forced (BLOCKED after the attempts), never a FAIL; the attempt is
+    decisive only when A's load still ran for one of B's warm requests (measured just
+    before and after, under the same load) after B's request was sent."""
     v = Verdict()
     cold, warm = flight(f, "cold-a"), flight(f, "warm-b")
     refs = named(f, "warm-b-before", "warm-b-after")
@@ -120,11 +121,10 @@ def warm_during_cold(f: Facts) -> Verdict:
             f"A's load ended {ms(publication - warm.t_send)} ms after B's warm request was sent, within one "
             f"warm request ({ms(d)} ms): waiting for it cannot be told from a slow request"
         )
-    elif warm.t_done > publication + 0.5 * d:
-        v.require(
-            False,
+    elif warm.t_done > publication:
+        v.not_forced(
             f"the warm model answered {ms(warm.t_done - publication)} ms after A's load was published: "
-            "it waited for the cold load",
+            "held up by the load or slowed by the machine, which HTTP cannot tell apart"
         )
     else:
         v.require(True, f"the warm model answered in {ms(warm.t_done - warm.t_send)} ms during A's cold load")
@@ -219,7 +219,7 @@ register("f5.retiring", retiring)
 
 def ready_first(f: Facts) -> Verdict:
     """F5.bulk_ready_first: a bulk [B loading, A ready idle] frees A before B's first load
-    finishes (and before B is published), lists A first, and both end unloaded."""
+    is published (status samples of both), lists A first, and both end unloaded."""
     v = Verdict()
     a, b = _pair(f)
     cold, bulk = flight(f, "first-b"), flight(f, "unload-b-a")
@@ -238,12 +238,7 @@ def ready_first(f: Facts) -> Verdict:
     v.require(bool(f["settled"]), "everything completed (no deadlock)")
     all_ok(v, [cold, bulk], "the first request and the bulk unload")
     outputs_match(v, f, _tag(f, b), [cold], b, phase="cold")
-    freed, published = f["freed_at"], f["published_at"]
-    if freed is None:
-        v.not_forced("the ready idle model was never seen freed")
-    else:
-        freed_first = float(freed) < cold.t_done and (published is None or float(freed) < float(published))
-        v.require(bool(v.blockers) or freed_first, "the ready idle model was freed before the first load finished")
+    _freed_first(v, f, a, b, bulk.t_send + timing_of(f).tol_s)
     ids = unloaded_ids(bulk)
     v.require(ids == [a, b], f"reply lists the ready model first ({ids})")
     v.require(bool(f["ended_unloaded"]), "both ended unloaded with drained counters")
@@ -251,6 +246,22 @@ def ready_first(f: Facts) -> Verdict:
 
 
 register("f5.ready_first", ready_first)
+
+
+def _freed_first(v: Verdict, f: Facts, a: str, b: str, arrived: float) -> None:
+    """From status samples of both models once the bulk had reached the server: a sample
+    showing A freed while B is still unpublished is the order; one showing B published
+    while A is still loaded is the violation; samples that only ever show both changed at
+    once cannot tell the order (the poll came too late)."""
+    rows = [s for s in joint(f) if s.t >= arrived]
+    if not rows:
+        raise KeyError("no joint status sample of both models after the bulk unload was sent")
+    if any(s.loaded(a) is True and s.loaded(b) is True for s in rows):
+        v.require(False, "the ready idle model was freed before the first load finished (B was published first)")
+    elif any(s.loaded(a) is False and s.loaded(b) is not True for s in rows):
+        v.require(True, "the ready idle model was freed before the first load finished")
+    else:
+        v.not_forced("no status sample fell between A's release and B's publication, so their order is unseen")
 
 
 def _lead(x: FlightFact, bulk: FlightFact) -> str:

@@ -277,6 +277,8 @@ async def ready_first(rig: Rig, models: Models) -> Facts:
     # The last sample after the bulk was sent that still showed B loading, unpublished.
     late = [row[0] for row in obs["b_samples"] if row[0] is not None and row[0] >= rig.rel(bulk.t_send) and not row[3]]
     obs["b_unpublished_at"] = max(late) if late else None
+    # Both models as each sample showed them from the bulk's send (judges_f5._freed_first).
+    obs["joint"] = joint_samples(rig, [a, b], bulk.t_send)
     end = await rig.wait(lambda s: not s.loaded(a) and not s.loaded(b) and s.active(b) == 0, t.slack_s)
     obs["ended_unloaded"] = end is not None
     return rig.observed(obs, [cold, bulk], models=[a, b], tags=_tags(models))

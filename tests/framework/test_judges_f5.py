@@ -92,9 +92,11 @@ def test_warm_during_cold_passes_a_warm_model_answering_at_once() -> None:
     assert v.status is Status.PASS, v.detail()
 
 
-def test_warm_during_cold_fails_a_warm_request_held_up_by_the_cold_load() -> None:
+def test_warm_during_cold_held_up_or_slow_cannot_be_told_apart_so_it_is_not_forced() -> None:
+    """Under a load average of 14 a correct server's warm request once came back 316 ms after
+    the other model's publication and FAILed: over HTTP held-up and slow look the same."""
     v = run_judge("f5.warm_during_cold", warm_cold(0.55))
-    assert v.status is Status.FAIL and "after A's load was published: it waited for the cold load" in v.detail()
+    assert v.status is Status.BLOCKED and v.retry and "HTTP cannot tell apart" in v.detail()
 
 
 def test_warm_during_cold_has_no_threshold_from_an_idle_calibration() -> None:
@@ -225,9 +227,18 @@ def test_retiring_is_not_forced_without_a_teardown_window() -> None:
 # -- ready_first -------------------------------------------------------------------------------
 
 
+FREED_FIRST = [joint_row(0.14, m=[0, 0, False], m_b=[1, 0, False]), joint_row(0.30, m=[0, 0, False], m_b=[1, 0, True])]
+PUBLISHED_FIRST = [
+    joint_row(0.14, m=[0, 0, True], m_b=[1, 0, True]),
+    joint_row(0.30, m=[0, 0, False], m_b=[1, 0, True]),
+]
+TOO_LATE = [joint_row(0.30, m=[0, 0, False], m_b=[1, 0, True])]
+
+
 def ready(
-    freed_at: float | None = 0.12, ids: list[str] | None = None, registry: dict[str, Any] | None = None
+    rows: list[list[Any]] | None = None, ids: list[str] | None = None, registry: dict[str, Any] | None = None
 ) -> dict[str, Any]:
+    """B's first load (0.0 -> 0.40, published at 0.25), the bulk [B, A] sent at 0.05."""
     flights = [
         run_b("first-b", 0.0, 0.40),
         manager("unload-b-a", 0.05, 0.45, unloaded=["m", "m-b"] if ids is None else ids),
@@ -235,9 +246,8 @@ def ready(
     return two_model_facts(
         flights,
         first_load_seen=True,
-        freed_at=freed_at,
-        published_at=0.25,
         b_unpublished_at=0.14,
+        joint=FREED_FIRST if rows is None else rows,
         ended_unloaded=True,
         registry=registry
         or {
@@ -256,10 +266,17 @@ def test_ready_first_passes_the_ready_model_freed_first() -> None:
 
 
 def test_ready_first_fails_a_bulk_that_waited_for_the_unpublished_load() -> None:
-    v = run_judge("f5.ready_first", ready(freed_at=0.30))  # after B was published at 0.25
-    assert v.status is Status.FAIL and "freed before the first load finished" in v.detail()
+    v = run_judge("f5.ready_first", ready(PUBLISHED_FIRST))  # B published while A was still loaded
+    assert v.status is Status.FAIL and "B was published first" in v.detail()
     v = run_judge("f5.ready_first", ready(ids=["m-b", "m"]))
     assert v.status is Status.FAIL and "lists the ready model first" in v.detail()
+
+
+def test_ready_first_a_poll_too_late_to_show_the_order_is_not_a_fail() -> None:
+    """On a loaded machine the first sample after the bulk may show A freed and B published
+    at once: the order is unseen (it once FAILed for the sample times alone)."""
+    v = run_judge("f5.ready_first", ready(TOO_LATE))
+    assert v.status is Status.BLOCKED and v.retry and "order is unseen" in v.detail()
 
 
 def test_ready_first_is_blocked_by_a_stalled_registry() -> None:
@@ -270,18 +287,18 @@ def test_ready_first_is_blocked_by_a_stalled_registry() -> None:
         "canaries": [{"t_send": 0.09, "t_done": 0.449, "status": 200}],
         "manager_t_done": 0.45,
     }
-    v = run_judge("f5.ready_first", ready(freed_at=0.46, registry=stalled))
+    v = run_judge("f5.ready_first", ready(TOO_LATE, registry=stalled))
     assert v.status is Status.BLOCKED and "judged by F5.no_convoy" in v.detail()
 
 
 def test_ready_first_not_caught_during_the_first_load_is_not_forced() -> None:
     """A first load not caught in progress (or already published when the bulk arrived)
     once still judged the freeing order, and a FAIL outranked the missing precondition."""
-    f = ready(freed_at=0.30)
+    f = ready(PUBLISHED_FIRST)
     f["first_load_seen"] = False
     v = run_judge("f5.ready_first", f)
     assert v.status is Status.BLOCKED and v.retry and "before the bulk unload could be sent" in v.detail()
-    f = ready(freed_at=0.30)
+    f = ready(PUBLISHED_FIRST)
     f["b_unpublished_at"] = 0.06  # B's last unpublished sample came right after the bulk was sent
     v = run_judge("f5.ready_first", f)
     assert v.status is Status.BLOCKED and "a margin after the bulk unload was sent" in v.detail()
