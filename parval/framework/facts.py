@@ -56,6 +56,12 @@ class FlightFact:
         return None if ms is None else float(ms) / 1000
 
     @property
+    def wall_s(self) -> float | None:
+        """The server's own prepare+run time for this request (timing.wall_ms), if reported."""
+        ms = self.raw.get("wall_ms")
+        return None if ms is None else float(ms) / 1000
+
+    @property
     def message(self) -> str:
         return str(self.raw.get("message") or "")
 

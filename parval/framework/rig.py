@@ -226,6 +226,11 @@ class Rig:
             out["artifact"] = self.ctx.artifacts.put(r.body, "body")
         if f.path == self.ctx.route and r.status == 200:
             out["output"] = self.output(f)
+            # The server's own prepare+run time (timing.wall_ms), where the reply reports it.
+            timing = (r.json() or {}).get("timing") if isinstance(r.json(), dict) else None
+            wall = timing.get("wall_ms") if isinstance(timing, dict) else None
+            if isinstance(wall, int | float) and not isinstance(wall, bool):
+                out["wall_ms"] = float(wall)
         else:
             out["message"] = f.message()[:300]
             if len(r.body) <= 8192:
