@@ -223,3 +223,57 @@ def test_overdue_case_judges_the_text_not_how_fast_it_came_on_a_busy_machine() -
     freed = overdue(503, "timed out waiting for a slot", 0.55, occupant_done=0.52)
     v = run_judge("f1.overdue_case", freed)
     assert v.status is Status.BLOCKED and v.retry
+
+
+def test_the_load_is_seen_in_progress_only_with_a_request_admitted_before_publication() -> None:
+    from parval.framework.facts import Sample
+    from parval.framework.judges_f1 import load_seen_in_progress
+
+    def rows(*raw: list[Any]) -> list[Sample]:
+        return [Sample(*r) for r in raw]
+
+    assert load_seen_in_progress(rows([0.1, 1, 0, False, None, 1]))
+    assert not load_seen_in_progress([])
+    assert not load_seen_in_progress(rows([0.1, 0, 1, False, None, 1]))  # queued, none admitted
+    assert not load_seen_in_progress(rows([0.1, None, None, False, None, 1]))  # no active counter
+    assert not load_seen_in_progress(rows([0.1, 1, 0, None, None, 1]))  # no loaded field
+    # Once published, a later sample showing loaded false is another load, not this one.
+    assert not load_seen_in_progress(rows([0.1, 1, 0, True, 1, 1], [0.2, 1, 0, False, None, 1]))
+
+
+def test_first_wave_fails_each_violation_of_one_pool_published_once() -> None:
+    ok = first_wave_facts()
+    # Several samples before publication are one appearance of the capacity.
+    ok["samples"][:0] = [[0.0, 0, 0, False, None, 1], [0.005, 0, 0, False, None, 1]]
+    assert run_judge("f1.first_wave", ok).status is Status.PASS
+
+    def fails(f: dict[str, Any], text: str) -> None:
+        v = run_judge("f1.first_wave", f)
+        assert v.status is Status.FAIL and text in v.detail(), v.detail()
+
+    twice = copy.deepcopy(ok)  # the capacity vanished and came back: published twice
+    twice["samples"].insert(-1, [0.4, 1, 0, True, None, 1])
+    twice["samples"].insert(-1, [0.45, 1, 0, True, 1, 1])
+    fails(twice, "max_parallel_slots appeared once with one value (seen [1], 2 appearance(s))")
+    reloaded = copy.deepcopy(ok)  # loaded true -> false -> true within one first wave
+    reloaded["samples"].insert(-1, [0.4, 1, 0, False, 1, 1])
+    fails(reloaded, "loaded went false -> true once (3 change(s))")
+    over = copy.deepcopy(ok)
+    over["samples"].insert(-1, [0.4, 2, 0, True, 1, 1])
+    fails(over, "never more than 1 active slot(s) (max 2)")
+    slots = copy.deepcopy(ok)
+    slots["samples"][-1][5] = 2
+    fails(slots, "/v1/models reports slots=1 (saw ['1', '2'])")
+    one = {**copy.deepcopy(ok), "traced": True, "sessions": ["s0"]}
+    assert run_judge("f1.first_wave", one).status is Status.PASS
+    fails({**one, "sessions": ["s0", "s1"]}, "2 distinct session(s) served 1 slot(s)")
+
+
+def test_cap1_pool_needs_a_published_capacity_of_at_least_one() -> None:
+    ok = first_wave_facts()
+    assert run_judge("f1.cap1_pool", ok).status is Status.PASS
+    zero = copy.deepcopy(ok)
+    for row in zero["samples"]:
+        row[4] = 0 if row[4] is not None else None
+    v = run_judge("f1.cap1_pool", zero)
+    assert v.status is Status.FAIL and "a capacity was published (max_parallel_slots=0)" in v.detail()

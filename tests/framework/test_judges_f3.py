@@ -215,3 +215,34 @@ def test_attach_ctest_records_the_cases_it_read_as_observations() -> None:
     assert (aid, name, key) == ("F3.load_failures", "primary_injection", "f3.ctest_evidence")
     assert f["cases"] == [{"name": "session_pool_test", "status": "failed"}, {"name": "unrelated", "status": "passed"}]
     assert f["run"]["status"] == "failed" and findings.checks[0].status is Status.FAIL
+
+
+def test_the_coverage_table_is_read_row_by_row_from_its_reviewed_file() -> None:
+    import json
+    from importlib import resources
+
+    from parval.framework.judges_f3 import CTestEvidence, _coverage
+
+    raw = json.loads(resources.files("parval.framework").joinpath("ctest_coverage.json").read_text("utf-8"))
+    want = {r["assertion"]: CTestEvidence(r["sub_check"], tuple(r["tests"]), r["what"], r["why"]) for r in raw["rows"]}
+    assert _coverage() == want == CTEST_EVIDENCE
+    assert {"F3.load_failures", "F3.ownership", "F2.callback_lease"} <= want.keys()
+
+
+def test_ctest_evidence_names_what_it_needs_and_why_it_could_not_judge() -> None:
+    need = CTEST_EVIDENCE["F3.ownership"].what
+    v = run_judge("f3.ctest_evidence", ctest("F3.ownership", None, {}, []))
+    tests = ", ".join(CTEST_EVIDENCE["F3.ownership"].tests)
+    assert v.detail() == (
+        f"not set up: needs {need}: CTest(s) {tests} (no CTest run in this record); over HTTP only nothing was observed"
+    )
+    stopped = {"label": "default", "status": "failed", "error_kind": "parval_timeout", "reason": "killed at 1800 s"}
+    v = run_judge("f3.ctest_evidence", ctest("F3.ownership", stopped, {}, []))
+    assert v.status is Status.BLOCKED
+    assert v.detail().endswith("the CTest run was stopped by parval before it finished (killed at 1800 s)")
+    partial = ctest("F3.ownership", RAN, {"session_pool_test": "passed", "shared_weight_cache_test": "skipped"}, [])
+    v = run_judge("f3.ctest_evidence", partial)
+    assert v.status is Status.PENDING and f"needs {need}: CTest(s) shared_weight_cache_test (skipped), " in v.detail()
+    none = {**ctest("F3.ownership", RAN, {}, []), "tests": []}
+    v = run_judge("f3.ctest_evidence", none)
+    assert v.status is Status.PENDING and "the coverage table names no CTest for this sub-check" in v.detail()
