@@ -4,6 +4,7 @@
 #
 #   tests/mutation/framework.sh            # needs mutmut: .venv/bin/pip install -e '.[mutation]'
 #   MAX_CHILDREN=2 KEEP=1 tests/mutation/framework.sh
+#   MODULES="checks observed judges_f1" tests/mutation/framework.sh   # only these modules
 #
 # It copies the tree (tracked and untracked, not ignored files) to a temporary directory,
 # writes its own [tool.mutmut] section into that copy's pyproject.toml (so it conflicts
@@ -21,16 +22,22 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/parval-mutation.XXXXXX")
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
 (cd "$root" && git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$work")
 
-cat >>"$work/pyproject.toml" <<'TOML'
+all_modules="judges_f1 judges_f2 judges_f3 judges_f4 judges_f5 judges_f6 judges_legacy judges_timeouts
+judges_unsupported observed checks"
+only_mutate=""
+for m in ${MODULES:-$all_modules}; do
+  if [ ! -f "$root/parval/framework/$m.py" ]; then
+    echo "no module parval/framework/$m.py (MODULES names modules under parval/framework)" >&2
+    exit 2
+  fi
+  only_mutate="$only_mutate\"parval/framework/$m.py\", "
+done
+
+cat >>"$work/pyproject.toml" <<TOML
 
 [tool.mutmut]
 source_paths = ["parval/"]
-only_mutate = [
-  "parval/framework/judges_f1.py", "parval/framework/judges_f2.py", "parval/framework/judges_f3.py",
-  "parval/framework/judges_f4.py", "parval/framework/judges_f5.py", "parval/framework/judges_f6.py",
-  "parval/framework/judges_legacy.py", "parval/framework/judges_timeouts.py",
-  "parval/framework/judges_unsupported.py", "parval/framework/observed.py", "parval/framework/checks.py",
-]
+only_mutate = [$only_mutate]
 pytest_add_cli_args_test_selection = [
   "tests/framework/test_judges_f1.py", "tests/framework/test_judges_f2.py", "tests/framework/test_judges_f3.py",
   "tests/framework/test_judges_f4.py", "tests/framework/test_judges_f5.py", "tests/framework/test_judges_legacy.py",
