@@ -14,6 +14,7 @@ from parval.framework.facts import FlightFact
 from parval.framework.judges import JUDGES
 from parval.framework.observed import (
     INF,
+    STALLED,
     all_ok,
     judge,
     margin_s,
@@ -282,3 +283,53 @@ def test_a_check_round_trips_through_json() -> None:
         "evidence": {"judge": "k"},
     }
     assert Check.from_json({"assertion": "F1.fifo", "name": "x", "status": "PASS", "detail": "d"}).evidence == {}
+
+
+def test_attempts_all_not_forced_end_on_the_last_and_a_pass_counts_only_the_attempts_before_it() -> None:
+    got = over_attempts([_unforced("a"), _unforced("b"), _unforced("c")])
+    assert got.detail() == "could not be judged: after 3 attempt(s): c"
+    got = over_attempts([_unforced("slow"), _forced(), _unforced("after")])
+    assert got.detail() == "attempt 2 of 3: seen; earlier attempt(s) not forced: slow"
+
+
+def test_a_manager_answered_before_older_work_is_a_violation_only_beyond_the_margin() -> None:
+    def answered(t_done: float, *, skipped_first: bool = False) -> Verdict:
+        f = facts(
+            [fl("occupant0", 0.0, 0.60), manager("unload", 0.05, t_done), manager("bulk", 0.06, 0.9)],
+            waits=[{"what": "1 active slot(s)", "seen": True}],
+            staggers=[
+                {**stagger("the bulk", "bulk", behind=("occupant0",)), "skipped": skipped_first},
+                stagger("the unload", "unload", behind=("occupant0",), still_waiting=False),
+            ],
+        )
+        v = Verdict()
+        waits(v, f, managers=("bulk", "unload"))
+        return v
+
+    m = margin_s(facts([fl("occupant0", 0.0, 0.60)]))
+    within = answered(0.60 - m / 2)
+    assert not within.problems and within.unforced == [
+        "the older work finished before the unload could be seen waiting behind it"
+    ]
+    beyond = answered(0.60 - m - 0.05)
+    assert beyond.problems == [
+        f"the unload answered {ms(m + 0.05)} ms before the older work it had to wait for finished"
+    ]
+    # A manager whose stagger was skipped does not stop the next one from being judged.
+    assert answered(0.60 - m - 0.05, skipped_first=True).problems == beyond.problems
+
+
+def test_a_stalled_registry_names_the_manager_that_waited() -> None:
+    f = facts(
+        [fl("occupant0", 0.0, 0.30), manager("unload", 0.05, 0.60)],
+        waits=[{"what": "1 active slot(s)", "seen": True}],
+        staggers=[stagger("the unload", "unload", behind=("occupant0",), canary=(0.1, None))],
+    )
+    v = Verdict()
+    waits(v, f, managers=("unload",))
+    assert v.blockers == [STALLED.format(what="the unload")] and "while the unload waited" in v.blockers[0]
+
+
+def test_every_assertion_result_carries_its_assertion_id() -> None:
+    for items in ([], [_check("a", Status.PASS)], [_check("a", Status.NOT_APPLICABLE, "x")]):
+        assert assertion_result("F1.fifo", items, unrun_reason="-", reproduction="r").id == "F1.fifo"
