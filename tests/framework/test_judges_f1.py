@@ -277,3 +277,59 @@ def test_cap1_pool_needs_a_published_capacity_of_at_least_one() -> None:
         row[4] = 0 if row[4] is not None else None
     v = run_judge("f1.cap1_pool", zero)
     assert v.status is Status.FAIL and "a capacity was published (max_parallel_slots=0)" in v.detail()
+
+
+def plus_overdue(status: int, message: str, done: float, *, healthy_done: float = 0.27, **extra: Any) -> dict[str, Any]:
+    """Count 2: one overdue slot (0.0 -> 0.30), one fresh (0.12 -> healthy_done), a 50 ms
+    probe sent at 0.15."""
+    return facts(
+        [
+            fl("overdue0", 0.0, 0.30),
+            fl("healthy0", 0.12, healthy_done),
+            fl("probe", 0.15, done, status=status, message=message, output=None),
+        ],
+        count=2,
+        probe_ms=extra.pop("probe_ms", 50),
+        overdue=["overdue0"],
+        healthy=["healthy0"],
+        waits=[{"what": "the full pool (2 active) while the overdue slot was held", "seen": True}],
+        **extra,
+    )
+
+
+WAITED = "model 'm': timed out waiting for a slot"
+FAST = "model 'm': all active slots exceeded busy_timeout_ms"
+
+
+def test_healthy_plus_overdue_passes_a_probe_that_waited_its_bound_or_was_served() -> None:
+    v = run_judge("f1.healthy_plus_overdue", plus_overdue(503, WAITED, 0.205))
+    assert v.status is Status.PASS and "it waited 55 ms of its 50 ms bound" in v.detail(), v.detail()
+    assert run_judge("f1.healthy_plus_overdue", plus_overdue(200, "", 0.28)).status is Status.PASS
+
+
+def test_healthy_plus_overdue_fails_a_fail_fast_rejection_or_a_waiter_that_gave_up_early() -> None:
+    def fails(f: dict[str, Any], text: str) -> None:
+        v = run_judge("f1.healthy_plus_overdue", f)
+        assert v.status is Status.FAIL and text in v.detail(), v.detail()
+
+    fails(plus_overdue(503, FAST, 0.16), "fail-fast rejection while a fresh slot was younger than its 50 ms bound")
+    fails(plus_overdue(503, WAITED, 0.18), "it waited 30 ms of its 50 ms bound")
+    fails(
+        plus_overdue(500, "boom", 0.205), "probe waited: served or 503 'timed out waiting for a slot' (got 500: boom)"
+    )
+    fails(plus_overdue(503, WAITED, 0.205, settled=False), "everything completed within bound")
+    fails(plus_overdue(503, WAITED, 0.205, drained=False), "counters drained afterwards")
+
+
+def test_healthy_plus_overdue_is_not_forced_when_the_pool_was_not_full_when_the_probe_came() -> None:
+    def blocked(f: dict[str, Any], text: str) -> None:
+        v = run_judge("f1.healthy_plus_overdue", f)
+        assert v.status is Status.BLOCKED and v.retry and text in v.detail(), v.detail()
+
+    # The fresh slot freed before the probe could meet a full pool: even a wrong reply is no FAIL.
+    blocked(plus_overdue(500, "boom", 0.205, healthy_done=0.18), "a slot freed before the probe arrived")
+    # A fail-fast rejection once every slot was older than the bound is what the server should do.
+    blocked(plus_overdue(503, FAST, 0.205, probe_ms=20), "the fresh slots were older than the probe's bound")
+    unseen = plus_overdue(500, "boom", 0.205)
+    unseen["waits"] = [{"what": "the full pool", "seen": False}]
+    blocked(unseen, "never observed the full pool")
