@@ -45,6 +45,10 @@ async def legacy_probe(ctx: Context) -> None:
             await timeout_checks(rig, 1, "legacy")
             await guard_serializes(rig, z)
             await wedged_text(rig, z)
+        else:
+            # The guard's sub-checks need the same long requests: named PENDING, never left out.
+            ctx.too_short("F1.legacy_admission", "guard_serializes")
+            ctx.too_short("F1.legacy_admission", "guard_wedged_fail_fast")
         await status_fields(rig)
         await registration_forms(rig)
         await runtime_kept(rig)
