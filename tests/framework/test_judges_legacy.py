@@ -204,3 +204,12 @@ def test_runtime_kept_on_legacy_fails_slot_fields_on_a_registration_without_slot
     f["entry_keys"] = ["active_slots", "id", "slots"]
     v = run_judge("legacy.runtime_kept", f)
     assert v.status is Status.FAIL and "no slot fields (found ['active_slots', 'slots'])" in v.detail()
+
+
+def test_guard_serializes_places_a_zero_length_run_at_its_reply() -> None:
+    """A reply that reports 0 ms ran at its reply: nothing overlaps it, and runs that short
+    cannot show an order (not forced, never a FAIL)."""
+    f = serial([0.15, 0.30, 0.45])
+    f["flights"][1]["wall_ms"] = 0.0
+    v = run_judge("legacy.guard_serializes", f)
+    assert v.status is Status.BLOCKED and "the requests run 0 ms, too short" in v.detail(), v.detail()
