@@ -333,3 +333,25 @@ def test_healthy_plus_overdue_is_not_forced_when_the_pool_was_not_full_when_the_
     unseen = plus_overdue(500, "boom", 0.205)
     unseen["waits"] = [{"what": "the full pool", "seen": False}]
     blocked(unseen, "never observed the full pool")
+
+
+def test_forced_order_fails_an_unload_that_did_not_list_the_model_or_older_work_it_overtook() -> None:
+    f = forced()
+    f["flights"][2] = manager("unload", 0.10, 0.60, unloaded=["other"])
+    v = run_judge("f1.forced_order", f)
+    assert v.status is Status.FAIL and v.problems == ["the unload answered 200 listing the model"], v.detail()
+    v = run_judge("f1.forced_order", forced(older_done=0.80, later_done=(0.95, 1.0)))
+    assert v.status is Status.FAIL
+    assert "the work queued before the unload finished before it (after it: older, 200 ms)" in v.detail()
+
+
+def test_overdue_case_a_probe_served_ahead_of_the_waiting_manager_is_barging_not_an_overdue_fail() -> None:
+    v = run_judge("f1.overdue_case", overdue(200, "", 0.35))
+    assert v.status is Status.BLOCKED and "FIFO barging; judged by F1.fifo" in v.detail(), v.detail()
+
+
+def test_first_wave_fails_a_model_unloaded_again_within_its_first_wave() -> None:
+    f = first_wave_facts()
+    f["samples"][-1][3] = False  # loaded false -> true -> false
+    v = run_judge("f1.first_wave", f)
+    assert v.status is Status.FAIL and "loaded went false -> true once (2 change(s))" in v.detail()
