@@ -355,3 +355,8 @@ def test_first_wave_fails_a_model_unloaded_again_within_its_first_wave() -> None
     f["samples"][-1][3] = False  # loaded false -> true -> false
     v = run_judge("f1.first_wave", f)
     assert v.status is Status.FAIL and "loaded went false -> true once (2 change(s))" in v.detail()
+
+
+def test_healthy_plus_overdue_fails_a_503_with_another_text() -> None:
+    v = run_judge("f1.healthy_plus_overdue", plus_overdue(503, "server busy", 0.205))
+    assert v.status is Status.FAIL and "(got 503: server busy)" in v.detail(), v.detail()

@@ -213,3 +213,16 @@ def test_guard_serializes_places_a_zero_length_run_at_its_reply() -> None:
     f["flights"][1]["wall_ms"] = 0.0
     v = run_judge("legacy.guard_serializes", f)
     assert v.status is Status.BLOCKED and "the requests run 0 ms, too short" in v.detail(), v.detail()
+
+
+def test_wedged_text_and_registration_forms_need_the_status_and_the_text_together() -> None:
+    # A 503 with another text is neither the wedged rejection nor the timed-out wait.
+    v = run_judge("legacy.wedged_text", wedged(503, "server busy", 0.07))
+    assert v.status is Status.FAIL and "(got 503: server busy)" in v.detail(), v.detail()
+    # The wedged words without the 503 are no rejection.
+    v = run_judge("legacy.wedged_text", wedged(200, "likely wedged", 0.07))
+    assert v.status is Status.FAIL and "while the holder still ran" in v.detail()
+    # A 400 that does not say the slots key is unsupported, or the text on another status.
+    for wrong in ({"status": 400, "message": "bad request"}, {"status": 500, "message": LEGACY_SLOTS_TEXT}):
+        results = [*REJECTED[:4], {"slots": "4", **wrong}]
+        assert run_judge("legacy.registration_forms", forms(results)).status is Status.FAIL, wrong
