@@ -219,9 +219,12 @@ def test_wedged_text_and_registration_forms_need_the_status_and_the_text_togethe
     # A 503 with another text is neither the wedged rejection nor the timed-out wait.
     v = run_judge("legacy.wedged_text", wedged(503, "server busy", 0.07))
     assert v.status is Status.FAIL and "(got 503: server busy)" in v.detail(), v.detail()
-    # The wedged words without the 503 are no rejection.
-    v = run_judge("legacy.wedged_text", wedged(200, "likely wedged", 0.07))
-    assert v.status is Status.FAIL and "while the holder still ran" in v.detail()
+    # The wedged words on another status are no rejection.
+    v = run_judge("legacy.wedged_text", wedged(500, "likely wedged", 0.07))
+    assert v.status is Status.FAIL and "(got 500: likely wedged)" in v.detail(), v.detail()
+    # Served once the holder had finished: the caller met no wedged holder (not forced).
+    v = run_judge("legacy.wedged_text", wedged(200, "", 0.20))
+    assert v.status is Status.BLOCKED and "the holder finished before the caller was answered" in v.detail()
     # A 400 that does not say the slots key is unsupported, or the text on another status.
     for wrong in ({"status": 400, "message": "bad request"}, {"status": 500, "message": LEGACY_SLOTS_TEXT}):
         results = [*REJECTED[:4], {"slots": "4", **wrong}]
