@@ -229,3 +229,13 @@ def test_wedged_text_and_registration_forms_need_the_status_and_the_text_togethe
     for wrong in ({"status": 400, "message": "bad request"}, {"status": 500, "message": LEGACY_SLOTS_TEXT}):
         results = [*REJECTED[:4], {"slots": "4", **wrong}]
         assert run_judge("legacy.registration_forms", forms(results)).status is Status.FAIL, wrong
+
+
+def test_config_forms_needs_the_exit_its_code_and_the_text_together() -> None:
+    for start in (
+        {"exit_code": 1, "exited": True, "message": False},  # exit 1 without the rejection text
+        {"exit_code": 2, "exited": True, "message": True},  # the text, another exit code
+        {"exit_code": 1, "exited": False, "message": True},  # the text, but it kept running
+    ):
+        f = {"starts": [{"slots": 1, **start}]}
+        assert run_judge("legacy.config_forms", f).status is Status.FAIL, start
