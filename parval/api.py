@@ -58,7 +58,8 @@ def run_plan(
         anyio.run(Campaign(plan, run_dir, log, shard=shard, skip_runs=skip_runs, fail_fast=fail_fast).run)
     finally:
         log.close()
-    return run_dir, judge_run(run_dir)
+    # The campaign just completed this run: its judging is the run's first seal.
+    return run_dir, judge_run(run_dir, first_seal=True)
 
 
 def finalize(run_dir: Path, evidence: dict[str, Any]) -> None:

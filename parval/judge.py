@@ -146,7 +146,7 @@ def performance_series(rec: Records) -> tuple[list[dict[str, Any]], list[dict[st
     return list(series.values()), rejections
 
 
-def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
+def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) -> dict[str, Any]:
     manifest = load_json(run_dir / MANIFEST)
     plan_snapshot = load_json(run_dir / "plan.json")
     rec = load_records(run_dir)
@@ -256,7 +256,7 @@ def judge_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
     if write:
         from parval.rundir.integrity import write_listing
 
-        evidence["run"]["files_sha256"] = write_listing(run_dir)
+        evidence["run"]["files_sha256"] = write_listing(run_dir, first=first_seal)
         write_json(run_dir / EVIDENCE, evidence)
     return evidence
 

@@ -3,7 +3,9 @@ verdict must depend on the model gate alone (the framework tests cover real reco
 
 from __future__ import annotations
 
+import json
 import platform
+from pathlib import Path
 from typing import Any
 
 from parval import PROCEDURE_VERSION
@@ -76,6 +78,33 @@ def framework_record(
         "ctest_runs": [],
         "verdict": {"status": worst, "exit_code": {"PASS": 0, "FAIL": 1}.get(worst, 3), "line": worst},
     }
+
+
+def seal(directory: Path) -> None:
+    """Seal a hand-made run directory as a first judging does (listing, chain, seal)."""
+    from parval.rundir.integrity import seal_run, write_listing
+
+    write_listing(directory, first=True)
+    seal_run(directory)
+
+
+def write_record_dir(directory: Path, record: dict[str, Any]) -> Path:
+    """`record` as `parval framework` leaves it: record.json inside its run directory, with
+    events, a manifest and the listing/chain that seal it (a model run uses a record only
+    there). Returns the directory."""
+    from parval.rundir.integrity import write_listing
+
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "events.jsonl").write_text(
+        json.dumps({"kind": "framework_start", "seq": 1, "t": 0.0})
+        + "\n"
+        + json.dumps({"kind": "framework_end", "seq": 2, "t": 1.0, "record_id": record.get("record_id")})
+        + "\n"
+    )
+    (directory / "manifest.json").write_text(json.dumps({"schema_version": 1, "synthetic": True}))
+    (directory / "record.json").write_text(json.dumps(record))
+    write_listing(directory, first=True)
+    return directory
 
 
 def x4_json(

@@ -235,6 +235,7 @@ def test_timeout_kills_process_group(tmp_path: Path, build: Path) -> None:
     # A surviving grandchild holding the pipe open would make this wait 60 s.
     assert time.monotonic() - t0 < 10
     assert run.status == "error" and "did not finish within 0.5 s" in run.reason
+    assert run.error_kind == "parval_timeout"
 
 
 def test_stdout_tail_bounded(tmp_path: Path, build: Path) -> None:
@@ -285,11 +286,17 @@ def by_id(runs: list[CTestRun], **kw: object) -> dict[str, tuple[Status, str]]:
     return {r.id: (r.status, r.reason) for r in results}
 
 
+def san_run(label: str, cases: dict[str, str], flags: list[str] | None = None, **kw: object) -> CTestRun:
+    """A sanitizer job from a build directory shown to be built with its -fsanitize flag."""
+    flag = {"asan": ["address"], "tsan": ["thread"]}[label] if flags is None else flags
+    return fake_run(label, cases, meta={"sanitizer": label, "sanitize_flags": flag}, **kw)
+
+
 def test_f6_all_pass() -> None:
     runs = [
         fake_run("default", {**REQ, "session_pool_test": "passed"}),
-        fake_run("asan", {"session_pool_test": "passed"}),
-        fake_run("tsan", {"session_pool_test": "passed"}),
+        san_run("asan", {"session_pool_test": "passed"}),
+        san_run("tsan", {"session_pool_test": "passed"}),
         fake_run("stress", {"stress_test": "passed"}, meta={"seed": 1234}),
     ]
     got = by_id(runs)
@@ -321,8 +328,20 @@ def test_f6_ctest_required_missing_or_skipped_is_pending() -> None:
     assert status is Status.PENDING
     assert "parallel_http_live_body_test (skipped)" in reason
     assert "parallel_http_ownership_test (absent)" in reason
-    status, _ = by_id([run], required_tests=["session_pool_test"])["F6.ctest"]
-    assert status is Status.PASS
+    # The probes file's own list adds to the default-transport tests, never replaces them.
+    status, reason = by_id([run], required=["session_pool_test"])["F6.ctest"]
+    assert status is Status.PENDING and "parallel_http_ownership_test (absent)" in reason
+
+
+def test_f6_an_empty_required_list_still_requires_the_default_transport_tests() -> None:
+    run = fake_run("default", {"session_pool_test": "passed"})
+    status, reason = by_id([run], required=[])["F6.ctest"]
+    assert status is Status.PENDING
+    assert "parallel_http_live_body_test (absent)" in reason and "parallel_http_ownership_test (absent)" in reason
+    # Leaving them out needs a written reason, which the result carries as a limitation.
+    res = {r.id: r for r in assess_f6([run], transport_unchanged="legacy listener kept (no http.cpp change)")}
+    assert res["F6.ctest"].status is Status.PASS
+    assert any("legacy listener kept" in lim for lim in res["F6.ctest"].limitations)
 
 
 def test_f6_ctest_not_run_is_pending_with_reason(tmp_path: Path) -> None:
@@ -331,13 +350,35 @@ def test_f6_ctest_not_run_is_pending_with_reason(tmp_path: Path) -> None:
     assert status is Status.PENDING and "build directory not found" in reason
 
 
-def test_f6_ctest_error_fails() -> None:
-    run = fake_run("default", REQ, status="error", reason="ctest did not finish within 5 s")
-    assert by_id([run])["F6.ctest"] == (Status.FAIL, "ctest did not finish within 5 s")
+def test_f6_parvals_own_ctest_timeout_is_blocked_and_an_old_ctest_pending() -> None:
+    killed = fake_run(
+        "default",
+        REQ,
+        status="error",
+        reason="ctest did not finish within 1800 s (killed)",
+        error_kind="parval_timeout",
+    )
+    status, reason = by_id([killed])["F6.ctest"]
+    assert status is Status.BLOCKED and "parval stopped the CTest run" in reason
+    old = fake_run(
+        "default",
+        {},
+        status="error",
+        reason="ctest rejected the arguments (needs CTest >= 3.21 for --output-junit)",
+        error_kind="ctest_too_old",
+    )
+    status, reason = by_id([old])["F6.ctest"]
+    assert status is Status.PENDING and "CTest >= 3.21" in reason
+    # A run recorded before runs named their error kind is read from its reason.
+    legacy = CTestRun.from_json({**killed.to_json(), "error_kind": None})
+    assert legacy.error_kind == "parval_timeout"
+    # A relevant test that failed before the kill is still a failure.
+    failed = fake_run("default", {**REQ, "session_pool_test": "failed"}, status="error", error_kind="parval_timeout")
+    assert by_id([failed])["F6.ctest"][0] is Status.FAIL
 
 
 def test_f6_sanitizers_recorded_separately() -> None:
-    asan = fake_run("asan", {"t": "passed"})
+    asan = san_run("asan", {"t": "passed"})
     tsan = CTestRun.not_run("tsan", "TSan is not supported by MSVC")
     results = {r.id: r for r in assess_f6([fake_run("default", REQ), asan, tsan])}
     san = results["F6.sanitizers"]
@@ -345,14 +386,43 @@ def test_f6_sanitizers_recorded_separately() -> None:
     assert san.evidence["jobs"]["asan"]["assessed"] == "PASS"
     assert san.evidence["jobs"]["tsan"]["assessed"] == "PENDING"
     assert "tsan not run: TSan is not supported by MSVC" in san.limitations
-    failing = fake_run("tsan", {"t": "failed"})
+    failing = san_run("tsan", {"t": "failed"})
     assert by_id([asan, failing])["F6.sanitizers"][0] is Status.FAIL
     # No job requested is not a platform reason: PENDING until one is named.
     assert by_id([], sanitizers=[])["F6.sanitizers"][0] is Status.PENDING
-    status, reason = by_id([], sanitizers=[], sanitizers_unavailable="MSVC build: no TSan, ASan not configured")[
-        "F6.sanitizers"
-    ]
-    assert status is Status.NOT_APPLICABLE and "MSVC build" in reason
+    reason = "MSVC build: no TSan, ASan not configured"
+    status, text = by_id([], sanitizers=[], sanitizers_unavailable={"asan": reason, "tsan": reason})["F6.sanitizers"]
+    assert status is Status.NOT_APPLICABLE and "MSVC build" in text
+
+
+def test_f6_asan_alone_still_requires_tsan_or_a_reason() -> None:
+    asan = san_run("asan", {"t": "passed"})
+    res = {r.id: r for r in assess_f6([asan], sanitizers=["asan"])}["F6.sanitizers"]
+    assert res.status is Status.PENDING
+    assert "tsan: not run (not requested and no platform reason given)" in res.reason
+    assert "tsan not run: not requested and no platform reason given" in res.limitations
+    res = {r.id: r for r in assess_f6([asan], sanitizers=["asan"], sanitizers_unavailable={"tsan": "no TSan on arm64"})}
+    san = res["F6.sanitizers"]
+    assert san.status is Status.PASS and "tsan not run: no TSan on arm64" in san.limitations
+
+
+def test_f6_a_sanitizer_job_counts_only_from_a_build_with_its_flag() -> None:
+    wrong = san_run("tsan", {"t": "passed"}, flags=["address"])
+    res = {r.id: r for r in assess_f6([san_run("asan", {"t": "passed"}), wrong])}["F6.sanitizers"]
+    assert res.status is Status.PENDING and "not built with -fsanitize=thread (found: address)" in res.reason
+    unknown = fake_run("tsan", {"t": "passed"})  # no flags recorded
+    res = {r.id: r for r in assess_f6([san_run("asan", {"t": "passed"}), unknown])}["F6.sanitizers"]
+    assert res.status is Status.PENDING and "-fsanitize flags of /b were not recorded" in res.reason
+
+
+def test_f6_sanitize_flags_are_read_from_the_build_directory(tmp_path: Path) -> None:
+    from parval.framework.probes_f6 import sanitize_flags
+
+    assert sanitize_flags(tmp_path) == (None, [])
+    (tmp_path / "CMakeCache.txt").write_text("CMAKE_CXX_FLAGS:STRING=-O1 -g\n")
+    assert sanitize_flags(tmp_path) == ([], ["CMakeCache.txt"])
+    (tmp_path / "compile_commands.json").write_text('[{"command": "c++ -fsanitize=thread,undefined -c a.cpp"}]')
+    assert sanitize_flags(tmp_path) == (["thread", "undefined"], ["CMakeCache.txt", "compile_commands.json"])
 
 
 def test_f6_all_skipped_runs_prove_nothing() -> None:
@@ -360,16 +430,15 @@ def test_f6_all_skipped_runs_prove_nothing() -> None:
     got = by_id(
         [
             fake_run("default", {**REQ, **skipped}),
-            fake_run("asan", skipped),
-            fake_run("tsan", skipped),
+            san_run("asan", skipped),
+            san_run("tsan", skipped),
             fake_run("stress", {"stress_test": "skipped"}, meta={"seed": 1}),
-        ],
-        required_tests=[],
+        ]
     )
     assert got["F6.ctest"][0] is Status.PASS  # REQ passed: something ran
     assert got["F6.sanitizers"][0] is Status.PENDING and "asan: not run (no test passed" in got["F6.sanitizers"][1]
     assert got["F6.stress"][0] is Status.PENDING and "no test passed" in got["F6.stress"][1]
-    only_skipped = by_id([fake_run("default", skipped)], required_tests=[])["F6.ctest"]
+    only_skipped = by_id([fake_run("default", skipped)], transport_unchanged="x")["F6.ctest"]
     assert only_skipped[0] is Status.PENDING and "no test passed (2 of 2 skipped)" in only_skipped[1]
 
 
@@ -390,6 +459,8 @@ def test_f6_stress_failure_and_not_run() -> None:
     results = {r.id: r for r in assess_f6([fake_run("stress", {"s": "passed"})])}
     assert results["F6.stress"].status is Status.PASS
     assert any("no seed" in lim for lim in results["F6.stress"].limitations)
+    killed = fake_run("stress", {}, status="error", reason="killed", error_kind="parval_timeout")
+    assert by_id([killed])["F6.stress"][0] is Status.BLOCKED
 
 
 def test_f6_rerun_supersedes_but_earlier_failure_is_noted() -> None:

@@ -83,6 +83,9 @@ incomplete, 4 internal error.
     else:
         raise UsageError("name the plan (parval run PLAN) or the run to continue (parval run --resume RUN)")
     shard_t = _parse_shard(shard)
+    from parval.gates.framework_identity import refuse_modified_record
+
+    refuse_modified_record(loaded.framework.get("record"), loaded.base_dir)
     with handle_signals(grace_s=loaded.timeouts["shutdown_grace_s"]) as sigs:
         from parval.rundir.events import campaign_shard, read_events
         from parval.rundir.layout import EVENTS

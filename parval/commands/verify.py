@@ -1,4 +1,5 @@
-"""`parval verify`: re-hash a run directory and name every file changed since the run."""
+"""`parval verify`: re-hash a run directory and name every file changed since the run; or
+reseal one explicitly (`--reseal --reason TEXT`, recorded in its chain)."""
 
 from __future__ import annotations
 
@@ -7,19 +8,45 @@ from typing import Annotated
 
 import typer
 
-from parval.errors import EXIT_ADMITTED, EXIT_FAILED
-from parval.rundir.integrity import verify_run
+from parval.errors import EXIT_ADMITTED, EXIT_FAILED, UsageError
+from parval.rundir.integrity import read_chain, verify_run
+from parval.rundir.verified import reseal_run, reseals
 
 
-def verify_command(run: Annotated[Path, typer.Argument(help="The run directory to check.")]) -> None:
+def verify_command(
+    run: Annotated[Path, typer.Argument(help="The run directory to check.")],
+    reseal: Annotated[
+        bool,
+        typer.Option(
+            "--reseal",
+            help="Seal the directory as it stands now (new listing and chain link), naming what differed; "
+            "recorded in the chain and stated by every later report. Needs --reason.",
+        ),
+    ] = False,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why the directory may be trusted as it stands.")
+    ] = None,
+) -> None:
     """Re-hash every artifact, events.jsonl, manifest.json, evidence and reports; list any
     file modified, missing or added since the run.
 
     Exit codes: 0 unchanged · 1 something was modified, missing or added · 2 not a run
-    directory (or never judged).
+    directory (or never judged), or --reseal without --reason.
 
     Example: parval verify runs/demo
+
+    Example: parval verify runs/demo --reseal --reason "restored from backup after a disk failure"
     """
+    if reseal:
+        if not reason:
+            raise UsageError("--reseal needs --reason TEXT: why this directory may be trusted as it stands")
+        found = reseal_run(run, reason)
+        for p in found:
+            typer.echo(f"sealed over: {p}")
+        typer.echo(f"RESEALED — {run}: {len(found)} difference(s) sealed over, reason recorded: {reason}")
+        raise typer.Exit(EXIT_ADMITTED)
+    if reason is not None:
+        raise UsageError("--reason goes with --reseal")
     problems, info = verify_run(run)
     if problems:
         for p in problems:
@@ -31,8 +58,11 @@ def verify_command(run: Annotated[Path, typer.Argument(help="The run directory t
         if info.get("sealed")
         else "evidence.json was re-judged after the last seal (its own bytes are not sealed)"
     )
+    links, _ = read_chain(run)
+    resealed = reseals(links)
+    note = ("; resealed explicitly: " + "; ".join(resealed)) if resealed else ""
     typer.echo(
         f"OK — {info.get('files')} recorded file(s), events.jsonl, manifest.json and a "
-        f"chain of {info.get('links')} link(s) match; {sealed}"
+        f"chain of {info.get('links')} link(s) match; {sealed}{note}"
     )
     raise typer.Exit(EXIT_ADMITTED)

@@ -58,6 +58,7 @@ class Verdict:
         self.pendings: list[str] = []
         self.passed: list[str] = []
         self.inapplicable: list[str] = []
+        self.unforced: list[str] = []  # blockers that say the situation was not forced
         self.verbatim: str | None = None  # a given sub-check's own text, shown as it is
 
     def require(self, condition: bool, text: str) -> bool:
@@ -65,7 +66,28 @@ class Verdict:
         return condition
 
     def block(self, text: str) -> None:
+        """Something else got in the way (another defect, a stalled registry): trying the
+        same situation again would meet it again."""
         self.blockers.append(text)
+
+    def not_forced(self, text: str) -> None:
+        """The probe could not force the situation this time (the machine was too slow, the
+        load finished too fast): BLOCKED, and worth another attempt."""
+        self.blockers.append(text)
+        self.unforced.append(text)
+
+    def labelled(self, prefix: str) -> Verdict:
+        """A copy whose texts name which attempt they come from."""
+        out = Verdict()
+        for name in ("problems", "blockers", "unsupported_by", "pendings", "passed", "inapplicable", "unforced"):
+            setattr(out, name, [f"{prefix}: {x}" for x in getattr(self, name)])
+        out.verbatim = self.verbatim
+        return out
+
+    @property
+    def retry(self) -> bool:
+        """BLOCKED only because the situation was not forced: a probe tries again."""
+        return self.status is Status.BLOCKED and len(self.unforced) == len(self.blockers)
 
     def pend(self, text: str) -> None:
         self.pendings.append(text)
@@ -90,6 +112,8 @@ class Verdict:
             return Status.PENDING
         if self.inapplicable and not self.passed:
             return Status.NOT_APPLICABLE
+        if not self.passed:  # nothing was shown: no evidence is never a pass
+            return Status.PENDING
         return Status.PASS
 
     def detail(self) -> str:
@@ -105,7 +129,7 @@ class Verdict:
             return "not set up: " + "; ".join(self.pendings)
         if self.inapplicable and not self.passed:
             return "; ".join(self.inapplicable)
-        return "; ".join(self.passed) or "ok"
+        return "; ".join(self.passed) or "not set up: the judge was shown no evidence"
 
 
 def assertion_result(

@@ -14,7 +14,7 @@ import anyio
 from parval.errors import RunDirError
 from parval.framework.context import Context
 from parval.framework.record import RECORD, assemble, record_inputs, write_record
-from parval.framework.runner import check_skips, judge, judge_inputs, parse_selection, run_probes
+from parval.framework.runner import check_options, judge, judge_inputs, parse_selection, run_probes
 from parval.framework.settings import load_options
 from parval.plan.load import load_plan
 from parval.rundir.events import EventLog
@@ -47,7 +47,7 @@ def run_framework(
     plan = load_plan(plan_path)
     options = load_options(probes)
     selected = parse_selection(only)
-    check_skips(options.skip)
+    check_options(options)
     run_dir = framework_run_dir(out, plan.name)
     (run_dir / "plan.yaml").write_bytes(plan.path.read_bytes())
     if probes is not None:
@@ -84,5 +84,5 @@ def run_framework(
     # Like a model run: a manifest, and the listing/chain that `parval verify` and model
     # runs referencing this record check it against.
     write_json(run_dir / MANIFEST, build_manifest(plan))
-    write_listing(run_dir)
+    write_listing(run_dir, first=True)
     return run_dir, record

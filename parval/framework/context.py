@@ -57,16 +57,15 @@ class Context:
         self.notes: list[str] = []
         self.caps = Capabilities(plan_ui_management=self.ui)
 
-    def unmet(self, assertion: str, name: str, *needs: str) -> bool:
-        """Record a sub-check left open by a missing precondition; True when one is missing."""
-        if first_missing(self.caps, needs) is None:
+    def unmet(self, assertion: str, name: str, *needs: str, caps: Capabilities | None = None) -> bool:
+        """Record a sub-check left open by a missing precondition; True when one is missing.
+        `caps`: what another server of this run showed (the unflagged one), default the
+        calibration start's."""
+        caps = self.caps if caps is None else caps
+        if first_missing(caps, needs) is None:
             return False
         self.findings.observe(
-            assertion,
-            name,
-            "precondition",
-            {"capabilities": self.caps.to_json(), "needs": list(needs)},
-            precondition=True,
+            assertion, name, "precondition", {"capabilities": caps.to_json(), "needs": list(needs)}, precondition=True
         )
         return True
 

@@ -19,9 +19,14 @@ from typing import Any, Literal, cast
 
 CaseStatus = Literal["passed", "failed", "skipped", "notrun"]
 RunStatus = Literal["passed", "failed", "error", "not_run"]
+# Why a run is an "error" (no test failed): parval stopped it at ctest_timeout_s, the CTest
+# is too old for the arguments parval passes, or CTest itself gave no results.
+ErrorKind = Literal["", "parval_timeout", "ctest_too_old", "no_results"]
 
 DEFAULT_LABEL = "default"
 STRESS_LABEL = "stress"
+# ASan and TSan run separately where supported; a job not run needs a platform reason.
+DEFAULT_SANITIZERS: tuple[str, ...] = ("asan", "tsan")
 
 STDOUT_TAIL_CHARS = 8_000
 STDERR_TAIL_CHARS = 2_000
@@ -75,6 +80,7 @@ class CTestRun:
     env: dict[str, str] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     started_at: str = ""
+    error_kind: ErrorKind = ""
 
     @classmethod
     def not_run(
@@ -156,6 +162,7 @@ class CTestRun:
             "exit_code": self.exit_code,
             "duration_s": round(self.duration_s, 3),
             "started_at": self.started_at,
+            "error_kind": self.error_kind,
             "tests_regex": self.tests_regex,
             "env": dict(self.env),
             "meta": dict(self.meta),
@@ -184,7 +191,20 @@ class CTestRun:
             env={str(k): str(v) for k, v in dict(data.get("env", {})).items()},
             meta=dict(data.get("meta", {})),
             started_at=str(data.get("started_at", "")),
+            error_kind=cast(ErrorKind, data.get("error_kind") or _error_kind(data)),
         )
+
+
+def _error_kind(data: Mapping[str, Any]) -> ErrorKind:
+    """The error kind of a run recorded before runs carried one, from its reason text."""
+    if data.get("status") != "error":
+        return ""
+    reason = str(data.get("reason", ""))
+    if "(killed)" in reason:
+        return "parval_timeout"
+    if "needs CTest >= 3.21" in reason:
+        return "ctest_too_old"
+    return "no_results"
 
 
 def now() -> str:

@@ -130,6 +130,10 @@ def run_ctest(
         started_at=started,
     )
     run.status, run.reason = _verdict(run, timed_out, timeout_s, build_dir, stderr)
+    if run.status == "error":
+        run.error_kind = (
+            "parval_timeout" if timed_out else "ctest_too_old" if "needs CTest >= 3.21" in run.reason else "no_results"
+        )
     return run
 
 

@@ -56,6 +56,12 @@ class FlightFact:
         return None if ms is None else float(ms) / 1000
 
     @property
+    def wall_s(self) -> float | None:
+        """The server's own prepare+run time for this request (timing.wall_ms), if reported."""
+        ms = self.raw.get("wall_ms")
+        return None if ms is None else float(ms) / 1000
+
+    @property
     def message(self) -> str:
         return str(self.raw.get("message") or "")
 
@@ -76,16 +82,29 @@ def flights(facts: Facts, key: str = "flights") -> list[FlightFact]:
 
 
 def named(facts: Facts, *labels: str) -> list[FlightFact]:
-    """The recorded flights with these labels, in that order (missing ones left out)."""
+    """The recorded flights with these labels, in that order. A label the observation names
+    but holds no flight for is missing evidence (KeyError: the judge gives PENDING)."""
     by = {f.label: f for f in flights(facts)}
-    return [by[x] for x in labels if x in by]
+    missing = [x for x in labels if x not in by]
+    if missing:
+        raise KeyError(f"observation has no flight {', '.join(map(repr, missing))}")
+    return [by[x] for x in labels]
 
 
 def flight(facts: Facts, label: str) -> FlightFact:
-    found = named(facts, label)
-    if not found:
-        raise KeyError(f"observation has no flight {label!r}")
-    return found[0]
+    return named(facts, label)[0]
+
+
+def listed(facts: Facts, *keys: str) -> list[FlightFact]:
+    """The flights whose labels the observation lists under `keys` (in that order); a list
+    that is absent or empty is missing evidence (KeyError: the judge gives PENDING)."""
+    labels: list[str] = []
+    for key in keys:
+        found = facts[key]
+        if not isinstance(found, list) or not found:
+            raise KeyError(f"the observation lists no {key}")
+        labels += [str(x) for x in found]
+    return named(facts, *labels)
 
 
 def with_prefix(facts: Facts, prefix: str) -> list[FlightFact]:

@@ -45,6 +45,11 @@ class Findings:
     def add(self, assertion: str, name: str, status: Status, detail: str, **evidence: Any) -> Check:
         """A sub-check that judges no server behaviour (skipped, not set up, a probe that
         could not finish): only PENDING or BLOCKED, recorded as a `given` observation."""
+        if status not in (Status.PENDING, Status.BLOCKED, Status.NOT_APPLICABLE):
+            raise ValueError(
+                f"a given sub-check cannot be {status}: PASS, FAIL and UNSUPPORTED come from a judge "
+                "over what was observed"
+            )
         return self.observe(assertion, name, "given", {"status": str(status), "detail": detail}, **evidence)
 
     def _add(self, assertion: str, name: str, status: Status, detail: str, evidence: dict[str, Any]) -> Check:

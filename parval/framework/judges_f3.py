@@ -5,11 +5,12 @@ Pure functions of the recorded facts."""
 
 from __future__ import annotations
 
-import re
+import json
 from dataclasses import dataclass
+from importlib import resources
 
 from parval.framework.checks import Verdict
-from parval.framework.facts import Facts, flight, named
+from parval.framework.facts import Facts, flight, listed, named
 from parval.framework.observed import all_ok, outputs_match, waits
 from parval.framework.observed import judge as register
 
@@ -18,7 +19,6 @@ def _error(status: int | None) -> bool:
     return status is not None and status >= 400
 
 
-@register("f3.config_load_failure")
 def config_load_failure(f: Facts) -> Verdict:
     """A config model whose first load fails: the request answers an error, the lease is
     released, nothing is published, and a later request retries the load (not a stuck 503)."""
@@ -36,7 +36,9 @@ def config_load_failure(f: Facts) -> Verdict:
     return v
 
 
-@register("f3.registration_retry")
+register("f3.config_load_failure", config_load_failure)
+
+
 def registration_retry(f: Facts) -> Verdict:
     """A registration with a missing checkpoint fails but stays registered, unloaded and
     lease-free; re-registering the good checkpoint loads and serves its own reference."""
@@ -56,15 +58,17 @@ def registration_retry(f: Facts) -> Verdict:
     return v
 
 
-@register("f3.invalid_alongside")
+register("f3.registration_retry", registration_retry)
+
+
 def invalid_alongside(f: Facts) -> Verdict:
     """An invalid request among healthy ones is rejected without holding a lease: the
     healthy ones and the next full wave answer 200 with exact outputs, counters drain."""
     v = Verdict()
     waits(v, f)
-    healthy = named(f, *f["healthy"])
+    healthy = listed(f, "healthy")
     bad = flight(f, "invalid")
-    after = named(f, *f["after"])
+    after = listed(f, "after")
     v.require(bool(f["settled"]), "everything completed within bound")
     v.require(_error(bad.status), f"the invalid request is rejected (got {bad.status})")
     all_ok(v, healthy, "healthy requests")
@@ -76,87 +80,69 @@ def invalid_alongside(f: Facts) -> Verdict:
     return v
 
 
+register("f3.invalid_alongside", invalid_alongside)
+
+
 # -- what only the server's CTests can show --------------------------------------------------
 
 
 @dataclass(frozen=True)
 class CTestEvidence:
     """Evidence a black box cannot give: only the server's own tests (with the
-    AUDIOCPP_SLOT_VALIDATION hooks where a state must be blocked) can establish it."""
+    AUDIOCPP_SLOT_VALIDATION hooks where a state must be blocked) can establish it. `tests`
+    are exact CTest names, reviewed in ctest_coverage.json (with why each one counts)."""
 
     name: str
-    pattern: re.Pattern[str]
+    tests: tuple[str, ...]
     what: str
+    why: str
 
 
-# (assertion, sub-check, CTest name pattern, what only that CTest shows)
-_CTEST_ROWS = (
-    (
-        "F3.load_failures",
-        "primary_injection",
-        r"session_pool|parallel_lifecycle|model_slots|slot_validation",
-        "primary, null-primary and partial-clone load-failure injection (contract T12/T17)",
-    ),
-    (
-        "F3.ownership",
-        "resource_lifetime",
-        r"ownership|session_pool|parallel_lifecycle",
-        "resource lifetime, cache and RNG privacy of sessions",
-    ),
-    (
-        "F2.callback_lease",
-        "stream_and_unstarted_callbacks",
-        r"slot_validation|live_body|callback|stream",
-        "stream callbacks and abandoned unstarted deferred callbacks (contract T14/T18)",
-    ),
-    (
-        "F5.no_convoy",
-        "blocked_metadata",
-        r"slot_validation",
-        "metadata blocked during bulk/status work (the AUDIOCPP_SLOT_VALIDATION hooks)",
-    ),
-    (
-        "F5.retiring_residency",
-        "blocked_teardown",
-        r"slot_validation",
-        "teardown blocked while a model retires (the AUDIOCPP_SLOT_VALIDATION hooks)",
-    ),
-)
-CTEST_EVIDENCE: dict[str, CTestEvidence] = {
-    aid: CTestEvidence(name, re.compile(pattern), what) for aid, name, pattern, what in _CTEST_ROWS
-}
+def _coverage() -> dict[str, CTestEvidence]:
+    raw = json.loads(resources.files("parval.framework").joinpath("ctest_coverage.json").read_text("utf-8"))
+    return {
+        str(r["assertion"]): CTestEvidence(
+            str(r["sub_check"]), tuple(map(str, r["tests"])), str(r["what"]), str(r["why"])
+        )
+        for r in raw["rows"]
+    }
 
 
-def ctest_cases(f: Facts) -> list[tuple[str, str]]:
-    """The recorded cases of the default CTest run that match the recorded pattern."""
-    pattern = re.compile(str(f["ctest_pattern"]))
-    return [(str(c["name"]), str(c["status"])) for c in f.get("cases") or [] if pattern.search(str(c["name"]))]
+# assertion -> the CTest-only sub-check and the tests that cover it (ctest_coverage.json).
+CTEST_EVIDENCE: dict[str, CTestEvidence] = _coverage()
 
 
-@register("f3.ctest_evidence")
 def ctest_evidence(f: Facts) -> Verdict:
-    """The CTest-only half of an assertion, from the default CTest run: PENDING naming the
-    tests when there was none (HTTP evidence alone never passes it), FAIL when a matching
-    case failed or did not run, PASS only with a passing matching case."""
+    """The CTest-only half of an assertion, from the default CTest run: PASS only when every
+    test the coverage table names for it ran and passed; FAIL when one failed or could not
+    run; PENDING naming what is missing otherwise (HTTP evidence alone never passes it)."""
     v = Verdict()
-    pattern = str(f["ctest_pattern"])
+    tests = [str(t) for t in f["tests"]]
+    if not tests:
+        raise KeyError("the coverage table names no CTest for this sub-check")
     needs = str(f["needs"])
     run = f.get("run")
+    observed = [str(x) for x in f.get("observed_over_http") or []]
     if not isinstance(run, dict) or run.get("status") == "not_run":
         why = run.get("reason") if isinstance(run, dict) else "no CTest run in this record"
-        observed = [str(x) for x in f.get("observed_over_http") or []]
         v.pend(
-            f"needs {needs}: CTest matching {pattern!r} ({why}); over HTTP "
+            f"needs {needs}: CTest(s) {', '.join(tests)} ({why}); over HTTP "
             f"only {', '.join(observed) or 'nothing'} was observed"
         )
         return v
-    cases = ctest_cases(f)
-    ran = [name for name, status in cases if status == "passed"]
-    failed = [name for name, status in cases if status in ("failed", "notrun")]
+    if run.get("error_kind") == "parval_timeout":
+        v.block(f"the CTest run was stopped by parval before it finished ({run.get('reason')})")
+        return v
+    status = {str(c["name"]): str(c["status"]) for c in f["cases"]}
+    failed = [t for t in tests if status.get(t) in ("failed", "notrun")]
+    missing = [f"{t} ({status.get(t, 'absent')})" for t in tests if status.get(t) != "passed"]
     if failed:
         v.require(False, f"failed: {', '.join(failed)}")
-    elif not ran:
-        v.pend(f"needs {needs}: no passing CTest matching {pattern!r} in the run")
+    elif missing:
+        v.pend(f"needs {needs}: CTest(s) {', '.join(missing)} did not pass in the run")
     else:
-        v.require(True, f"{len(ran)} CTest(s) passed: {', '.join(ran)}")
+        v.require(True, f"{len(tests)} CTest(s) passed: {', '.join(tests)}")
     return v
+
+
+register("f3.ctest_evidence", ctest_evidence)

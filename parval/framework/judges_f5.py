@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from parval.framework.checks import Verdict
-from parval.framework.facts import Facts, FlightFact, flight, named, samples, stalled, timing_of
-from parval.framework.facts import flights as all_flights
-from parval.framework.observed import STALLED, all_ok, outputs_match, unloaded_ids, waits
+from parval.framework.facts import Facts, FlightFact, flight, listed, named, samples, stalled, timing_of
+from parval.framework.observed import STALLED, all_ok, margin_s, ms, outputs_match, unloaded_ids, waits
 from parval.framework.observed import judge as register
+from parval.framework.preconditions import route_absent
 
 BUSY_LIMIT_TEXT = "every loaded model is busy"
 
@@ -47,7 +47,6 @@ def _tag(f: Facts, model: str) -> str:
     return str((f.get("tags") or {}).get(model, "base"))
 
 
-@register("f5.together")
 def together(f: Facts) -> Verdict:
     """F5.two_models: n cold requests to each of A and B at once. Limit >= 2: all served with
     both models holding slots at once; limit 1: served or refused with the busy-limit 503,
@@ -55,14 +54,22 @@ def together(f: Facts) -> Verdict:
     v = Verdict()
     limit = int(f["limit"])
     a, b = _pair(f)
-    flights = all_flights(f)
+    n = int(f["count"])
+    flights = named(f, *(f"{m}-{i}" for i in range(n) for m in (a, b)))
     rows = joint(f)
+    if not rows:
+        raise KeyError("no joint status sample of the two models was recorded")
     v.require(bool(f["settled"]), "every request completed (no deadlock)")
     if limit >= 2:
         all_ok(v, flights, "requests")
         both = [s for s in rows if s.active(a) >= 1 and s.active(b) >= 1]
-        v.require(bool(both), "both models held slots at the same time")
+        if both:
+            v.require(True, "both models held slots at the same time")
+        else:
+            v.not_forced("no status sample showed both models holding slots at once")
     else:
+        if not any(s.loaded(a) or s.loaded(b) for s in rows):
+            v.not_forced("no status sample showed either model loaded, so residency was not observed")
         odd = [
             f"{x.label}={x.status}"
             for x in flights
@@ -85,77 +92,121 @@ def together(f: Facts) -> Verdict:
     return v
 
 
-@register("f5.warm_during_cold")
+register("f5.together", together)
+
+
 def warm_during_cold(f: Facts) -> Verdict:
-    """F5.two_models: a warm request to B during A's cold load answers within a service
-    (plus half a load) and before the cold request."""
-    t = timing_of(f)
+    """F5.two_models: a warm request to B sent during A's cold load is answered while that
+    load still runs (B answered before A's publication). Over HTTP a warm request held up by
+    the load cannot be told from one a busy machine made slow, so B answering after the
+    publication is not forced (BLOCKED after the attempts), never a FAIL; the attempt is
+    decisive only when A's load still ran for one of B's warm requests (measured just
+    before and after, under the same load) after B's request was sent."""
     v = Verdict()
     cold, warm = flight(f, "cold-a"), flight(f, "warm-b")
+    refs = named(f, "warm-b-before", "warm-b-after")
     v.require(bool(f["settled"]), "both completed")
     if not f["cold_load_seen"]:
-        v.pend("the cold load finished before it could be observed")
-    all_ok(v, [cold, warm], "requests")
-    lat = warm.elapsed_s if warm.elapsed_s is not None else float("inf")
-    v.require(
-        lat < t.service_s + t.load_s / 2 and warm.t_done < cold.t_done,
-        f"the warm model answered in {lat * 1000:.0f} ms without waiting for the cold load",
-    )
-    outputs_match(v, f, _tag(f, str(warm.model)), [warm], "the warm model")
+        v.not_forced("the cold load finished before it could be observed")
+        return v
+    all_ok(v, [cold, warm, *refs], "requests")
+    durations = [x.elapsed_s for x in refs if x.elapsed_s is not None]
+    if len(durations) != len(refs):
+        raise KeyError("the warm requests around the probe have no recorded duration")
+    d = max(durations)
+    published = f["published_at"]
+    publication = cold.t_done if published is None else float(published)
+    if publication - warm.t_send < d:
+        v.not_forced(
+            f"A's load ended {ms(publication - warm.t_send)} ms after B's warm request was sent, within one "
+            f"warm request ({ms(d)} ms): waiting for it cannot be told from a slow request"
+        )
+    elif warm.t_done > publication:
+        v.not_forced(
+            f"the warm model answered {ms(warm.t_done - publication)} ms after A's load was published: "
+            "held up by the load or slowed by the machine, which HTTP cannot tell apart"
+        )
+    else:
+        v.require(True, f"the warm model answered in {ms(warm.t_done - warm.t_send)} ms during A's cold load")
+    outputs_match(v, f, _tag(f, str(warm.model)), [warm, *refs], "the warm model")
     return v
 
 
-@register("f5.unload_together")
+register("f5.warm_during_cold", warm_during_cold)
+
+
 def unload_together(f: Facts) -> Verdict:
     """F5.two_models: one bulk unload of both models waits for both models' admitted work,
     lists each once and leaves both unloaded and drained."""
-    t = timing_of(f)
     v = Verdict()
     waits(v, f)
     a, b = _pair(f)
-    running = named(f, *f["running"])
+    running = listed(f, "running")
     bulk = flight(f, "unload-both")
+    if v.blockers:
+        return v
     v.require(bool(f["settled"]), "everything completed (no deadlock)")
     all_ok(v, [*running, bulk], "requests and the unload")
     ids = unloaded_ids(bulk)
     v.require(sorted(ids) == sorted([a, b]), f"both listed once ({ids})")
-    v.require(bulk.t_done >= max(x.t_done for x in running) - t.tol_s, "the unload waited for both models' work")
+    last = max(x.t_done for x in running)
+    v.require(
+        bulk.t_done >= last - margin_s(f),
+        "the unload waited for both models' work"
+        + ("" if bulk.t_done >= last - margin_s(f) else f" (answered {ms(last - bulk.t_done)} ms before it ended)"),
+    )
     v.require(bool(f["ended_unloaded"]), "both ended unloaded with drained counters")
     return v
 
 
-@register("f5.alternate")
+register("f5.unload_together", unload_together)
+
+
 def alternate(f: Facts) -> Verdict:
     """F5.two_models, limit 1: A, B, A in turn are all served with their own outputs, never
     two loaded at once, and the last load evicted the idle other model."""
     v = Verdict()
     a, b = _pair(f)
-    seq = named(f, *f["sequence"])
+    seq = listed(f, "sequence")
     all_ok(v, seq, "alternating requests")
     outputs_match(v, f, _tag(f, a), [seq[0], seq[2]], a)
     outputs_match(v, f, _tag(f, b), [seq[1]], b)
-    both = [s for s in joint(f) if s.loaded(a) and s.loaded(b)]
+    rows = joint(f)
+    if not rows:
+        raise KeyError("no joint status sample of the two models was recorded")
+    both = [s for s in rows if s.loaded(a) and s.loaded(b)]
     v.require(not both, "never two models loaded under max_loaded_models=1")
     v.require(bool(f["evicted"]), "the last load evicted the idle other model")
     return v
 
 
-@register("f5.retiring")
+register("f5.alternate", alternate)
+
+
 def retiring(f: Facts) -> Verdict:
     """F5.retiring_residency: a load sent while another model is in teardown is served with
     its own outputs, and (limit 2) the keeper stays loaded throughout."""
     v = Verdict()
     incoming = flight(f, "incoming")
     if not f["teardown_window"]:
-        v.pend("the unload finished before another load could be sent during its teardown")
+        registry = f.get("registry")
+        if isinstance(registry, dict) and stalled(registry):
+            v.block(STALLED.format(what="the unload of the retiring model"))
+        else:
+            v.not_forced("the unload finished before another load could be sent during its teardown")
+        return v
     v.require(bool(f["settled"]), "the unload completed")
+    all_ok(v, [flight(f, "unload-retiring")], "the unload of the retiring model")
     v.require(
         incoming.status == 200,
         f"the incoming load was served during the teardown (got {incoming.status}: {incoming.message[:100]})",
     )
     outputs_match(v, f, str(f["incoming_tag"]), [incoming], "the incoming model")
     if f.get("keeper") is not None:
-        lost = [s for s in samples(f, "keeper_samples") if s.loaded is False]
+        rows = samples(f, "keeper_samples")
+        if not rows:
+            raise KeyError("no status sample of the keeper during the incoming load was recorded")
+        lost = [s for s in rows if s.loaded is False]
         v.require(
             not lost and f.get("keeper_end_loaded") is True,
             "the keeper stayed loaded (not evicted because of the retiring model)",
@@ -163,30 +214,54 @@ def retiring(f: Facts) -> Verdict:
     return v
 
 
-@register("f5.ready_first")
+register("f5.retiring", retiring)
+
+
 def ready_first(f: Facts) -> Verdict:
     """F5.bulk_ready_first: a bulk [B loading, A ready idle] frees A before B's first load
-    finishes (and before B is published), lists A first, and both end unloaded."""
+    is published (status samples of both), lists A first, and both end unloaded."""
     v = Verdict()
     a, b = _pair(f)
     cold, bulk = flight(f, "first-b"), flight(f, "unload-b-a")
     if not f["first_load_seen"]:
-        v.pend("the first load finished before the bulk unload could be sent during it")
+        v.not_forced("the first load finished before the bulk unload could be sent during it")
+        return v
+    # The bulk had a margin to reach the server while B was still loading: a status sample
+    # that late still showing B unpublished.
+    still = f.get("b_unpublished_at")
+    if still is None or float(still) < bulk.t_send + timing_of(f).tol_s:
+        v.not_forced("B's load was not seen still in progress a margin after the bulk unload was sent")
+        return v
     registry = f.get("registry") or {}
     if registry.get("still_waiting") and stalled(registry):
         v.block(STALLED.format(what="the bulk unload"))
     v.require(bool(f["settled"]), "everything completed (no deadlock)")
     all_ok(v, [cold, bulk], "the first request and the bulk unload")
     outputs_match(v, f, _tag(f, b), [cold], b, phase="cold")
-    freed, published = f.get("freed_at"), f.get("published_at")
-    freed_first = (
-        freed is not None and float(freed) < cold.t_done and (published is None or float(freed) < float(published))
-    )
-    v.require(bool(v.blockers) or freed_first, "the ready idle model was freed before the first load finished")
+    _freed_first(v, f, a, b, bulk.t_send + timing_of(f).tol_s)
     ids = unloaded_ids(bulk)
     v.require(ids == [a, b], f"reply lists the ready model first ({ids})")
     v.require(bool(f["ended_unloaded"]), "both ended unloaded with drained counters")
     return v
+
+
+register("f5.ready_first", ready_first)
+
+
+def _freed_first(v: Verdict, f: Facts, a: str, b: str, arrived: float) -> None:
+    """From status samples of both models once the bulk had reached the server: a sample
+    showing A freed while B is still unpublished is the order; one showing B published
+    while A is still loaded is the violation; samples that only ever show both changed at
+    once cannot tell the order (the poll came too late)."""
+    rows = [s for s in joint(f) if s.t >= arrived]
+    if not rows:
+        raise KeyError("no joint status sample of both models after the bulk unload was sent")
+    if any(s.loaded(a) is True and s.loaded(b) is True for s in rows):
+        v.require(False, "the ready idle model was freed before the first load finished (B was published first)")
+    elif any(s.loaded(a) is False and s.loaded(b) is not True for s in rows):
+        v.require(True, "the ready idle model was freed before the first load finished")
+    else:
+        v.not_forced("no status sample fell between A's release and B's publication, so their order is unseen")
 
 
 def _lead(x: FlightFact, bulk: FlightFact) -> str:
@@ -195,7 +270,6 @@ def _lead(x: FlightFact, bulk: FlightFact) -> str:
     return f"{(bulk.t_done - x.t_done) * 1000:.0f} ms before it"
 
 
-@register("f5.no_convoy")
 def no_convoy(f: Facts) -> Verdict:
     """F5.no_convoy: while A's bulk unload waits for A's work, GET /v1/models, GET /health and
     a warm request to B answer before the unload does."""
@@ -204,31 +278,53 @@ def no_convoy(f: Facts) -> Verdict:
     _, b = _pair(f)
     bulk = flight(f, "unload-a")
     if not f["bulk_waiting"]:
-        v.pend("A's work finished before the unrelated reads could be sent during the unload")
+        v.not_forced("A's work finished before the unrelated reads could be sent during the unload")
+    if v.blockers:
+        return v
     v.require(bool(f["settled"]), "everything completed")
     warm = flight(f, "warm-b")
+    all_ok(v, listed(f, "busy"), "A's work")
+    m = margin_s(f)
     for x, what in (
         (flight(f, "status"), "GET /v1/models"),
         (flight(f, "health"), "GET /health"),
         (warm, "the warm request to B"),
     ):
-        v.require(
-            x.status == 200 and x.t_done < bulk.t_done, f"{what} answered before A's unload finished ({_lead(x, bulk)})"
-        )
+        if x.status != 200:
+            v.require(False, f"{what} answered 200 (got {x.status}: {x.message[:120]})")
+        elif x.t_done < bulk.t_done:
+            v.require(True, f"{what} answered before A's unload finished ({_lead(x, bulk)})")
+        elif bulk.t_done - x.t_send >= m:
+            v.require(False, f"{what}, sent while A's unload waited, was answered only after it finished")
+        else:
+            v.not_forced(f"A's unload finished within a margin of {what} being sent: its order is not shown")
     outputs_match(v, f, _tag(f, b), [warm], "the warm model")
     return v
 
 
-@register("f5.selections")
+register("f5.no_convoy", no_convoy)
+
+
 def selections(f: Facts) -> Verdict:
     """F5.bulk_selections: reversed, overlapping and duplicate selections (and unload-all)
     at once with work running all finish, list each model once, report the unknown id in
     not_found, leave both unloaded, and both models serve their own outputs afterwards."""
-    t = timing_of(f)
     v = Verdict()
+    waits(v, f)
     a, b = _pair(f)
-    running, bulks, after = named(f, *f["running"]), named(f, *f["bulks"]), named(f, *f["after"])
-    v.require(bool(f["settled"]), f"every selection finished within {t.slack_s:.1f} s (no deadlock)")
+    running, bulks, after = listed(f, "running"), listed(f, "bulks"), listed(f, "after")
+    if not bulks:
+        raise KeyError("no bulk selection was recorded")
+    if v.blockers:
+        return v
+    if max(x.t_done for x in running) <= min(x.t_send for x in bulks):
+        v.not_forced("the work finished before the selections were sent, so they met idle models")
+        return v
+    v.require(bool(f["settled"]), "every selection finished within bound (no deadlock)")
+    absent = [x for x in bulks if x.label == "unload-all" and route_absent(x.status)]
+    if absent:
+        v.require(True, f"POST /v1/tasks/unload_all_models is absent (HTTP {absent[0].status}): judged without it")
+        bulks = [x for x in bulks if x not in absent]
     all_ok(v, [*running, *bulks], "requests and bulk unloads")
     for x in bulks:
         ids = unloaded_ids(x)
@@ -240,3 +336,6 @@ def selections(f: Facts) -> Verdict:
     outputs_match(v, f, _tag(f, a), [after[0]], a)
     outputs_match(v, f, _tag(f, b), [after[1]], b)
     return v
+
+
+register("f5.selections", selections)

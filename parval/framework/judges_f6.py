@@ -1,22 +1,26 @@
 """The F6 gate: F6.ctest, F6.sanitizers and F6.stress judged from recorded CTest runs.
 
 Pure: it reads `CTestRun`s (as recorded by parval.framework.probes_f6 or read back from the
-event log for --rejudge) and never runs anything.
+event log for --rejudge) and never runs anything. A FAIL needs a test that failed; a run
+parval itself stopped (ctest_timeout_s) is BLOCKED, a CTest too old for the arguments or a
+job never run is PENDING, and a sanitizer job counts only from a build directory shown to
+be built with that sanitizer.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from parval.framework.ctest import DEFAULT_LABEL, STRESS_LABEL, CTestRun
-from parval.status import Result, Status, not_applicable
+from parval.framework.ctest import DEFAULT_LABEL, DEFAULT_SANITIZERS, STRESS_LABEL, CTestRun
+from parval.status import Result, Status, combine, not_applicable
 
-# Required when the default transport changed (procedure-assertions F6.ctest); a plan that
-# keeps the legacy listener passes its own list.
+# Required whenever the default transport may have changed (procedure-assertions F6.ctest);
+# leaving them out needs a written reason (the probes file's default_transport_unchanged).
 DEFAULT_REQUIRED_TESTS: tuple[str, ...] = ("parallel_http_live_body_test", "parallel_http_ownership_test")
-DEFAULT_SANITIZERS: tuple[str, ...] = ("asan", "tsan")
+# What -fsanitize= value a build directory of each sanitizer job must show.
+SANITIZE_FLAG: dict[str, str] = {"asan": "address", "tsan": "thread", "ubsan": "undefined", "msan": "memory"}
 # The CTests relevant to the parallel scope (scheduler, sessions, slots, server/HTTP paths);
 # a failure outside it is an unrelated common-suite failure, disclosed separately.
 RELEVANT_TESTS = re.compile(r"parallel|slot|session|schedul|lifecycle|ownership|server|http|busy|registry|model_manag")
@@ -37,19 +41,29 @@ def _superseded_notes(label: str, earlier: Sequence[CTestRun]) -> list[str]:
     ]
 
 
+def required_tests(extra: Sequence[str], transport_unchanged: str | None) -> tuple[list[str], list[str]]:
+    """(the CTests F6.ctest requires, limitations): the default-transport tests unless a
+    reason says the transport did not change, plus the probes file's own."""
+    base = [] if transport_unchanged else list(DEFAULT_REQUIRED_TESTS)
+    notes = [f"{', '.join(DEFAULT_REQUIRED_TESTS)} not required: {transport_unchanged}"] if transport_unchanged else []
+    return list(dict.fromkeys([*base, *extra])), notes
+
+
 def assess_f6(
     runs: list[CTestRun],
-    required_tests: Sequence[str] = DEFAULT_REQUIRED_TESTS,
+    required: Sequence[str] = (),
     sanitizers: Sequence[str] = DEFAULT_SANITIZERS,
-    sanitizers_unavailable: str | None = None,
+    sanitizers_unavailable: Mapping[str, str] | None = None,
+    transport_unchanged: str | None = None,
 ) -> list[Result]:
     """F6.ctest, F6.sanitizers and F6.stress from recorded runs (selected by label).
 
-    `sanitizers_unavailable` is the platform/implementation reason no sanitizer job can run
-    here; without it an empty `sanitizers` list is PENDING, never NOT_APPLICABLE."""
+    `required` are CTests required besides the default-transport ones; `sanitizers` the jobs
+    that were run; `sanitizers_unavailable` the platform reason per job not run (a required
+    job without one stays PENDING)."""
     return [
-        _assess_ctest(runs, required_tests),
-        _assess_sanitizers(runs, sanitizers, sanitizers_unavailable),
+        _assess_ctest(runs, required, transport_unchanged),
+        _assess_sanitizers(runs, sanitizers, dict(sanitizers_unavailable or {})),
         _assess_stress(runs),
     ]
 
@@ -61,11 +75,22 @@ def _nothing_ran(run: CTestRun) -> str | None:
     return None
 
 
-def _assess_ctest(runs: Sequence[CTestRun], required: Sequence[str]) -> Result:
+def _error_status(run: CTestRun) -> tuple[Status, str]:
+    """A run that ended without a test failing (parval's own timeout, an old CTest, no
+    results): never a FAIL, since no test was seen to fail."""
+    if run.error_kind == "parval_timeout":
+        return Status.BLOCKED, f"parval stopped the CTest run before it finished: {run.reason}"
+    if run.error_kind == "ctest_too_old":
+        return Status.PENDING, f"{run.reason}: install CTest >= 3.21 and run again"
+    return Status.BLOCKED, f"CTest gave no usable result: {run.reason}"
+
+
+def _assess_ctest(runs: Sequence[CTestRun], extra: Sequence[str], transport_unchanged: str | None) -> Result:
     rid = "F6.ctest"
+    required, notes = required_tests(extra, transport_unchanged)
     run, earlier = _latest(runs, DEFAULT_LABEL)
     if run is None:
-        return Result(rid, Status.PENDING, "no default CTest run recorded")
+        return Result(rid, Status.PENDING, "no default CTest run recorded", limitations=notes)
     req_status = {name: (c.status if (c := run.case(name)) else "absent") for name in required}
     relevant = [c.name for c in run.failures if c.name in required or RELEVANT_TESTS.search(c.name)]
     unrelated = [c.name for c in run.failures if c.name not in relevant]
@@ -76,7 +101,7 @@ def _assess_ctest(runs: Sequence[CTestRun], required: Sequence[str]) -> Result:
         "unrelated_failures": unrelated,
         "relevant_pattern": RELEVANT_TESTS.pattern,
     }
-    limitations = _superseded_notes(DEFAULT_LABEL, earlier)
+    limitations = [*notes, *_superseded_notes(DEFAULT_LABEL, earlier)]
     if unrelated:
         limitations.append(
             "unrelated common-suite failure(s), disclosed separately (outside the parallel "
@@ -88,9 +113,10 @@ def _assess_ctest(runs: Sequence[CTestRun], required: Sequence[str]) -> Result:
 
     if run.status == "not_run":
         return result(Status.PENDING, f"default CTest run not run: {run.reason}")
-    if run.status == "error" or (run.status == "failed" and (relevant or not unrelated)):
-        reason = run.reason if not relevant else f"failed: {', '.join(relevant)}"
-        return result(Status.FAIL, reason)
+    if relevant or (run.status == "failed" and not unrelated):
+        return result(Status.FAIL, f"failed: {', '.join(relevant)}" if relevant else run.reason)
+    if run.status == "error":
+        return result(*_error_status(run))
     if (empty := _nothing_ran(run)) is not None:
         return result(Status.PENDING, f"default CTest run: {empty}")
     missing = [f"{n} ({s})" for n, s in req_status.items() if s != "passed"]
@@ -100,51 +126,74 @@ def _assess_ctest(runs: Sequence[CTestRun], required: Sequence[str]) -> Result:
     return result(Status.PASS, f"{run.reason}{req}")
 
 
-def _assess_sanitizers(runs: Sequence[CTestRun], sanitizers: Sequence[str], unavailable: str | None = None) -> Result:
+def _built_with(run: CTestRun, label: str) -> str | None:
+    """Why the run's build directory is not shown to be a `label` build (None when it is)."""
+    flag = SANITIZE_FLAG.get(label)
+    if flag is None:
+        return None  # a job parval knows no flag for: its label is all there is
+    found = run.meta.get("sanitize_flags")
+    if not isinstance(found, list):
+        return f"the -fsanitize flags of {run.build_dir} were not recorded"
+    if flag not in found:
+        seen = ", ".join(found) or "none"
+        return f"{run.build_dir} was not built with -fsanitize={flag} (found: {seen}): not a {label} run"
+    return None
+
+
+def _sanitizer_job(run: CTestRun | None, label: str) -> tuple[Status, str, dict[str, Any]]:
+    if run is None:
+        return Status.PENDING, "no run recorded", {"status": "not_run"}
+    job = run.to_json()
+    if run.status == "not_run":
+        return Status.PENDING, run.reason, job
+    failures = [c.name for c in run.failures]
+    if failures:
+        return Status.FAIL, f"failed: {', '.join(failures)}", job
+    if run.status == "error":
+        status, reason = _error_status(run)
+        return status, reason, job
+    if (not_built := _built_with(run, label)) is not None:
+        return Status.PENDING, not_built, job
+    if (empty := _nothing_ran(run)) is not None:
+        return Status.PENDING, empty, job
+    return Status.PASS, run.reason, job
+
+
+def _assess_sanitizers(runs: Sequence[CTestRun], sanitizers: Sequence[str], unavailable: dict[str, str]) -> Result:
     rid = "F6.sanitizers"
-    if not sanitizers:
-        if unavailable:
-            return not_applicable(rid, f"no sanitizer job can run here: {unavailable}")
-        return Result(
-            rid,
-            Status.PENDING,
-            "no sanitizer job requested and no platform reason given "
-            "(ASan and TSan run separately where supported; name why they cannot here)",
-        )
     jobs: dict[str, dict[str, Any]] = {}
     statuses: list[Status] = []
     parts: list[str] = []
     limitations: list[str] = []
     repro: list[str] = []
-    for label in sanitizers:
-        run, earlier = _latest(runs, label)
-        limitations += _superseded_notes(label, earlier)
-        if run is None:
-            status, reason, job = Status.PENDING, "no run recorded", {"status": "not_run"}
+    for label in dict.fromkeys([*DEFAULT_SANITIZERS, *sanitizers]):
+        if label not in sanitizers:
+            if label in unavailable:
+                limitations.append(f"{label} not run: {unavailable[label]}")
+                parts.append(f"{label}: not run here ({unavailable[label]})")
+                jobs[label] = {"status": "not_run", "assessed": "NOT_APPLICABLE", "reason": unavailable[label]}
+                continue
+            status, reason, job = Status.PENDING, "not requested and no platform reason given", {"status": "not_run"}
         else:
-            job = run.to_json()
-            reason = run.reason
-            status = {"passed": Status.PASS, "not_run": Status.PENDING}.get(run.status, Status.FAIL)
-            if (empty := _nothing_ran(run)) is not None:
-                status, reason = Status.PENDING, empty
-            if run.reproduction:
+            run, earlier = _latest(runs, label)
+            limitations += _superseded_notes(label, earlier)
+            status, reason, job = _sanitizer_job(run, label)
+            if run is not None and run.reproduction:
                 repro.append(run.reproduction)
         job["assessed"] = str(status)
         job["reason"] = reason
         jobs[label] = job
         statuses.append(status)
-        word = {Status.PASS: "PASS", Status.PENDING: "not run", Status.FAIL: "FAIL"}[status]
+        word = {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.BLOCKED: "BLOCKED"}.get(status, "not run")
         parts.append(f"{label}: {word} ({reason})")
         if status is Status.PENDING:
             # The procedure wants unrun sanitizer jobs listed with their platform limits.
             limitations.append(f"{label} not run: {reason}")
-    if Status.FAIL in statuses:
-        overall = Status.FAIL
-    elif Status.PENDING in statuses:
-        overall = Status.PENDING
-    else:
-        overall = Status.PASS
-    return Result(rid, overall, "; ".join(parts), {"jobs": jobs}, "\n".join(repro), limitations)
+    if not statuses:
+        return not_applicable(rid, "no sanitizer job can run here: " + "; ".join(parts))
+    overall = combine(statuses)
+    result = Result(rid, overall, "; ".join(parts), {"jobs": jobs}, "\n".join(repro), limitations)
+    return result
 
 
 def _assess_stress(runs: Sequence[CTestRun]) -> Result:
@@ -157,10 +206,17 @@ def _assess_stress(runs: Sequence[CTestRun]) -> Result:
     limitations = _superseded_notes(STRESS_LABEL, earlier)
     if seed is None:
         limitations.append("no seed recorded with the stress run (meta['seed'])")
-    status = {"passed": Status.PASS, "not_run": Status.PENDING}.get(run.status, Status.FAIL)
-    reason = run.reason if status is not Status.PENDING else f"stress run not run: {run.reason}"
-    if (empty := _nothing_ran(run)) is not None:
+    failures = [c.name for c in run.failures]
+    if run.status == "not_run":
+        status, reason = Status.PENDING, f"stress run not run: {run.reason}"
+    elif failures or run.status == "failed":
+        status, reason = Status.FAIL, run.reason
+    elif run.status == "error":
+        status, reason = _error_status(run)
+    elif (empty := _nothing_ran(run)) is not None:
         status, reason = Status.PENDING, f"stress run: {empty}"
+    else:
+        status, reason = Status.PASS, run.reason
     if status is Status.PASS and seed is not None:
         reason += f"; seed {seed}"
     return Result(rid, status, reason, evidence, run.reproduction, limitations)

@@ -6,20 +6,19 @@ Pure functions of the recorded facts."""
 from __future__ import annotations
 
 from parval.framework.checks import Verdict
-from parval.framework.facts import Facts, flight, samples, with_prefix
+from parval.framework.facts import Facts, flight, listed, samples
 from parval.framework.observed import all_ok, outputs_match
 from parval.framework.observed import judge as register
 from parval.framework.preconditions import route_absent
 
 
-@register("unsupported.count_over_capacity")
 def count_over_capacity(f: Facts) -> Verdict:
     """Every request to a registration with slots = capacity + 1 gets an error naming the
     capacity; no lease stays held; the entry stays registered, unloaded, without a
     published capacity."""
     v = Verdict()
     cap = int(f["capacity"])
-    for r in with_prefix(f, "over-capacity"):
+    for r in listed(f, "requests"):
         v.require(
             r.status is not None and r.status >= 400 and f"capacity={cap}" in r.message,
             f"{r.label}: an error naming capacity={cap} (got {r.status}: {r.message[:120]})",
@@ -33,7 +32,9 @@ def count_over_capacity(f: Facts) -> Verdict:
     return v
 
 
-@register("unsupported.unsupported_mode")
+register("unsupported.count_over_capacity", count_over_capacity)
+
+
 def unsupported_mode(f: Facts) -> Verdict:
     """The other execution mode on this model's route is refused with an error, the refusal
     releases its lease and a request afterwards is served with the reference output. A
@@ -55,3 +56,6 @@ def unsupported_mode(f: Facts) -> Verdict:
     all_ok(v, [after], "a request after the refusal")
     outputs_match(v, f, "base", [after], "after the refusal")
     return v
+
+
+register("unsupported.unsupported_mode", unsupported_mode)

@@ -13,9 +13,10 @@ This module and the `judges_*` modules import nothing that talks to a server.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from parval.framework.checks import Verdict
-from parval.framework.facts import INF, Facts, FlightFact, stalled
+from parval.framework.facts import INF, Facts, FlightFact, flights, named, stalled, timing_of
 from parval.framework.preconditions import Capabilities, first_missing
 from parval.status import Status
 
@@ -23,23 +24,58 @@ Judge = Callable[[Facts], Verdict]
 JUDGES: dict[str, Judge] = {}
 
 
-def judge(key: str) -> Callable[[Judge], Judge]:
-    """Register a pure judge of one kind of observation under `key`."""
-
-    def register(fn: Judge) -> Judge:
-        if key in JUDGES and JUDGES[key] is not fn:
-            raise ValueError(f"judge {key} registered twice")
-        JUDGES[key] = fn
-        return fn
-
-    return register
+def judge(key: str, fn: Judge) -> Judge:
+    """Register a pure judge of one kind of observation under `key`, right after its
+    definition (a call, not a decorator: mutation testing mutates decorated functions not)."""
+    if key in JUDGES and JUDGES[key] is not fn:
+        raise ValueError(f"judge {key} registered twice")
+    JUDGES[key] = fn
+    return fn
 
 
 def run_judge(key: str, facts: Facts) -> Verdict:
+    """The verdict of the judge `key` over one observation; an observation of several
+    attempts (a probe that tried again) is judged attempt by attempt (`over_attempts`)."""
     fn = JUDGES.get(key)
     if fn is None:
         raise KeyError(f"no framework judge named {key!r} (recorded by another parval version?)")
-    return fn(facts)
+    attempts = facts.get("attempts") if isinstance(facts, dict) else None
+    if isinstance(attempts, list):
+        return over_attempts([judged(fn, a) for a in attempts])
+    return judged(fn, facts)
+
+
+def judged(fn: Judge, facts: Any) -> Verdict:
+    """`fn(facts)`; facts without a field the judge reads are missing evidence: PENDING
+    naming it, never a pass and never a violation."""
+    try:
+        return fn(facts)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        v = Verdict()
+        v.pend(f"the observation lacks evidence this judge reads ({type(exc).__name__}: {exc})")
+        return v
+
+
+def over_attempts(verdicts: list[Verdict]) -> Verdict:
+    """Several attempts at one situation: a violation seen in any attempt stands (it is not
+    undone by a later attempt); else the first attempt that forced the situation and passed;
+    else the last attempt, saying how many were made."""
+    if not verdicts:
+        v = Verdict()
+        v.pend("no attempt was recorded")
+        return v
+    k = len(verdicts)
+    for i, v in enumerate(verdicts, 1):
+        if v.status is Status.FAIL:
+            return v.labelled(f"attempt {i} of {k}")
+    for i, v in enumerate(verdicts, 1):
+        if v.status is Status.PASS:
+            earlier = "; ".join(b for w in verdicts[: i - 1] for b in w.blockers)
+            out = v.labelled(f"attempt {i} of {k}")
+            if earlier:
+                out.passed.append(f"earlier attempt(s) not forced: {earlier}")
+            return out
+    return verdicts[-1].labelled(f"after {k} attempt(s)")
 
 
 # -- pure building blocks of judges ----------------------------------------------------------
@@ -50,21 +86,63 @@ STALLED = (
 )
 
 
-def waits(v: Verdict, facts: Facts) -> None:
-    """Bounded waits that never saw their state block the judgement; a manager that did
-    not wait behind older work is a violation; a stalled registry blocks."""
-    for w in facts.get("waits", []):
+def margin_s(facts: Facts) -> float:
+    """How far apart two client-observed completions may land in either order when a
+    correct server orders them strictly: half a request, measured in this observation (the
+    quickest successful request it holds, which ran under the same load) or, when that is
+    shorter, half the calibrated request. A busy machine stretches both."""
+    t = timing_of(facts)
+    quick = [x.elapsed_s for x in flights(facts) if x.output is not None and x.elapsed_s is not None]
+    return max(t.tol_s, 0.5 * min(quick)) if quick else t.tol_s
+
+
+def waits(v: Verdict, facts: Facts, *, managers: tuple[str, ...] = ()) -> None:
+    """The waits that force the situation: the probe must have recorded them, a bounded
+    wait that never saw its state means the situation was not forced (BLOCKED, tried again).
+    Each manager in `managers` must have been staggered behind older work: one that had
+    already finished is a violation only when that older work was still running when it
+    answered (else not forced); a stalled registry blocks."""
+    recorded = facts["waits"]
+    if not recorded:
+        raise KeyError("observation records no bounded wait (the forced situation is unknown)")
+    for w in recorded:
         if not w["seen"]:
-            v.block(str(w.get("unseen") or f"never observed {w['what']}"))
-    for s in facts.get("staggers", []):
+            v.not_forced(str(w.get("unseen") or f"never observed {w['what']}"))
+    staggers = {str(s["manager"]): s for s in facts["staggers"]} if managers else {}
+    for label in managers:
+        s = staggers[label]  # KeyError: the stagger was not recorded
         if s.get("skipped"):
             continue
-        v.require(bool(s["still_waiting"]), f"{s['what']} was still waiting for older work after the stagger")
-        if stalled(s):
+        if not s["still_waiting"]:
+            _finished_early(v, facts, s)
+        elif stalled(s):
             v.block(STALLED.format(what=s["what"]))
+        else:
+            v.require(True, f"{s['what']} was still waiting for older work after the stagger")
+
+
+def _finished_early(v: Verdict, facts: Facts, s: dict[str, Any]) -> None:
+    """A manager seen finished after its stagger: did it skip older work still running?"""
+    manager = named(facts, str(s["manager"]))[0]
+    behind = named(facts, *s["behind"])
+    if not behind:
+        raise KeyError("the stagger names no older work the manager waited behind")
+    last = max(x.t_done for x in behind)
+    if manager.t_done < last - margin_s(facts):
+        v.require(
+            False,
+            f"{s['what']} answered {ms(last - manager.t_done)} ms before the older work it had to wait for finished",
+        )
+    else:
+        v.not_forced(f"the older work finished before {s['what']} could be seen waiting behind it")
 
 
 def all_ok(v: Verdict, items: Iterable[FlightFact], what: str) -> bool:
+    """Every one of `items` answered 200; no item at all is no evidence (PENDING)."""
+    items = list(items)
+    if not items:
+        v.pend(f"no {what} were recorded")
+        return False
     bad = [f"{f.label}={f.status}" for f in items if f.status != 200]
     return v.require(not bad, f"{what} answered 200" + (f" (got {', '.join(bad)})" if bad else ""))
 
@@ -155,7 +233,6 @@ def ms(seconds: float) -> int:
 # -- judges of situations that were not forced -----------------------------------------------
 
 
-@judge("given")
 def given(facts: Facts) -> Verdict:
     """A sub-check that is not a judgement of server behaviour: skipped by the probes file,
     a probe that could not finish, a too-short request, a capacity the case needs, a
@@ -177,10 +254,14 @@ def given(facts: Facts) -> Verdict:
     return v
 
 
-@judge("precondition")
+judge("given", given)
+
+
 def precondition(facts: Facts) -> Verdict:
     """What the calibration start found missing, from the recorded capabilities."""
     v = Verdict()
+    if not facts["needs"]:
+        raise KeyError("the observation names no precondition")
     gap = first_missing(Capabilities.from_json(facts["capabilities"]), tuple(facts["needs"]))
     if gap is None:
         v.require(True, "preconditions met: " + ", ".join(facts["needs"]))
@@ -191,3 +272,6 @@ def precondition(facts: Facts) -> Verdict:
         v.pend(gap[1])
         v.verbatim = gap[1]
     return v
+
+
+judge("precondition", precondition)

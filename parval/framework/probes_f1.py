@@ -5,6 +5,7 @@ parval.framework.judges_f1 judges."""
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 
@@ -14,7 +15,7 @@ from parval.framework.context import Context
 from parval.framework.facts import Facts, Obs
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, LOADED, route_absent
 from parval.framework.rig import Flight, Rig, open_rig
-from parval.framework.scenarios import enqueue, occupy, reset, stagger_manager, timing, trace_lines
+from parval.framework.scenarios import ATTEMPTS, attempts, enqueue, occupy, reset, stagger_manager, timing, trace_lines
 from parval.framework.settings import Timing
 from parval.status import Status
 
@@ -54,6 +55,21 @@ async def first_wave(rig: Rig, model: str, n: int) -> tuple[Facts, list[Flight]]
         timeline=rig.timeline(flights),
     )
     return facts, flights
+
+
+async def first_wave_judged(rig: Rig, model: str, n: int, first: Facts) -> Facts:
+    """The first wave judged with the references and timing known now; when the load could
+    not be seen in progress (or the pool never showed all n active), the model is unloaded
+    and the wave sent again, up to ATTEMPTS waves in all (needs the bulk unload)."""
+    made = [{**first, "refs": rig.ctx.refs_json(), "timing": rig.timing_facts()}]
+    from parval.framework.judges import run_judge
+
+    while len(made) < ATTEMPTS and run_judge("f1.first_wave", made[-1]).retry:
+        if not await reset(rig, [model]):
+            break
+        again, _ = await first_wave(rig, model, n)
+        made.append(again)
+    return made[0] if len(made) == 1 else {"attempts": made}
 
 
 async def calibrate(rig: Rig, model: str) -> Timing:
@@ -103,21 +119,26 @@ async def discover(rig: Rig, model: str) -> None:
     ctx.log.append("capabilities", rig=rig.name, **caps.to_json())
 
 
-async def forced_order(rig: Rig, model: str, n: int) -> Facts:
+async def forced_order(rig: Rig, model: str, n: int, *, hold: int = 0) -> Facts:
     """Older queued request, then an unload, then staggered later requests (judged by
-    judges_f1.forced_order)."""
+    judges_f1.forced_order). `hold` more rounds of n requests queue ahead of the older one,
+    so the slots stay held until the whole order is seen queued even on a slow machine."""
     t = timing(rig)
-    obs = Obs(count=n)
+    obs = Obs(count=n, hold=hold)
+    await reset(rig, [model])
+    await rig.run("warm", model)
     occupants = await occupy(rig, model, n, obs)
-    older = await enqueue(rig, model, "older", 1, obs)
+    for k in range(hold * n):
+        occupants.append(await enqueue(rig, model, f"occupant{n + k}", obs))
+    older = await enqueue(rig, model, "older", obs)
     manager = await rig.bulk("unload", [model])
-    await stagger_manager(rig, manager, obs, "the unload")
+    await stagger_manager(rig, manager, obs, "the unload", [*occupants, older])
     later: list[Flight] = []
     for i in range(max(2, n)):
         if obs.blocked:
             later.append(await rig.start_run(f"later{i}", model))
             continue
-        later.append(await enqueue(rig, model, f"later{i}", 2 + i, obs))
+        later.append(await enqueue(rig, model, f"later{i}", obs))
         await anyio.sleep(t.gap_s)
     everything = [*occupants, older, manager, *later]
     obs["settled"] = await rig.settle(everything, t.slack_s)
@@ -126,9 +147,18 @@ async def forced_order(rig: Rig, model: str, n: int) -> Facts:
     return rig.observed(obs, everything, occupants=[f.label for f in occupants], later=[f.label for f in later])
 
 
+async def _forced_order_attempt(rig: Rig, model: str, n: int, attempt: int) -> Facts:
+    return await forced_order(rig, model, n, hold=attempt)
+
+
+async def _queue_attempt(rig: Rig, model: str, n: int, attempt: int) -> Facts:
+    return await request_only_queue(rig, model, n)
+
+
 async def request_only_queue(rig: Rig, model: str, n: int) -> Facts:
-    """n staggered occupants, then n+1 requests queued one by one: FIFO admission (judged by
-    judges_f1.request_only_queue)."""
+    """n occupants, then 2n requests queued one by one: FIFO admission (judged by
+    judges_f1.request_only_queue). The second n can only start a whole request after the
+    first n, so without an observer trace their completions still show the order."""
     t = timing(rig)
     obs = Obs(count=n)
     await reset(rig, [model])
@@ -136,14 +166,11 @@ async def request_only_queue(rig: Rig, model: str, n: int) -> Facts:
     base = rig.ctx.base_request()
     marked = "seed" in base  # only vary the seed when the model already takes one
     offset = rig.server.stderr_size()
-    # Occupants a stagger apart free their slots a stagger apart; the whole enqueue phase
-    # must fit before the first of them finishes.
-    stagger = min(t.gap_s, 0.5 * t.service_s / n)
-    occupants = await occupy(rig, model, n, obs, stagger_s=stagger)
+    occupants = await occupy(rig, model, n, obs)
     queued: list[Flight] = []
-    for i in range(n + 1):
+    for i in range(2 * n):
         request = {**base, "seed": 7100 + i} if marked else None
-        queued.append(await enqueue(rig, model, f"queued{i}", i + 1, obs, request=request))
+        queued.append(await enqueue(rig, model, f"queued{i}", obs, request=request))
     obs["settled"] = await rig.settle([*occupants, *queued], t.slack_s)
     obs["trace_seeds"] = [str(x.get("seed")) for x in trace_lines(rig, offset) if x.get("model") == model]
     obs["drained"] = await rig.drained([model], t.slack_s)
@@ -154,7 +181,6 @@ async def request_only_queue(rig: Rig, model: str, n: int) -> Facts:
         obs,
         [*occupants, *queued],
         marked=marked,
-        stagger_s=stagger,
         occupants=[f.label for f in occupants],
         queued=[f.label for f in queued],
     )
@@ -173,7 +199,7 @@ async def cap1_probe(ctx: Context) -> None:
         ctx.timing = await calibrate(rig, model)
         await discover(rig, model)
         # The first wave is judged with the references and timing calibration just measured.
-        wave = {**wave, "refs": ctx.refs_json(), "timing": rig.timing_facts()}
+        wave = await first_wave_judged(rig, model, 1, wave)
         if not ctx.unmet("F2.first_publish", "first_publish@1", COUNTERS, LOADED):
             ctx.findings.observe("F2.first_publish", "first_publish@1", "f1.first_wave", wave)
         if not ctx.unmet("F1.cap1_fifo", "cap1_pool", COUNTERS, LOADED):
@@ -184,12 +210,15 @@ async def cap1_probe(ctx: Context) -> None:
             return
         if ctx.unmet("F1.cap1_fifo", "forced_order@1", COUNTERS, BULK_UNLOAD):
             return
-        order = await forced_order(rig, model, 1)
+        order = await attempts("f1.forced_order", functools.partial(_forced_order_attempt, rig, model, 1))
         ctx.findings.observe("F1.cap1_fifo", "forced_order@1", "f1.forced_order", order)
         if not [n for n in tested_counts(ctx) if n >= 2]:
             ctx.findings.observe("F1.fifo", "forced_order@1", "f1.forced_order", order)
             ctx.findings.observe(
-                "F1.fifo", "request_only_queue@1", "f1.request_only_queue", await request_only_queue(rig, model, 1)
+                "F1.fifo",
+                "request_only_queue@1",
+                "f1.request_only_queue",
+                await attempts("f1.request_only_queue", functools.partial(_queue_attempt, rig, model, 1)),
             )
             ctx.findings.add(
                 "F1.fifo",
@@ -208,13 +237,14 @@ async def fifo_probe(ctx: Context) -> None:
         spec = ctx.launch_spec([ctx.entry(slots=n)], flagged=True)
         async with open_rig(ctx, f"f1-fifo-{n}", spec, [model]) as rig:
             wave, _ = await first_wave(rig, model, n)
+            wave = await first_wave_judged(rig, model, n, wave)
             ctx.findings.observe("F2.first_publish", f"first_publish@{n}", "f1.first_wave", wave)
             if ctx.too_short("F1.fifo", f"forced_order@{n}"):
                 continue
-            ctx.findings.observe("F1.fifo", f"forced_order@{n}", "f1.forced_order", await forced_order(rig, model, n))
-            ctx.findings.observe(
-                "F1.fifo", f"request_only_queue@{n}", "f1.request_only_queue", await request_only_queue(rig, model, n)
-            )
+            order = await attempts("f1.forced_order", functools.partial(_forced_order_attempt, rig, model, n))
+            ctx.findings.observe("F1.fifo", f"forced_order@{n}", "f1.forced_order", order)
+            queue = await attempts("f1.request_only_queue", functools.partial(_queue_attempt, rig, model, n))
+            ctx.findings.observe("F1.fifo", f"request_only_queue@{n}", "f1.request_only_queue", queue)
     skipped = [n for n in ctx.plan.counts if n not in tested_counts(ctx)]
     if skipped:
         ctx.notes.append(
@@ -233,31 +263,17 @@ async def overdue_probe(ctx: Context) -> None:
     spec = ctx.launch_spec([ctx.entry(slots=n)], flagged=True)
     async with open_rig(ctx, f"f1-overdue-{n}", spec, [model]) as rig:
         await rig.run("warm", model)
-        ctx.findings.observe(
-            "F1.overdue",
-            f"full_pool_manager@{n}",
-            "f1.overdue_case",
-            await overdue_case(rig, model, n, occupied=n, managers=1),
-        )
-        ctx.findings.observe(
-            "F1.overdue",
-            f"two_managers@{n}",
-            "f1.overdue_case",
-            await overdue_case(rig, model, n, occupied=n, managers=2),
-        )
+        cases = [("full_pool_manager", n, 1), ("two_managers", n, 2)]
         if n >= 2:
-            ctx.findings.observe(
-                "F1.overdue",
-                f"spare_slots_manager@{n}",
-                "f1.overdue_case",
-                await overdue_case(rig, model, n, occupied=n - 1, managers=1),
+            cases.append(("spare_slots_manager", n - 1, 1))
+        for name, occupied, managers in cases:
+            facts = await attempts(
+                "f1.overdue_case", functools.partial(_overdue_attempt, rig, model, n, occupied, managers)
             )
-            ctx.findings.observe(
-                "F1.overdue",
-                f"healthy_plus_overdue@{n}",
-                "f1.healthy_plus_overdue",
-                await healthy_plus_overdue(rig, model, n),
-            )
+            ctx.findings.observe("F1.overdue", f"{name}@{n}", "f1.overdue_case", facts)
+        if n >= 2:
+            facts = await attempts("f1.healthy_plus_overdue", functools.partial(_healthy_attempt, rig, model, n))
+            ctx.findings.observe("F1.overdue", f"healthy_plus_overdue@{n}", "f1.healthy_plus_overdue", facts)
         else:
             ctx.findings.add(
                 "F1.overdue",
@@ -268,7 +284,20 @@ async def overdue_probe(ctx: Context) -> None:
             )
 
 
-async def overdue_case(rig: Rig, model: str, n: int, *, occupied: int, managers: int) -> Facts:
+async def _overdue_attempt(rig: Rig, model: str, n: int, occupied: int, managers: int, attempt: int) -> Facts:
+    # The first attempt reads the status while the managers wait (a stalled registry is named
+    # then); later attempts leave those reads out, so the probe meets the slots still overdue.
+    return await overdue_case(rig, model, n, occupied=occupied, managers=managers, read_status=attempt == 0)
+
+
+async def _healthy_attempt(rig: Rig, model: str, n: int, attempt: int) -> Facts:
+    # After an attempt whose overdue slot freed too soon, hold it through a cold load too.
+    return await healthy_plus_overdue(rig, model, n, cold=attempt > 0)
+
+
+async def overdue_case(
+    rig: Rig, model: str, n: int, *, occupied: int, managers: int, read_status: bool = True
+) -> Facts:
     """Every occupied slot overdue, managers waiting, then a probe with a short bound (judged
     by judges_f1.overdue_case)."""
     t = timing(rig)
@@ -281,7 +310,7 @@ async def overdue_case(rig: Rig, model: str, n: int, *, occupied: int, managers:
     await anyio.sleep(probe_ms / 1000 + t.gap_s)  # every occupied slot is now overdue for the probe
     mgrs = [await rig.bulk(f"unload{i}", [model]) for i in range(managers)]
     for m in mgrs:
-        await stagger_manager(rig, m, obs, m.label)
+        await stagger_manager(rig, m, obs, m.label, occupants, read_status=read_status)
     probe = await rig.run("probe", model, busy_timeout_ms=probe_ms)
     everything = [*occupants, *mgrs, probe]
     obs["settled"] = await rig.settle(everything, t.slack_s)
@@ -295,17 +324,21 @@ async def overdue_case(rig: Rig, model: str, n: int, *, occupied: int, managers:
     )
 
 
-async def healthy_plus_overdue(rig: Rig, model: str, n: int) -> Facts:
+async def healthy_plus_overdue(rig: Rig, model: str, n: int, *, cold: bool = False) -> Facts:
     """One overdue slot and n-1 fresh ones: the probe must wait (bounded), not fail fast
     (judged by judges_f1.healthy_plus_overdue).
 
     Its bound is a third of a service: the fresh slots stay well inside it while the probe
-    arrives, and the probe may time out or be served when the overdue slot frees."""
+    arrives, and the probe may time out or be served when the overdue slot frees. `cold`:
+    the overdue slot is taken on an unloaded model, so it stays held through the load."""
     t = timing(rig)
-    obs = Obs(count=n)
+    obs = Obs(count=n, cold=cold)
     probe_ms = max(t.overdue_ms, int(t.service_s * 1000 / 3))
-    await rig.run("warm", model)
-    old = await occupy(rig, model, 1, obs, label="overdue")
+    if cold:
+        await reset(rig, [model])
+    else:
+        await rig.run("warm", model)
+    old = await occupy(rig, model, 1, obs, label="overdue", loaded=not cold)
     await anyio.sleep(probe_ms / 1000 + 0.01)
     t_fresh = time.monotonic()
     fresh = [await rig.start_run(f"healthy{i}", model) for i in range(n - 1)]
@@ -318,4 +351,6 @@ async def healthy_plus_overdue(rig: Rig, model: str, n: int) -> Facts:
     obs["settled"] = await rig.settle([*old, *fresh, probe], t.slack_s)
     obs["drained"] = await rig.drained([model], t.slack_s)
     rig.ctx.log.append("healthy_plus_overdue", rig=rig.name, count=n, probe_ms=probe_ms)
-    return rig.observed(obs, [*old, *fresh, probe], probe_ms=probe_ms)
+    return rig.observed(
+        obs, [*old, *fresh, probe], probe_ms=probe_ms, overdue=[f.label for f in old], healthy=[f.label for f in fresh]
+    )

@@ -1,6 +1,7 @@
-"""F2 on the flagged runtime: unload during a first load, reconfiguration with queued work,
-invalid replacements, same-ID publication (deferred-callback leases: probes_f2_callback); plus the
-overlapping-managers part of F1.fifo (two reconfigurations in observed order).
+"""F2 on the flagged runtime: unload during a first load, reconfiguration with queued work
+(invalid replacements, runtime selection and same-ID publication: probes_f2_registration;
+deferred-callback leases: probes_f2_callback); plus the overlapping-managers part of F1.fifo
+(two reconfigurations in observed order).
 
 Configurations are told apart by their outputs: the probes file's distinct
 session_options make the same request produce a different output per configuration
@@ -11,6 +12,8 @@ The probes record; parval.framework.judges_f2 judges.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -19,21 +22,21 @@ from parval.framework.context import Context
 from parval.framework.facts import Facts, Obs
 from parval.framework.preconditions import BULK_UNLOAD, MANAGEMENT
 from parval.framework.probes_f1 import tested_counts
+from parval.framework.probes_f2_registration import Reconf, invalid_replacement, runtime_immutable, same_id
 from parval.framework.rig import Flight, Rig, open_rig
 from parval.framework.scenarios import (
+    attempts,
     canaries,
     enqueue,
-    model_count,
     occupy,
     own_references,
-    references,
+    reset,
     stagger_manager,
     timing,
 )
 from parval.status import Status
 
 NEEDS_UI = "needs server.ui_management (403 dynamic model management is disabled)"
-INVALID_SLOTS: list[Any] = [0, 17, 1.5, "2", None, True]
 
 
 # -- unload during the first load --------------------------------------------------------------
@@ -58,9 +61,30 @@ async def unload_load_probe(ctx: Context) -> None:
 
 
 async def unload_during_load(rig: Rig, model: str, name: str, method: str, path: str, body: dict[str, Any]) -> None:
-    """An unload sent while the first load runs (judged by judges_f2.unload_during_load)."""
+    """An unload sent while the first load runs (judged by judges_f2.unload_during_load),
+    tried again on a cold model while the load finished before it could be caught."""
+    forbidden: list[bool] = []
+
+    async def attempt(i: int) -> Facts:
+        facts, refused = await unload_during_load_once(rig, model, method, path, body, cold=i > 0)
+        forbidden.append(refused)
+        return facts
+
+    facts = await attempts("f2.unload_during_load", attempt)
+    if any(forbidden):
+        rig.ctx.findings.add("F2.unload_vs_load", name, Status.PENDING, NEEDS_UI)
+        return
+    rig.ctx.findings.observe("F2.unload_vs_load", name, "f2.unload_during_load", facts)
+
+
+async def unload_during_load_once(
+    rig: Rig, model: str, method: str, path: str, body: dict[str, Any], *, cold: bool
+) -> tuple[Facts, bool]:
+    """One attempt: (facts, whether the unload was refused 403)."""
     t = timing(rig)
     obs = Obs(model=model)
+    if cold:
+        await reset(rig, [model])
     first = await rig.start_run("first", model)
     during = await rig.wait(lambda s: s.active(model) >= 1 and s.loaded(model) is False, t.slack_s)
     obs["in_progress"] = during is not None and not first.finished
@@ -77,47 +101,17 @@ async def unload_during_load(rig: Rig, model: str, name: str, method: str, path:
     )
     obs["settled"] = await rig.settle([first, unload], t.slack_s)
     if unload.status == 403:
-        rig.ctx.findings.add("F2.unload_vs_load", name, Status.PENDING, NEEDS_UI)
-        return
+        return {"in_progress": False, "waits": obs["waits"]}, True
     obs["samples"] = rig.samples_of(model, first.t_send, unload.t_done)
     end = await rig.wait(
         lambda s: s.loaded(model) is False and s.active(model) == 0 and s.queued(model) == 0, t.slack_s
     )
     obs["ended_unloaded"] = end is not None
-    published = any(row[3] for row in obs["samples"])
-    rig.ctx.findings.observe(
-        "F2.unload_vs_load",
-        name,
-        "f2.unload_during_load",
-        rig.observed(obs, [first, unload]),
-        timeline=rig.timeline([first, unload]),
-        publication_observed=published,
-    )
+    obs["publication_observed"] = any(row[3] for row in obs["samples"])
+    return rig.observed(obs, [first, unload]), False
 
 
 # -- reconfiguration ---------------------------------------------------------------------------
-
-
-class Reconf:
-    """Registration bodies for the rig's model at one count, per configuration."""
-
-    def __init__(self, rig: Rig, model: str, n: int) -> None:
-        self.rig = rig
-        self.model = model
-        self.n = n
-
-    def body(self, distinct: int | None, **over: Any) -> dict[str, Any]:
-        ctx = self.rig.ctx
-        fields: dict[str, Any] = {"slots": self.n, **over}
-        return ctx.registration(ctx.entry(self.model, distinct=distinct, **fields))
-
-    async def to(self, label: str, distinct: int | None, **over: Any) -> Flight:
-        return await self.rig.call(
-            label, "POST", "/v1/models/load", self.body(distinct, **over), timeout_s=timing(self.rig).slack_s + 30
-        )
-
-    async def start(self, label: str, distinct: int | None) -> Flight:
-        return await self.rig.start(label, "POST", "/v1/models/load", self.body(distinct))
 
 
 async def reconfigure_probe(ctx: Context) -> None:
@@ -157,9 +151,15 @@ async def reconfigure_probe(ctx: Context) -> None:
                     "configuration a request used cannot be told; set distinct_session_options",
                 )
             else:
-                ctx.findings.observe(aid, name, key, await fn(rig, rc))
+                facts = await attempts(key, functools.partial(_attempt, fn, rig, rc))
+                ctx.findings.observe(aid, name, key, facts)
         await invalid_replacement(rig, rc)
+        await runtime_immutable(rig, rc)
         await same_id(rig)
+
+
+async def _attempt(fn: Callable[..., Awaitable[Facts]], rig: Rig, rc: Reconf, attempt: int) -> Facts:
+    return await fn(rig, rc, hold=attempt)
 
 
 async def config_refs(rig: Rig, rc: Reconf) -> bool:
@@ -175,17 +175,26 @@ async def config_refs(rig: Rig, rc: Reconf) -> bool:
     return all(sets) and all(not (a & b) for i, a in enumerate(sets) for b in sets[i + 1 :])
 
 
-async def queued_before_barrier(rig: Rig, rc: Reconf) -> Facts:
+async def held(rig: Rig, rc: Reconf, obs: Obs, hold: int) -> list[Flight]:
+    """n occupants and `hold` more rounds of n queued behind them, so the slots stay busy
+    until a slow machine has queued the whole situation."""
+    occupants = await occupy(rig, rc.model, rc.n, obs)
+    for k in range(hold * rc.n):
+        occupants.append(await enqueue(rig, rc.model, f"occupant{rc.n + k}", obs))
+    return occupants
+
+
+async def queued_before_barrier(rig: Rig, rc: Reconf, hold: int = 0) -> Facts:
     """Under opt0: a queued request, then reconfiguration to base, then a later request
     (judged by judges_f2.queued_before_barrier)."""
     t = timing(rig)
-    obs = Obs(count=rc.n)
+    obs = Obs(count=rc.n, hold=hold)
     await rc.to("config-opt0", 0)
-    occupants = await occupy(rig, rc.model, rc.n, obs)
-    older = await enqueue(rig, rc.model, "older", 1, obs)
+    occupants = await held(rig, rc, obs, hold)
+    older = await enqueue(rig, rc.model, "older", obs)
     manager = await rc.start("reconfigure-base", None)
-    await stagger_manager(rig, manager, obs, "the reconfiguration")
-    later = await enqueue(rig, rc.model, "later", 2, obs) if not obs.blocked else await rig.start_run("later", rc.model)
+    await stagger_manager(rig, manager, obs, "the reconfiguration", [*occupants, older])
+    later = await enqueue(rig, rc.model, "later", obs) if not obs.blocked else await rig.start_run("later", rc.model)
     flights = [*occupants, older, manager, later]
     obs["settled"] = await rig.settle(flights, t.slack_s)
     obs["drained"] = await rig.drained([rc.model], t.slack_s)
@@ -193,16 +202,16 @@ async def queued_before_barrier(rig: Rig, rc: Reconf) -> Facts:
     return rig.observed(obs, flights, occupants=[f.label for f in occupants])
 
 
-async def unload_not_undone(rig: Rig, rc: Reconf) -> Facts:
+async def unload_not_undone(rig: Rig, rc: Reconf, hold: int = 0) -> Facts:
     """A queued request, then a targeted unload: the model must end unloaded (judged by
     judges_f2.unload_not_undone)."""
     t = timing(rig)
-    obs = Obs(count=rc.n)
+    obs = Obs(count=rc.n, hold=hold)
     await rig.run("warm", rc.model)
-    occupants = await occupy(rig, rc.model, rc.n, obs)
-    older = await enqueue(rig, rc.model, "older", 1, obs)
+    occupants = await held(rig, rc, obs, hold)
+    older = await enqueue(rig, rc.model, "older", obs)
     manager = await rig.start("unload", "POST", "/v1/models/unload", {"id": rc.model})
-    await stagger_manager(rig, manager, obs, "the unload")
+    await stagger_manager(rig, manager, obs, "the unload", [*occupants, older])
     flights = [*occupants, older, manager]
     obs["settled"] = await rig.settle(flights, t.slack_s)
     if not obs.blocked:
@@ -212,142 +221,21 @@ async def unload_not_undone(rig: Rig, rc: Reconf) -> Facts:
     return rig.observed(obs, flights, occupants=[f.label for f in occupants])
 
 
-async def overlapping_managers(rig: Rig, rc: Reconf) -> Facts:
+async def overlapping_managers(rig: Rig, rc: Reconf, hold: int = 0) -> Facts:
     """Two reconfigurations queued behind work, then a request: enqueue order holds (judged
     by judges_f2.overlapping_managers)."""
     t = timing(rig)
-    obs = Obs(count=rc.n)
+    obs = Obs(count=rc.n, hold=hold)
     await rig.run("warm", rc.model)
-    occupants = await occupy(rig, rc.model, rc.n, obs)
+    occupants = await held(rig, rc, obs, hold)
     m1 = await rc.start("reconfigure-opt0", 0)
-    await stagger_manager(rig, m1, obs, "the first reconfiguration")
+    await stagger_manager(rig, m1, obs, "the first reconfiguration", occupants)
     m2 = await rc.start("reconfigure-opt1", 1)
-    await stagger_manager(rig, m2, obs, "the second reconfiguration")
-    later = await enqueue(rig, rc.model, "later", 1, obs) if not obs.blocked else await rig.start_run("later", rc.model)
+    await stagger_manager(rig, m2, obs, "the second reconfiguration", [*occupants, m1])
+    later = await enqueue(rig, rc.model, "later", obs) if not obs.blocked else await rig.start_run("later", rc.model)
     flights = [*occupants, m1, m2, later]
     obs["settled"] = await rig.settle(flights, t.slack_s)
     await rc.to("config-base", None)
     obs["drained"] = await rig.drained([rc.model], t.slack_s)
     rig.ctx.log.append("overlapping_managers", rig=rig.name, timeline=rig.timeline(flights))
     return rig.observed(obs, flights, occupants=[f.label for f in occupants])
-
-
-async def invalid_replacement(rig: Rig, rc: Reconf) -> None:
-    """Invalid replacements keep the working registration; a later valid resize works
-    (judged by judges_f2.unsupported_count, invalid_metadata and valid_resize)."""
-    ctx = rig.ctx
-    cap = ctx.capacity or 1
-
-    def record(name: str, obs: Obs, flights: list[Flight], **evidence: Any) -> None:
-        """One sub-check of F2.invalid_replacement, judged by judges_f2.<name>."""
-        ctx.findings.observe("F2.invalid_replacement", name, f"f2.{name}", rig.observed(obs, flights), **evidence)
-
-    async def kept(obs: Obs, flights: list[Flight], what: str) -> None:
-        """The registration as /v1/models shows it right after `what`, and a request."""
-        snap = await rig.wait(lambda s: s.get(rc.model) is not None, 5.0)
-        sample = snap.get(rc.model) if snap else None
-        after = await rig.run(f"after-{what}", rc.model)
-        flights.append(after)
-        obs.facts.setdefault("kept", []).append(
-            {
-                "what": what,
-                "after": after.label,
-                "sample": None
-                if sample is None
-                else {"slots": sample.slots, "loaded": sample.loaded, "max_parallel": sample.max_parallel},
-            }
-        )
-
-    await rc.to("config-base", None)
-    await rig.run("warm", rc.model)
-    if cap + 1 <= 16:
-        obs = Obs(count=rc.n, capacity=cap)
-        reply = await rig.call("resize-over-capacity", "POST", "/v1/models/load", rc.body(None, slots=cap + 1))
-        flights = [reply]
-        await kept(obs, flights, f"slots={cap + 1}")
-        record("unsupported_count", obs, flights)
-    else:
-        ctx.findings.add(
-            "F2.invalid_replacement",
-            "unsupported_count",
-            Status.NOT_APPLICABLE,
-            "capacity 16 is the hard cap: no valid count exceeds it",
-        )
-    obs = Obs(count=rc.n, capacity=cap)
-    bad = await rig.call("bad-task", "POST", "/v1/models/load", rc.body(None, task="not-a-task"))
-    flights = [bad]
-    await kept(obs, flights, "an invalid task")
-    forms = []
-    for value in INVALID_SLOTS:
-        reply = await rig.call(f"slots-{value!r}", "POST", "/v1/models/load", rc.body(None, slots=value))
-        flights.append(reply)
-        forms.append({"slots": value, "status": reply.status, "message": reply.message()[:120]})
-    obs["forms"] = [{"slots": value, "label": f"slots-{value!r}"} for value in INVALID_SLOTS]
-    await kept(obs, flights, "invalid slots values")
-    record("invalid_metadata", obs, flights, slot_forms=forms)
-    other = 1 if rc.n > 1 else (2 if cap >= 2 else None)
-    if other is None:
-        ctx.findings.add(
-            "F2.invalid_replacement",
-            "valid_resize",
-            Status.NOT_APPLICABLE,
-            "capacity 1: there is no other valid count to resize to",
-        )
-        return
-    obs = Obs(count=rc.n, other=other)
-    resize = await rig.call(f"resize-{other}", "POST", "/v1/models/load", rc.body(None, slots=other))
-    snap = await rig.wait(lambda s: s.slots(rc.model) == other and s.loaded(rc.model) is True, 5.0)
-    obs["resize_shown"] = snap is not None
-    after = await rig.run("after-resize", rc.model)
-    back = await rig.call(f"resize-{rc.n}", "POST", "/v1/models/load", rc.body(None))
-    record("valid_resize", obs, [resize, after, back])
-
-
-async def same_id(rig: Rig) -> None:
-    """Concurrent same-ID registration publishes one entry; post-commit failure leaves the
-    new configuration unloaded and a retry recovers it (judged by judges_f2.concurrent_same_id
-    and post_commit_failure)."""
-    ctx = rig.ctx
-    t = timing(rig)
-    sid = ctx.derived_id("same")
-    rig.watch(sid)
-    body = ctx.registration(ctx.entry(sid))
-    obs = Obs(sid=sid)
-    before = (await rig.call("health-before", "GET", "/health")).json()
-    regs = [await rig.start(f"register{i}", "POST", "/v1/models/load", body) for i in range(2)]
-    obs["settled"] = await rig.settle(regs, t.slack_s)
-    after = (await rig.call("health-after", "GET", "/health")).json()
-    obs["models_before"] = model_count(before)
-    obs["models_after"] = model_count(after)
-    listing = (await rig.call("models", "GET", "/v1/models")).json()
-    obs["listed_ids"] = [e.get("id") for e in listing.get("data", [])] if isinstance(listing, dict) else []
-    ctx.findings.observe(
-        "F2.same_id",
-        "concurrent_same_id",
-        "f2.concurrent_same_id",
-        rig.observed(obs, regs),
-        timeline=rig.timeline(regs),
-    )
-
-    obs = Obs(sid=sid)
-    missing = str(ctx.run_dir / "missing-model.bin")
-    broken = await rig.call(
-        "reconfigure-missing", "POST", "/v1/models/load", ctx.registration(ctx.entry(sid, path=missing))
-    )
-    listing = (await rig.call("models", "GET", "/v1/models")).json()
-    entry: dict[str, Any] = {}
-    if isinstance(listing, dict):
-        entry = next((e for e in listing.get("data", []) if e.get("id") == sid), {})
-    obs["entry_loaded"] = entry.get("loaded")
-    failing = await rig.run("request-while-broken", sid)
-    obs["drained"] = await rig.drained([sid], t.slack_s)
-    fixed = await rig.call("reconfigure-good", "POST", "/v1/models/load", body)
-    ok = await rig.run("request-after-retry", sid)
-    await references(rig, sid, "base")  # its own registration: outputs may depend on the id
-    ctx.findings.observe(
-        "F2.same_id",
-        "post_commit_failure",
-        "f2.post_commit_failure",
-        rig.observed(obs, [broken, failing, fixed, ok]),
-        registered_path=entry.get("path"),
-    )

@@ -4,12 +4,15 @@ parval.framework.judges_f2 judges."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
+
+import anyio
 
 from parval.framework.context import Context
 from parval.framework.facts import Obs
 from parval.framework.rig import open_rig
-from parval.framework.scenarios import observe_after
+from parval.framework.scenarios import attempts
 from parval.status import Status
 
 
@@ -32,23 +35,40 @@ async def callback_probe(ctx: Context) -> None:
                 "streaming or native-batch model, or CTest T14/T18",
             )
             return
-        obs = Obs(model=model)
-        done: dict[str, Any] = {}
 
-        async def batch() -> None:
-            done["reply"], done["events"] = await rig.client.sse("/v1/tasks/batch", body)
+        async def attempt(i: int) -> dict[str, Any]:
+            """A batch in flight, then an unload; the exchange's end is awaited (bounded)
+            before anything is judged, then a batch dropped after one event."""
+            obs = Obs(model=model, attempt=i)
+            done: dict[str, Any] = {}
+            finished = anyio.Event()
 
-        rig.tg.start_soon(batch)
-        seen = await rig.wait(lambda s: s.active(model) >= 1, t.slack_s)
-        obs["held"] = seen is not None
-        manager = await rig.bulk("unload", [model])
-        obs["settled"] = await rig.settle([manager], t.slack_s)
-        # The batch exchange as it stood when the unload answered.
-        reply = done.get("reply")
-        obs["batch_t_done"] = rig.rel(reply.t_done) if reply is not None else None
-        obs["events"] = [
-            {"type": e.get("type")} if isinstance(e, dict) else str(e)[:200] for e in done.get("events", [])
-        ]
-        dropped, _ = await rig.client.sse("/v1/tasks/batch", body, stop_after_events=1)
-        check = ("F2.callback_lease", "native_batch", "f2.native_batch")
-        await observe_after(rig, obs, model, "after", check, [manager], dropped=dropped.summary())
+            async def batch() -> None:
+                done["t_send"] = time.monotonic()
+                try:
+                    done["reply"], done["events"] = await rig.client.sse("/v1/tasks/batch", body)
+                finally:
+                    finished.set()
+
+            rig.tg.start_soon(batch)
+            seen = await rig.wait(lambda s: s.active(model) >= 1, t.slack_s)
+            obs["held"] = seen is not None
+            obs["batch_done_before_unload"] = finished.is_set()
+            manager = await rig.bulk("unload", [model])
+            with anyio.move_on_after(t.slack_s):
+                await finished.wait()
+            obs["settled"] = await rig.settle([manager], t.slack_s) and finished.is_set()
+            reply = done.get("reply")
+            obs["batch_t_send"] = rig.rel(done["t_send"]) if "t_send" in done else None
+            obs["batch_t_done"] = rig.rel(reply.t_done) if reply is not None else None
+            obs["events"] = [
+                {"type": e.get("type")} if isinstance(e, dict) else str(e)[:200] for e in done.get("events", [])
+            ]
+            dropped, _ = await rig.client.sse("/v1/tasks/batch", body, stop_after_events=1)
+            obs["dropped"] = dropped.summary()
+            obs["drained"] = await rig.drained([model], t.slack_s)
+            after = await rig.run("after", model)
+            return rig.observed(obs, [manager, after])
+
+        facts = await attempts("f2.native_batch", attempt)
+        ctx.findings.observe("F2.callback_lease", "native_batch", "f2.native_batch", facts)

@@ -101,6 +101,11 @@ async def invalid_alongside(rig: Rig, model: str, n: int) -> None:
     obs = Obs(count=n)
     await rig.run("warm", model)
     healthy = [await rig.start_run(f"healthy{i}", model) for i in range(max(1, n - 1))]
+    k = len(healthy)
+    obs.wait(
+        f"{k} healthy request(s) running when the invalid one is sent",
+        await rig.wait(lambda s: s.active(model) >= k, t.slack_s) is not None,
+    )
     bad = await rig.start_run("invalid", model, request=invalid)
     obs["settled"] = await rig.settle([*healthy, bad], t.slack_s)
     obs["drained"] = await rig.drained([model], t.slack_s)
@@ -120,25 +125,31 @@ async def invalid_alongside(rig: Rig, model: str, n: int) -> None:
 
 def attach_ctest(ctx: Context, runs: list[CTestRun], selected: set[str] | None = None) -> None:
     """The half of F2/F3/F5 only the server's CTests can show, from the default CTest run
-    (judged by judges_f3.ctest_evidence): PENDING naming the tests when there is none, so
-    HTTP evidence alone never passes it."""
+    (judged by judges_f3.ctest_evidence against the tests ctest_coverage.json names, or the
+    probes file's `ctest_coverage`): PENDING naming the tests when there is none, so HTTP
+    evidence alone never passes it."""
     default = [r for r in runs if r.label == "default"]
     run = default[-1] if default else None
     for aid, need in CTEST_EVIDENCE.items():
         if selected is not None and aid not in selected:
             continue
+        tests = list(ctx.options.ctest_coverage.get(aid, need.tests))
         observed = [c.name for c in ctx.findings.of(aid)]
-        base = {"needs": need.what, "ctest_pattern": need.pattern.pattern, "observed_over_http": observed}
+        base = {"needs": need.what, "tests": tests, "observed_over_http": observed}
         facts = {
             **base,
             "assertion": aid,
-            "run": None if run is None else {"label": run.label, "status": run.status, "reason": run.reason},
+            "run": None
+            if run is None
+            else {"label": run.label, "status": run.status, "reason": run.reason, "error_kind": run.error_kind},
             "cases": [] if run is None else [{"name": c.name, "status": c.status} for c in run.tests],
         }
+        if aid in ctx.options.ctest_coverage:
+            base["tests_from"] = "probes file ctest_coverage"
         if run is None or run.status == "not_run":
             ctx.findings.observe(aid, need.name, "f3.ctest_evidence", facts, **base)
             continue
-        tests = {c.name: c.status for c in run.tests if need.pattern.search(c.name)}
+        found = {c.name: c.status for c in run.tests if c.name in tests}
         ctx.findings.observe(
-            aid, need.name, "f3.ctest_evidence", facts, reproduction=run.reproduction, tests=tests, **base
+            aid, need.name, "f3.ctest_evidence", facts, reproduction=run.reproduction, found=found, **base
         )

@@ -10,9 +10,11 @@ graceful drain.
 
 from __future__ import annotations
 
+import signal
 import time
 
 import anyio
+import anyio.abc
 
 from parval.framework.context import Context
 from parval.framework.facts import Obs, flight, named
@@ -20,6 +22,8 @@ from parval.framework.judges_f4 import drain_policy
 from parval.framework.probes_f1 import tested_counts
 from parval.framework.rig import Flight, Rig, open_rig
 from parval.framework.scenarios import enqueue, occupy, reset, timing
+from parval.server import reaper
+from parval.server.process import ServerProcess
 
 
 async def disconnect_probe(ctx: Context) -> None:
@@ -78,7 +82,7 @@ async def queued_disconnect(rig: Rig, model: str, n: int) -> None:
     occupants = await occupy(rig, model, n, obs)
     queued: list[Flight] = []
     for i in range(2):
-        queued.append(await enqueue(rig, model, f"queued{i}", i + 1, obs))
+        queued.append(await enqueue(rig, model, f"queued{i}", obs))
     for f in queued:
         f.cancel()
     obs["settled"] = await rig.settle([*occupants, *queued], t.slack_s)
@@ -127,11 +131,12 @@ async def shutdown_probe(ctx: Context) -> None:
         obs = Obs(count=n, grace_s=ctx.grace_s)
         await rig.run("warm", model)
         running = await occupy(rig, model, n, obs)
-        queued = await enqueue(rig, model, "queued", 1, obs)
+        queued = await enqueue(rig, model, "queued", obs)
         t_term = time.monotonic()
-        rig.stop_info = await rig.server.stop(ctx.grace_s)
+        rig.stop_info, unanswered = await stop_after_drain(rig, [*running, queued], ctx.grace_s)
         drain_s = time.monotonic() - t_term
         obs["settled"] = await rig.settle([*running, queued], 10.0)
+        obs["unanswered_at_stop"] = unanswered
         info = rig.stop_info
         stopped_line = "audiocpp_server stopped" in _stdout(rig)
         facts = rig.observed(
@@ -161,10 +166,38 @@ async def shutdown_probe(ctx: Context) -> None:
         )
 
 
+async def stop_after_drain(rig: Rig, work: list[Flight], grace_s: float) -> tuple[dict[str, object], list[str]]:
+    """SIGTERM, then wait for the process to exit by itself: up to `grace_s` after SIGTERM
+    and, while in-flight work is still being answered, up to `grace_s` after the last reply
+    (a busy machine drains slower; the server is not killed for that). Then SIGKILL.
+    Returns the stop record and the flights still unanswered when parval stopped waiting."""
+    server = rig.server
+    t_term = time.monotonic()
+    reaper.signal_group(server.pid, signal.SIGTERM)
+    cap = t_term + grace_s + 8 * timing(rig).slack_s
+    while server.returncode() is None:
+        now = time.monotonic()
+        if now >= cap:
+            break
+        busy = any(not f.finished for f in work)
+        last = max((f.t_done for f in work if f.reply is not None), default=t_term)
+        if not busy and now >= max(t_term, last) + grace_s:
+            break
+        await anyio.sleep(0.02)
+    waited = time.monotonic() - t_term
+    unanswered = [f.label for f in work if f.reply is None]
+    info = await server.stop(0.5)  # already gone: records the exit; else SIGKILL
+    info = {**info, "signal": "SIGTERM", "grace_s": grace_s, "waited_s": round(waited, 4)}
+    return info, unanswered
+
+
 async def stalled_io_probe(ctx: Context) -> None:
-    """SIGTERM with a stalled header and a stalled body connection: the listener must cancel
-    socket I/O and exit by itself (no finite work is pending; judged by
-    judges_f4.stalled_socket_io)."""
+    """SIGTERM with a stalled header and a stalled body connection and no finite work: the
+    listener must cancel socket I/O and exit by itself (judged by judges_f4.stalled_socket_io).
+
+    A third connection stalls as long and then finishes its request: its answer shows the
+    server reads connections that stall. If the process is still running `stalled_io_grace_s`
+    after SIGTERM, the stalled sockets are closed and whether it exits then is recorded."""
     model = ctx.model_id
     bound = ctx.options.stalled_io_grace_s
     async with open_rig(ctx, "f4-stalled-io", ctx.launch_spec([ctx.entry()], flagged=True), [model]) as rig:
@@ -177,19 +210,58 @@ async def stalled_io_probe(ctx: Context) -> None:
             b"POST /v1/tasks/run HTTP/1.1\r\nHost: parval\r\nContent-Type: application/json\r\n"
             b'Content-Length: 1000\r\n\r\n{"model":'
         )
+        control = await anyio.connect_tcp(host, port)
+        await control.send(b"GET /health HTTP/1.1\r\nHost: parval\r\n")
         await anyio.sleep(0.2)
+        obs["control_answered"] = await _finish(control, timing(rig).slack_s)
+        server = rig.server
         t_term = time.monotonic()
-        rig.stop_info = await rig.server.stop(bound)
-        drain_s = time.monotonic() - t_term
+        reaper.signal_group(server.pid, signal.SIGTERM)
+        exited = await _exit_within(server, bound)
+        closed_at = None
         for stream in (header, body):
             await stream.aclose()
+        if not exited:
+            closed_at = time.monotonic() - t_term
+            exited = await _exit_within(server, bound)
+        exited_at = time.monotonic() - t_term if exited else None
+        rig.stop_info = {**(await server.stop(0.5)), "signal": "SIGTERM", "grace_s": bound}
         info = rig.stop_info
         facts = rig.observed(
-            obs, [], stop=info, drain_s=drain_s, t_term=rig.rel(t_term), sockets=["stalled header", "stalled body"]
+            obs,
+            [],
+            stop=info,
+            t_term=rig.rel(t_term),
+            closed_at_s=None if closed_at is None else round(closed_at, 4),
+            exited_at_s=None if exited_at is None else round(exited_at, 4),
+            sockets=["stalled header", "stalled body"],
         )
-        ctx.findings.observe(
-            "F4.shutdown", "stalled_socket_io", "f4.stalled_socket_io", facts, drain_s=round(drain_s, 4), stop=info
-        )
+        ctx.findings.observe("F4.shutdown", "stalled_socket_io", "f4.stalled_socket_io", facts, stop=info)
+
+
+async def _finish(stream: anyio.abc.SocketStream, timeout_s: float) -> bool:
+    """End a stalled GET's headers and read its status line (True when one came back)."""
+    with anyio.move_on_after(timeout_s):
+        await stream.send(b"\r\n")
+        got = b""
+        while b"\r\n" not in got:
+            chunk = await stream.receive(4096)
+            if not chunk:
+                break
+            got += chunk
+        await stream.aclose()
+        return got.startswith(b"HTTP/1.")
+    await stream.aclose()
+    return False
+
+
+async def _exit_within(server: ServerProcess, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while server.returncode() is None:
+        if time.monotonic() >= deadline:
+            return False
+        await anyio.sleep(0.02)
+    return True
 
 
 def _stdout(rig: Rig) -> str:

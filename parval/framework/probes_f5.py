@@ -19,7 +19,7 @@ from parval.framework.context import Context
 from parval.framework.facts import Facts, Obs
 from parval.framework.probes_f1 import tested_counts
 from parval.framework.rig import Flight, Rig, open_rig
-from parval.framework.scenarios import canaries, references, reset, timing
+from parval.framework.scenarios import attempts, canaries, references, reset, timing
 from parval.status import Status
 
 Models = list[tuple[str, int | None, str]]
@@ -72,14 +72,12 @@ async def limit_probe(ctx: Context, limit: int) -> None:
         distinct = len({frozenset(ctx.ref_outputs(mid, tag)) for mid, _, tag in models}) == len(models)
         if not distinct:
             ctx.notes.append("F5: derived models gave identical outputs; contamination is not observable")
-        ctx.findings.observe(
-            "F5.two_models", f"together@limit{limit}", "f5.together", await together(rig, models, n, limit)
-        )
+        facts = await attempts("f5.together", lambda i: together(rig, models, n, limit))
+        ctx.findings.observe("F5.two_models", f"together@limit{limit}", "f5.together", facts)
         if limit == 2:
             await warm_during_cold(rig, models)
-            ctx.findings.observe(
-                "F5.two_models", "unload_together@limit2", "f5.unload_together", await unload_together(rig, models, n)
-            )
+            facts = await attempts("f5.unload_together", lambda i: unload_together(rig, models, n))
+            ctx.findings.observe("F5.two_models", "unload_together@limit2", "f5.unload_together", facts)
         else:
             ctx.findings.observe("F5.two_models", "alternate@limit1", "f5.alternate", await alternate(rig, models))
         await retiring(rig, models, limit)
@@ -90,6 +88,7 @@ async def together(rig: Rig, models: Models, n: int, limit: int) -> Facts:
     t = timing(rig)
     obs = Obs(limit=limit, count=n)
     (a, _, _), (b, _, _) = models[0], models[1]
+    await reset(rig, [a, b])
     t0 = time.monotonic()
     owned = [(m, await rig.start_run(f"{m}-{i}", m)) for i in range(n) for m in (a, b)]
     flights = [f for _, f in owned]
@@ -101,25 +100,29 @@ async def together(rig: Rig, models: Models, n: int, limit: int) -> Facts:
 
 async def warm_during_cold(rig: Rig, models: Models) -> None:
     """A warm model is not held up by another model's guarded cold load (judged by
-    judges_f5.warm_during_cold)."""
+    judges_f5.warm_during_cold), with B's warm requests measured just before and after."""
     t = timing(rig)
     (a, _, _), (b, _, _) = models[0], models[1]
     if rig.ctx.load_too_fast("F5.two_models", "warm_during_cold@limit2", 2, "the load", "overlap with"):
         return
-    obs = Obs()
-    await reset(rig, [a])
-    await rig.run("warm-b", b)
-    cold = await rig.start_run("cold-a", a)
-    during = await rig.wait(lambda s: s.active(a) >= 1 and s.loaded(a) is False, t.slack_s)
-    obs["cold_load_seen"] = during is not None
-    warm = await rig.start_run("warm-b", b)
-    obs["settled"] = await rig.settle([cold, warm], t.slack_s)
-    rig.ctx.findings.observe(
-        "F5.two_models",
-        "warm_during_cold@limit2",
-        "f5.warm_during_cold",
-        rig.observed(obs, [cold, warm], tags=_tags(models)),
-    )
+
+    async def attempt(i: int) -> Facts:
+        obs = Obs(attempt=i)
+        await reset(rig, [a])
+        await rig.run("warm-b-warmup", b)
+        before = await rig.run("warm-b-before", b)
+        cold = await rig.start_run("cold-a", a)
+        during = await rig.wait(lambda s: s.active(a) >= 1 and s.loaded(a) is False, t.slack_s)
+        obs["cold_load_seen"] = during is not None and not cold.finished
+        warm = await rig.start_run("warm-b", b)
+        obs["settled"] = await rig.settle([cold, warm], t.slack_s)
+        after = await rig.run("warm-b-after", b)
+        rows = rig.samples_of(a, cold.t_send, cold.t_done)
+        obs["published_at"] = next((row[0] for row in rows if row[3]), None)
+        return rig.observed(obs, [cold, warm, before, after], tags=_tags(models))
+
+    facts = await attempts("f5.warm_during_cold", attempt)
+    rig.ctx.findings.observe("F5.two_models", "warm_during_cold@limit2", "f5.warm_during_cold", facts)
 
 
 async def unload_together(rig: Rig, models: Models, n: int) -> Facts:
@@ -177,6 +180,13 @@ async def retiring(rig: Rig, models: Models, limit: int) -> None:
             "model while it retires (give the model a slower teardown)",
         )
         return
+    facts = await attempts("f5.retiring", lambda i: retiring_once(rig, models, limit))
+    rig.ctx.findings.observe("F5.retiring_residency", name, "f5.retiring", facts)
+
+
+async def retiring_once(rig: Rig, models: Models, limit: int) -> Facts:
+    """One attempt: a load sent while another model is in teardown."""
+    t = timing(rig)
     obs = Obs(limit=limit)
     (a, _, _), (b, _, _), (m, _, tm) = models
     await reset(rig, [a, b, m])
@@ -196,17 +206,27 @@ async def retiring(rig: Rig, models: Models, limit: int) -> None:
     incoming = await rig.run("incoming", m)
     inc_done = time.monotonic()
     obs["settled"] = await rig.settle([unload], t.slack_s)
+    obs["registry"] = polls_during(rig, unload)
     if keeper is not None:
         obs["keeper_samples"] = rig.samples_of(keeper, t_inc, inc_done)
         end = await rig.wait(lambda s: s.get(keeper) is not None, 2.0)
         obs["keeper_end_loaded"] = end.loaded(keeper) if end is not None else None
-    rig.ctx.findings.observe(
-        "F5.retiring_residency",
-        name,
-        "f5.retiring",
-        rig.observed(obs, [unload, incoming], keeper=keeper, incoming_tag=tm),
-        teardown_window=obs["teardown_window"],
-    )
+    return rig.observed(obs, [unload, incoming], keeper=keeper, incoming_tag=tm)
+
+
+def polls_during(rig: Rig, manager: Flight) -> dict[str, Any] | None:
+    """The slowest status poll sent in the first half of `manager`'s wait, as a canary read
+    (observed.stalled judges it): a registry held across the wait answers it only when the
+    manager does, so the status could not show what happened meanwhile."""
+    if not manager.finished:
+        return None
+    half = manager.t_send + 0.5 * (manager.t_done - manager.t_send)
+    sent = [s for s in rig.poller.samples if s.ok and manager.t_send <= s.t - s.rtt <= half]
+    if not sent:
+        return None
+    slowest = max(sent, key=lambda s: s.rtt)
+    read = {"t_send": rig.rel(slowest.t - slowest.rtt), "t_done": rig.rel(slowest.t), "status": 200}
+    return {"canaries": [read], "manager_t_done": rig.rel(manager.t_done)}
 
 
 async def bulk_probe(ctx: Context) -> None:
@@ -218,20 +238,14 @@ async def bulk_probe(ctx: Context) -> None:
     spec = ctx.launch_spec(entries, flagged=True, max_loaded_models=0)
     async with open_rig(ctx, "f5-bulk", spec, [m for m, _, _ in models]) as rig:
         await _refs(rig, models)
-        first = await ready_first(rig, models)
-        ctx.findings.observe(
-            "F5.bulk_ready_first",
-            "ready_idle_first",
-            "f5.ready_first",
-            first,
-            freed_at=first["freed_at"],
-            published_at=first["published_at"],
-        )
+        if not ctx.load_too_fast("F5.bulk_ready_first", "ready_idle_first", 3, "the first load", "unload during it"):
+            first = await attempts("f5.ready_first", lambda i: ready_first(rig, models))
+            ctx.findings.observe("F5.bulk_ready_first", "ready_idle_first", "f5.ready_first", first)
         if not ctx.too_short("F5.no_convoy", "no_convoy"):
-            ctx.findings.observe("F5.no_convoy", "unrelated_progress", "f5.no_convoy", await no_convoy(rig, models, n))
-        ctx.findings.observe(
-            "F5.bulk_selections", "reversed_overlapping_duplicate", "f5.selections", await selections(rig, models, n)
-        )
+            facts = await attempts("f5.no_convoy", lambda i: no_convoy(rig, models, n, hold=i))
+            ctx.findings.observe("F5.no_convoy", "unrelated_progress", "f5.no_convoy", facts)
+        facts = await attempts("f5.selections", lambda i: selections(rig, models, n, hold=i))
+        ctx.findings.observe("F5.bulk_selections", "reversed_overlapping_duplicate", "f5.selections", facts)
 
 
 async def ready_first(rig: Rig, models: Models) -> Facts:
@@ -260,20 +274,25 @@ async def ready_first(rig: Rig, models: Models) -> Facts:
     obs["b_samples"] = rig.samples_of(b, during.t if during is not None else rig.t0)
     published = next((row[0] for row in obs["b_samples"] if row[3]), None)
     obs["published_at"] = published
+    # The last sample after the bulk was sent that still showed B loading, unpublished.
+    late = [row[0] for row in obs["b_samples"] if row[0] is not None and row[0] >= rig.rel(bulk.t_send) and not row[3]]
+    obs["b_unpublished_at"] = max(late) if late else None
+    # Both models as each sample showed them from the bulk's send (judges_f5._freed_first).
+    obs["joint"] = joint_samples(rig, [a, b], bulk.t_send)
     end = await rig.wait(lambda s: not s.loaded(a) and not s.loaded(b) and s.active(b) == 0, t.slack_s)
     obs["ended_unloaded"] = end is not None
     return rig.observed(obs, [cold, bulk], models=[a, b], tags=_tags(models))
 
 
-async def no_convoy(rig: Rig, models: Models, n: int) -> Facts:
+async def no_convoy(rig: Rig, models: Models, n: int, hold: int = 0) -> Facts:
     """While A's bulk unload waits for its work, status and a warm B request progress
-    (judged by judges_f5.no_convoy)."""
+    (judged by judges_f5.no_convoy). Each attempt queues one more round of work on A."""
     t = timing(rig)
-    obs = Obs(count=n)
+    obs = Obs(count=n, hold=hold)
     (a, _, _), (b, _, _) = models
     for m in (a, b):
         await rig.run(f"warm-{m}", m)
-    busy = [await rig.start_run(f"a-{i}", a) for i in range(2 * n)]  # two services of work on A
+    busy = [await rig.start_run(f"a-{i}", a) for i in range((2 + hold) * n)]  # rounds of work on A
     obs.wait(
         "A full with queued work",
         await rig.wait(lambda s: s.active(a) >= n and s.queued(a) >= n, t.slack_s) is not None,
@@ -288,18 +307,21 @@ async def no_convoy(rig: Rig, models: Models, n: int) -> Facts:
     return rig.observed(obs, [*busy, bulk, status, health, warm], models=[a, b], tags=_tags(models), busy=_labels(busy))
 
 
-async def selections(rig: Rig, models: Models, n: int) -> Facts:
+async def selections(rig: Rig, models: Models, n: int, hold: int = 0) -> Facts:
     """Reversed, overlapping and duplicate bulk selections at once, with work running
-    (judged by judges_f5.selections)."""
+    (judged by judges_f5.selections); each attempt queues one more round of that work."""
     ctx = rig.ctx
     t = timing(rig)
-    obs = Obs(count=n)
+    obs = Obs(count=n, hold=hold)
     (a, _, _), (b, _, _) = models
     unknown = ctx.derived_id("unknown")
     for m in (a, b):
         await rig.run(f"warm-{m}", m)
-    running = [await rig.start_run(f"{m}-run{i}", m) for i in range(n) for m in (a, b)]
-    await rig.wait(lambda s: s.active(a) >= 1 and s.active(b) >= 1, t.slack_s)
+    running = [await rig.start_run(f"{m}-run{i}", m) for i in range((1 + hold) * n) for m in (a, b)]
+    obs.wait(
+        "work running on both models",
+        await rig.wait(lambda s: s.active(a) >= 1 and s.active(b) >= 1, t.slack_s) is not None,
+    )
     bulks = [
         await rig.bulk("bulk-ab", [a, b]),
         await rig.bulk("bulk-ba", [b, a]),

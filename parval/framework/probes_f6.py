@@ -5,7 +5,9 @@ reason, and its assertion stays PENDING."""
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -15,6 +17,28 @@ from parval.framework.ctest import DEFAULT_LABEL, STRESS_LABEL, CTestRun
 from parval.framework.ctest_run import run_ctest
 
 STRESS_SEED_ENV = "AUDIOCPP_STRESS_SEED"
+
+
+# Files of a configured build directory that carry its compile flags, in the order read.
+FLAG_FILES = ("CMakeCache.txt", "compile_commands.json", "build.ninja", "CMakeFiles/CMakeConfigureLog.yaml")
+_FSANITIZE = re.compile(rb"-fsanitize=([a-z,]+)")
+_READ_LIMIT = 64 * 1024 * 1024
+
+
+def sanitize_flags(build_dir: Path) -> tuple[list[str] | None, list[str]]:
+    """The -fsanitize values a build directory was configured or compiled with (the cache,
+    the compile commands, the build files), and the files read; None when none is readable."""
+    found: set[str] = set()
+    read: list[str] = []
+    for name in FLAG_FILES:
+        try:
+            with (build_dir / name).open("rb") as fh:
+                raw = fh.read(_READ_LIMIT)
+        except OSError:
+            continue
+        read.append(name)
+        found |= {v.decode() for m in _FSANITIZE.finditer(raw) for v in m.group(1).split(b",") if v}
+    return (sorted(found) if read else None), read
 
 
 async def ctest_runs(ctx: Context) -> list[CTestRun]:
@@ -55,7 +79,11 @@ async def ctest_runs(ctx: Context) -> list[CTestRun]:
     dirs = fw.get("sanitizer_build_dirs") or {}
     for label in ctx.options.sanitizers:
         if label in dirs:
-            runs.append(await run(dirs[label], label, tests_regex=regex, meta={"sanitizer": label}))
+            where = ctx.plan.resolve(dirs[label])
+            # What the build directory shows it was compiled with (judges_f6._built_with).
+            flags, source = sanitize_flags(where)
+            meta = {"sanitizer": label, "sanitize_flags": flags, "flags_from": source}
+            runs.append(await run(dirs[label], label, tests_regex=regex, meta=meta))
         else:
             runs.append(
                 CTestRun.not_run(

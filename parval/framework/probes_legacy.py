@@ -11,12 +11,12 @@ import anyio
 
 from parval.errors import ServerStartError
 from parval.framework.context import Context
-from parval.framework.facts import Obs
+from parval.framework.facts import Facts, Obs
 from parval.framework.judges_legacy import LEGACY_SLOTS_TEXT
-from parval.framework.preconditions import BULK_UNLOAD, LOADED, MANAGEMENT
-from parval.framework.probes_timeouts import timeout_checks, timeout_models
+from parval.framework.preconditions import BULK_UNLOAD, LOADED, MANAGEMENT, Capabilities, route_absent
+from parval.framework.probes_timeouts import bulk_ceiling_ms, timeout_checks, timeout_models
 from parval.framework.rig import Rig, open_rig
-from parval.framework.scenarios import model_count, own_references, timing
+from parval.framework.scenarios import attempts, model_count, own_references, reset, timing
 from parval.server.process import spawn, wait_ready
 from parval.status import Status
 
@@ -26,33 +26,60 @@ SLOTS_FORMS: list[Any] = [1, 2, None, False, "4"]
 async def legacy_probe(ctx: Context) -> None:
     t = ctx.timing
     assert t is not None
-    a, z = timeout_models(ctx)
+    a, z, b = timeout_models(ctx)
     w = ctx.derived_id("legacy-w")
     models = [
         ctx.entry(a, busy_timeout_ms=t.ceiling_ms),
         ctx.entry(z, busy_timeout_ms=0),
+        ctx.entry(b, busy_timeout_ms=bulk_ceiling_ms(t)),
         ctx.entry(w, busy_timeout_ms=0),
     ]
     spec = ctx.launch_spec(models, flagged=False)
-    async with open_rig(ctx, "legacy", spec, [a, z, w]) as rig:
+    async with open_rig(ctx, "legacy", spec, [a, z, b, w]) as rig:
         await own_references(rig, z)
-        await first_session(rig, z)
-        await unpublished_skip(rig, w)
+        caps = legacy_capabilities(rig, [a, z, b, w])
+        ctx.log.append("capabilities", rig=rig.name, **caps.to_json())
+        await first_session(rig, z, caps)
+        await unpublished_skip(rig, w, caps)
         if not ctx.too_short("F1.timeouts", "timeouts@legacy"):
             await timeout_checks(rig, 1, "legacy")
             await guard_serializes(rig, z)
             await wedged_text(rig, z)
+        else:
+            # The guard's sub-checks need the same long requests: named PENDING, never left out.
+            ctx.too_short("F1.legacy_admission", "guard_serializes")
+            ctx.too_short("F1.legacy_admission", "guard_wedged_fail_fast")
         await status_fields(rig)
         await registration_forms(rig)
+        await runtime_kept(rig)
     await config_forms(ctx)
 
 
-async def first_session(rig: Rig, model: str) -> None:
+def legacy_capabilities(rig: Rig, models: list[str]) -> Capabilities:
+    """What the unflagged server itself publishes and answers (its `loaded` field, its bulk
+    unload route), from this rig's status samples and its reset unloads: the flagged
+    calibration start says nothing about the legacy runtime."""
+    ctx = rig.ctx
+    seen = [x for s in rig.poller.samples if s.ok for m in models if (x := s.get(m)) is not None]
+    resets = [f for f in rig.flights if f.label == "reset" and f.status is not None]
+    return Capabilities(
+        counters=any(x.active is not None and x.queued is not None for x in seen) if seen else None,
+        loaded=any(x.loaded is not None for x in seen) if seen else None,
+        bulk_unload=(not route_absent(resets[-1].status)) if resets else None,
+        bulk_status=resets[-1].status if resets else None,
+        management=ctx.caps.management,
+        management_status=ctx.caps.management_status,
+        plan_ui_management=ctx.caps.plan_ui_management,
+    )
+
+
+async def first_session(rig: Rig, model: str, caps: Capabilities) -> None:
     """Concurrent first requests on the legacy path publish one session, then serve it
     (judged by judges_legacy.first_session)."""
     t = timing(rig)
-    obs = Obs(model=model, loaded_published=bool(rig.ctx.caps.loaded))
+    obs = Obs(model=model, loaded_published=bool(caps.loaded))
     flights = [await rig.start_run(f"first{i}", model) for i in range(3)]
+    obs["labels"] = [f.label for f in flights]
     obs["settled"] = await rig.settle(flights, t.slack_s)
     snap = rig.poller.latest
     obs["end_loaded"] = snap.loaded(model) if snap is not None else None
@@ -61,30 +88,36 @@ async def first_session(rig: Rig, model: str) -> None:
     )
 
 
-async def unpublished_skip(rig: Rig, model: str) -> None:
+async def unpublished_skip(rig: Rig, model: str, caps: Capabilities) -> None:
     """Legacy bulk unload keeps upstream's skip of a load that is not yet published
-    (judged by judges_legacy.unpublished_skip)."""
+    (judged by judges_legacy.unpublished_skip), tried again on a cold model while the load
+    was published before the unload could be sent."""
     t = timing(rig)
-    if rig.ctx.unmet("F2.unload_vs_load", "legacy_unpublished_skip", BULK_UNLOAD, LOADED):
+    if rig.ctx.unmet("F2.unload_vs_load", "legacy_unpublished_skip", BULK_UNLOAD, LOADED, caps=caps):
         return
     if rig.ctx.load_too_fast(
         "F2.unload_vs_load", "legacy_unpublished_skip", 3, "the first load", "unload while it is in progress"
     ):
         return
-    obs = Obs(model=model)
-    first = await rig.start_run("first", model)
-    await anyio.sleep(t.gap_s)
-    during = rig.poller.latest
-    # `loaded` of the last sample before the unload was sent (None: not sampled).
-    obs["during_loaded"] = during.loaded(model) if during is not None else None
-    bulk = await rig.call("bulk-unload", "POST", "/v1/tasks/unload_models", {"model_ids": [model]})
-    obs["settled"] = await rig.settle([first], t.slack_s)
-    if obs["during_loaded"] is not True:
-        ended = await rig.wait(lambda s: s.loaded(model) is True, t.slack_s)
-        obs["ended_loaded"] = ended is not None
-    rig.ctx.findings.observe(
-        "F2.unload_vs_load", "legacy_unpublished_skip", "legacy.unpublished_skip", rig.observed(obs, [first, bulk])
-    )
+
+    async def attempt(i: int) -> Facts:
+        obs = Obs(model=model, attempt=i, loaded_published=bool(caps.loaded))
+        if i:
+            await reset(rig, [model])
+        first = await rig.start_run("first", model)
+        await anyio.sleep(t.gap_s)
+        during = rig.poller.latest
+        # `loaded` of the last sample since the first request was sent (None: not sampled).
+        obs["during_loaded"] = during.loaded(model) if during is not None and during.t >= first.t_send else None
+        bulk = await rig.call("bulk-unload", "POST", "/v1/tasks/unload_models", {"model_ids": [model]})
+        obs["settled"] = await rig.settle([first], t.slack_s)
+        if obs["during_loaded"] is not True:
+            ended = await rig.wait(lambda s: s.loaded(model) is True, t.slack_s)
+            obs["ended_loaded"] = ended is not None
+        return rig.observed(obs, [first, bulk])
+
+    facts = await attempts("legacy.unpublished_skip", attempt)
+    rig.ctx.findings.observe("F2.unload_vs_load", "legacy_unpublished_skip", "legacy.unpublished_skip", facts)
 
 
 async def guard_serializes(rig: Rig, model: str) -> None:
@@ -92,11 +125,12 @@ async def guard_serializes(rig: Rig, model: str) -> None:
     by judges_legacy.guard_serializes)."""
     t = timing(rig)
     obs = Obs()
-    await rig.run("warm", model)
+    warm = await rig.run("warm", model)
     flights = [await rig.start_run(f"concurrent{i}", model) for i in range(3)]
     obs["settled"] = await rig.settle(flights, t.slack_s)
+    obs["labels"] = [f.label for f in flights]
     rig.ctx.findings.observe(
-        "F1.legacy_admission", "guard_serializes", "legacy.guard_serializes", rig.observed(obs, flights)
+        "F1.legacy_admission", "guard_serializes", "legacy.guard_serializes", rig.observed(obs, [warm, *flights])
     )
 
 
@@ -105,14 +139,18 @@ async def wedged_text(rig: Rig, model: str) -> None:
     judges_legacy.wedged_text)."""
     t = timing(rig)
     bound = t.overdue_ms
-    obs = Obs(bound_ms=bound)
-    holder = await rig.start_run("holder", model)
-    await anyio.sleep(bound / 1000 + t.gap_s)
-    probe = await rig.run("probe", model, busy_timeout_ms=bound)
-    obs["settled"] = await rig.settle([holder], t.slack_s)
-    rig.ctx.findings.observe(
-        "F1.legacy_admission", "guard_wedged_fail_fast", "legacy.wedged_text", rig.observed(obs, [holder, probe])
-    )
+
+    async def attempt(i: int) -> Facts:
+        obs = Obs(bound_ms=bound, attempt=i)
+        await rig.run("warm", model)
+        holder = await rig.start_run("holder", model)
+        await anyio.sleep(bound / 1000 + t.gap_s)
+        probe = await rig.run("probe", model, busy_timeout_ms=bound)
+        obs["settled"] = await rig.settle([holder], t.slack_s)
+        return rig.observed(obs, [holder, probe])
+
+    facts = await attempts("legacy.wedged_text", attempt)
+    rig.ctx.findings.observe("F1.legacy_admission", "guard_wedged_fail_fast", "legacy.wedged_text", facts)
 
 
 async def status_fields(rig: Rig) -> None:
@@ -163,6 +201,42 @@ async def registration_forms(rig: Rig) -> None:
         "legacy.registration_forms",
         rig.observed(obs, calls),
         results=results,
+    )
+
+
+async def runtime_kept(rig: Rig) -> None:
+    """A registration without slots on the unflagged runtime is a legacy entry: no slot
+    fields appear (judged by judges_legacy.runtime_kept)."""
+    ctx = rig.ctx
+    if ctx.unmet("F2.invalid_replacement", "runtime_immutable@legacy", MANAGEMENT):
+        return
+    obs = Obs()
+    mid = ctx.derived_id("legacy-omitted")
+    rig.watch(mid)
+    reg = await rig.call("register-omitted", "POST", "/v1/models/load", ctx.registration(ctx.entry(mid)))
+    if reg.status == 403:
+        ctx.findings.add(
+            "F2.invalid_replacement",
+            "runtime_immutable@legacy",
+            Status.PENDING,
+            "registration needs server.ui_management (403 dynamic model management is disabled)",
+        )
+        return
+    ran = await rig.run("after-register-omitted", mid)
+    listing = await rig.call("models-after", "GET", "/v1/models")
+    body = listing.json()
+    entries = body.get("data", []) if isinstance(body, dict) else []
+    entry = (
+        next((e for e in entries if isinstance(e, dict) and e.get("id") == mid), None)
+        if isinstance(entries, list)
+        else None
+    )
+    obs["entry_keys"] = sorted(map(str, entry)) if entry is not None else None
+    ctx.findings.observe(
+        "F2.invalid_replacement",
+        "runtime_immutable@legacy",
+        "legacy.runtime_kept",
+        rig.observed(obs, [reg, ran, listing]),
     )
 
 

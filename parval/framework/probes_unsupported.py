@@ -36,7 +36,7 @@ async def over_capacity(rig: Rig, over: str, cap: int) -> None:
         "F1.unsupported",
         "count_over_capacity",
         "unsupported.count_over_capacity",
-        rig.observed(obs, replies),
+        rig.observed(obs, replies, requests=[r.label for r in replies]),
         messages=[r.message()[:200] for r in replies],
     )
 

@@ -24,7 +24,8 @@ from parval.framework.ctest import CTestRun
 from parval.plan.schemas import schema_errors
 from parval.procedure.catalogue import FRAMEWORK_GATE, group_of
 from parval.rundir.files import sha256_file, write_json
-from parval.rundir.manifest import host_platform
+from parval.rundir.manifest import driver_version, gpu_info, host_platform
+from parval.rundir.provenance import detect as detect_provenance
 from parval.status import Result, Status, combine
 
 RECORD = "record.json"
@@ -46,6 +47,11 @@ def identity(ctx: Context, source_commit: str | None) -> dict[str, Any]:
         "device": server["device"],
         "threads": server["threads"],
         "platform": host_platform(),
+        # What a model run on another device or driver must not inherit, and where the
+        # record was made (local and CI results are distinct).
+        "driver": driver_version(str(server["backend"])) or ctx.plan.identity.get("driver"),
+        "gpu": gpu_info(),
+        "provenance": detect_provenance(),
         "plan_sha256": ctx.plan.sha256,
         "plan_path": str(ctx.plan.path),
         "plan_name": ctx.plan.name,

@@ -8,22 +8,28 @@ from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from parval.framework.record import RECORD
+from parval.rundir.provenance import label as provenance_label
 
 
 def load_framework_record(run_dir: Path, rejudge: bool) -> tuple[dict[str, Any], list[str]]:
-    """(record, notes): the stored record, or with `rejudge` the one rebuilt from the events
-    (a note names every top-level field that differs from the stored one)."""
+    """(record, notes): the directory verified first (a modified one is refused, exit 2),
+    then the stored record, or with `rejudge` the one rebuilt from the events (a note names
+    every top-level field that differs from the stored one)."""
+    from parval.rundir.verified import verified
+
+    check = verified(run_dir)
     stored: dict[str, Any] = json.loads((run_dir / RECORD).read_text("utf-8"))
     if not rejudge:
-        return stored, []
+        return stored, [check.line()]
     from parval.framework.rejudge import rejudge_framework
 
     record = rejudge_framework(run_dir)
     changed = sorted(k for k in set(record) | set(stored) if record.get(k) != stored.get(k))
     notes = [
+        check.line(),
         f"re-judged from events.jsonl; differs from the stored {RECORD} in: {', '.join(changed)}"
         if changed
-        else f"re-judged from events.jsonl: identical to the stored {RECORD}"
+        else f"re-judged from events.jsonl: identical to the stored {RECORD}",
     ]
     return record, notes
 
@@ -46,7 +52,7 @@ def _markdown(record: dict[str, Any], notes: list[str]) -> str:
         f"candidate `{ident['candidate_name']}` sha256 `{ident['candidate_sha256'][:16]}`, backend "
         f"{ident['backend']}, source commit {ident.get('source_commit') or 'not recorded'}, "
         f"procedure {record['procedure_version']}, "
-        f"counts covered: {ident.get('counts') or 'none'}",
+        f"counts covered: {ident.get('counts') or 'none'}, made: {provenance_label(ident.get('provenance'))}",
         "",
     ]
     lines += [f"> {n}" for n in notes]

@@ -156,6 +156,10 @@ class Rig:
     async def bulk(self, label: str, ids: list[str]) -> Flight:
         return await self.start(label, "POST", "/v1/tasks/unload_models", {"model_ids": ids})
 
+    def in_flight(self, model: str) -> int:
+        """Requests to `model` sent and not yet answered (the client's count)."""
+        return sum(1 for f in self.flights if f.model == model and not f.finished)
+
     async def settle(self, flights: list[Flight], timeout_s: float) -> bool:
         """Every flight finished within the bound (False means something never completed)."""
         deadline = time.monotonic() + timeout_s
@@ -222,6 +226,11 @@ class Rig:
             out["artifact"] = self.ctx.artifacts.put(r.body, "body")
         if f.path == self.ctx.route and r.status == 200:
             out["output"] = self.output(f)
+            # The server's own prepare+run time (timing.wall_ms), where the reply reports it.
+            timing = (r.json() or {}).get("timing") if isinstance(r.json(), dict) else None
+            wall = timing.get("wall_ms") if isinstance(timing, dict) else None
+            if isinstance(wall, int | float) and not isinstance(wall, bool):
+                out["wall_ms"] = float(wall)
         else:
             out["message"] = f.message()[:300]
             if len(r.body) <= 8192:

@@ -24,9 +24,9 @@ from parval.errors import ServerStartError, UsageError
 from parval.framework import contract
 from parval.framework.checks import Check, assertion_result
 from parval.framework.context import Context
-from parval.framework.ctest import CTestRun
+from parval.framework.ctest import DEFAULT_SANITIZERS, CTestRun
 from parval.framework.findings import Findings
-from parval.framework.judges_f6 import DEFAULT_REQUIRED_TESTS, assess_f6
+from parval.framework.judges_f6 import assess_f6
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, LOADED, MANAGEMENT, first_missing
 from parval.framework.probes_f1 import cap1_probe, fifo_probe, overdue_probe
 from parval.framework.probes_f2 import reconfigure_probe, unload_load_probe
@@ -38,6 +38,7 @@ from parval.framework.probes_f6 import ctest_runs
 from parval.framework.probes_legacy import legacy_probe
 from parval.framework.probes_timeouts import flagged_timeouts_probe
 from parval.framework.probes_unsupported import unsupported_probe
+from parval.framework.settings import ProbeOptions
 from parval.procedure.catalogue import FRAMEWORK_GATE, group_of
 from parval.server.groups import real_error
 from parval.status import Result, Status
@@ -68,7 +69,11 @@ PROBES: tuple[Probe, ...] = (
     Probe("f1_fifo", ("F1.fifo", "F2.first_publish"), fifo_probe, SLOTS),
     Probe("f1_overdue", ("F1.overdue",), overdue_probe, (*SLOTS, BULK_UNLOAD)),
     Probe("f1_timeouts", ("F1.timeouts",), flagged_timeouts_probe, SLOTS),
-    Probe("legacy", ("F1.legacy_admission", "F1.timeouts", "F2.first_publish", "F2.unload_vs_load"), legacy_probe),
+    Probe(
+        "legacy",
+        ("F1.legacy_admission", "F1.timeouts", "F2.first_publish", "F2.unload_vs_load", "F2.invalid_replacement"),
+        legacy_probe,
+    ),
     Probe("f1_unsupported", ("F1.unsupported",), unsupported_probe),
     Probe("f2_unload_load", ("F2.unload_vs_load",), unload_load_probe, SLOTS),
     Probe(
@@ -99,6 +104,16 @@ def parse_selection(only: str | None) -> set[str]:
             raise UsageError(f"--only {part!r}: not an F assertion or group (e.g. F1, F5.no_convoy)")
         chosen |= matched
     return chosen
+
+
+def check_options(options: ProbeOptions) -> None:
+    """What the probes file names must exist: probes to skip, CTest-backed sub-checks."""
+    check_skips(options.skip)
+    unknown = sorted(set(options.ctest_coverage) - set(CTEST_EVIDENCE))
+    if unknown:
+        raise UsageError(
+            f"probes file ctest_coverage: {unknown} have no CTest-backed sub-check; known: {sorted(CTEST_EVIDENCE)}"
+        )
 
 
 def check_skips(skip: frozenset[str]) -> None:
@@ -197,10 +212,18 @@ def judge_inputs(ctx: Context, selected: set[str], only: str | None) -> dict[str
         "selected": sorted(selected),
         "only": only,
         "plan_path": str(ctx.plan.path),
-        "required_tests": None if ctx.options.required_tests is None else list(ctx.options.required_tests),
+        "required_tests": list(ctx.options.required_tests),
+        "default_transport_unchanged": ctx.options.default_transport_unchanged,
         "sanitizers": list(ctx.options.sanitizers),
         "sanitizers_unavailable": ctx.options.sanitizers_unavailable,
     }
+
+
+def _unavailable(raw: Any) -> dict[str, str]:
+    """`sanitizers_unavailable` as recorded: one reason per job (older records: one text)."""
+    if isinstance(raw, str) and raw:
+        return {label: raw for label in DEFAULT_SANITIZERS}
+    return {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
 
 
 def results(ctx: Context, selected: set[str], runs: list[CTestRun], only: str | None) -> list[Result]:
@@ -218,12 +241,12 @@ def judge(checks: list[Check], runs: list[CTestRun], inputs: dict[str, Any]) -> 
     out: list[Result] = []
     f6: dict[str, Result] = {}
     if runs:
-        required = inputs["required_tests"]
         for r in assess_f6(
             runs,
-            DEFAULT_REQUIRED_TESTS if required is None else required,
+            [str(t) for t in inputs.get("required_tests") or []],
             inputs["sanitizers"],
-            inputs["sanitizers_unavailable"],
+            _unavailable(inputs.get("sanitizers_unavailable")),
+            inputs.get("default_transport_unchanged"),
         ):
             r.limitations = [*contract.limitations(r.id), *r.limitations]
             r.evidence = {**r.evidence, "contract": contract.coverage_json(r.id)}

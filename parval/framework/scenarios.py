@@ -10,16 +10,22 @@ measured request time and checked to still be pending afterwards.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 
-from parval.framework.facts import Obs
+from parval.framework.facts import Facts, Obs
+from parval.framework.judges import run_judge
 from parval.framework.poller import Snapshot
 from parval.framework.rig import Flight, Rig
 from parval.framework.settings import Timing
+from parval.rundir.files import dumps
 from parval.server.trace import read_trace
+
+# How often a probe forces one situation before it settles on BLOCKED (each attempt is kept).
+ATTEMPTS = 3
 
 
 def timing(rig: Rig) -> Timing:
@@ -31,8 +37,12 @@ def active_loaded(model: str, k: int) -> Callable[[Snapshot], bool]:
     return lambda s: s.active(model) >= k and bool(s.loaded(model))
 
 
-def queued_at_least(model: str, k: int) -> Callable[[Snapshot], bool]:
-    return lambda s: s.queued(model) >= k
+def newest_queued(rig: Rig, model: str) -> Callable[[Snapshot], bool]:
+    """The request just sent to `model` waits in its queue: every request in flight to it is
+    accounted for (active or queued) and one is queued. Admission is FIFO, so the one queued
+    last is the newest; counting what is in flight (not a fixed queue length) holds while
+    older work leaves the queue meanwhile."""
+    return lambda s: s.queued(model) >= 1 and s.active(model) + s.queued(model) >= rig.in_flight(model)
 
 
 async def occupy(
@@ -71,18 +81,17 @@ async def enqueue(
     rig: Rig,
     model: str,
     label: str,
-    want_queued: int,
     obs: Obs,
     *,
     request: dict[str, Any] | None = None,
     busy_timeout_ms: int | None = None,
     observe_s: float | None = None,
 ) -> Flight:
-    """Send one request and wait until `queued_requests` shows it waiting."""
+    """Send one request and wait until the status shows it waiting in the queue."""
     t = timing(rig)
     flight = await rig.start_run(label, model, request=request, busy_timeout_ms=busy_timeout_ms)
-    seen = await rig.wait(queued_at_least(model, want_queued), observe_s or t.slack_s)
-    obs.wait(f"{label} queued (queued_requests >= {want_queued})", seen is not None)
+    seen = await rig.wait(newest_queued(rig, model), observe_s or t.slack_s)
+    obs.wait(f"{label} queued (every request in flight to {model} admitted, one waiting)", seen is not None)
     return flight
 
 
@@ -103,18 +112,36 @@ async def canaries(rig: Rig, manager: Flight) -> list[dict[str, Any]]:
     return reads
 
 
-async def stagger_manager(rig: Rig, flight: Flight, obs: Obs, what: str) -> None:
+async def attempts(key: str, scenario: Callable[[int], Awaitable[Facts]], tries: int = ATTEMPTS) -> Facts:
+    """Force one situation up to `tries` times: again only while the judge `key` says it was
+    not forced (BLOCKED naming what), so a busy machine costs another attempt, never a
+    verdict. One attempt is its own facts; several are kept together (`{"attempts": [...]}`,
+    judged by observed.over_attempts). `scenario(i)` may force harder on attempt i."""
+    made: list[Facts] = []
+    for i in range(tries):
+        facts = json.loads(dumps(await scenario(i)))
+        made.append(facts)
+        if not run_judge(key, facts).retry:
+            break
+    return made[0] if len(made) == 1 else {"attempts": made}
+
+
+async def stagger_manager(
+    rig: Rig, flight: Flight, obs: Obs, what: str, behind: list[Flight], *, read_status: bool = True
+) -> None:
     """After sending a manager: give it a gap to enqueue, then record whether it still
-    waits and whether status reads still answer (a stalled registry confounds the scenario)."""
+    waits (behind the older work `behind`) and whether status reads still answer (a stalled
+    registry confounds the scenario; `read_status=False` skips those reads, for an attempt
+    that must be quick)."""
     t = timing(rig)
     await anyio.sleep(t.gap_s)
-    entry: dict[str, Any] = {"what": what, "manager": flight.label}
+    entry: dict[str, Any] = {"what": what, "manager": flight.label, "behind": [f.label for f in behind]}
     obs.facts.setdefault("staggers", []).append(entry)
     if obs.blocked:  # the scenario is already unjudgeable; do not pile consequences on it
         entry["skipped"] = True
         return
     entry["still_waiting"] = not flight.finished
-    entry["canaries"] = await canaries(rig, flight)
+    entry["canaries"] = await canaries(rig, flight) if read_status else []
     entry["manager_t_done"] = rig.rel(flight.t_done) if flight.finished else None
 
 

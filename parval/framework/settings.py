@@ -11,9 +11,14 @@ live in this optional YAML file instead of the plan schema:
       - {parval_probe: "3"}
     min_service_ms: 100                 # shorter warm requests cannot force orders
     stalled_io_grace_s: 3               # exit bound with stalled client sockets
-    sanitizers: [asan, tsan]
-    sanitizers_unavailable: "..."       # with `sanitizers: []`: the platform reason (else PENDING)
-    required_tests: [parallel_http_live_body_test, parallel_http_ownership_test]
+    sanitizers: [asan, tsan]            # the sanitizer jobs run here (ASan and TSan are both required)
+    sanitizers_unavailable: "..."       # why the ones not run cannot run here ({tsan: "..."} per job);
+                                        #   a required job without a reason stays PENDING
+    required_tests: [server_config_test] # CTests required besides the two default-transport ones
+    default_transport_unchanged: "..."  # why parallel_http_live_body_test and
+                                        #   parallel_http_ownership_test are not required (recorded)
+    ctest_coverage:                     # other CTest names for a CTest-backed sub-check
+      F3.ownership: [session_pool_test, my_ownership_test]
     ctest_timeout_s: 1800
     stress: {regex: "stress", seed: 1234, repeat: 20}
     skip: [f4_stalled_io]               # probe names; their assertions stay PENDING
@@ -38,6 +43,8 @@ KNOWN_KEYS = {
     "sanitizers",
     "sanitizers_unavailable",
     "required_tests",
+    "default_transport_unchanged",
+    "ctest_coverage",
     "ctest_timeout_s",
     "stress",
     "skip",
@@ -58,8 +65,10 @@ class ProbeOptions:
     min_service_ms: float = 100.0
     stalled_io_grace_s: float = 3.0
     sanitizers: tuple[str, ...] = ("asan", "tsan")
-    sanitizers_unavailable: str | None = None
-    required_tests: tuple[str, ...] | None = None
+    sanitizers_unavailable: dict[str, str] = field(default_factory=dict)
+    required_tests: tuple[str, ...] = ()
+    default_transport_unchanged: str | None = None
+    ctest_coverage: dict[str, tuple[str, ...]] = field(default_factory=dict)
     ctest_timeout_s: float = 1800.0
     stress: Stress | None = None
     skip: frozenset[str] = field(default_factory=frozenset)
@@ -95,21 +104,53 @@ def load_options(path: Path | None) -> ProbeOptions:
         if not isinstance(stress, dict):
             raise UsageError(f"{where}: stress must be a mapping {{regex, seed, repeat}}")
         stress_opt = Stress(stress.get("regex"), int(stress.get("seed", 1)), int(stress.get("repeat", 10)))
-    required = raw.get("required_tests")
+    sanitizers = tuple(str(x) for x in raw.get("sanitizers", ("asan", "tsan")))
     return ProbeOptions(
         source_commit=_opt_str(raw.get("source_commit"), where, "source_commit"),
         distinct_session_options=tuple(dict(d) for d in distinct),
         min_service_ms=_positive(raw.get("min_service_ms", 100.0), where, "min_service_ms"),
         stalled_io_grace_s=_positive(raw.get("stalled_io_grace_s", 3.0), where, "stalled_io_grace_s"),
-        sanitizers=tuple(str(s) for s in raw.get("sanitizers", ("asan", "tsan"))),
-        sanitizers_unavailable=_opt_str(raw.get("sanitizers_unavailable"), where, "sanitizers_unavailable"),
-        required_tests=None if required is None else tuple(str(t) for t in required),
+        sanitizers=sanitizers,
+        sanitizers_unavailable=_unavailable(raw.get("sanitizers_unavailable"), where),
+        required_tests=_names(raw.get("required_tests", []), where, "required_tests"),
+        default_transport_unchanged=_opt_str(
+            raw.get("default_transport_unchanged"), where, "default_transport_unchanged"
+        ),
+        ctest_coverage=_coverage(raw.get("ctest_coverage", {}), where),
         ctest_timeout_s=_positive(raw.get("ctest_timeout_s", 1800.0), where, "ctest_timeout_s"),
         stress=stress_opt,
         skip=frozenset(str(s) for s in raw.get("skip", [])),
         path=str(path.resolve()),
         sha256=hashlib.sha256(text.encode()).hexdigest(),
     )
+
+
+def _names(value: Any, where: str, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value):
+        raise UsageError(f"{where}: {key} must be a list of CTest names")
+    return tuple(value)
+
+
+def _unavailable(value: Any, where: str) -> dict[str, str]:
+    """`sanitizers_unavailable`: one reason for every job not run, or one per job."""
+    from parval.framework.ctest import DEFAULT_SANITIZERS
+
+    if value is None:
+        return {}
+    if isinstance(value, str) and value.strip():
+        return {label: value for label in DEFAULT_SANITIZERS}
+    if isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in value.items()
+    ):
+        return dict(value)
+    raise UsageError(f"{where}: sanitizers_unavailable must be a reason, or a mapping of job to reason")
+
+
+def _coverage(value: Any, where: str) -> dict[str, tuple[str, ...]]:
+    """`ctest_coverage` as given (its assertions are checked by runner.check_options)."""
+    if not isinstance(value, dict):
+        raise UsageError(f"{where}: ctest_coverage must map an assertion to a list of CTest names")
+    return {str(k): _names(v, where, f"ctest_coverage.{k}") for k, v in value.items()}
 
 
 def _opt_str(value: Any, where: str, key: str) -> str | None:

@@ -21,17 +21,22 @@ from typing import Any
 
 from parval import PROCEDURE_VERSION
 from parval.gates import shape
+from parval.gates.framework_identity import (
+    integrity_problems,
+    machine_of,
+    other_device,
+    other_machine,
+    provenance_note,
+    record_file,
+    reuse_problem,
+    same_commit,
+)
 from parval.gates.framework_reuse import ReuseDecision
 from parval.procedure.catalogue import FRAMEWORK_GATE
 from parval.status import Result, Status, combine, pending
 
 # The F entries whose evidence is per flagged count (F1 FIFO, first-load pool drain).
 COUNT_SCOPED: tuple[str, ...] = ("F1.fifo", "F2.first_publish")
-
-
-def record_file(path: Path) -> Path:
-    """`path` itself, or `path/record.json` when given the framework run directory."""
-    return path / "record.json" if path.is_dir() else path
 
 
 def load_record(path: Path) -> dict[str, Any] | None:
@@ -117,6 +122,8 @@ def framework_checks(
             r = by_id.get(fid) or pending(fid, "not in the framework record")
             r.evidence = {**r.evidence, "record": rid}
             r.count = None
+            if (note := provenance_note(info["record"]["identity"], manifest)) is not None:
+                r.limitations = [*r.limitations, note]
             if reuse is not None:
                 r.evidence["reused_from"] = {"record": rid, "record_commit": reuse.record_commit}
                 r.limitations = [*r.limitations, reuse.reason]
@@ -189,22 +196,14 @@ def record_problem(
         )
     tampered = integrity_problems(path)
     if tampered:
-        return f"framework record directory {path.parent} changed since it was recorded: " + "; ".join(tampered[:5])
+        return f"framework record {path} not accepted: " + "; ".join(tampered[:5])
     ident = record["identity"]
     cand = manifest.get("executables", {}).get("candidate", {}).get("sha256")
     backend = manifest.get("platform", {}).get("backend")
     recorded = ident.get("source_commit")
     if reuse is not None:
-        if not isinstance(recorded, str) or not same_commit(recorded, reuse.record_commit):
-            return (
-                f"framework record {path} names source commit {recorded}, not the reviewed "
-                f"record commit {reuse.record_commit[:12]} (framework.reuse.record_commit)"
-            )
-        if commit and not same_commit(commit, reuse.candidate_commit):
-            return (
-                f"framework.reuse diffed up to candidate commit {reuse.candidate_commit[:12]}, "
-                f"the plan names {commit[:12]} (identity.candidate.source_commit)"
-            )
+        if (why := reuse_problem(reuse, recorded, commit, cand)) is not None:
+            return f"framework record {path}: {why}"
     elif ident.get("candidate_sha256") != cand:
         return (
             "framework record is for another executable "
@@ -213,42 +212,16 @@ def record_problem(
         )
     if ident.get("backend") != backend:
         return f"framework record is for backend {ident.get('backend')}, this run uses {backend}"
-    if (other := _other_machine(ident, manifest)) is not None:
-        return f"framework record is for platform {other}, this run uses {_machine(manifest)}"
+    if (other := other_machine(ident, manifest)) is not None:
+        return f"framework record is for platform {other}, this run uses {machine_of(manifest)}"
+    if (other := other_device(ident, manifest)) is not None:
+        return f"framework record is for {other}: device evidence does not carry over"
     if reuse is None and commit and isinstance(recorded, str) and recorded and not same_commit(recorded, commit):
         return (
             f"framework record was made from source commit {recorded[:12]}, the plan names "
             f"candidate commit {commit[:12]}"
         )
     return ""
-
-
-def integrity_problems(path: Path) -> list[str]:
-    """A record inside a directory with files.sha256/chain.jsonl must match them exactly."""
-    from parval.rundir.files import sha256_file
-    from parval.rundir.integrity import CHAIN, LISTING, check_listing, read_chain, sealed_problems
-
-    directory = path.parent
-    listing, chain = directory / LISTING, directory / CHAIN
-    if not listing.exists() and not chain.exists():
-        return []
-    links, problems = read_chain(directory)
-    sealed: dict[str, str] = {}
-    for link in links:
-        if link.get("kind") == "seal" and isinstance(link.get("derived"), dict):
-            sealed.update(link["derived"])
-    if not listing.exists():
-        return [*problems, f"missing: {LISTING}"]
-    judged = [link for link in links if link.get("kind") == "judge"]
-    if judged and judged[-1].get("files_sha256") != sha256_file(listing):
-        problems.append(f"modified: {LISTING}")
-    # Files sealed after the listing (derived files) are checked against the seal instead.
-    problems += [p for p in check_listing(directory) if p.removeprefix("added: ") not in sealed]
-    problems += sealed_problems(directory, sealed)
-    listed = {line.partition("  ")[2] for line in listing.read_text("utf-8", "replace").splitlines()}
-    if path.name not in listed and path.name not in sealed:
-        problems.append(f"{path.name} is in neither {LISTING} nor a seal of {CHAIN}")
-    return sorted(set(problems))
 
 
 def coverage(record: dict[str, Any], run_counts: list[int]) -> tuple[list[int], list[int], str]:
@@ -258,19 +231,6 @@ def coverage(record: dict[str, Any], run_counts: list[int]) -> tuple[list[int], 
         return [], list(run_counts), "the record has no identity.counts, so it covers no count"
     covered = sorted(set(raw))
     return covered, [n for n in run_counts if n not in covered], f"identity.counts is {covered}"
-
-
-def _machine(manifest: dict[str, Any]) -> Any:
-    return manifest.get("platform", {}).get("machine")
-
-
-def _other_machine(ident: dict[str, Any], manifest: dict[str, Any]) -> str | None:
-    """The record's machine architecture when both sides name one and they differ."""
-    recorded = (ident.get("platform") or {}).get("machine") if isinstance(ident.get("platform"), dict) else None
-    here = _machine(manifest)
-    if recorded and here and recorded != here:
-        return str(recorded)
-    return None
 
 
 # -- candidate source commit ----------------------------------------------------------------
@@ -283,12 +243,6 @@ def candidate_commit(plan: dict[str, Any] | None, manifest: dict[str, Any]) -> s
         if isinstance(value, str) and value.strip():
             return value.strip()
     return None
-
-
-def same_commit(a: str, b: str) -> bool:
-    """Full or abbreviated (>= 7 hex digits) commit ids naming the same commit."""
-    a, b = a.strip().lower(), b.strip().lower()
-    return min(len(a), len(b)) >= 7 and (a.startswith(b) or b.startswith(a))
 
 
 # -- X4 -------------------------------------------------------------------------------------

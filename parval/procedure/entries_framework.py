@@ -14,11 +14,13 @@ CTEST_PART = "f3.ctest_evidence"
 
 SUBCHECKS = (
     "a sub-check is PENDING when its situation could not be set up here (403 without "
-    "server.ui_management, a service time too short to force the order), BLOCKED when "
-    "another defect got in the way; no sub-check at all is PENDING"
+    "server.ui_management, a service time too short to force the order) or its evidence is "
+    "missing, BLOCKED when another defect got in the way or the situation was not forced "
+    "after its attempts; FAIL only for a violation in the observation; no sub-check at all is PENDING"
 )
 DEFAULT_CTEST = (
-    "the `ctest_run` event of the default CTest run (status, and the test cases matching the assertion's CTest pattern)"
+    "the `ctest_run` event of the default CTest run (status, and the exact test names "
+    "parval/framework/ctest_coverage.json lists for the sub-check)"
 )
 HALF_CTEST = (
     "its f3.ctest_evidence sub-check stays PENDING, naming the tests, until the "
@@ -77,7 +79,14 @@ F2_ENTRIES = (
         ),
     ),
     _f("F2.callback_lease", "f2.native_batch", CTEST_PART),
-    _f("F2.invalid_replacement", "f2.unsupported_count", "f2.invalid_metadata", "f2.valid_resize"),
+    _f(
+        "F2.invalid_replacement",
+        "f2.unsupported_count",
+        "f2.invalid_metadata",
+        "f2.valid_resize",
+        "f2.runtime_kept",
+        "legacy.runtime_kept",
+    ),
     _f("F2.same_id", "f2.concurrent_same_id", "f2.post_commit_failure"),
 )
 
@@ -122,16 +131,19 @@ F6_ENTRIES = (
         "F6.ctest",
         (
             F6_PLAN,
-            "the probes file's required_tests (default: parallel_http_live_body_test, parallel_http_ownership_test)",
+            "parallel_http_live_body_test and parallel_http_ownership_test, plus the probes file's required_tests "
+            "(default_transport_unchanged: the reason they are not required)",
         ),
-        "judged on the default-labelled run; FAIL on an error or a relevant failing test; "
-        "PENDING when it was not run, no test passed, or a required test did not run",
+        "judged on the default-labelled run; FAIL only on a relevant failing test; BLOCKED when parval "
+        "stopped CTest (ctest_timeout_s); PENDING when it was not run, CTest is older than 3.21, no test "
+        "passed, or a required test did not run",
     ),
     _f6(
         "F6.sanitizers",
-        (F6_PLAN, "the probes file's sanitizers / sanitizers_unavailable"),
-        "one job per sanitizer (asan, tsan); PENDING for a job not run, NOT_APPLICABLE only "
-        "with a platform reason (sanitizers_unavailable)",
+        (F6_PLAN, "the probes file's sanitizers / sanitizers_unavailable", "-fsanitize= in the build directory"),
+        "ASan and TSan both required, one job each; a job counts only from a build directory built with its "
+        "-fsanitize flag; PENDING for a job not run without a platform reason (sanitizers_unavailable), "
+        "which is listed as a limitation",
     ),
     _f6(
         "F6.stress",

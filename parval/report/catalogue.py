@@ -27,6 +27,21 @@ def blocking(ev: dict[str, Any]) -> list[str]:
 
 
 def catalogue_rows(root: Path) -> list[dict[str, Any]]:
+    """One row per run under `root`, every run directory verified before it is read (one
+    modified directory refuses the whole catalogue, naming it: exit 2)."""
+    from parval.rundir.verified import TamperedRunError, verified
+
+    refused: list[str] = []
+    for d in find_runs(root):
+        try:
+            verified(d)
+        except TamperedRunError as exc:
+            refused.append(exc.message)
+    if refused:
+        raise TamperedRunError(
+            f"{root}: {len(refused)} run director(y/ies) modified after judging: " + " | ".join(refused[:5]),
+            hint="`parval verify RUN` lists every difference of a run",
+        )
     rows: list[dict[str, Any]] = []
     for d in find_runs(root):
         try:

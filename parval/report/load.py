@@ -1,5 +1,6 @@
-"""Loading a run's evidence for a report: the stored evidence.json, or a new judgement of
-its events (`--rejudge`), and the integrity problems that make a report invalid."""
+"""Loading a run's evidence for a report: the run directory verified first (one check,
+`parval.rundir.integrity.verified`, refusing a modified directory with exit 2), then the
+stored evidence.json or a new judgement of its events (`--rejudge`)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,16 @@ from typing import Any
 from parval.errors import RunDirError
 from parval.report.render import write_reports
 from parval.rundir.layout import EVENTS, EVIDENCE
+from parval.rundir.verified import Verified, verified
 
 
-def load_run(run_dir: Path, rejudge: bool) -> dict[str, Any]:
+def load_run(run_dir: Path, rejudge: bool) -> tuple[dict[str, Any], Verified]:
+    """(the evidence, what was verified of its directory before it was read)."""
     if not run_dir.is_dir():
         raise RunDirError(f"{run_dir}: no such run directory")
-    if rejudge or not (run_dir / EVIDENCE).exists():
+    judging = rejudge or not (run_dir / EVIDENCE).exists()
+    check = verified(run_dir, rejudging=judging)
+    if judging:
         if not (run_dir / EVENTS).exists():
             raise RunDirError(f"{run_dir}: no events.jsonl: not a parval run directory")
         from parval.judge import judge_run
@@ -25,17 +30,11 @@ def load_run(run_dir: Path, rejudge: bool) -> dict[str, Any]:
         # The run directory's own report follows the new judgement, sealed like `parval run`.
         write_reports(run_dir, evidence)
         seal_run(run_dir)
-        return evidence
+        return evidence, check
     try:
         data: dict[str, Any] = json.loads((run_dir / EVIDENCE).read_text("utf-8"))
     except ValueError as exc:
         raise RunDirError(
             f"{run_dir / EVIDENCE}: not valid JSON ({exc})", hint="re-judge the recorded events with --rejudge"
         ) from None
-    return data
-
-
-def run_problems(run_dir: Path, ev: dict[str, Any]) -> list[str]:
-    from parval.rundir.integrity import integrity_problems
-
-    return integrity_problems(run_dir, ev)
+    return data, check

@@ -148,14 +148,17 @@ def framework_lines(ev: dict[str, Any]) -> list[str]:
             "",
             f"Reuse: **{esc(reuse.get('status'))}** — {esc(reuse.get('reason'))}",
             "",
-            "Framework paths diffed ("
+            "Diffed "
             + esc(reuse.get("record_commit", ""))[:12]
             + " → "
             + esc(reuse.get("candidate_commit", ""))[:12]
-            + "): "
-            + ", ".join(f"`{p}`" for p in reuse.get("framework_paths", [])),
+            + "; reused only for changes under the reviewed adapter paths: "
+            + ", ".join(f"`{esc(p.get('path'))}/<family>`" for p in reuse.get("adapter_paths", [])),
         ]
-        for key, title in (("changed_framework", "changed framework files"), ("other_changed", "other changed files")):
+        for key, title in (
+            ("refused_files", "changed files not known to be one family's adapter"),
+            ("dirty", "uncommitted changes in the checkout"),
+        ):
             files = reuse.get(key) or []
             if files:
                 out.append(
@@ -202,6 +205,8 @@ def _header(ev: dict[str, Any], ctx: dict[str, Any] | None = None) -> list[str]:
         f"{', '.join(map(str, v['admitted_counts'])) or 'none'} · exit code {v['exit_code']}",
         "",
     ]
+    for line in (ctx or {}).get("integrity") or []:
+        out += [f"{esc(line)[:1].upper()}{esc(line)[1:]}", ""]
     prov = _provenance(ev, ctx or {})
     if prov is not None:
         out += [f"Evidence made: **{esc(label(prov))}** (local and CI results are kept apart)", ""]

@@ -42,10 +42,10 @@ def _plots(run_dir: Path, evidence: dict[str, Any]) -> tuple[list[tuple[str, str
     return plots, note
 
 
-def report_context(run_dirs: list[Path]) -> dict[str, Any]:
+def report_context(run_dirs: list[Path], integrity: list[str] | None = None) -> dict[str, Any]:
     """What the markdown needs beyond the evidence to explain a failure: each server's
-    command line (by run name), the request bodies (by request name) and where each run's
-    artifacts are."""
+    command line (by run name), the request bodies (by request name), where each run's
+    artifacts are, and what was verified of each run directory before it was read."""
     argv: dict[str, list[str]] = {}
     requests: dict[str, Any] = {}
     for d in run_dirs:
@@ -58,7 +58,7 @@ def report_context(run_dirs: list[Path]) -> dict[str, Any]:
                 requests.update(json.loads((d / MANIFEST).read_text("utf-8")).get("requests") or {})
             except ValueError:
                 pass
-    return {"argv": argv, "requests": requests, "run_dirs": [str(d) for d in run_dirs]}
+    return {"argv": argv, "requests": requests, "run_dirs": [str(d) for d in run_dirs], "integrity": integrity or []}
 
 
 def write_reports(run_dir: Path, evidence: dict[str, Any]) -> None:
@@ -80,9 +80,12 @@ def render_evidence(
     plots: bool = True,
     image_base: Path | None = None,
     redact: bool = False,
+    integrity: list[str] | None = None,
 ) -> str:
     """Evidence (one run's or merged) → text in `fmt` (md, json or junit). Memory plots are
-    linked relative to `image_base` (the directory the report is written to; default cwd)."""
+    linked relative to `image_base` (the directory the report is written to; default cwd).
+    `integrity`: what was verified of each run directory before it was read (stated in the
+    markdown; JSON is the evidence record itself, which a modified directory never reaches)."""
     if fmt == "json":
         return json.dumps(ev, indent=2, sort_keys=True) + "\n"
     if fmt == "junit":
@@ -99,7 +102,7 @@ def render_evidence(
             images += [
                 (label, Path(path).name if redact else _relative(Path(path), image_base)) for label, path in found
             ]
-    return render_markdown(ev, plots=images, plot_note=note, context=report_context(run_dirs))
+    return render_markdown(ev, plots=images, plot_note=note, context=report_context(run_dirs, integrity))
 
 
 def _relative(path: Path, base: Path | None) -> str:

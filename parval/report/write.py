@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from parval.errors import UsageError
 from parval.report.catalogue import render_catalogue
-from parval.report.load import load_run, run_problems
+from parval.report.load import load_run
 from parval.report.merge import LoadedRun, merge_evidence
 from parval.report.render import render_evidence
 
@@ -59,17 +58,14 @@ def render_report(
 
         record, notes = load_framework_record(run_dir, rejudge)
         return render_framework(record, fmt, notes), int(record["verdict"]["exit_code"])
-    ev = load_run(run_dir, rejudge)
-    problems = run_problems(run_dir, ev)
-    if problems:
-        ev = invalidate(ev, problems)
+    ev, check = load_run(run_dir, rejudge)
     text = render_evidence(
         ev,
         fmt,
         run_dirs=[run_dir],
-        plots=not problems,
         image_base=output.parent if output is not None else None,
         redact=redact,
+        integrity=[check.line()],
     )
     if redact:
         from parval.report.redact import redact_paths
@@ -93,13 +89,17 @@ def render_many(
         dupes = sorted({str(p) for p in resolved if resolved.count(p) > 1})
         if dupes:
             raise UsageError(f"run directory given twice: {', '.join(dupes)}")
-        loaded = [LoadedRun(p, load_run(p, False)) for p in runs]
-        problems = [f"{r.dir}: {p}" for r in loaded for p in run_problems(r.dir, r.ev)]
+        # Every run is verified before any is read; one modified run refuses the merge.
+        read = [(p, *load_run(p, False)) for p in runs]
+        loaded = [LoadedRun(p, ev) for p, ev, _ in read]
         ev = merge_evidence(loaded)
-        if problems:
-            ev = invalidate(ev, problems)
         text = render_evidence(
-            ev, fmt, run_dirs=[r.dir for r in loaded], plots=not problems, image_base=image_base, redact=redact
+            ev,
+            fmt,
+            run_dirs=[r.dir for r in loaded],
+            image_base=image_base,
+            redact=redact,
+            integrity=[check.line() for _, _, check in read],
         )
         code = int(ev["verdict"]["exit_code"])
     if redact:
@@ -107,17 +107,3 @@ def render_many(
 
         text = redact_paths(text)
     return text, code
-
-
-def invalidate(ev: dict[str, Any], problems: list[str]) -> dict[str, Any]:
-    """Evidence whose run directory changed after judging is reported INVALID (exit 1)."""
-    return {
-        **ev,
-        "verdict": {
-            **ev["verdict"],
-            "exit_code": 1,
-            "line": "INVALID EVIDENCE — the run directory was modified after judging: " + "; ".join(problems[:5]),
-        },
-        "admission_ready": False,
-        "all_plan_rules": False,
-    }

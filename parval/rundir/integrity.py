@@ -10,12 +10,17 @@ Three pieces, all plain text next to the evidence:
   holds the sha256 of the line before it, so links cannot be dropped or reordered silently.
 * evidence.json records `run.events_sha256`, `run.files_sha256`, `run.manifest_sha256`.
 
-`parval verify RUN` and `parval report` check everything strictly (`verify_problems`): a
-file modified, missing or added since the run is named. Re-judging and `--resume` allow
-only growth (`chain_problems`): new files and events appended after the judged prefix;
-anything that was recorded and judged must be byte-identical, otherwise parval refuses to
-re-judge (IntegrityError, exit 1) or to resume (exit 2): a modified run is never
-re-certified.
+Every reader of evidence first calls `parval.rundir.verified.verified`, which checks
+everything strictly (`verify_problems`: a file modified, missing or added is named) and
+refuses a modified directory (exit 2); `parval verify RUN` shows the same differences
+(exit 1). Re-judging and `--resume` allow only growth (`chain_problems`): new files and
+events appended after the judged prefix.
+
+A run directory is sealed once: the first judging writes the listing and the chain. A
+directory that shows it was judged or completed (a derived file such as evidence.json or
+record.json, or a campaign_end/framework_end event) but has lost files.sha256 and
+chain.jsonl is never silently sealed again; `parval verify RUN --reseal --reason TEXT`
+reseals it as it stands now, and that reseal stays in the chain (and in every report).
 """
 
 from __future__ import annotations
@@ -42,6 +47,10 @@ class IntegrityError(ParvalError):
     """A run directory was modified after it was judged."""
 
     exit_code = EXIT_FAILED
+
+
+# Events that a finished campaign or framework run always writes before it is judged.
+COMPLETION_EVENTS = ("campaign_end", "framework_end")
 
 
 def _is_derived(rel: str) -> bool:
@@ -186,16 +195,64 @@ def chain_problems(run_dir: Path) -> list[str]:
     return sorted(set(problems))
 
 
-def write_listing(run_dir: Path) -> str:
-    """Called when a run is judged: refuse if anything judged before changed, then list
-    every recorded file and add a chain link. Returns the listing's sha256."""
+def judged_before(run_dir: Path) -> list[str]:
+    """What shows a run directory was judged or completed (so it must carry its listing and
+    chain): derived files present, or a completion event in events.jsonl."""
+    shown = [p.name for p in _derived_present(run_dir)]
+    if (run_dir / FRAMEWORK_RECORD).is_file():
+        shown.append(FRAMEWORK_RECORD)
+    events = run_dir / EVENTS
+    if events.is_file():
+        with events.open("rb") as fh:
+            for raw in fh:
+                kind = _event_kind(raw)
+                if kind in COMPLETION_EVENTS:
+                    shown.append(f"a {kind} event in {EVENTS}")
+                    break
+    return shown
+
+
+def _event_kind(raw: bytes) -> str | None:
+    try:
+        event = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    kind = event.get("kind") if isinstance(event, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def _unsealed_problem(run_dir: Path) -> str | None:
+    """Why an unsealed directory may not be sealed now (None: it was never judged)."""
+    if (run_dir / LISTING).exists() or (run_dir / CHAIN).exists():
+        return None
+    shown = judged_before(run_dir)
+    if not shown:
+        return None
+    return (
+        f"missing: {LISTING} and {CHAIN}, although the directory was judged or completed "
+        f"({', '.join(shown)}): a run directory is sealed once"
+    )
+
+
+def write_listing(run_dir: Path, *, first: bool = False) -> str:
+    """Called when a run is judged: refuse if anything judged before changed (or the seal of
+    a judged run is gone), then list every recorded file and add a chain link. `first`: the
+    process that just completed the run seals it (its completion event is its own). Returns
+    the listing's sha256."""
     problems = chain_problems(run_dir)
+    if not first and (lost := _unsealed_problem(run_dir)) is not None:
+        problems = [lost, *problems]
     if problems:
         raise IntegrityError(
             f"{run_dir}: refusing to judge a run directory modified since it was last judged: "
             + "; ".join(problems[:8]),
-            hint=f"`parval verify {run_dir}` lists every difference",
+            hint=f"`parval verify {run_dir}` lists every difference; "
+            f"`parval verify {run_dir} --reseal --reason TEXT` reseals it as it stands (recorded)",
         )
+    return _list_and_link(run_dir)
+
+
+def _list_and_link(run_dir: Path, **extra: Any) -> str:
     lines = [f"{sha256_file(p)}  {p.relative_to(run_dir).as_posix()}\n" for p in _tracked(run_dir)]
     text = "".join(lines)
     atomic_write(run_dir / LISTING, text)
@@ -213,6 +270,7 @@ def write_listing(run_dir: Path) -> str:
             "events_prefix_sha256": _sha256_prefix(events, complete) if events.exists() else None,
             "events_sha256": sha256_file(events) if events.exists() else None,
             "manifest_sha256": sha256_file(manifest) if manifest.exists() else None,
+            **extra,
         },
     )
     return digest
@@ -226,8 +284,10 @@ def seal_run(run_dir: Path) -> None:
 
 
 # -- strict checks: parval verify, parval report -------------------------------------------
-def verify_problems(run_dir: Path) -> tuple[list[str], dict[str, Any]]:
-    """Every difference between the run directory and what was recorded, plus a summary."""
+def verify_problems(run_dir: Path, *, evidence_hashes: bool = True) -> tuple[list[str], dict[str, Any]]:
+    """Every difference between the run directory and what was recorded, plus a summary.
+    `evidence_hashes=False`: leave out whether evidence.json names the files it was judged
+    from (a re-judging replaces it; everything recorded must still match)."""
     links, problems = read_chain(run_dir)
     listing = run_dir / LISTING
     info: dict[str, Any] = {"links": len(links), "files": 0, "sealed": False}
@@ -261,7 +321,8 @@ def verify_problems(run_dir: Path) -> tuple[list[str], dict[str, Any]]:
         # A framework run's verdict is record.json, which the listing itself covers.
         problems.append(f"missing: {EVIDENCE}")
     if isinstance(evidence, dict):
-        problems.extend(_evidence_mismatch(evidence, events_sha, listing_sha, manifest_sha))
+        if evidence_hashes:
+            problems.extend(_evidence_mismatch(evidence, events_sha, listing_sha, manifest_sha))
     elif evidence is not None:
         problems.append(f"modified: {EVIDENCE} (not a JSON object)")
     seal = _last(links, "seal")

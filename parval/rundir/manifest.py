@@ -14,7 +14,7 @@ from parval.rundir.files import sha256_file, sha256_tree
 from parval.rundir.provenance import detect as detect_provenance
 
 
-def _gpu_info() -> dict[str, Any]:
+def gpu_info() -> dict[str, Any]:
     try:
         from parval.server import nvml
     except ImportError:
@@ -130,7 +130,7 @@ def build_manifest(plan: Plan) -> dict[str, Any]:
             "device": plan.server["device"],
             "threads": plan.server["threads"],
             "driver": driver_version(plan.server["backend"]) or plan.identity.get("driver"),
-            "gpu": _gpu_info(),
+            "gpu": gpu_info(),
         },
     }
 

@@ -94,7 +94,7 @@ def plan_dict(
         },
     }
     if framework:
-        plan["framework"] = {"record": "framework.json", "protected": "x4.json"}
+        plan["framework"] = {"record": "framework", "protected": "x4.json"}
         write_framework(tmp)
     for key, value in extra.items():
         plan[key] = value
@@ -106,11 +106,11 @@ def write_framework(tmp: Path) -> None:
     passing verify-protected result, so that admission depends on the model gate alone."""
     exe = Path(STANDIN).resolve()
     sha = hashlib.sha256(exe.read_bytes()).hexdigest()
-    from tests.records_kit import framework_record, x4_json
+    from tests.records_kit import framework_record, write_record_dir, x4_json
 
     record = framework_record(sha, record_id="fw-test-record")
     assert len(record["assertions"]) == len(FRAMEWORK_GATE)
-    (tmp / "framework.json").write_text(json.dumps(record))
+    write_record_dir(tmp / "framework", record)
     (tmp / "x4.json").write_text(json.dumps(x4_json()))
 
 

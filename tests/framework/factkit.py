@@ -84,12 +84,15 @@ def stagger(
     still_waiting: bool = True,
     canary: tuple[float, float | None] = (0.30, 0.302),
     manager_t_done: float | None = None,
+    behind: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """A manager staggered behind older work, with one status read while it waited."""
+    """A manager staggered behind older work (`behind`: its labels), with one status read
+    while it waited."""
     t_send, t_done = canary
     return {
         "what": what,
         "manager": manager_label,
+        "behind": list(behind),
         "still_waiting": still_waiting,
         "canaries": [
             {

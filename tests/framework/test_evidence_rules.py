@@ -23,6 +23,7 @@ from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, MANAGEMENT, Ca
 from parval.framework.probes_f3 import attach_ctest
 from parval.framework.record import covered_counts
 from parval.framework.rejudge import rejudge_framework
+from parval.framework.settings import ProbeOptions
 from parval.status import Status
 
 from .helpers import run
@@ -34,6 +35,7 @@ def bare_ctx(cache_sensitive: bool = False) -> Any:
     ctx.plan = SimpleNamespace(cache_sensitive=cache_sensitive)  # type: ignore[assignment]
     ctx.findings = Findings()
     ctx.caps = Capabilities(plan_ui_management=True)
+    ctx.options = ProbeOptions()
     return ctx
 
 
@@ -149,9 +151,14 @@ def test_http_evidence_alone_never_passes_ctest_only_areas() -> None:
     attach_ctest(ctx, [_run({"parallel_http_ownership_test": "passed"})], {"F3.load_failures", "F3.ownership"})
     got = {(c.assertion, c.name): c for c in ctx.findings.checks}
     assert got[("F3.load_failures", "primary_injection")].status is Status.PENDING
-    assert got[("F3.ownership", "resource_lifetime")].status is Status.PASS
+    # Nor does it show cache/RNG privacy alone: every test the table names must pass.
+    assert got[("F3.ownership", "resource_lifetime")].status is Status.PENDING
     ctx = bare_ctx()
-    attach_ctest(ctx, [_run({"session_pool_test": "failed", "server_slot_validation_test": "passed"})])
+    all_three = {"parallel_http_ownership_test": "passed", "session_pool_test": "passed"}
+    attach_ctest(ctx, [_run({**all_three, "shared_weight_cache_test": "passed"})], {"F3.ownership"})
+    assert [c.status for c in ctx.findings.checks] == [Status.PASS]
+    ctx = bare_ctx()
+    attach_ctest(ctx, [_run({"session_pool_test": "failed", "server_parallel_lifecycle_test": "passed"})])
     got = {(c.assertion, c.name): c for c in ctx.findings.checks}
     assert got[("F3.load_failures", "primary_injection")].status is Status.FAIL
     assert got[("F5.no_convoy", "blocked_metadata")].status is Status.PASS

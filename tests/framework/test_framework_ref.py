@@ -17,7 +17,7 @@ from parval.gates.framework_ref import COUNT_SCOPED, framework_checks
 from parval.procedure.catalogue import FRAMEWORK_GATE
 from parval.rundir.integrity import CHAIN, LISTING, seal_run, write_listing
 from parval.status import Result, Status
-from tests.records_kit import CANDIDATE_COMMIT, framework_record, x4_json
+from tests.records_kit import CANDIDATE_COMMIT, framework_record, write_record_dir, x4_json
 
 SHA = "a" * 64
 
@@ -35,13 +35,13 @@ def _record(tmp: Path, **changes: Any) -> Path:
     record = framework_record(
         SHA, record_id="fw-test", statuses={"F6.ctest": "PENDING", "F2.same_id": "FAIL"}, **changes
     )
-    (tmp / "record.json").write_text(json.dumps(record))
-    return tmp / "record.json"
+    return _write(tmp, record)
 
 
-def _write(tmp: Path, record: dict[str, Any], name: str = "record.json") -> Path:
-    (tmp / name).write_text(json.dumps(record))
-    return tmp / name
+def _write(tmp: Path, record: dict[str, Any]) -> Path:
+    """`record` in a sealed framework run directory of its own under `tmp`; its record.json."""
+    n = len(list(tmp.glob("fw-*")))
+    return write_record_dir(tmp / f"fw-{n}", record) / "record.json"
 
 
 def _by_id(results: list[Result]) -> dict[str, Result]:
@@ -65,7 +65,7 @@ def test_matching_record_supplies_its_statuses(tmp_path: Path) -> None:
     assert not [x for x in results if x.count is not None]
     assert info["record"]["groups"]["F2"]["blanket_pass"] is False
     # the run directory works as well as the file
-    results_dir, _ = framework_checks(str(tmp_path), _manifest(), None)
+    results_dir, _ = framework_checks(str(path.parent), _manifest(), None)
     assert _by_id(results_dir)["F2.same_id"].status is Status.FAIL
 
 
@@ -98,7 +98,7 @@ def test_record_that_breaks_the_schema_is_pending(tmp_path: Path) -> None:
         "identity": {"candidate_sha256": SHA, "backend": "cpu"},
         "assertions": [{"id": f, "status": "PASS", "reason": "r"} for f in FRAMEWORK_GATE],
     }
-    results, info = framework_checks(str(_write(tmp_path, minimal, "min.json")), _manifest(), None)
+    results, info = framework_checks(str(_write(tmp_path, minimal)), _manifest(), None)
     assert _all_f_pending(results)
     assert "schemas/framework.schema.json" in _by_id(results)["F1.fifo"].reason
     assert info["trusted"] is False
@@ -116,11 +116,7 @@ def test_record_of_another_procedure_version_is_pending(tmp_path: Path) -> None:
 
 def _sealed_record_dir(tmp: Path) -> Path:
     """A framework run directory with the integrity listing and chain of a parval run."""
-    d = tmp / "fw-run"
-    d.mkdir()
-    (d / "events.jsonl").write_text('{"kind": "probe_begin"}\n')
-    _write(d, framework_record(SHA))
-    write_listing(d)
+    d = write_record_dir(tmp / "fw-run", framework_record(SHA))
     seal_run(d)
     return d
 
@@ -137,7 +133,53 @@ def test_tampered_record_directory_is_pending(tmp_path: Path) -> None:
     results, info = framework_checks(str(d), _manifest(), None)
     assert _all_f_pending(results)
     reason = _by_id(results)["F1.fifo"].reason
-    assert "changed since it was recorded" in reason and "modified: record.json" in reason
+    assert "not accepted" in reason and "modified: record.json" in reason
+
+
+def test_a_record_without_its_sealed_run_directory_is_not_accepted(tmp_path: Path) -> None:
+    """A bare record.json (no listing or chain beside it) was once trusted as it stood."""
+    (tmp_path / "record.json").write_text(json.dumps(framework_record(SHA)))
+    results, info = framework_checks(str(tmp_path / "record.json"), _manifest(), None)
+    assert _all_f_pending(results) and info["trusted"] is False
+    assert "not inside a sealed framework run directory" in _by_id(results)["F1.fifo"].reason
+    # Deleting the listing and chain of a sealed one does not make it acceptable either.
+    d = _sealed_record_dir(tmp_path)
+    (d / LISTING).unlink()
+    (d / CHAIN).unlink()
+    results, _ = framework_checks(str(d), _manifest(), None)
+    assert _all_f_pending(results)
+
+
+def test_a_record_of_another_device_or_driver_is_not_used(tmp_path: Path) -> None:
+    manifest = {**_manifest(), "platform": {**_manifest()["platform"], "device": 0, "driver": "550.54"}}
+    assert (
+        _by_id(
+            framework_checks(str(_write(tmp_path, framework_record(SHA, device=0, driver="550.54"))), manifest, None)[0]
+        )["F1.fifo"].status
+        is Status.PASS
+    )
+    other_device = _write(tmp_path, framework_record(SHA, device=1, driver="550.54"))
+    results, _ = framework_checks(str(other_device), manifest, None)
+    assert _all_f_pending(results) and "device index 1 (this run: 0)" in _by_id(results)["F1.fifo"].reason
+    other_driver = _write(tmp_path, framework_record(SHA, device=0, driver="535.10"))
+    results, _ = framework_checks(str(other_driver), manifest, None)
+    assert _all_f_pending(results) and "driver '535.10'" in _by_id(results)["F1.fifo"].reason
+    gpus = {"available": True, "devices": [{"name": "NVIDIA H200"}]}
+    here = {**manifest, "platform": {**manifest["platform"], "gpu": {"available": True, "devices": [{"name": "L4"}]}}}
+    results, _ = framework_checks(
+        str(_write(tmp_path, framework_record(SHA, device=0, driver="550.54", gpu=gpus))), here, None
+    )
+    assert _all_f_pending(results) and "GPU(s) ['NVIDIA H200']" in _by_id(results)["F1.fifo"].reason
+
+
+def test_a_record_made_in_ci_says_so_in_a_local_run(tmp_path: Path) -> None:
+    ci = {"kind": "ci", "service": "github-actions", "details": {}}
+    path = _write(tmp_path, framework_record(SHA, provenance=ci))
+    manifest = {**_manifest(), "provenance": {"kind": "local", "service": None, "details": {}}}
+    results, _ = framework_checks(str(path), manifest, None)
+    fifo = _by_id(results)["F1.fifo"]
+    assert fifo.status is Status.PASS
+    assert any("made CI (github-actions), this run local" in x for x in fifo.limitations), fifo.limitations
 
 
 def test_record_outside_the_listing_or_with_a_broken_chain_is_pending(tmp_path: Path) -> None:
@@ -149,7 +191,7 @@ def test_record_outside_the_listing_or_with_a_broken_chain_is_pending(tmp_path: 
     other.mkdir()
     (other / "events.jsonl").write_text("{}\n")
     write_listing(other)
-    _write(other, framework_record(SHA))  # written after the listing, never sealed
+    (other / "record.json").write_text(json.dumps(framework_record(SHA)))  # written after the listing, never sealed
     results, _ = framework_checks(str(other), _manifest(), None)
     assert _all_f_pending(results) and "added: record.json" in _by_id(results)["F1.fifo"].reason
     (other / LISTING).unlink()

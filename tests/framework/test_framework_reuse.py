@@ -5,19 +5,20 @@ framework_checks (evidence.json) and the markdown report."""
 
 from __future__ import annotations
 
-import json
 import platform
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from parval import PROCEDURE_VERSION
 from parval.gates.framework_ref import framework_checks
-from parval.gates.framework_reuse import ADAPTER_ONLY, FRAMEWORK_PATHS, REFUSED, REUSED, UNAVAILABLE, classify
+from parval.gates.framework_reuse import ADAPTER_ONLY, ADAPTER_PATHS, REFUSED, REUSED, UNAVAILABLE, classify
 from parval.procedure.catalogue import FRAMEWORK_GATE
 from parval.report.markdown import render_markdown
 from parval.status import Result, Status
 from tests.gitkit import git, isolated_git  # noqa: F401 (autouse fixture)
-from tests.records_kit import framework_record, x4_json
+from tests.records_kit import framework_record, write_record_dir, x4_json
 
 OLD_EXE = "f" * 64  # the build the record was made for
 NEW_EXE = "a" * 64  # the candidate under test
@@ -48,11 +49,17 @@ def _setup(
     git(repo, "init", "-q", "-b", "main")
     old = _commit(repo, FILES, "record build")
     new = _commit(repo, changes, "candidate build")
-    (tmp / "record.json").write_text(json.dumps(framework_record(OLD_EXE, source_commit=old, record_id="fw-old")))
+    write_record_dir(tmp / "fw-old", framework_record(OLD_EXE, source_commit=old, record_id="fw-old"))
     plan = {
         "model": {"family": family},
         "framework": {
-            "reuse": {"record": "record.json", "record_commit": old[:10], "candidate_commit": new, "repo": "audio.cpp"}
+            "reuse": {
+                "record": "fw-old",
+                "record_commit": old[:10],
+                "candidate_commit": new,
+                "repo": "audio.cpp",
+                "candidate_sha256": NEW_EXE,
+            }
         },
         "identity": {"candidate": {"source_commit": new}},
     }
@@ -96,52 +103,91 @@ def _evidence(results: list[Result], info: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def test_unchanged_framework_paths_reuse_the_record(tmp_path: Path) -> None:
-    plan, manifest, old, new = _setup(tmp_path, {"docs/README.md": "more docs\n"})
+def test_an_unchanged_tree_reuses_the_record(tmp_path: Path) -> None:
+    plan, manifest, old, new = _setup(tmp_path, {})
     results, info = framework_checks(None, manifest, x4_json(candidate_commit=new), plan=plan)
     f = _f(results)
     assert all(r.status is Status.PASS for r in f.values()), {r.id: r.reason for r in f.values()}
-    assert info["reuse"]["status"] == REUSED and info["reuse"]["other_changed"] == ["docs/README.md"]
-    assert info["reuse"]["reason"].endswith(f"({old[:12]}): framework paths unchanged")
-    assert info["reuse"]["framework_paths"] == list(FRAMEWORK_PATHS)
+    assert info["reuse"]["status"] == REUSED and info["reuse"]["refused_files"] == []
+    assert info["reuse"]["reason"].endswith(f"({old[:12]}): no file changed up to candidate {new[:12]}")
+    assert [p["path"] for p in info["reuse"]["adapter_paths"]] == [root for root, _ in ADAPTER_PATHS]
+    assert all(p["why"] for p in info["reuse"]["adapter_paths"])
     assert f["F1.fifo"].evidence["reused_from"]["record_commit"] == old
     md = render_markdown(_evidence(results, info))
-    assert f"framework record reused from {tmp_path / 'record.json'} ({old[:12]}): framework paths unchanged" in md
-    assert "`app/server`" in md and "Evidence made: **CI (github-actions)**" in md
+    assert f"framework record reused from {tmp_path / 'fw-old'} ({old[:12]})" in md
+    assert "`src/models/<family>`" in md and "Evidence made: **CI (github-actions)**" in md
 
 
-def test_a_changed_framework_path_refuses_reuse_naming_the_file(tmp_path: Path) -> None:
-    plan, manifest, _, _ = _setup(
-        tmp_path,
-        {
-            "app/server/parallel_runtime.cpp": "int run() { return 2; }\n",
-            "src/models/whisper/model.cpp": "void whisper() { }\n",
-        },
-    )
+@pytest.mark.parametrize(
+    "changed",
+    [
+        "app/server/runtime.cpp",
+        "external/cpp-httplib/httplib.h",  # the default transport F6 names
+        "tests/server/test_parallel_http_ownership.cpp",  # the CTests
+        "src/CMakeLists.txt",
+        "external/cJSON/cJSON.c",
+        "src/capi/audiocpp.cpp",
+        "app/streaming/session.cpp",
+        "third_party/vendor/lib.cpp",
+        "src/models/whisper/CMakeLists.txt",  # a build file, even in a family's directory
+        "src/models/common.cpp",  # shared model code outside any one family
+        "docs/README.md",
+    ],
+)
+def test_anything_not_known_to_be_one_familys_adapter_refuses_reuse(tmp_path: Path, changed: str) -> None:
+    """FRAMEWORK_PATHS was once an allow-list: cpp-httplib, tests/, src/CMakeLists.txt,
+    cJSON, src/capi, app/streaming and vendored code all came out 'reused'."""
+    plan, manifest, _, _ = _setup(tmp_path, {changed: "changed\n"})
     results, info = framework_checks(None, manifest, None, plan=plan)
     f = _f(results)
     assert all(r.status is Status.PENDING for r in f.values())
-    assert "app/server/parallel_runtime.cpp" in f["F2.first_publish"].reason and "refused" in f["F1.fifo"].reason
-    assert info["reuse"]["status"] == REFUSED
-    assert info["reuse"]["changed_framework"] == ["app/server/parallel_runtime.cpp"]
+    assert info["reuse"]["status"] == REFUSED and info["reuse"]["refused_files"] == [changed]
+    assert changed in f["F1.fifo"].reason and "not known to be one model family's adapter" in f["F1.fifo"].reason
     md = render_markdown(_evidence(results, info))
-    assert "Reuse: **refused**" in md and "`app/server/parallel_runtime.cpp`" in md
+    assert "Reuse: **refused**" in md and f"`{changed}`" in md
+
+
+def test_a_dirty_checkout_refuses_reuse(tmp_path: Path) -> None:
+    """An uncommitted change to app/server/runtime.cpp once came out 'reused': the diff of
+    two commits says nothing about a binary built from a modified tree."""
+    plan, manifest, _, _ = _setup(tmp_path, {"src/models/silero_vad/model.cpp": "void vad() { }\n"})
+    (tmp_path / "audio.cpp" / "app" / "server" / "parallel_runtime.cpp").write_text("uncommitted\n")
+    results, info = framework_checks(None, manifest, None, plan=plan)
+    assert all(r.status is Status.PENDING for r in _f(results).values())
+    assert info["reuse"]["status"] == REFUSED and info["reuse"]["dirty"]
+    reason = _f(results)["F1.fifo"].reason
+    assert "uncommitted changes" in reason and "app/server/parallel_runtime.cpp" in reason
+
+
+def test_reuse_keeps_an_executable_check_and_needs_the_binarys_source_commit(tmp_path: Path) -> None:
+    """Under reuse the executable hash was once not checked at all, and without a declared
+    candidate source commit nothing tied the binary to the reviewed commit."""
+    plan, manifest, _, new = _setup(tmp_path, {})
+    del plan["identity"]
+    results, _ = framework_checks(None, manifest, None, plan=plan)
+    assert all(r.status is Status.PENDING for r in _f(results).values())
+    assert "needs the plan's identity.candidate.source_commit" in _f(results)["F1.fifo"].reason
+    (tmp_path / "b").mkdir()
+    plan, manifest, _, new = _setup(tmp_path / "b", {})
+    del plan["framework"]["reuse"]["candidate_sha256"]
+    results, _ = framework_checks(None, manifest, None, plan=plan)
+    assert "names no candidate_sha256" in _f(results)["F1.fifo"].reason and NEW_EXE in _f(results)["F1.fifo"].reason
+    plan["framework"]["reuse"]["candidate_sha256"] = "c" * 64
+    results, _ = framework_checks(None, manifest, None, plan=plan)
+    assert all(r.status is Status.PENDING for r in _f(results).values())
+    assert "is not this run's candidate executable" in _f(results)["F1.fifo"].reason
 
 
 def test_adapter_only_changes_reuse_the_record_with_the_model_gate_required(tmp_path: Path) -> None:
     plan, manifest, _, new = _setup(tmp_path, {"src/models/silero_vad/model.cpp": "void vad() { }\n"})
     results, info = framework_checks(None, manifest, None, plan=plan)
     f = _f(results)
-    assert all(r.status is Status.PASS for r in f.values())
+    assert all(r.status is Status.PASS for r in f.values()), {r.id: r.reason for r in f.values()}
     assert info["reuse"]["status"] == ADAPTER_ONLY and info["reuse"]["model_gate_required"] == ["silero_vad"]
     assert "this run is the silero_vad model gate" in info["reuse"]["reason"]
-    assert any("adapter-only" in x for x in f["F1.fifo"].limitations)
+    assert any("only adapter paths changed" in x for x in f["F1.fifo"].limitations)
     md = render_markdown(_evidence(results, info))
     assert "adapter-only changes in `silero_vad` (model gate required on the new build)" in md
-    # Without the plan naming the candidate commit, that tie is stated as a limitation.
-    del plan["identity"]
-    results, _ = framework_checks(None, manifest, None, plan=plan)
-    assert any("not shown to be the silero_vad model gate" in x for x in _f(results)["F1.fifo"].limitations)
     # Another family's adapter: reused, that family's gate required, not this one's.
     info2 = classify(
         ["src/models/whisper/model.cpp"], "silero_vad", record="r", record_commit=new, candidate_commit=new, repo="x"
@@ -150,16 +196,10 @@ def test_adapter_only_changes_reuse_the_record_with_the_model_gate_required(tmp_
     assert "this run is" not in info2.reason
 
 
-def test_shared_model_code_outside_a_family_is_a_framework_change() -> None:
-    d = classify(
-        ["src/models/common.cpp"], "whisper", record="r", record_commit="1" * 40, candidate_commit="2" * 40, repo="x"
-    )
-    assert d.status == REFUSED and d.changed_framework == ["src/models/common.cpp"]
-
-
 def test_reuse_of_a_record_from_another_commit_or_unknown_commits_is_pending(tmp_path: Path) -> None:
-    plan, manifest, old, new = _setup(tmp_path, {"docs/README.md": "x\n"})
-    (tmp_path / "record.json").write_text(json.dumps(framework_record(OLD_EXE, source_commit=new)))
+    plan, manifest, old, new = _setup(tmp_path, {})
+    write_record_dir(tmp_path / "fw-other", framework_record(OLD_EXE, source_commit=new))
+    plan["framework"]["reuse"]["record"] = "fw-other"
     results, info = framework_checks(None, manifest, None, plan=plan)
     assert all(r.status is Status.PENDING for r in _f(results).values())
     assert "not the reviewed record commit" in _f(results)["F1.fifo"].reason
@@ -171,13 +211,13 @@ def test_reuse_of_a_record_from_another_commit_or_unknown_commits_is_pending(tmp
         "unknown upstream commit" in _f(results)["F1.fifo"].reason
         or "cannot be reviewed" in _f(results)["F1.fifo"].reason
     )
-    plan["framework"]["reuse"] = {"record": "record.json"}
+    plan["framework"]["reuse"] = {"record": "fw-old"}
     results, info = framework_checks(None, manifest, None, plan=plan)
     assert "lacks record_commit, candidate_commit, repo" in _f(results)["F1.fifo"].reason
 
 
 def test_the_plan_candidate_commit_must_be_the_one_diffed_to(tmp_path: Path) -> None:
-    plan, manifest, old, _ = _setup(tmp_path, {"docs/README.md": "x\n"})
+    plan, manifest, old, _ = _setup(tmp_path, {})
     plan["identity"]["candidate"]["source_commit"] = old
     results, _ = framework_checks(None, manifest, None, plan=plan)
     assert all(r.status is Status.PENDING for r in _f(results).values())
@@ -196,10 +236,12 @@ def test_reuse_is_read_from_the_manifest_when_the_judge_passes_no_plan(tmp_path:
 
 
 def test_the_report_names_an_untrusted_record_and_uncovered_counts(tmp_path: Path) -> None:
-    _, manifest, _, _ = _setup(tmp_path, {"docs/README.md": "x\n"})
+    _, manifest, _, _ = _setup(tmp_path, {})
     manifest["executables"]["candidate"]["sha256"] = OLD_EXE  # the record's own build: no reuse needed
-    (tmp_path / "record.json").write_text(json.dumps(framework_record(OLD_EXE, counts=[2], record_id="fw-old")))
-    results, info = framework_checks(str(tmp_path / "record.json"), manifest, None, plan={})
+    path = (
+        write_record_dir(tmp_path / "fw-c", framework_record(OLD_EXE, counts=[2], record_id="fw-old")) / "record.json"
+    )
+    results, info = framework_checks(str(path), manifest, None, plan={})
     ev = _evidence(results, info)
     ev["model_checks"]["per_count"] = {"1": {"assertions": []}, "2": {"assertions": []}}
     md = render_markdown(ev)
@@ -207,8 +249,8 @@ def test_the_report_names_an_untrusted_record_and_uncovered_counts(tmp_path: Pat
     assert "Counts it does not cover (not admissible on it): [1] (record counts [2])" in md
     row = next(line for line in md.splitlines() if line.startswith("| **F1**"))
     assert "F1.fifo ⏳ @1" in row
-    (tmp_path / "record.json").write_text(json.dumps({**framework_record(OLD_EXE), "procedure_version": "old"}))
-    results, info = framework_checks(str(tmp_path / "record.json"), manifest, None, plan={})
+    old = write_record_dir(tmp_path / "fw-d", {**framework_record(OLD_EXE), "procedure_version": "old"})
+    results, info = framework_checks(str(old / "record.json"), manifest, None, plan={})
     assert "not used: framework record was made under procedure version old" in render_markdown(
         _evidence(results, info)
     )

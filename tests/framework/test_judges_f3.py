@@ -10,6 +10,7 @@ from parval.framework.findings import Findings
 from parval.framework.judges import run_judge
 from parval.framework.judges_f3 import CTEST_EVIDENCE
 from parval.framework.probes_f3 import attach_ctest
+from parval.framework.settings import ProbeOptions
 from parval.status import Status
 
 from .factkit import OUT, facts, fl
@@ -110,7 +111,7 @@ def alongside(invalid: int = 400, **extra: Any) -> dict[str, Any]:
         healthy=["healthy0"],
         after=["after0", "after1"],
         after_settled=True,
-        waits=[],
+        waits=[{"what": "1 healthy request(s) running when the invalid one is sent", "seen": True}],
     )
     if invalid == 200:
         f["flights"][1]["output"] = "other"
@@ -146,7 +147,7 @@ def ctest(aid: str, run: dict[str, Any] | None, cases: dict[str, str], observed:
     return {
         "assertion": aid,
         "needs": need.what,
-        "ctest_pattern": need.pattern.pattern,
+        "tests": list(need.tests),
         "observed_over_http": observed,
         "run": run,
         "cases": [{"name": n, "status": s} for n, s in cases.items()],
@@ -165,22 +166,39 @@ def test_ctest_evidence_is_pending_without_a_run_naming_what_http_showed() -> No
     assert v.status is Status.PENDING and "(no build dir)" in v.detail() and "only nothing" in v.detail()
 
 
-def test_ctest_evidence_passes_only_a_passing_matching_case() -> None:
+OWNERSHIP = {
+    "shared_weight_cache_test": "passed",
+    "session_pool_test": "passed",
+    "parallel_http_ownership_test": "passed",
+}
+
+
+def test_ctest_evidence_passes_only_when_every_named_test_passed() -> None:
+    v = run_judge("f3.ctest_evidence", ctest("F3.ownership", RAN, OWNERSHIP, []))
+    assert v.status is Status.PASS and "3 CTest(s) passed" in v.detail()
+    # The HTTP ownership test alone shows no cache/RNG privacy.
     v = run_judge("f3.ctest_evidence", ctest("F3.ownership", RAN, {"parallel_http_ownership_test": "passed"}, []))
-    assert v.status is Status.PASS and "1 CTest(s) passed: parallel_http_ownership_test" in v.detail()
-    # A passing test of something else is no load-failure injection evidence.
-    v = run_judge("f3.ctest_evidence", ctest("F3.load_failures", RAN, {"parallel_http_ownership_test": "passed"}, []))
-    assert v.status is Status.PENDING and "no passing CTest matching" in v.detail()
+    assert v.status is Status.PENDING and "shared_weight_cache_test (absent)" in v.detail()
+    # A test whose name merely resembles the topic is no load-failure injection evidence.
+    smoke = {"session_pool_smoke": "passed", "server_parallel_lifecycle_test": "passed"}
+    v = run_judge("f3.ctest_evidence", ctest("F3.load_failures", RAN, smoke, []))
+    assert v.status is Status.PENDING and "session_pool_test (absent)" in v.detail()
+    skipped = {**OWNERSHIP, "session_pool_test": "skipped"}
+    v = run_judge("f3.ctest_evidence", ctest("F3.ownership", RAN, skipped, []))
+    assert v.status is Status.PENDING and "session_pool_test (skipped)" in v.detail()
 
 
-def test_ctest_evidence_fails_a_failed_or_unrun_matching_case() -> None:
-    cases = {"session_pool_test": "failed", "server_slot_validation_test": "passed", "x_stream_test": "notrun"}
+def test_ctest_evidence_fails_a_failed_or_unrun_named_test() -> None:
+    cases = {"session_pool_test": "failed", "server_parallel_lifecycle_test": "passed"}
     v = run_judge("f3.ctest_evidence", ctest("F3.load_failures", RAN, cases, []))
     assert v.status is Status.FAIL and "failed: session_pool_test" in v.detail()
+    cases = {"server_parallel_lifecycle_test": "passed", "parallel_http_ownership_test": "notrun"}
     v = run_judge("f3.ctest_evidence", ctest("F2.callback_lease", RAN, cases, []))
-    assert v.status is Status.FAIL and "x_stream_test" in v.detail()
+    assert v.status is Status.FAIL and "parallel_http_ownership_test" in v.detail()
     v = run_judge("f3.ctest_evidence", ctest("F5.no_convoy", RAN, cases, []))
     assert v.status is Status.PASS
+    killed = {**RAN, "status": "error", "reason": "killed", "error_kind": "parval_timeout"}
+    assert run_judge("f3.ctest_evidence", ctest("F5.no_convoy", killed, {}, [])).status is Status.BLOCKED
 
 
 def test_attach_ctest_records_the_cases_it_read_as_observations() -> None:
@@ -188,6 +206,7 @@ def test_attach_ctest_records_the_cases_it_read_as_observations() -> None:
     findings = Findings(observe=lambda aid, name, key, f, _ev: seen.append((aid, name, key, f)))
     ctx: Any = type("Ctx", (), {})()
     ctx.findings = findings
+    ctx.options = ProbeOptions()
     run = CTestRun(
         "default", "b", "failed", tests=[CTestCase("session_pool_test", "failed"), CTestCase("unrelated", "passed")]
     )
@@ -196,3 +215,34 @@ def test_attach_ctest_records_the_cases_it_read_as_observations() -> None:
     assert (aid, name, key) == ("F3.load_failures", "primary_injection", "f3.ctest_evidence")
     assert f["cases"] == [{"name": "session_pool_test", "status": "failed"}, {"name": "unrelated", "status": "passed"}]
     assert f["run"]["status"] == "failed" and findings.checks[0].status is Status.FAIL
+
+
+def test_the_coverage_table_is_read_row_by_row_from_its_reviewed_file() -> None:
+    import json
+    from importlib import resources
+
+    from parval.framework.judges_f3 import CTestEvidence, _coverage
+
+    raw = json.loads(resources.files("parval.framework").joinpath("ctest_coverage.json").read_text("utf-8"))
+    want = {r["assertion"]: CTestEvidence(r["sub_check"], tuple(r["tests"]), r["what"], r["why"]) for r in raw["rows"]}
+    assert _coverage() == want == CTEST_EVIDENCE
+    assert {"F3.load_failures", "F3.ownership", "F2.callback_lease"} <= want.keys()
+
+
+def test_ctest_evidence_names_what_it_needs_and_why_it_could_not_judge() -> None:
+    need = CTEST_EVIDENCE["F3.ownership"].what
+    v = run_judge("f3.ctest_evidence", ctest("F3.ownership", None, {}, []))
+    tests = ", ".join(CTEST_EVIDENCE["F3.ownership"].tests)
+    assert v.detail() == (
+        f"not set up: needs {need}: CTest(s) {tests} (no CTest run in this record); over HTTP only nothing was observed"
+    )
+    stopped = {"label": "default", "status": "failed", "error_kind": "parval_timeout", "reason": "killed at 1800 s"}
+    v = run_judge("f3.ctest_evidence", ctest("F3.ownership", stopped, {}, []))
+    assert v.status is Status.BLOCKED
+    assert v.detail().endswith("the CTest run was stopped by parval before it finished (killed at 1800 s)")
+    partial = ctest("F3.ownership", RAN, {"session_pool_test": "passed", "shared_weight_cache_test": "skipped"}, [])
+    v = run_judge("f3.ctest_evidence", partial)
+    assert v.status is Status.PENDING and f"needs {need}: CTest(s) shared_weight_cache_test (skipped), " in v.detail()
+    none = {**ctest("F3.ownership", RAN, {}, []), "tests": []}
+    v = run_judge("f3.ctest_evidence", none)
+    assert v.status is Status.PENDING and "the coverage table names no CTest for this sub-check" in v.detail()

@@ -42,10 +42,11 @@ def test_running_disconnect_passes_a_drained_server() -> None:
 
 
 def test_running_disconnect_fails_a_stranded_lease() -> None:
-    v = run_judge("f4.running_disconnect", running(next_full=False))
-    assert v.status is Status.FAIL and "held all 2 slot(s) at once (no stranded lease)" in v.detail()
     v = run_judge("f4.running_disconnect", running(drained=False))
     assert v.status is Status.FAIL and "counters drained after the dropped" in v.detail()
+    # A next wave the poller never saw at full strength is not seen, not a stranded lease.
+    v = run_judge("f4.running_disconnect", running(next_full=False))
+    assert v.status is Status.BLOCKED and v.retry and "never showed the next wave" in v.detail()
 
 
 def test_running_disconnect_fails_a_request_that_stayed_but_was_not_answered() -> None:
@@ -72,8 +73,8 @@ def queued(**extra: Any) -> dict[str, Any]:
         [
             fl("occupant0", 0.0, 0.15),
             fl("occupant1", 0.0, 0.16),
-            fl("queued0", 0.02, None, status=None),
-            fl("queued1", 0.03, None, status=None),
+            {**fl("queued0", 0.02, None, status=None), "cancelled": True},
+            {**fl("queued1", 0.03, None, status=None), "cancelled": True},
             *wave(),
         ],
         **wave_facts(occupants=["occupant0", "occupant1"], queued=["queued0", "queued1"], **extra),
@@ -90,7 +91,7 @@ def test_queued_disconnect_passes_and_fails_abandoned_waiters_left_counted() -> 
 
 def init(**extra: Any) -> dict[str, Any]:
     return facts(
-        [fl("cold", 0.0, None, status=None), *wave()],
+        [{**fl("cold", 0.0, None, status=None), "cancelled": True}, *wave()],
         **wave_facts(**{"load_seen": True, "first_finished": False, "left_during_load": True, **extra}),
     )
 
@@ -106,7 +107,11 @@ def test_init_disconnect_fails_an_abandoned_load_that_kept_its_lease() -> None:
 
 def test_init_disconnect_is_pending_when_the_client_could_not_leave_during_the_load() -> None:
     v = run_judge("f4.init_disconnect", init(first_finished=True, left_during_load=False))
-    assert v.status is Status.PENDING and "first load finished before the client could leave" in v.detail()
+    assert v.status is Status.BLOCKED and v.retry
+    assert "first load finished before the client could leave" in v.detail()
+    # Nothing else is judged of a situation that was not forced.
+    v = run_judge("f4.init_disconnect", init(first_finished=True, left_during_load=False, drained=False))
+    assert v.status is Status.BLOCKED
 
 
 def sigterm(stop: dict[str, Any] | None = None, queued_status: int | None = 503, **extra: Any) -> dict[str, Any]:
@@ -132,7 +137,7 @@ def sigterm(stop: dict[str, Any] | None = None, queued_status: int | None = 503,
         running=["occupant0", "occupant1"],
         queued="queued",
         stopped_line=True,
-        **extra,
+        **{"unanswered_at_stop": [], **extra},
     )
 
 
@@ -143,11 +148,20 @@ def test_sigterm_inflight_passes_a_drained_graceful_exit() -> None:
 
 
 def test_sigterm_inflight_fails_a_kill_or_a_nonzero_exit() -> None:
-    killed = {"signal": "SIGTERM", "graceful": False, "killed": True, "grace_s": 5.0, "exit_code": -9}
+    killed = {"signal": "SIGTERM", "graceful": False, "killed": True, "grace_s": 5.0, "exit_code": -9, "waited_s": 5.5}
     v = run_judge("f4.sigterm_inflight", sigterm(stop=killed))
-    assert v.status is Status.FAIL and "exited by itself within 5 s" in v.detail() and "got -9" in v.detail()
+    assert v.status is Status.FAIL and "still running 5 s after it answered its last in-flight request" in v.detail()
     v = run_judge("f4.sigterm_inflight", sigterm(stop={"killed": False, "exit_code": 1}))
-    assert v.status is Status.FAIL and "exit code 0 (got 1)" in v.detail()
+    assert v.status is Status.FAIL and "with code 0 (got 1)" in v.detail()
+
+
+def test_sigterm_inflight_a_slow_drain_parval_gave_up_on_is_not_forced() -> None:
+    """A busy machine drains slower: parval's own kill with work still unanswered is no
+    verdict on the server (the replies it cut are not counted as dropped by the server)."""
+    killed = {"signal": "SIGTERM", "graceful": False, "killed": True, "grace_s": 5.0, "exit_code": -9, "waited_s": 45}
+    f = sigterm(stop=killed, queued_status=None, unanswered_at_stop=["queued"])
+    v = run_judge("f4.sigterm_inflight", f)
+    assert v.status is Status.BLOCKED and v.retry and "still working on queued" in v.detail()
 
 
 def test_sigterm_inflight_fails_dropped_connections_and_undrained_running_work() -> None:
@@ -172,23 +186,38 @@ def test_sigterm_inflight_is_blocked_when_the_queued_request_was_never_seen_queu
     assert run_judge("f4.sigterm_inflight", f).status is Status.BLOCKED
 
 
-def stalled(killed: bool, exit_code: int | None, drain_s: float) -> dict[str, Any]:
+def stalled(
+    *, answered: bool = True, closed: float | None = None, exited: float | None = 0.04, exit_code: int | None = 0
+) -> dict[str, Any]:
     return facts(
         [],
         bound_s=1.5,
-        drain_s=drain_s,
+        control_answered=answered,
+        closed_at_s=closed,
+        exited_at_s=exited,
         t_term=0.25,
         sockets=["stalled header", "stalled body"],
-        stop={"signal": "SIGTERM", "killed": killed, "exit_code": exit_code, "grace_s": 1.5},
+        stop={"signal": "SIGTERM", "killed": exited is None, "exit_code": exit_code, "grace_s": 1.5},
     )
 
 
 def test_stalled_socket_io_passes_an_exit_that_cancelled_socket_io() -> None:
-    v = run_judge("f4.stalled_socket_io", stalled(False, 0, 0.04))
-    assert v.status is Status.PASS and "(killed=False, exit=0, 0.04 s)" in v.detail()
+    v = run_judge("f4.stalled_socket_io", stalled())
+    assert v.status is Status.PASS, v.detail()
+    assert "read and answered a connection that had stalled" in v.detail()
+    # However long a busy machine takes, as long as it did not wait for the sockets to close.
+    assert run_judge("f4.stalled_socket_io", stalled(exited=1.4)).status is Status.PASS
 
 
-def test_stalled_socket_io_fails_a_listener_that_joined_the_stalled_connection() -> None:
-    v = run_judge("f4.stalled_socket_io", stalled(True, -9, 1.52))
-    assert v.status is Status.FAIL and "killed=True, exit=-9, 1.52 s" in v.detail()
-    assert run_judge("f4.stalled_socket_io", stalled(False, 2, 0.1)).status is Status.FAIL
+def test_stalled_socket_io_without_evidence_the_server_read_stalled_sockets_is_no_pass() -> None:
+    v = run_judge("f4.stalled_socket_io", stalled(answered=False))
+    assert v.status is Status.BLOCKED and "not shown reading them" in v.detail()
+
+
+def test_stalled_socket_io_fails_a_listener_that_waited_for_the_stalled_connections() -> None:
+    v = run_judge("f4.stalled_socket_io", stalled(closed=1.5, exited=1.52, exit_code=0))
+    assert v.status is Status.FAIL and "exited only when the client closed the stalled sockets" in v.detail()
+    assert run_judge("f4.stalled_socket_io", stalled(exit_code=2)).status is Status.FAIL
+    # Still running after the sockets closed: not a stalled-I/O behaviour.
+    v = run_judge("f4.stalled_socket_io", stalled(closed=1.5, exited=None, exit_code=-9))
+    assert v.status is Status.BLOCKED and "judged by sigterm_inflight" in v.detail()

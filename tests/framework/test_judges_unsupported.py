@@ -21,6 +21,7 @@ def over(*, status: int = 500, message: str = OVER, end: list[Any] | None = None
         ],
         capacity=4,
         model="m-over",
+        requests=["over-capacity0", "over-capacity1"],
         end=[0.05, 0, 0, False, None, 5] if end is None else end,
         **extra,
     )

@@ -99,3 +99,30 @@ def test_an_observation_no_judge_knows_is_refused(cap1: tuple[Path, dict[str, An
     (copy / "events.jsonl").write_text("\n".join(lines) + "\n")
     with pytest.raises(RunDirError, match="no framework judge named 'f1.renamed'"):
         rejudge_framework(copy)
+
+
+def test_a_framework_run_is_verified_before_it_is_reported_or_rejudged(
+    cap1: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """Editing one t_done in events.jsonl once flipped F1.cap1_fifo in `report --rejudge`
+    without a word: every reader verifies the directory first and refuses (exit 2)."""
+    import subprocess
+
+    from tests.conftest import PARVAL
+
+    def report(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(PARVAL), "report", *args], capture_output=True, text=True, timeout=120)
+
+    run_dir, _ = cap1
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    ok = report(str(copy))
+    assert ok.returncode in (0, 1, 3) and "integrity verified" in ok.stdout
+    raw = (copy / "events.jsonl").read_text()
+    edited = raw.replace('"t_done":', '"t_done":9', 1)
+    assert edited != raw
+    (copy / "events.jsonl").write_text(edited)
+    for args in ([str(copy)], [str(copy), "--rejudge"], [str(copy), "--format", "json"]):
+        res = report(*args)
+        assert res.returncode == 2, res.stdout + res.stderr
+        assert res.stdout == "" and "modified: events.jsonl" in res.stderr and "refused" in res.stderr

@@ -99,6 +99,8 @@ def test_observations_are_recorded_and_judged_as_json() -> None:
 
 def test_verdict_order_of_findings() -> None:
     v = Verdict()
+    assert v.status is Status.PENDING  # shown nothing: no evidence is never a pass
+    v.require(True, "seen")
     assert v.status is Status.PASS
     v.pend("not set up")
     assert v.status is Status.PENDING

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -99,14 +100,44 @@ def test_report_refuses_to_present_a_tampered_run_as_valid(run_copy: Path) -> No
     lines[i] = json.dumps(event, sort_keys=True, separators=(",", ":")) + "\n"
     (run_copy / "events.jsonl").write_text("".join(lines))
     bad = parval("report", run_copy)
-    assert bad.returncode == 1
-    assert "INVALID EVIDENCE" in bad.stdout and "events.jsonl" in bad.stdout
+    assert bad.returncode == 2, bad.stdout + bad.stderr
+    assert bad.stdout == "" and "modified: events.jsonl" in bad.stderr and "refused" in bad.stderr
     # Re-judging does not launder it: the run is refused, not re-certified.
     rejudged = parval("report", run_copy, "--rejudge")
-    assert rejudged.returncode == 1, rejudged.stdout + rejudged.stderr
+    assert rejudged.returncode == 2, rejudged.stdout + rejudged.stderr
     assert "modified" in rejudged.stderr and "Traceback" not in rejudged.stderr
     with pytest.raises(IntegrityError):
         judge_run(run_copy)
+
+
+def test_a_report_says_the_run_was_verified(run_copy: Path) -> None:
+    md = parval("report", run_copy)
+    assert md.returncode in (0, 1, 3) and "Integrity verified:" in md.stdout
+
+
+def test_deleting_the_listing_and_chain_does_not_let_a_reader_reseal(run_copy: Path) -> None:
+    """Deleting files.sha256 and chain.jsonl once let the next judging write a fresh listing,
+    after which `parval verify` reported nothing."""
+    raw = (run_copy / "events.jsonl").read_text().replace('"status":200', '"status":201', 1)
+    (run_copy / "events.jsonl").write_text(raw)
+    (run_copy / "files.sha256").unlink()
+    (run_copy / "chain.jsonl").unlink()
+    for args in (("report", run_copy), ("report", run_copy, "--rejudge")):
+        proc = parval(*args)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "sealed once" in proc.stderr and "--reseal" in proc.stderr
+    assert not (run_copy / "files.sha256").exists()
+    with pytest.raises(IntegrityError, match="sealed once"):
+        judge_run(run_copy)
+    # Resealing is an explicit, recorded action, and every later reader says so.
+    assert parval("verify", run_copy, "--reseal").returncode == 2  # no reason given
+    sealed = parval("verify", run_copy, "--reseal", "--reason", "restored from a backup")
+    assert sealed.returncode == 0 and "RESEALED" in sealed.stdout and "missing: files.sha256" in sealed.stdout
+    again = parval("report", run_copy, "--rejudge")
+    assert again.returncode in (0, 1, 3), again.stderr
+    assert "resealed explicitly" in again.stdout and "restored from a backup" in again.stdout
+    ok = parval("verify", run_copy)
+    assert ok.returncode == 0 and "resealed explicitly" in ok.stdout
 
 
 def test_rejudging_an_unmodified_run_keeps_it_verifiable(run_copy: Path) -> None:
@@ -127,7 +158,7 @@ def test_a_framework_record_directory_verifies_and_a_changed_record_is_named(tmp
     (run / "events.jsonl").write_text('{"kind": "framework_start", "seq": 1}\n')
     (run / "manifest.json").write_text('{"schema_version": 1}')
     (run / "record.json").write_text('{"verdict": {"line": "ok"}}')
-    write_listing(run)
+    write_listing(run, first=True)
     problems, _ = verify_problems(run)
     assert problems == []
     (run / "record.json").write_text('{"verdict": {"line": "admitted"}}')
@@ -137,3 +168,29 @@ def test_a_framework_record_directory_verifies_and_a_changed_record_is_named(tmp
     (run / "record.json").unlink()
     problems, _ = verify_problems(run)
     assert "missing: evidence.json" in problems
+
+
+def test_merges_and_the_catalogue_verify_every_run_first(complete_run: Path, tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    one, two = root / "a", root / "b"
+    shutil.copytree(complete_run, one)
+    shutil.copytree(complete_run, two)
+    assert parval("report", "--catalogue", root).returncode in (0, 1, 3)
+    _flip(sorted((two / "artifacts").iterdir())[0], 3)
+    merged = parval("report", one, two)
+    assert merged.returncode == 2 and merged.stdout == ""
+    assert str(two) in merged.stderr and "modified: artifacts/" in merged.stderr
+    listing = parval("report", "--catalogue", root)
+    assert listing.returncode == 2 and str(two) in listing.stderr and "modified: artifacts/" in listing.stderr
+
+
+def test_a_model_run_refuses_a_modified_framework_record_up_front(tmp_path: Path) -> None:
+    from tests.conftest import write_plan
+    from tests.records_kit import framework_record, write_record_dir
+
+    d = write_record_dir(tmp_path / "fw", framework_record("a" * 64))
+    (d / "record.json").write_text((d / "record.json").read_text().replace('"PASS"', '"FAIL"', 1))
+    plan = write_plan(tmp_path / "plan", framework={"record": str(d)})
+    proc = parval("run", plan, "--out", tmp_path / "run", "-q")
+    assert proc.returncode == 2 and "modified: record.json" in proc.stderr, proc.stderr
+    assert not (tmp_path / "run").exists()  # refused before any server started

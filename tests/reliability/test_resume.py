@@ -140,7 +140,7 @@ def test_resume_refuses_a_run_modified_since_it_was_judged(run_copy: Path, tmp_p
     (run_copy / "events.jsonl").write_bytes(cut[: cut.rindex(b"\n") + 1])
     (run_copy / "files.sha256").unlink()
     (run_copy / "chain.jsonl").unlink()
-    judge_run(run_copy)
+    judge_run(run_copy, first_seal=True)  # what the interrupted campaign's own process does
     assert prepare_resume(load_plan(plan), run_copy)[1] >= {"count1-s1", "count1-s3"}
     artifact = sorted((run_copy / "artifacts").iterdir())[0]
     artifact.write_bytes(artifact.read_bytes() + b" ")

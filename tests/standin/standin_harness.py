@@ -112,6 +112,15 @@ class Standin:
     def stderr(self) -> str:
         return self.stderr_path.read_text(errors="replace")
 
+    def wait_for_log(self, text: str, timeout: float = 5.0) -> str:
+        """Wait until stderr holds `text` (a line is written after the state it reports)."""
+        deadline = time.monotonic() + timeout
+        while text not in (got := self.stderr()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} never appeared on stderr; it ends with: {got[-500:]!r}")
+            time.sleep(0.01)
+        return got
+
     # -- HTTP -----------------------------------------------------------------------------
     def get(self, path: str, **kwargs: Any) -> httpx.Response:
         return self.client.get(path, **kwargs)

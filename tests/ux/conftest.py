@@ -36,7 +36,7 @@ def model_plan(plans_dir: Path) -> Path:
     directory = plans_dir / "model"
     directory.mkdir()
     write_framework(directory)
-    return write_plan(directory, framework={"record": "framework.json", "protected": "x4.json"})
+    return write_plan(directory, framework={"record": "framework", "protected": "x4.json"})
 
 
 @pytest.fixture(scope="session")

@@ -190,9 +190,9 @@ def write_framework(directory: Path) -> None:
     """A synthetic shared F1-F6 record for this stand-in and a passing X4 result, so that the
     verdict depends on the model gate alone (the framework helper's tests cover real ones)."""
     sha = hashlib.sha256(STANDIN.resolve().read_bytes()).hexdigest()
-    from tests.records_kit import framework_record, x4_json
+    from tests.records_kit import framework_record, write_record_dir, x4_json
 
     record = framework_record(sha, record_id="fw-ux-synthetic")
     assert len(record["assertions"]) == len(FRAMEWORK_GATE)
-    (directory / "framework.json").write_text(json.dumps(record))
+    write_record_dir(directory / "framework", record)
     (directory / "x4.json").write_text(json.dumps(x4_json()))

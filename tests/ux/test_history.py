@@ -12,6 +12,7 @@ import yaml
 
 from parval import PROCEDURE_VERSION
 from parval.report.history import HISTORICAL, build_historical
+from tests.records_kit import seal
 
 from .kit import invoke
 
@@ -154,6 +155,7 @@ def _current_run(root: Path, name: str, date: str, exit_code: int, **ident: Any)
         "assertions": [{"id": "M2.exact", "status": "PASS" if exit_code == 0 else "FAIL"}],
     }
     (d / "evidence.json").write_text(json.dumps(ev))
+    seal(d)  # as a judged run directory is: the catalogue verifies it first
 
 
 def test_catalogue_shows_historical_and_superseded_records_apart(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from parval import PROCEDURE_VERSION
 from parval.report.merge import PLAN_FIELDS, LoadedRun, MergeRefused, merge_evidence
+from tests.records_kit import seal
 
 PLAN: dict[str, Any] = {
     "schema_version": 1,
@@ -109,6 +110,7 @@ def _run(
     (d / "plan.json").write_text(json.dumps(plan))
     ev = _evidence(shard)
     (d / "evidence.json").write_text(json.dumps(ev))
+    seal(d)  # as a judged run directory is: readers verify it first
     return LoadedRun(d, ev)
 
 
