@@ -38,3 +38,14 @@ def load_run(run_dir: Path, rejudge: bool) -> tuple[dict[str, Any], Verified]:
             f"{run_dir / EVIDENCE}: not valid JSON ({exc})", hint="re-judge the recorded events with --rejudge"
         ) from None
     return data, check
+
+
+def run_problems(run_dir: Path, ev: dict[str, Any]) -> list[str]:
+    """What `verified` would refuse `run_dir` for, listed rather than raised, with `ev` (the
+    evidence about to be presented) held to the hashes on disk: the catalogue shows a run's
+    problems on its rows (INVALID EVIDENCE) and decides whether to rerun it."""
+    from parval.rundir.integrity import _unsealed_problem, integrity_problems
+
+    if (lost := _unsealed_problem(run_dir)) is not None:
+        return [lost]
+    return integrity_problems(run_dir, ev)

@@ -14,11 +14,14 @@ How merging works (documented in README, "Many runs, one verdict"):
    (its campaign's counts: the plan's counts, or its `--shard i/n` share of them). A count
    several runs ran combines assertion by assertion, worst wins: a failure in any run fails
    the count (an intermittent failure stays failed, Q5).
-3. Model-level assertions (X1-X3, M1, M4, M6, Q1-Q5) and the framework entries (F1-F6,
-   X4) combine worst wins across runs, with one exception: the once-per-model recovery
-   (M4) and modes (M6) starts run only in the run that holds the plan's largest count;
-   another shard's "not run" entry for them is not evidence and is left out when some run
-   did run them.
+3. Model-level assertions (X1-X3, M1, M4, M6, Q1-Q4) and the framework entries (F1-F6,
+   X4) combine worst wins across runs, with one exception: what only part of a sharded
+   campaign collects (the once-per-model recovery (M4) and modes (M6) starts, which run
+   only in the run that holds the plan's largest count, and M6.offline, which rests on the
+   lowest count's waves) is taken from the runs that collected it; another shard's "not
+   run" entry for it is not evidence and is left out when some run did collect it.
+   Model-level Q5 is judged again over the merged scope: a failure any run saw stays
+   failed, otherwise the merged comparison verdicts decide.
 4. Count verdicts and admitted counts are recomputed with the same functions the judge
    uses (`parval.gates.admission`) over the union of the plans' counts: only consecutive
    validated counts from one upward are admitted; a count no run covered stays PENDING.
@@ -29,12 +32,15 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from parval import PROCEDURE_VERSION, __version__
 from parval.errors import RunDirError, UsageError
 from parval.gates import admission as adm
+from parval.gates import shape
+from parval.gates.masking import COMPARISON_IDS
 from parval.plan.load import shard_counts
 from parval.procedure.catalogue import group_of
 from parval.rundir.events import read_events
@@ -234,17 +240,64 @@ def _combine_by_id(
             if key not in by_id:
                 order.append(key)
             by_id.setdefault(key, []).append((run, r))
+    lowest = min((n for run, _ in per_run for n in run.plan_counts), default=None)
     out = []
     for key in order:
         id_ = key[0]
         pairs = by_id[key]
-        unit = ONCE_PER_MODEL.get(group_of(id_)) if once else None
-        if unit is not None:
-            responsible = [r for run, r in pairs if run.ran_unit(unit)]
-            if responsible:
-                pairs = [(run, r) for run, r in pairs if run.ran_unit(unit) or r.status is not Status.PENDING]
+        ran = _responsible(id_, lowest) if once else None
+        if ran is not None and any(ran(run) for run, _ in pairs):
+            pairs = [(run, r) for run, r in pairs if ran(run) or r.status is not Status.PENDING]
         out.append(_worst([r for _, r in pairs]))
     return out
+
+
+def _responsible(id_: str, lowest: int | None) -> Callable[[LoadedRun], bool] | None:
+    """Which runs can collect a model-level assertion that only part of a sharded campaign
+    collects: M6.offline rests on the lowest count's waves, the rest of M4 and M6 on the
+    once-per-model recovery and modes starts. Another shard's PENDING for it is not evidence."""
+    if id_ == "M6.offline" and lowest is not None:
+        return lambda run: lowest in run.counts
+    unit = ONCE_PER_MODEL.get(group_of(id_))
+    if unit is None:
+        return None
+    return lambda run: run.ran_unit(unit)
+
+
+def _merged_q5(runs: list[LoadedRun], model_level: list[Result]) -> Result:
+    """Model-level Q5 over the merged scope. Each shard judged Q5 over its own part of the
+    scope: a failure any of them saw (a mismatch, or a failure in an attempt it set aside)
+    stays failed; otherwise the merged comparison verdicts decide, as the judge does."""
+    shard_q5 = [r for run in runs for r in _results(run.ev["model_checks"]["model_level"]) if r.id == "Q5"]
+    failures = [r for r in shard_q5 if r.status is Status.FAIL]
+    if failures:
+        return failures[0]
+    scoped = [r for r in model_level if r.count is None and r.id in COMPARISON_IDS]
+    mismatches = [m for r in scoped for m in r.evidence.get("mismatches", [])]
+    if mismatches:
+        return shape.failed(
+            "Q5",
+            f"{len(mismatches)} mismatch(es) recorded; a mismatch stays failed however many repeats pass",
+            violation=mismatches[:20],
+            failure_kind="output",
+            mismatches=mismatches[:50],
+        )
+    judged = [r for r in scoped if r.status is not Status.NOT_APPLICABLE]
+    open_ = [r for r in judged if r.status is not Status.PASS]
+    if open_:
+        return shape.pending(
+            "Q5",
+            "no mismatch recorded, but not every comparison of the merged scope was completed: "
+            + ", ".join(f"{x.id} {x.status}" for x in open_[:6]),
+        )
+    if not shard_q5:
+        return shape.pending("Q5", "no merged run judged Q5")
+    compared = sum(int(r.evidence.get("compared") or 0) for r in scoped)
+    return shape.passed(
+        "Q5",
+        "no intermittent mismatch in any repeat (merged runs)",
+        {"comparison verdicts": judged, "compared outputs": compared or len(judged)},
+    )
 
 
 def merge_evidence(runs: list[LoadedRun]) -> dict[str, Any]:
@@ -254,8 +307,10 @@ def merge_evidence(runs: list[LoadedRun]) -> dict[str, Any]:
     check_mergeable(runs)
     counts = sorted({n for r in runs for n in r.plan_counts})
     model_level = _combine_by_id(
-        [(r, [x for x in _results(r.ev["model_checks"]["model_level"]) if x.id != "Q6"]) for r in runs], once=True
+        [(r, [x for x in _results(r.ev["model_checks"]["model_level"]) if x.id not in ("Q5", "Q6")]) for r in runs],
+        once=True,
     )
+    model_level.append(_merged_q5(runs, model_level))
     fw = _combine_by_id([(r, _results(r.ev["framework_checks"]["results"])) for r in runs], once=False, by_count=True)
     per_count: dict[int, list[Result]] = {}
     sources: dict[int, list[str]] = {}
