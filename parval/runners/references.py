@@ -102,7 +102,10 @@ def _histories_to_replay(c: CampaignContext, n: int) -> list[list[str]]:
 async def history_replays(c: CampaignContext, n: int) -> None:
     """Reproduce every observed slot history on a fresh single-slot baseline process."""
     by_name = {r.name: r for r in c.requests}
-    for k, seq in enumerate(_histories_to_replay(c, n)):
+    # A history naming a request this plan does not hold cannot be replayed: its outputs
+    # keep no reference, and their comparisons stay unresolved rather than the campaign stopping.
+    replayable = [seq for seq in _histories_to_replay(c, n) if all(name in by_name for name in seq)]
+    for k, seq in enumerate(replayable):
         spec = c.launch("baseline", flagged=False)
         name = f"{HISTORY_PREFIX}{n}-{k}"
         async with c.start(name, "history", spec, 1, exe_role="baseline") as st:
