@@ -156,22 +156,24 @@ def m2_observed_active(ctx: Context, n: int) -> Result:
     violations = active_violations(ctx, n)
     active_bad = [w for run in complete for w in not_active(n, run, ctx.rec.waves(run), ctx.rec.requests(run))]
     absent = [w for w in active_bad if w["counters"] == "absent"]
-    problems = []
-    if absent:
-        problems.append(
-            f"{NO_COUNTERS} (/v1/models lists the model without active_slots during "
-            f"{len(absent)} wave(s)): the server cannot show that N requests held "
-            "slots at once"
-        )
     if violations:
         aside = sum(1 for w in violations if "set_aside" in w)
-        problems.append(
+        return shape.failed(
+            id_,
             f"{len(violations)} wave(s) had all {n} requests in flight from the client for "
             f"{MIN_POLLS_IN_FLIGHT}+ successful status samples, yet the server never showed active_slots == {n}"
-            + (f" ({aside} in attempt(s) parval set aside)" if aside else "")
+            + (f" ({aside} in attempt(s) parval set aside)" if aside else ""),
+            violation=violations[:30],
+            waves=active_bad[:30],
         )
-    if problems:
-        return shape.failed(id_, "; ".join(problems), violation=[*absent, *violations][:30], waves=active_bad[:30])
+    if absent:
+        # A missing counter is a missing precondition: nothing was observed to be wrong.
+        return shape.unsupported(
+            id_,
+            f"{NO_COUNTERS} (/v1/models lists the model without active_slots during "
+            f"{len(absent)} wave(s)): the server cannot show that N requests held slots at once",
+            waves=absent[:30],
+        )
     if (missing := starts_missing(ctx, n, id_)) is not None:
         return missing
     if (gaps := schedule_missing(ctx, n, id_, COUNT_PHASES)) is not None:
@@ -226,25 +228,27 @@ def m2_drained(ctx: Context, n: int) -> Result:
     no_queue = [
         w for w in drained_bad if w["counters"] == "present" and w.get("active") is not None and w.get("queued") is None
     ]
-    problems = []
-    if absent:
-        problems.append(f"{NO_COUNTERS}: no drain to zero can be shown after {len(absent)} wave(s)")
     if busy:
         last = busy[0]
         aside = sum(1 for w in busy if "set_aside" in w)
-        problems.append(
+        return shape.failed(
+            id_,
             f"{len(busy)} wave(s) left counters non-zero (first: {last['run']} "
             f"{last['phase']} {last['wave']}: active_slots {last['active']}, "
-            f"queued_requests {last['queued']})" + (f"; {aside} in attempt(s) parval set aside" if aside else "")
+            f"queued_requests {last['queued']})" + (f"; {aside} in attempt(s) parval set aside" if aside else ""),
+            violation=busy[:30],
+            waves=drained_bad[:30],
         )
+    # Counters the server does not publish are a missing precondition, never a violation.
+    unpublished = []
+    if absent:
+        unpublished.append(f"{NO_COUNTERS}: no drain to zero can be shown after {len(absent)} wave(s)")
     if no_queue:
-        problems.append(
+        unpublished.append(
             f"the server publishes no queued_requests: an empty queue cannot be shown after {len(no_queue)} wave(s)"
         )
-    if problems:
-        return shape.failed(
-            id_, "; ".join(problems), violation=[*absent, *busy, *no_queue][:30], waves=drained_bad[:30]
-        )
+    if unpublished:
+        return shape.unsupported(id_, "; ".join(unpublished), waves=[*absent, *no_queue][:30])
     if (missing := starts_missing(ctx, n, id_)) is not None:
         return missing
     if (gaps := schedule_missing(ctx, n, id_, COUNT_PHASES)) is not None:
@@ -302,10 +306,18 @@ def m2_unload_reload(ctx: Context, n: int) -> Result:
     )
     if reload_result.status is Status.FAIL:
         return reload_result
+    states = [(run, p, unload_state(ctx, run, p)) for run, p, aside in probes if aside is None]
+    routeless = [
+        {"run": run, "cycle": p.get("cycle"), "what": unload_observed(state, p)}
+        for run, p, state in states
+        if state == "missing_route"
+    ]
+    if routeless:
+        return shape.unsupported(id_, "unload/reload cannot be shown: " + grouped(routeless), starts=routeless)
     unseen = [
-        {"run": run, "cycle": p.get("cycle"), "what": unload_observed("unseen", p)}
-        for run, p, aside in probes
-        if aside is None and unload_state(ctx, run, p) == "unseen"
+        {"run": run, "cycle": p.get("cycle"), "what": unload_observed(state, p)}
+        for run, p, state in states
+        if state in ("unseen", "no_loaded")
     ]
     unseen += [
         {"run": run, "what": f"{got} of {UNLOAD_CYCLES} unload/reload cycles recorded"}

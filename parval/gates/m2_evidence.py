@@ -165,6 +165,9 @@ def unload_observed(state: str, probe: dict[str, Any] | None) -> str:
         )
         err = f": {str(reply['error'])[:120]}" if reply.get("error") else ""
         return f"the unload route /v1/tasks/unload_models {got}{err}"
+    if state == "missing_route":
+        err = f": {str(reply['error'])[:120]}" if reply.get("error") else ""
+        return f"this server has no /v1/tasks/unload_models route (answered 404{err})"
     if state == "no_loaded":
         return (
             "/v1/models never showed the model loaded:false after the unload (no status sample of this start "
@@ -200,14 +203,15 @@ def unload_probes(ctx: Context, n: int) -> list[tuple[str, dict[str, Any], str |
 
 def unload_violations(ctx: Context, n: int, *, standing: bool = True) -> list[dict[str, Any]]:
     """Unload probes (standing attempts unless `standing` is False, and set-aside attempts)
-    observed to fail: an error reply, no `loaded` published, or the model still loaded in
-    enough samples after a 200."""
+    observed to fail: an error reply other than the 404 of a route the build lacks, or the
+    model still loaded in enough samples after a 200. A missing route or an unpublished
+    `loaded` is a missing precondition (`unload_unsupported`, `M2.unload_reload`), never one."""
     out = []
     for run, p, aside in unload_probes(ctx, n):
         if aside is None and not standing:
             continue
         state = unload_state(ctx, run, p)
-        if state in ("error", "no_loaded", "stayed"):
+        if state in ("error", "stayed"):
             row = {"run": run, "cycle": p.get("cycle"), "state": state, "what": unload_observed(state, p)}
             out.append(row if aside is None else {**row, "set_aside": aside})
     return out

@@ -110,6 +110,21 @@ def lease_problem(drained: dict[str, Any] | None) -> str | None:
     return f"lease left held: active_slots {drained.get('active')}, queued_requests {drained.get('queued')}"
 
 
+def lease_unshown(id_: str, drained: dict[str, Any] | None, **evidence: Any) -> Result | None:
+    """Where the lease release cannot be judged: PENDING when the drain check was not
+    recorded, UNSUPPORTED when the server publishes no slot counters (a missing
+    precondition, never a FAIL). None when the counters were read (drained or held)."""
+    if lease_held(drained) or (drained or {}).get("ok"):
+        return None
+    if not drained:
+        return shape.pending(id_, "drain not recorded", **evidence)
+    if not drained.get("fields_present", drained.get("active") is not None):
+        return shape.unsupported(id_, str(lease_problem(drained)), **evidence)
+    return shape.unsupported(
+        id_, "the server publishes no queued_requests: an empty queue cannot be shown", drained=drained, **evidence
+    )
+
+
 def lease_held(drained: dict[str, Any] | None) -> bool:
     """An observed violation: counters published and still non-zero after the work."""
     return bool(
@@ -139,9 +154,13 @@ def m4_invalid_alongside(ctx: Context) -> Result:
         problems.append(f"invalid request answered {status}")
     elif status is None and not inv["rejected"]:
         problems.append(f"invalid request got no answer ({inv['invalid'].get('outcome')})")
-    if (lease := lease_problem(inv["drained"])) is not None:
-        problems.append(lease)
+    if lease_held(inv["drained"]):
+        problems.append(str(lease_problem(inv["drained"])))
     r = exact_result(id_, t, "healthy outputs next to an invalid request", ctx, RUN)
+    if not problems and r.status is not Status.FAIL:
+        unshown = lease_unshown(id_, inv["drained"], invalid=inv, **t.summary())
+        if unshown is not None:
+            return unshown
     if problems:
         r = shape.failed(id_, "; ".join(problems), violation=problems, invalid=inv, **t.summary())
         r.reproduction = ctx.repro(RUN)
@@ -176,14 +195,15 @@ def judge_load_failure(ctx: Context, run: str, lf: dict[str, Any] | None) -> Res
         return shape.pending(
             id_, f"{counts[0]} healthy and {counts[1]} retried output(s) recorded (expected {lf.get('healthy')} and 1)"
         )
-    if (lease := lease_problem(lf["drained"])) is not None:
-        if lease_held(lf["drained"]):
-            r = shape.failed(id_, f"after the failed load: {lease}", violation=lf["drained"], load_failure=lf)
-        else:
-            r = shape.failed(id_, f"after the failed load: {lease}", violation=lease, load_failure=lf)
+    if lease_held(lf["drained"]):
+        lease = lease_problem(lf["drained"])
+        r = shape.failed(id_, f"after the failed load: {lease}", violation=lf["drained"], load_failure=lf)
         r.evidence.update(t.summary())
         r.reproduction = ctx.repro(run)
         return r
+    if (unshown := lease_unshown(id_, lf["drained"], load_failure=lf, **t.summary())) is not None:
+        unshown.reason = f"after the failed load: {unshown.reason}"
+        return unshown
     r = exact_result(
         id_,
         t,

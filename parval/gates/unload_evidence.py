@@ -14,10 +14,14 @@ MIN_POLLS_AFTER_UNLOAD = 5
 def unload_check(check: dict[str, Any], *, loaded_field: bool | None = None) -> str:
     """What a check of /v1/models after an unload showed (as the campaign records it:
     `reply`, `loaded_false`, `polls_after`, `still_loaded`, `loaded_field`): ok (loaded:false
-    seen), error (the unload did not answer 200), no_loaded (the server publishes no
-    `loaded`, which the API promises), stayed (enough samples after the 200, all showing
-    the model loaded: an observed violation), unseen (too few samples to tell)."""
+    seen), missing_route (the unload answered 404: this build has no such route, a missing
+    precondition), error (the unload did not answer 200), no_loaded (the server publishes
+    no `loaded`, which the API promises: nothing can show the unload), stayed (enough
+    samples after the 200, all showing the model loaded: an observed violation), unseen
+    (too few samples to tell)."""
     status = (check.get("reply") or {}).get("status")
+    if status == 404:
+        return "missing_route"
     if status != 200:
         return "error"
     if check.get("loaded_false"):

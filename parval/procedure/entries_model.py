@@ -187,9 +187,9 @@ M2_ENTRIES = (
         ),
         ("fake_concurrency",),
         (
-            "FAIL when the server publishes no slot counters, or when a wave attempt had all N requests in "
-            "flight from the client with at least 5 successful status samples inside that window (the wave "
-            "event's all_in_flight), every one below N; the same in an attempt parval set aside",
+            "FAIL when a wave attempt had all N requests in flight from the client with at least 5 successful "
+            "status samples inside that window (the wave event's all_in_flight), every one below N; the same "
+            "in an attempt parval set aside; UNSUPPORTED when the server publishes no slot counters",
             "PENDING when a wave never overlapped even from the client side, when N leases were seen "
             "only while the model was still loading, when fewer than 5 successful samples fell inside the "
             "all-in-flight window (the campaign repeats such a wave first), or when the poller got no "
@@ -202,8 +202,9 @@ M2_ENTRIES = (
         (DRAINED + " after every wave", WAVE_STATUS, SET_ASIDE),
         ("counters_no_drain",),
         (
-            "FAIL when counters stay non-zero (also in an attempt parval set aside), are absent, or "
-            "queued_requests is not published; PENDING when the poller got no answer during the drain check",
+            "FAIL when counters stay non-zero (also in an attempt parval set aside); UNSUPPORTED when they "
+            "are absent or queued_requests is not published; PENDING when the poller got no answer during "
+            "the drain check",
         ),
     ),
     _m2(
@@ -233,9 +234,10 @@ M2_ENTRIES = (
         (
             MASKED,
             "unloaded means /v1/models showed loaded:false after the unload, never that the reply's "
-            "`unloaded` list names the model (it lists every known id); FAIL when the route errs, the server "
-            "publishes no `loaded`, or at least 5 samples after a 200 all showed the model loaded; PENDING "
-            "with fewer samples",
+            "`unloaded` list names the model (it lists every known id); FAIL when the route errs (other than "
+            "a 404) or at least 5 samples after a 200 all showed the model loaded; UNSUPPORTED when the "
+            "route answers 404 (this build has none); PENDING with fewer samples or when the server "
+            "publishes no `loaded`",
         ),
     ),
     _m2(

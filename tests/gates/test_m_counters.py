@@ -59,17 +59,18 @@ def test_counterless_server_reasons_say_no_counters(tmp_path: Path) -> None:
         },
     )
     active, drained, unload = res["M2.observed_active"], res["M2.drained"], res["M2.unload_reload"]
-    assert active.status is Status.FAIL and "publishes no slot counters" in active.reason
-    assert drained.status is Status.FAIL and "publishes no slot counters" in drained.reason
+    # Missing counters and a missing route are missing preconditions: UNSUPPORTED, never FAIL.
+    assert active.status is Status.UNSUPPORTED and "publishes no slot counters" in active.reason
+    assert drained.status is Status.UNSUPPORTED and "publishes no slot counters" in drained.reason
     assert "non-zero" not in drained.reason and "non-zero" not in active.reason
-    assert unload.status is Status.FAIL
-    assert "/v1/tasks/unload_models answered 404" in unload.reason and "3 start(s)" in unload.reason
+    assert unload.status is Status.UNSUPPORTED
+    assert "has no /v1/tasks/unload_models route (answered 404" in unload.reason and "3 start(s)" in unload.reason
     assert "cleanly" not in unload.reason
 
 
-def test_counterless_server_that_does_not_overlap_still_fails_on_counters(tmp_path: Path) -> None:
+def test_counterless_server_that_does_not_overlap_is_unsupported_on_counters(tmp_path: Path) -> None:
     res = count_starts(tmp_path, status=counterless_status(2), drained=COUNTERLESS_DRAIN, overlap=False)
-    assert res["M2.observed_active"].status is Status.FAIL
+    assert res["M2.observed_active"].status is Status.UNSUPPORTED
     assert "publishes no slot counters" in res["M2.observed_active"].reason
 
 
@@ -81,7 +82,8 @@ def test_unload_without_loaded_false_says_so(tmp_path: Path) -> None:
         unload={**UNLOADED, "loaded_false": False, "loaded_field": False},
     )
     reason = res["M2.unload_reload"].reason
-    assert res["M2.unload_reload"].status is Status.FAIL
+    # An unpublished `loaded` shows nothing either way: the unload is not shown, not failed.
+    assert res["M2.unload_reload"].status is Status.PENDING
     assert "never showed the model loaded:false" in reason and "may publish no `loaded`" in reason
 
 
