@@ -94,9 +94,28 @@ def main(argv: list[str]) -> int:
 
 
 def extract(target: Path) -> dict[str, Path]:
-    """Unpack the checked-in runs under `target`: kind -> run directory."""
+    """Unpack the checked-in runs under `target`: kind -> run directory.
+
+    Each run's manifest names the plan where it was recorded; it is pointed at the unpacked
+    plan, so the framework record and the X4 result beside it are the ones found. A
+    framework record is used only inside its sealed run directory, so the record
+    (`framework.json`, as the plan names it) is unpacked as one."""
+    import json
+
+    from tests.records_kit import write_record_dir
+
     with tarfile.open(ARCHIVE, "r:xz") as tar:
         tar.extractall(target, filter="data")
+    for kind in RUNS:
+        manifest_path = target / kind / "run" / "manifest.json"
+        manifest = json.loads(manifest_path.read_text("utf-8"))
+        manifest["plan"]["path"] = str(target / kind / "plan.yaml")
+        manifest_path.write_text(json.dumps(manifest, indent=2, sort_keys=True))
+        record_path = target / kind / "framework.json"
+        if record_path.is_file():
+            record = json.loads(record_path.read_text("utf-8"))
+            record_path.unlink()
+            write_record_dir(record_path, record)
     return {kind: target / kind / "run" for kind in RUNS}
 
 

@@ -301,7 +301,7 @@ def test_judging_writes_the_evidence_by_default_and_keeps_the_shard_and_counts_n
     events = [json.loads(line) for line in (d / "events.jsonl").read_text().splitlines()]
     events.insert(0, {"kind": "campaign_start", "seq": 0, "t": 0.0, "counts": [1], "shard": [2, 3]})
     events.append({"kind": "count_not_run", "seq": 98, "t": 1.0, "count": 2, "reason": "count 1 failed"})
-    events.append({"kind": "campaign_end", "seq": 99, "t": 2.0, "finished": False})
+    # Without a campaign_end the run was interrupted (and, never judged, may be judged now).
     (d / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     ev = judge_run(d)
     assert (d / "evidence.json").exists() and json.loads((d / "evidence.json").read_text())["run"]["shard"] == [2, 3]
