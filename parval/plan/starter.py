@@ -79,9 +79,9 @@ def advertised_counts(entry: dict[str, Any]) -> list[int]:
 def variation_kinds(task: str) -> list[str]:
     """The variation kinds a task's requests can change (M3.variation): text tasks vary
     length and seed (a reference voice where the model takes one: commented out in the
-    plan, the user decides); audio-input tasks (VAD, ASR, ...) take no seed, so only the
-    input audio's length (and content) can vary."""
-    return ["length", "seed"] if task in TEXT_TASKS else ["length"]
+    plan, the user decides); audio-input tasks (VAD, ASR, ...) take no seed, so the input
+    audio's length and content vary."""
+    return ["length", "seed"] if task in TEXT_TASKS else ["length", "content"]
 
 
 def _requests(task: str) -> list[str]:
@@ -119,7 +119,7 @@ def _requests(task: str) -> list[str]:
         f"      request: {_y({'audio': f'{PLACEHOLDER}/fixtures/input-2.wav'})}",
         "    - name: other_content    # about the same length, other content (other speech, pauses, noise)",
         "      changes: audio",
-        "      kind: other",
+        "      kind: content",
         f"      request: {_y({'audio': f'{PLACEHOLDER}/fixtures/input-3.wav'})}",
         "  # a request the server must reject alongside healthy work (M4.invalid_alongside)",
         f"  invalid: {_y({'audio': 'data:audio/wav;base64,AAAA'})}",
@@ -192,7 +192,7 @@ def starter_plan(config: dict[str, Any], entry: dict[str, Any], config_path: Pat
         f"  admit_modes: [{_y(model['mode'])}]",
         (
             f"  variation_kinds: [{', '.join(variation_kinds(task))}]   "
-            "# EDIT: the kinds this model supports (length, seed, reference, preparation)"
+            "# EDIT: the kinds this model supports (length, seed, reference, preparation, content)"
         ),
         "",
         "# What parval cannot discover (M1.manifest stays PENDING naming each item left out):",

@@ -264,11 +264,14 @@ def _responsible(id_: str, lowest: int | None) -> Callable[[LoadedRun], bool] | 
     return lambda run: run.ran_unit(unit)
 
 
-def _merged_q5(runs: list[LoadedRun], model_level: list[Result]) -> Result:
-    """Model-level Q5 over the merged scope. Each shard judged Q5 over its own part of the
-    scope: a failure any of them saw (a mismatch, or a failure in an attempt it set aside)
-    stays failed; otherwise the merged comparison verdicts decide, as the judge does."""
+def _merged_q5(runs: list[LoadedRun], model_level: list[Result]) -> Result | None:
+    """Model-level Q5 over the merged scope (None when no run judged Q5). Each shard judged
+    Q5 over its own part of the scope: a failure any of them saw (a mismatch, or a failure
+    in an attempt it set aside) stays failed; otherwise the merged comparison verdicts
+    decide, as the judge does."""
     shard_q5 = [r for run in runs for r in _results(run.ev["model_checks"]["model_level"]) if r.id == "Q5"]
+    if not shard_q5:
+        return None
     failures = [r for r in shard_q5 if r.status is Status.FAIL]
     if failures:
         return failures[0]
@@ -290,8 +293,6 @@ def _merged_q5(runs: list[LoadedRun], model_level: list[Result]) -> Result:
             "no mismatch recorded, but not every comparison of the merged scope was completed: "
             + ", ".join(f"{x.id} {x.status}" for x in open_[:6]),
         )
-    if not shard_q5:
-        return shape.pending("Q5", "no merged run judged Q5")
     compared = sum(int(r.evidence.get("compared") or 0) for r in scoped)
     return shape.passed(
         "Q5",
@@ -310,7 +311,8 @@ def merge_evidence(runs: list[LoadedRun]) -> dict[str, Any]:
         [(r, [x for x in _results(r.ev["model_checks"]["model_level"]) if x.id not in ("Q5", "Q6")]) for r in runs],
         once=True,
     )
-    model_level.append(_merged_q5(runs, model_level))
+    if (q5 := _merged_q5(runs, model_level)) is not None:
+        model_level.append(q5)
     fw = _combine_by_id([(r, _results(r.ev["framework_checks"]["results"])) for r in runs], once=False, by_count=True)
     per_count: dict[int, list[Result]] = {}
     sources: dict[int, list[str]] = {}

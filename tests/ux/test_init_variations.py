@@ -45,12 +45,12 @@ def test_init_proposes_audio_variations_for_a_vad_model(tmp_path: Path) -> None:
     p = parval("init", "--server-config", config, "-o", plan)
     assert p.returncode == 0, p.stderr
     raw = yaml.safe_load(plan.read_text())
-    assert raw["model"]["variation_kinds"] == ["length"]
+    assert raw["model"]["variation_kinds"] == ["length", "content"]
     assert raw["model"]["path"] == str(weights)  # absolute in the config: absolute in the plan
     bodies = [raw["requests"]["base"], *(v["request"] for v in raw["requests"]["variations"])]
     assert all("seed" not in b for b in bodies)
     assert {v["changes"] for v in raw["requests"]["variations"]} == {"audio"}
-    assert [variation_kind(v) for v in raw["requests"]["variations"]] == ["length", "other"]
+    assert [variation_kind(v) for v in raw["requests"]["variations"]] == ["length", "content"]
     assert len({b["audio"] for b in bodies}) == 3  # three different inputs
     # Filled in with real recordings, the plan validates.
     text = plan.read_text()
