@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.campaign.helpers import plan_dict, reason, run, status
 
 MODEL_IDS = [
@@ -55,6 +57,7 @@ def test_clean_stateless_admits_every_count(tmp_path: Path) -> None:
     assert ev["model_checks"]["negative_control"]["caught"] is True
 
 
+@pytest.mark.slow
 def test_clean_cache_sensitive_uses_same_history_references(tmp_path: Path) -> None:
     ev = run(tmp_path, plan_dict(tmp_path, cache_sensitive=True, counts=[1, 2], ten=3, mixed=3))
     assert status(ev, "M3.history") == "PASS", [a for a in ev["assertions"] if a["id"] == "M3.history"]
@@ -67,6 +70,7 @@ def test_clean_cache_sensitive_uses_same_history_references(tmp_path: Path) -> N
     assert "trace" in str(traced) or traced["status"] == "PASS"
 
 
+@pytest.mark.slow
 def test_comparisons_are_blocked_without_a_caught_negative_control(tmp_path: Path) -> None:
     import json
     import shutil
@@ -92,6 +96,7 @@ def test_comparisons_are_blocked_without_a_caught_negative_control(tmp_path: Pat
     assert rejudged["admission_ready"] is False
 
 
+@pytest.mark.slow
 def test_optional_independent_servers_fill_the_performance_row(tmp_path: Path) -> None:
     plan = plan_dict(tmp_path, counts=[1, 2], ten=3, mixed=3, starts=1)
     plan["performance"]["independent_servers"] = True

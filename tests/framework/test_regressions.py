@@ -1,7 +1,7 @@
 """The five historical regressions and the suppressed overdue rejection, as stand-in faults.
 
-Fast tests run only the fault's own assertion (plus the calibration start) and show it
-FAILs; the slow tests run every probe and show it is the only assertion that FAILs (other
+The targeted tests run only the fault's own assertion (plus the calibration start) and show
+it FAILs; the full tests run every probe and show it is the only assertion that FAILs (other
 assertions may be BLOCKED when the fault keeps their scenario from being judged, with the
 reason naming the assertion that judges it)."""
 
@@ -16,6 +16,8 @@ from .helpers import REGRESSIONS, by_id, explain, failing, run
 GRACE = {"stalled_io_grace_s": 1.5}
 
 
+# Each starts the stand-in for its probes (6-16 s on two cores): slow, run in CI.
+@pytest.mark.slow
 @pytest.mark.parametrize(("fault", "target"), list(REGRESSIONS.items()))
 def test_regression_fails_its_assertion(tmp_path: Path, fault: str, target: str) -> None:
     _, record = run(tmp_path, faults=[fault], only=target)
@@ -38,6 +40,7 @@ def test_regression_fails_exactly_its_assertion(tmp_path: Path, fault: str, targ
             assert "judged by" in reason or "barging" in reason or " attempt(s): " in reason, reason
 
 
+@pytest.mark.slow
 def test_queued_counter_stuck_fails_timeouts(tmp_path: Path) -> None:
     # A queued request that timed out stays in queued_requests: the accounting never drains.
     _, record = run(tmp_path, faults=["queued_counter_stuck"], only="F1.timeouts")
@@ -47,6 +50,7 @@ def test_queued_counter_stuck_fails_timeouts(tmp_path: Path) -> None:
     assert "no timed-out request stays counted" in res["F1.timeouts"]["reason"]
 
 
+@pytest.mark.slow
 def test_timeouts_pass_on_the_clean_standin(tmp_path: Path) -> None:
     _, record = run(tmp_path, only="F1.timeouts")
     assert by_id(record)["F1.timeouts"]["status"] == "PASS", explain(record)
