@@ -157,7 +157,10 @@ def stalled_socket_io(f: Facts) -> Verdict:
     listener cancels socket I/O and the server exits 0 by itself. Evidence that the server
     was reading stalled connections: a control connection that stalled as long, then
     finished its request, was answered. The violation: the server exited only once the
-    client closed the stalled sockets (it was waiting on their I/O)."""
+    client closed the stalled sockets (it was waiting on their I/O). One attempt cannot tell
+    that from a shutdown slower than its grace on a busy machine: only the probe's final
+    attempt, after earlier ones with shorter graces, shows it (`final_attempt`); before that
+    it is not forced, and the probe tries again with a longer grace."""
     v = Verdict()
     if not f["control_answered"]:
         v.not_forced(
@@ -173,6 +176,11 @@ def stalled_socket_io(f: Facts) -> Verdict:
             stop.get("exit_code") == 0,
             f"exited by itself {float(exited):.2f} s after SIGTERM with the stalled sockets still open "
             f"(exit {stop.get('exit_code')})",
+        )
+    elif exited is not None and not f.get("final_attempt"):
+        v.not_forced(
+            f"it exited only after the client closed the stalled sockets ({float(closed or 0):.2f} s after "
+            f"SIGTERM): a listener waiting on stalled I/O, or a shutdown slower than the {f['bound_s']} s grace"
         )
     elif exited is not None:
         v.require(

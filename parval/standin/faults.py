@@ -55,6 +55,7 @@ FAULT_DEFAULTS: dict[str, int | None] = {
     "never_ready": None,
     "startup_crash": None,
     "hang_shutdown": None,
+    "stalled_io_wait": None,  # shutdown waits on clients that stopped sending mid-request
     "unload_keeps_loaded": None,  # unloads answer as usual but leave the model loaded
     "batch_repeats_first": None,  # a native batch answers request 0 twice, never request 1
     "sub16_noise": None,  # PCM_32 outputs whose samples differ below 16 bits

@@ -143,6 +143,8 @@ class StandinServer(ThreadingHTTPServer):
         # Connections still reading their request (headers or body): shutdown cancels
         # this socket I/O before joining the workers, as the real listener does.
         self._reading: set[socket.socket] = set()
+        # Of those, the ones whose request line already came (stalled mid-request).
+        self._mid_request: set[socket.socket] = set()
         super().__init__(address, StandinHandler)
 
     def reading(self, conn: socket.socket, active: bool) -> None:
@@ -151,11 +153,18 @@ class StandinServer(ThreadingHTTPServer):
                 self._reading.add(conn)
             else:
                 self._reading.discard(conn)
+                self._mid_request.discard(conn)
 
-    def cancel_stalled_reads(self) -> None:
-        """Unblock workers stuck on a client that stopped sending mid-request."""
+    def request_line_read(self, conn: socket.socket) -> None:
         with self._accepted_lock:
-            stalled = list(self._reading)
+            if conn in self._reading:
+                self._mid_request.add(conn)
+
+    def cancel_stalled_reads(self, *, mid_request: bool = True) -> None:
+        """Unblock workers stuck on a client that stopped sending (`mid_request=False`: only
+        those that never sent a request line, leaving clients stalled mid-request waited on)."""
+        with self._accepted_lock:
+            stalled = [c for c in self._reading if mid_request or c not in self._mid_request]
         for conn in stalled:
             try:
                 conn.shutdown(socket.SHUT_RDWR)
@@ -194,6 +203,10 @@ class StandinHandler(BaseHTTPRequestHandler):
             super().handle()
         finally:
             self.server.reading(self.request, False)
+
+    def parse_request(self) -> bool:
+        self.server.request_line_read(self.request)
+        return super().parse_request()
 
     def log_message(self, format: str, *args: Any) -> None:
         """The real server does not log requests unless asked to."""

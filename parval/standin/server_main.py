@@ -122,7 +122,8 @@ def run(argv: Sequence[str]) -> int:
     server.shutdown()
     serving.join()
     app.shutting_down.set()  # hung handlers (hang_requests) give up their connections
-    server.cancel_stalled_reads()  # clients that stopped sending mid-request
+    # clients that stopped sending (stalled_io_wait: those stalled mid-request are waited on)
+    server.cancel_stalled_reads(mid_request=not faults.on("stalled_io_wait"))
     server.server_close()  # joins the connection workers: finite in-flight work finishes
     print("audiocpp_server stopped", flush=True)
     return 0

@@ -187,11 +187,18 @@ def test_sigterm_inflight_is_blocked_when_the_queued_request_was_never_seen_queu
 
 
 def stalled(
-    *, answered: bool = True, closed: float | None = None, exited: float | None = 0.04, exit_code: int | None = 0
+    *,
+    answered: bool = True,
+    closed: float | None = None,
+    exited: float | None = 0.04,
+    exit_code: int | None = 0,
+    final: bool = False,
+    bound: float = 1.5,
 ) -> dict[str, Any]:
     return facts(
         [],
-        bound_s=1.5,
+        bound_s=bound,
+        final_attempt=final,
         control_answered=answered,
         closed_at_s=closed,
         exited_at_s=exited,
@@ -215,9 +222,23 @@ def test_stalled_socket_io_without_evidence_the_server_read_stalled_sockets_is_n
 
 
 def test_stalled_socket_io_fails_a_listener_that_waited_for_the_stalled_connections() -> None:
-    v = run_judge("f4.stalled_socket_io", stalled(closed=1.5, exited=1.52, exit_code=0))
+    # Only the final attempt (the longest grace) shows it: before, a slow shutdown looks the same.
+    v = run_judge("f4.stalled_socket_io", stalled(closed=6.0, exited=6.02, exit_code=0, final=True, bound=6.0))
     assert v.status is Status.FAIL and "exited only when the client closed the stalled sockets" in v.detail()
+    waited = [stalled(closed=b, exited=b + 0.02, bound=b, final=b == 6.0) for b in (1.5, 3.0, 6.0)]
+    v = run_judge("f4.stalled_socket_io", {"attempts": waited})
+    assert v.status is Status.FAIL and "attempt 3 of 3" in v.detail()
     assert run_judge("f4.stalled_socket_io", stalled(exit_code=2)).status is Status.FAIL
     # Still running after the sockets closed: not a stalled-I/O behaviour.
     v = run_judge("f4.stalled_socket_io", stalled(closed=1.5, exited=None, exit_code=-9))
     assert v.status is Status.BLOCKED and "judged by sigterm_inflight" in v.detail()
+
+
+def test_an_exit_after_the_close_is_tried_again_with_a_longer_grace_not_failed() -> None:
+    """A busy machine's slow shutdown that outlasts the first grace is not a violation: the
+    probe tries again, and a later attempt that exits with the sockets still open passes."""
+    v = run_judge("f4.stalled_socket_io", stalled(closed=1.5, exited=1.9, exit_code=0))
+    assert v.status is Status.BLOCKED and v.retry and "slower than the 1.5 s grace" in v.detail()
+    slow_then_done = [stalled(closed=1.5, exited=1.9), stalled(exited=2.4, bound=3.0)]
+    v = run_judge("f4.stalled_socket_io", {"attempts": slow_then_done})
+    assert v.status is Status.PASS, v.detail()
