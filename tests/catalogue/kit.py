@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from tests.records_kit import CANDIDATE_COMMIT, UPSTREAM, framework_record, x4_json
+from tests.records_kit import CANDIDATE_COMMIT, UPSTREAM, framework_record, write_record_dir, x4_json
 
 BIN = Path(sys.executable).parent
 PARVAL = BIN / "parval"
@@ -28,8 +28,11 @@ def write_records(directory: Path, candidate: Path = STANDIN) -> tuple[Path, Pat
     """A synthetic F1-F6 record for `candidate` and a passing X4 result (the verdict then
     depends on the model gate alone; the framework tests cover real records)."""
     directory.mkdir(parents=True, exist_ok=True)
-    record, x4 = directory / "framework.json", directory / "x4.json"
-    record.write_text(json.dumps(framework_record(sha256(candidate), record_id=f"fw-{sha256(candidate)[:8]}")))
+    x4 = directory / "x4.json"
+    # A record is used only inside its sealed run directory, as `parval framework` leaves it.
+    record = write_record_dir(
+        directory / "framework", framework_record(sha256(candidate), record_id=f"fw-{sha256(candidate)[:8]}")
+    )
     x4.write_text(json.dumps(x4_json()))
     return record, x4
 
