@@ -20,7 +20,11 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any, ParamSpec
 
+# PENDING, BLOCKED and NOT_APPLICABLE carry only their reason: the plain builders serve.
 from parval.status import Result, Status
+from parval.status import blocked as blocked
+from parval.status import not_applicable as not_applicable
+from parval.status import pending as pending
 
 P = ParamSpec("P")
 
@@ -60,23 +64,9 @@ def failed(id_: str, reason: str, violation: Any, **evidence: Any) -> Result:
     return Result(id_, Status.FAIL, reason, {**evidence, "violation": violation})
 
 
-def pending(id_: str, reason: str, **evidence: Any) -> Result:
-    """Unresolved: `reason` names what is missing."""
-    return Result(id_, Status.PENDING, reason, dict(evidence))
-
-
-def blocked(id_: str, reason: str, **evidence: Any) -> Result:
-    """Could not be collected (a resource, a crash elsewhere): `reason` names why."""
-    return Result(id_, Status.BLOCKED, reason, dict(evidence))
-
-
 def unsupported(id_: str, reason: str, **evidence: Any) -> Result:
     """The server lacks what the check needs (a route, a field): `reason` names it."""
     return Result(id_, Status.UNSUPPORTED, reason, dict(evidence))
-
-
-def not_applicable(id_: str, reason: str) -> Result:
-    return Result(id_, Status.NOT_APPLICABLE, reason)
 
 
 def shape_problem(r: Result) -> str | None:
