@@ -252,6 +252,16 @@ def lifecycle_aside(ctx: Context, count: int | None) -> list[dict[str, Any]]:
     return [r for r in rows if "set_aside" in r]
 
 
+def comparison_scope(scoped: list[Result]) -> tuple[list[dict[str, Any]], list[Result], list[Result], int]:
+    """Of one Q5 scope's comparison verdicts: (their recorded mismatches, the verdicts that
+    apply, those of them not PASS, how many outputs they compared). Shared by the judge and
+    by a merge, which judges Q5 again over the merged verdicts."""
+    mismatches = [m for r in scoped for m in r.evidence.get("mismatches", [])]
+    judged = [r for r in scoped if r.status is not Status.NOT_APPLICABLE]
+    open_ = [r for r in judged if r.status is not Status.PASS]
+    return mismatches, judged, open_, sum(int(r.evidence.get("compared") or 0) for r in scoped)
+
+
 @shape.judge("Q5")
 def q5_intermittent(ctx: Context, results: list[Result], count: int | None = None) -> Result:
     """Q5 for one scope (the model-level verdicts, count None, or one count's): every
@@ -260,7 +270,7 @@ def q5_intermittent(ctx: Context, results: list[Result], count: int | None = Non
     a PASS, but a mismatch, request error, crash or lifecycle violation (counters left
     non-zero, N never active, an unload that did not wait or did not unload) stays failed."""
     scoped = [r for r in results if r.count == count and r.id in COMPARISON_IDS]
-    mismatches = [m for r in scoped for m in r.evidence.get("mismatches", [])]
+    mismatches, judged, open_, compared = comparison_scope(scoped)
     aside, crashes = ctx.set_aside_scope(count)
     seen = {failure_key(m) for m in mismatches}
     mismatches += [m for m in aside.mismatches if failure_key(m) not in seen]
@@ -304,9 +314,6 @@ def q5_intermittent(ctx: Context, results: list[Result], count: int | None = Non
             set_aside_lifecycle=lifecycle[:20],
         )
     else:
-        judged = [r for r in scoped if r.status is not Status.NOT_APPLICABLE]
-        open_ = [r for r in judged if r.status is not Status.PASS]
-        compared = sum(int(r.evidence.get("compared") or 0) for r in scoped)
         if open_:
             r = shape.pending(
                 "Q5",

@@ -41,6 +41,7 @@ from parval.errors import RunDirError, UsageError
 from parval.gates import admission as adm
 from parval.gates import shape
 from parval.gates.masking import COMPARISON_IDS
+from parval.gates.quality import comparison_scope
 from parval.plan.load import shard_counts
 from parval.procedure.catalogue import group_of
 from parval.rundir.events import read_events
@@ -276,7 +277,7 @@ def _merged_q5(runs: list[LoadedRun], model_level: list[Result]) -> Result | Non
     if failures:
         return failures[0]
     scoped = [r for r in model_level if r.count is None and r.id in COMPARISON_IDS]
-    mismatches = [m for r in scoped for m in r.evidence.get("mismatches", [])]
+    mismatches, judged, open_, compared = comparison_scope(scoped)
     if mismatches:
         return shape.failed(
             "Q5",
@@ -285,15 +286,12 @@ def _merged_q5(runs: list[LoadedRun], model_level: list[Result]) -> Result | Non
             failure_kind="output",
             mismatches=mismatches[:50],
         )
-    judged = [r for r in scoped if r.status is not Status.NOT_APPLICABLE]
-    open_ = [r for r in judged if r.status is not Status.PASS]
     if open_:
         return shape.pending(
             "Q5",
             "no mismatch recorded, but not every comparison of the merged scope was completed: "
             + ", ".join(f"{x.id} {x.status}" for x in open_[:6]),
         )
-    compared = sum(int(r.evidence.get("compared") or 0) for r in scoped)
     return shape.passed(
         "Q5",
         "no intermittent mismatch in any repeat (merged runs)",
