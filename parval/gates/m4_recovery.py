@@ -18,9 +18,11 @@ from parval.gates.unload_evidence import (
     missing_route,
     server_order,
     unload_check,
+    unload_unanswered,
     unload_violation,
     unloaded_state,
 )
+from parval.procedure.server_facts import ROUTE_BULK_UNLOAD
 
 __all__ = ["JUDGES", "judge_load_failure", "judge_m4", "lease_problem"]
 from parval.status import Result, Status
@@ -270,6 +272,8 @@ def _unload(ctx: Context, which: str, id_: str) -> Result:
         )
     if not e["issued_while_active"]:
         return shape.pending(id_, "could not observe the work in flight before issuing the unload", **e)
+    if (unanswered := unload_unanswered(e)) is not None:
+        return shape.pending(id_, unanswered, **e)
     if not e["requests_done"] or len(e["requests_latency"]) != len(e["requests_done"]):
         return shape.pending(id_, "the in-flight work's replies were not recorded", **e)
     if server_order(e) != "queued_behind":
@@ -320,6 +324,8 @@ def m4_unload_during_first_load(ctx: Context) -> Result:
     e = _probe(ctx, "m4_unload_during_first_load")
     if e is None:
         return shape.pending(id_, "not recorded")
+    if (reply := missing_route(e)) is not None:
+        return shape.unsupported(id_, f"this server has no {ROUTE_BULK_UNLOAD} route: the unload {reply}", **e)
     if (why := first_load_violation(e)) is not None:
         r = shape.failed(id_, why, violation=why, **e)
         r.reproduction = ctx.repro(RUN)
@@ -338,6 +344,8 @@ def m4_unload_during_first_load(ctx: Context) -> Result:
         return r
     if not e["issued_during_load"]:
         return shape.pending(id_, "the first load finished before the unload could be issued", **e)
+    if (unanswered := unload_unanswered(e)) is not None:
+        return shape.pending(id_, unanswered, **e)
     if not e["requests_done"] or len(e["requests_latency"]) != len(e["requests_done"]):
         return shape.pending(id_, "the first request's reply times were not recorded", **e)
     ended = e.get("ended_unloaded") if "unload_check" not in e else unload_check(e["unload_check"]) == "ok"

@@ -107,6 +107,8 @@ def warmup_problem(ctx: Context) -> tuple[str | None, str | None]:
     if t.errors or t.malformed or t.mismatches:
         return f"the warm-up wave before the mode outputs: {t.problem()}", None
     slots = int((ctx.rec.runs.get("modes") or {}).get("count") or 0)
+    if slots < 1:
+        return None, "the modes start's slot count was not recorded (its run_start has no count)"
     if not t.clean or len(reqs) < slots:
         return None, f"no whole warm-up wave recorded before the mode outputs ({len(reqs)} of {slots}; {t.problem()})"
     return None, None

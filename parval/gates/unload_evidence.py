@@ -79,11 +79,36 @@ def missing_route(e: dict[str, Any]) -> str | None:
     return f"answered 404: {str(reply.get('error') or '')[:120]}".rstrip(": ")
 
 
+def unload_reply(e: dict[str, Any]) -> dict[str, Any]:
+    """The reply to the probe's unload itself, as recorded ({} when it was not)."""
+    reply = e.get("unload")
+    return reply if isinstance(reply, dict) else {}
+
+
+def unload_refused(e: dict[str, Any], which: str) -> str | None:
+    """The probe's unload answered with an error status: a violation, since the bulk unload
+    routes wait without a timeout and answer 200 (a 404 is a missing route instead)."""
+    status = unload_reply(e).get("status")
+    if status is None or status in (200, 404):
+        return None
+    return f"the {which} unload answered {status}: {str(unload_reply(e).get('error') or '')[:120]}".rstrip(": ")
+
+
+def unload_unanswered(e: dict[str, Any]) -> str | None:
+    """Why a PASS cannot rest on the probe's unload: its 200 was not recorded (None when it was)."""
+    reply = unload_reply(e)
+    if reply.get("status") == 200:
+        return None
+    return f"the unload's reply was not recorded ({reply.get('outcome') or 'no reply'})"
+
+
 def unload_violation(e: dict[str, Any], which: str) -> str | None:
     """The observed violation of one unload probe, in words (None when none; never for a
     route the server lacks, see `missing_route`)."""
     if missing_route(e) is not None:
         return None
+    if (refused := unload_refused(e, which)) is not None:
+        return refused
     if e.get("issued_while_active") and server_order(e) == "admitted_past":
         return (
             f"a request sent {e.get('gap_s')} s after the {which} unload (still pending) was admitted while the "
@@ -107,6 +132,9 @@ def unload_violation(e: dict[str, Any], which: str) -> str | None:
 
 
 def first_load_violation(e: dict[str, Any]) -> str | None:
+    """The observed violation of the unload-during-first-load probe, in words (None when none)."""
+    if missing_route(e) is None and (refused := unload_refused(e, "first-load")) is not None:
+        return refused
     if e.get("issued_during_load") and returned_early(e):
         return (
             f"unload did not wait for the first load (returned at {e['unload_done']}s, request done at "

@@ -142,3 +142,33 @@ def test_a_model_that_stays_loaded_after_the_first_load_unload_fails(tmp_path: P
     r = m4(tmp_path, m4_unload_during_first_load=first_load(unload_check=stuck))["M4.unload_during_first_load"]
     assert r.status is Status.FAIL, r.reason
     assert r.reason == "the model stayed loaded after the unload (9 status samples)"
+
+
+def test_a_pass_needs_the_unloads_own_200(tmp_path: Path) -> None:
+    """The waiting is read from the unload's reply time, so an unload whose reply was not
+    recorded (lost, or a transport error without a status) is PENDING, never a PASS; an
+    error status from a route that exists is the violation."""
+    for which in ("targeted", "all"):
+        for lost in ({}, {"status": None, "outcome": "timeout", "ms": 30000.0, "error": "read timeout"}):
+            e = unload_event(which, unload=lost)
+            r = m4(tmp_path / f"{which}-{len(lost)}", **{f"m4_{which}_unload": e})[f"M4.{which}_unload"]
+            assert r.status is Status.PENDING and "unload's reply was not recorded" in r.reason, r.reason
+        refused = {"status": 503, "outcome": "http_error", "ms": 4.0, "error": "server busy"}
+        r = m4(tmp_path / f"{which}-503", **{f"m4_{which}_unload": unload_event(which, unload=refused)})
+        assert r[f"M4.{which}_unload"].status is Status.FAIL, r[f"M4.{which}_unload"].reason
+        assert f"the {which} unload answered 503: server busy" in r[f"M4.{which}_unload"].reason
+    for lost in ({}, {"status": None, "outcome": "timeout"}):
+        r = m4(tmp_path / f"first-{len(lost)}", m4_unload_during_first_load=first_load(unload=lost))
+        assert r["M4.unload_during_first_load"].status is Status.PENDING, r["M4.unload_during_first_load"].reason
+    refused = {"status": 500, "outcome": "http_error", "ms": 4.0, "error": "unload failed"}
+    r = m4(tmp_path / "first-500", m4_unload_during_first_load=first_load(unload=refused))
+    assert r["M4.unload_during_first_load"].status is Status.FAIL
+    assert "the first-load unload answered 500: unload failed" in r["M4.unload_during_first_load"].reason
+
+
+def test_a_first_load_unload_route_the_server_lacks_is_unsupported(tmp_path: Path) -> None:
+    missing = {"status": 404, "outcome": "http_error", "ms": 9.0, "error": "unknown endpoint: /v1/tasks/unload_models"}
+    check = {**UNLOADED, "reply": missing, "loaded_false": False, "loaded_field": False, "polls_after": 0}
+    e = first_load(unload=missing, unload_check=check, unload_done=0.02)
+    r = m4(tmp_path, m4_unload_during_first_load=e)["M4.unload_during_first_load"]
+    assert r.status is Status.UNSUPPORTED and "answered 404" in r.reason, r.reason

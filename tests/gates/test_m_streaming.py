@@ -79,7 +79,9 @@ def streaming_event(
     }
 
 
-def m6(tmp_path: Path, event: dict[str, Any] | None, *, offline: bool = True) -> dict[str, Any]:
+def m6(
+    tmp_path: Path, event: dict[str, Any] | None, *, offline: bool = True, start_count: bool = True
+) -> dict[str, Any]:
     ev = Events(tmp_path)
     ev.start("ref-baseline-a", role="reference")
     ev.request("ref-baseline-a", "ref_cold", 0, "base", tts_body(1))
@@ -92,7 +94,7 @@ def m6(tmp_path: Path, event: dict[str, Any] | None, *, offline: bool = True) ->
         for run in ("count1-s1", "count1-s2", "count1-s3"):
             full_start(ev, run, 1, p)
     if event is not None:
-        ev.start("modes", role="modes", count=event["count"])
+        ev.start("modes", role="modes", count=event["count"] if start_count else None)
         for _ in range(event["count"]):  # the warm-up wave: every slot serves once
             ev.request("modes", "modes_warmup", 0, "base", tts_body(1), ref="base|cold")
         ev.append("m6_streaming", **event)
@@ -104,6 +106,12 @@ def m6(tmp_path: Path, event: dict[str, Any] | None, *, offline: bool = True) ->
 def test_concurrent_streams_with_a_cut_pass(tmp_path: Path) -> None:
     r = m6(tmp_path, streaming_event())["M6.streaming"]
     assert r.status is Status.PASS, r.reason
+
+
+def test_a_modes_start_without_its_slot_count_is_pending(tmp_path: Path) -> None:
+    """The warm-up wave is whole only against the start's slot count: without it, no PASS."""
+    r = m6(tmp_path, streaming_event(), start_count=False)["M6.streaming"]
+    assert r.status is Status.PENDING and "slot count was not recorded" in r.reason, r.reason
 
 
 def test_one_stream_without_disconnect_is_pending(tmp_path: Path) -> None:
