@@ -14,7 +14,7 @@ import pytest
 
 from parval.framework.ctest import CTestCase, CTestRun, parse_ctest_stdout
 from parval.framework.ctest_run import run_ctest
-from parval.framework.judges_f6 import assess_f6
+from parval.framework.judges_f6 import RELEVANT_TESTS, assess_f6
 from parval.status import Status
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "schemas" / "ctest.schema.json").read_text())
@@ -469,3 +469,73 @@ def test_f6_rerun_supersedes_but_earlier_failure_is_noted() -> None:
     res = {r.id: r for r in assess_f6([first, second])}["F6.ctest"]
     assert res.status is Status.PASS
     assert any("earlier 'default' run (t1) was failed" in lim for lim in res.limitations)
+
+
+def test_f6_evidence_names_what_each_verdict_rests_on() -> None:
+    """The record's evidence is what a reviewer reads: the run, the required tests' states,
+    the failures in and outside the parallel scope, and each sanitizer job as assessed."""
+    run = fake_run("default", {**REQ, "audio_resample_test": "failed"})
+    stress = fake_run("stress", {"stress_test": "passed"}, meta={"seed": 7})
+    res = {
+        r.id: r
+        for r in assess_f6(
+            [run, san_run("asan", {"t": "passed"}), stress],
+            sanitizers=["asan"],
+            sanitizers_unavailable={"tsan": "no TSan on arm64"},
+        )
+    }
+    ev = res["F6.ctest"].evidence
+    assert ev["run"] == run.to_json() and ev["required"] == REQ
+    assert ev["relevant_failures"] == [] and ev["unrelated_failures"] == ["audio_resample_test"]
+    assert ev["relevant_pattern"] == RELEVANT_TESTS.pattern
+    jobs = res["F6.sanitizers"].evidence["jobs"]
+    assert jobs["tsan"] == {"status": "not_run", "assessed": "NOT_APPLICABLE", "reason": "no TSan on arm64"}
+    assert jobs["asan"]["status"] == "passed" and jobs["asan"]["assessed"] == "PASS"
+    assert jobs["asan"]["reason"] == "1 of 1 test(s) passed"
+    assert res["F6.stress"].evidence == {"run": stress.to_json(), "seed": 7}
+    # A job neither run nor excused, and one requested but not recorded.
+    jobs = {r.id: r for r in assess_f6([], sanitizers=["asan"])}["F6.sanitizers"].evidence["jobs"]
+    assert jobs["asan"] == {"status": "not_run", "assessed": "PENDING", "reason": "no run recorded"}
+    assert jobs["tsan"] == {
+        "status": "not_run",
+        "assessed": "PENDING",
+        "reason": "not requested and no platform reason given",
+    }
+
+
+def test_f6_a_run_ctest_called_failed_fails_even_without_a_named_case() -> None:
+    """CTest's own verdict (status failed) is the observation, also when no case was parsed."""
+    for label, rid in (("default", "F6.ctest"), ("stress", "F6.stress")):
+        run = fake_run(label, REQ if label == "default" else {"s": "passed"}, status="failed", reason="ctest: 1 failed")
+        assert by_id([run])[rid] == (Status.FAIL, "ctest: 1 failed")
+    # A failed stress run keeps its seed in the evidence, not in a passing reason.
+    failed = fake_run("stress", {"s": "failed"}, meta={"seed": 9})
+    assert by_id([failed])["F6.stress"] == (Status.FAIL, "failed: s")
+    relevant = fake_run("default", {**REQ, "session_pool_test": "failed", "parallel_x_test": "failed"})
+    assert by_id([relevant])["F6.ctest"] == (Status.FAIL, "failed: session_pool_test, parallel_x_test")
+    two = san_run("asan", {"a_test": "failed", "b_test": "failed"})
+    assert "asan: FAIL (failed: a_test, b_test)" in by_id([two], sanitizers=["asan"])["F6.sanitizers"][1]
+
+
+def test_f6_earlier_errors_and_an_unknown_time_are_noted() -> None:
+    first = fake_run("default", REQ, status="error", reason="no results", started_at=None)
+    second = fake_run("default", REQ, started_at="t2")
+    res = {r.id: r for r in assess_f6([first, second])}["F6.ctest"]
+    assert res.status is Status.PASS
+    assert "an earlier 'default' run (time unknown) was error: no results" in res.limitations
+    # Without any run, the written reason for not requiring the transport tests still shows.
+    res = {r.id: r for r in assess_f6([], transport_unchanged="no http.cpp change")}["F6.ctest"]
+    assert res.status is Status.PENDING and any("no http.cpp change" in lim for lim in res.limitations)
+
+
+def test_f6_a_sanitizer_build_without_any_flag_says_none() -> None:
+    res = {r.id: r for r in assess_f6([san_run("asan", {"t": "passed"}, flags=[])], sanitizers=["asan"])}
+    assert "/b was not built with -fsanitize=address (found: none): not a asan run" in res["F6.sanitizers"].reason
+
+
+def test_f6_a_stress_case_that_failed_before_an_error_is_a_failure() -> None:
+    run = fake_run("stress", {"s": "failed"}, status="error", reason="killed", error_kind="parval_timeout")
+    assert by_id([run])["F6.stress"] == (Status.FAIL, "killed")
+    both = san_run("asan", {"t": "passed"}, flags=["undefined", "leak"])
+    reason = by_id([both], sanitizers=["asan"])["F6.sanitizers"][1]
+    assert "(found: undefined, leak)" in reason, reason

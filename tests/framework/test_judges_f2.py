@@ -210,6 +210,30 @@ def test_unsupported_count_fails_an_accepted_count_or_a_changed_registration() -
     assert v.status is Status.FAIL and "saw slots=5" in v.detail()
 
 
+def test_unsupported_count_needs_the_400_its_error_type_and_the_capacity_together() -> None:
+    """Each part of the promised rejection on its own is not it."""
+    msg = "does not support the requested slots (capacity=4)"
+    for status, kind, message in (
+        (503, "invalid_request_error", msg),  # the text, but not the status
+        (400, "server_error", msg),  # the status and text, another error type
+        (400, "invalid_request_error", "does not support the requested slots"),  # no capacity named
+    ):
+        f = over_capacity()
+        f["flights"][0] = load_reply(
+            "resize-over-capacity",
+            0.0,
+            0.01,
+            status=status,
+            json={"error": {"type": kind, "message": message}},
+            message=message,
+        )
+        v = run_judge("f2.unsupported_count", f)
+        assert v.status is Status.FAIL, (status, kind, message, v.detail())
+    f = over_capacity()
+    f["flights"][0] = load_reply("resize-over-capacity", 0.0, 0.01, status=400, json="not json", message=msg)
+    assert run_judge("f2.unsupported_count", f).status is Status.FAIL
+
+
 NONE_ACCEPTED = object()
 STRING_TWO = "2"
 
@@ -248,6 +272,18 @@ def test_invalid_metadata_passes_every_rejection() -> None:
 def test_invalid_metadata_fails_an_accepted_string_slots_value() -> None:
     v = run_judge("f2.invalid_metadata", metadata(accepted=STRING_TWO))
     assert v.status is Status.FAIL and "slots='2' rejected 400" in v.detail()
+
+
+def test_invalid_metadata_accepts_exactly_400_and_above_as_a_rejection() -> None:
+    for status, verdict in ((400, Status.PASS), (399, Status.FAIL), (None, Status.FAIL)):
+        f = metadata()
+        f["flights"][0] = load_reply("bad-task", 0.0, 0.01, status=status, message="unknown task")
+        assert run_judge("f2.invalid_metadata", f).status is verdict, status
+    # A slots value answered with the promised text but not 400 is not the rejection.
+    f = metadata()
+    text = "model slots must be an integer between 1 and 16"
+    f["flights"][2] = load_reply("slots-0", 0.1, 0.11, status=500, message=text)
+    assert run_judge("f2.invalid_metadata", f).status is Status.FAIL
 
 
 def resize(shown: bool = True, json: Any = RECONFIGURED) -> dict[str, Any]:
@@ -327,6 +363,15 @@ def test_post_commit_failure_fails_a_partial_pool_a_held_lease_or_a_silent_succe
     assert v.status is Status.FAIL and "released its lease" in v.detail()
     v = run_judge("f2.post_commit_failure", post_commit(broken=200))
     assert v.status is Status.FAIL and "fails after commit is an error" in v.detail()
+
+
+def test_post_commit_failure_reads_400_as_a_failure_and_a_silent_request_as_none() -> None:
+    assert run_judge("f2.post_commit_failure", post_commit(broken=400)).status is Status.PASS
+    f = post_commit()
+    f["flights"][1] = fl("request-while-broken", 0.2, 0.21, status=400, model="m-same", message="load failed")
+    assert run_judge("f2.post_commit_failure", f).status is Status.PASS
+    f["flights"][1] = fl("request-while-broken", 0.2, None, status=None, model="m-same", message="")
+    assert run_judge("f2.post_commit_failure", f).status is not Status.PASS
 
 
 # -- deferred callbacks -----------------------------------------------------------------------

@@ -210,3 +210,105 @@ def test_bulk_unload_not_compared_with_its_own_latency_against_the_ceiling() -> 
     on the machine made a correct unbounded wait look bounded."""
     v = run_judge("timeouts.bulk_unbounded", bulk(0.16, occupant_done=0.15))
     assert v.status is Status.BLOCKED and v.retry and "within the ceiling" in v.detail()
+
+
+def test_a_rejection_without_its_recorded_latency_is_judged_from_its_times() -> None:
+    """A flight recorded without `ms` is read from its send and reply times, never as an
+    instant rejection (which would FAIL on missing data)."""
+    f = case()
+    del f["flights"][1]["ms"]
+    assert run_judge("timeouts.case", f).status is Status.PASS
+    f = case(probe_done=0.032)
+    del f["flights"][1]["ms"]
+    v = run_judge("timeouts.case", f)
+    assert v.status is Status.FAIL and "gave up after 2 ms, not before its 75 ms bound" in v.detail()
+
+
+def test_a_bounded_probe_at_the_margins() -> None:
+    """The rejection may come 10 % before its bound (the client's clock, not the server's),
+    no earlier; a probe served while the slot was busy fails only past its bound plus the
+    margin; the reasons name the measured times."""
+    ok = case(probe_done=0.03 + 0.9 * CEILING / 1000 + 0.0005)
+    assert run_judge("timeouts.case", ok).status is Status.PASS
+    early = run_judge("timeouts.case", case(probe_done=0.03 + 0.85 * CEILING / 1000))
+    assert early.status is Status.FAIL and "gave up after 64 ms" in early.detail()
+    # The occupant freed at 0.02 s, the probe was sent at 0.03 s with a 75 ms bound.
+    v = run_judge("timeouts.case", case(occupant_done=0.02))
+    assert "a slot freed 84 ms before its bound ran out" in v.detail(), v.detail()
+    served = run_judge("timeouts.case", case(status=200, message="", probe_done=0.55, occupant_done=0.40))
+    assert "served 520 ms after it was sent" in served.detail(), served.detail()
+    other = run_judge("timeouts.case", case(status=500, message="x" * 200))
+    assert other.status is Status.FAIL and "(got 500: " + "x" * 120 + ")" in other.detail()
+
+
+def test_a_timed_out_manager_or_bulk_unload_needs_its_waits_seen() -> None:
+    for key, f in (("timeouts.manager_timeout", mgr()), ("timeouts.bulk_unbounded", bulk(0.31))):
+        f["waits"][0]["seen"] = False
+        v = run_judge(key, f)
+        assert v.status is Status.BLOCKED and v.retry and "never observed 1 active slot(s)" in v.detail(), key
+
+
+def test_manager_timeout_without_a_request_behind_it_judges_the_unload_alone() -> None:
+    f = mgr()
+    f["later"] = None
+    f["flights"] = f["flights"][:2]
+    v = run_judge("timeouts.manager_timeout", f)
+    assert v.status is Status.PASS, v.detail()
+    # The request behind it answered with an error: that is a failed request.
+    f = mgr()
+    f["flights"][2]["status"] = 500
+    v = run_judge("timeouts.manager_timeout", f)
+    assert v.status is Status.FAIL, v.detail()
+
+
+def test_the_woken_request_is_read_only_between_the_give_up_and_the_occupants_end() -> None:
+    """Samples outside (give up + margin, first occupant done - margin) neither show it stuck
+    nor woken; a sample with no free slot is not "stuck"."""
+    stuck_late = mgr(after=[[0.295, 1, 1, True, 4, 2]])  # after the occupant was done (0.30 - margin)
+    assert run_judge("timeouts.manager_timeout", stuck_late).status is Status.BLOCKED
+    full = mgr(after=[[0.195, 2, 1, True, 4, 2]])  # both slots active: the waiter has no free slot
+    assert run_judge("timeouts.manager_timeout", full).status is Status.PASS
+    early = mgr(after=[[0.092, 1, 1, True, 4, 2]])  # within the margin after the give-up
+    assert run_judge("timeouts.manager_timeout", early).status is Status.BLOCKED
+    v = run_judge("timeouts.manager_timeout", mgr(after=[[0.195, 1, 1, True, 4, 2]]))
+    assert v.status is Status.FAIL and "105 ms after the unload gave up" in v.detail(), v.detail()
+
+
+def test_bulk_unload_reasons_name_the_measured_wait() -> None:
+    v = run_judge("timeouts.bulk_unbounded", bulk(0.31))
+    assert "it waited 300 ms for the work ahead of it, beyond the 75 ms ceiling" in v.detail(), v.detail()
+    v = run_judge("timeouts.bulk_unbounded", bulk(0.05))
+    assert "it answered 250 ms before the work" in v.detail(), v.detail()
+
+
+def test_a_manager_not_forced_to_time_out_is_never_judged_on_what_follows_a_give_up() -> None:
+    """A manager served once the slot freed, or sent down the fail-fast path, did not give
+    up: samples that would show a waiter stuck after a give-up are not read."""
+    stuck = [[0.195, 1, 1, True, 4, 2]]
+    # The occupant finished at 80 ms, inside the bound: the unload was served and unloaded.
+    f = mgr(end_loaded=False)
+    f["flights"][0]["t_done"] = 0.08
+    f["flights"][1] = unload(0.085, status=200, message="")
+    v = run_judge("timeouts.manager_timeout", f)
+    assert v.status is Status.BLOCKED and "the held slot freed before the waiter's bound ran out" in v.detail()
+    f = mgr(after=stuck)
+    f["flights"][1] = unload(0.09, message="all active slots exceeded busy_timeout_ms")
+    v = run_judge("timeouts.manager_timeout", f)
+    assert v.status is Status.BLOCKED and "fail-fast path" in v.detail(), v.detail()
+
+
+def test_a_give_up_close_to_the_occupants_end_cannot_show_the_waiter_woken() -> None:
+    """The manager gave up within a margin of the occupants finishing: a sample of both
+    slots busy then is the occupant's end, not the waiter woken by the give-up."""
+    v = run_judge("timeouts.manager_timeout", mgr(unload_done=0.25, after=[[0.26, 2, 0, True, 4, 2]]))
+    assert v.status is Status.BLOCKED and "the occupants finished about when the unload gave up" in v.detail()
+
+
+def test_a_sample_without_the_queued_counter_does_not_show_a_waiter_stuck() -> None:
+    v = run_judge("timeouts.manager_timeout", mgr(after=[[0.195, 1, None, True, 4, 2]]))
+    assert v.status is Status.BLOCKED, v.detail()
+
+
+def test_an_unbounded_probe_served_early_names_how_early() -> None:
+    v = run_judge("timeouts.case", case(expect=None, probe_done=0.04, status=200, occupant_done=0.40))
+    assert "(served 360 ms before)" in v.detail(), v.detail()
