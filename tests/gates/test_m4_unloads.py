@@ -152,11 +152,19 @@ def test_a_pass_needs_the_unloads_own_200(tmp_path: Path) -> None:
         for lost in ({}, {"status": None, "outcome": "timeout", "ms": 30000.0, "error": "read timeout"}):
             e = unload_event(which, unload=lost)
             r = m4(tmp_path / f"{which}-{len(lost)}", **{f"m4_{which}_unload": e})[f"M4.{which}_unload"]
-            assert r.status is Status.PENDING and "unload's reply was not recorded" in r.reason, r.reason
+            outcome = "timeout" if lost else "no reply"
+            assert r.status is Status.PENDING, r.reason
+            assert r.reason == f"the unload's reply was not recorded ({outcome})", r.reason
         refused = {"status": 503, "outcome": "http_error", "ms": 4.0, "error": "server busy"}
         r = m4(tmp_path / f"{which}-503", **{f"m4_{which}_unload": unload_event(which, unload=refused)})
         assert r[f"M4.{which}_unload"].status is Status.FAIL, r[f"M4.{which}_unload"].reason
-        assert f"the {which} unload answered 503: server busy" in r[f"M4.{which}_unload"].reason
+        assert r[f"M4.{which}_unload"].reason == f"the {which} unload answered 503: server busy"
+        bare = {"status": 500, "outcome": "http_error", "ms": 4.0, "error": ""}
+        r = m4(tmp_path / f"{which}-500", **{f"m4_{which}_unload": unload_event(which, unload=bare)})
+        assert r[f"M4.{which}_unload"].reason == f"the {which} unload answered 500"
+        long = {**refused, "error": "e" * 200}
+        r = m4(tmp_path / f"{which}-long", **{f"m4_{which}_unload": unload_event(which, unload=long)})
+        assert r[f"M4.{which}_unload"].reason == f"the {which} unload answered 503: " + "e" * 120
     for lost in ({}, {"status": None, "outcome": "timeout"}):
         r = m4(tmp_path / f"first-{len(lost)}", m4_unload_during_first_load=first_load(unload=lost))
         assert r["M4.unload_during_first_load"].status is Status.PENDING, r["M4.unload_during_first_load"].reason
