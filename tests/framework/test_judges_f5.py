@@ -424,3 +424,58 @@ def test_retiring_names_a_stalled_registry_as_what_kept_the_teardown_unseen() ->
     f["registry"]["canaries"][0]["t_done"] = 0.03  # the status answered at once: just too fast
     v = run_judge("f5.retiring", f)
     assert v.status is Status.BLOCKED and v.retry
+
+
+def test_together_under_limit_one_compares_the_served_model_and_needs_the_busy_text_with_the_503() -> None:
+    # A served with B's output while B was refused every time: A's outputs are still compared.
+    f = together(1, 503, both_active=False)
+    f["flights"][0]["output"] = OUT_B
+    v = run_judge("f5.together", f)
+    assert v.status is Status.FAIL and "differ: m-0" in v.detail(), v.detail()
+    # A 503 with another text, or the busy text on another status, is not the promised refusal.
+    for status, message in ((503, "server overloaded"), (500, BUSY)):
+        f = together(1, 503, both_active=False)
+        f["flights"][1].update(status=status, message=message)
+        v = run_judge("f5.together", f)
+        assert v.status is Status.FAIL and f"m-b-0={status}" in v.detail(), (status, v.detail())
+
+
+def test_together_under_limit_one_may_serve_both_in_turn() -> None:
+    v = run_judge("f5.together", together(1, both_active=False))
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_together_residency_is_observed_from_either_model() -> None:
+    """Only B was ever seen loaded: residency was still observed (A was refused)."""
+    f = together(1, 503, both_active=False)
+    f["flights"][0], f["flights"][1] = (fl("m-0", 0.0, 0.05, status=503, message=BUSY), run_b("m-b-0", 0.0, 0.50))
+    f["joint"] = [
+        joint_row(0.01, m=[0, 0, False], m_b=[1, 0, False]),
+        joint_row(0.30, m=[0, 0, False], m_b=[1, 0, True]),
+    ]
+    v = run_judge("f5.together", f)
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_together_a_sample_without_a_model_counts_it_idle() -> None:
+    f = together(2, both_loaded=True)
+    f["joint"] = [joint_row(0.30, m=[1, 0, True])]  # m-b absent from the sample
+    v = run_judge("f5.together", f)
+    assert v.status is Status.BLOCKED and "both models holding slots at once" in v.detail(), v.detail()
+
+
+def test_retiring_fails_a_keeper_seen_unloaded_even_if_loaded_at_the_end() -> None:
+    f = retiring()
+    f["keeper_samples"].append([0.3, 0, 0, False, 1, 1])
+    v = run_judge("f5.retiring", f)
+    assert v.status is Status.FAIL and "the keeper stayed loaded" in v.detail(), v.detail()
+
+
+def test_ready_first_reads_an_unknown_loaded_state_as_unknown_and_only_samples_after_the_bulk_arrived() -> None:
+    """A sample without A's `loaded` does not show A freed; a sample taken before the bulk
+    could reach the server is not read for the order."""
+    v = run_judge("f5.ready_first", ready([joint_row(0.14, m=[0, 0, None], m_b=[1, 0, False])]))
+    assert v.status is Status.BLOCKED and "order is unseen" in v.detail(), v.detail()
+    early = [joint_row(0.06, m=[0, 0, True], m_b=[1, 0, True]), *FREED_FIRST]
+    v = run_judge("f5.ready_first", ready(early))
+    assert v.status is Status.PASS, v.detail()
