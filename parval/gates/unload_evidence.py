@@ -76,7 +76,12 @@ def missing_route(e: dict[str, Any]) -> str | None:
     reply = e.get("unload") or (e.get("unload_check") or {}).get("reply") or {}
     if reply.get("status") != 404:
         return None
-    return f"answered 404: {str(reply.get('error') or '')[:120]}".rstrip(": ")
+    return _answered(reply)
+
+
+def _answered(reply: dict[str, Any]) -> str:
+    """A recorded reply in words: its status and the start of its error text."""
+    return f"answered {reply.get('status')}: {str(reply.get('error') or '')[:120]}".rstrip(": ")
 
 
 def unload_reply(e: dict[str, Any]) -> dict[str, Any]:
@@ -88,10 +93,10 @@ def unload_reply(e: dict[str, Any]) -> dict[str, Any]:
 def unload_refused(e: dict[str, Any], which: str) -> str | None:
     """The probe's unload answered with an error status: a violation, since the bulk unload
     routes wait without a timeout and answer 200 (a 404 is a missing route instead)."""
-    status = unload_reply(e).get("status")
-    if status is None or status in (200, 404):
+    reply = unload_reply(e)
+    if reply.get("status") in (None, 200, 404):
         return None
-    return f"the {which} unload answered {status}: {str(unload_reply(e).get('error') or '')[:120]}".rstrip(": ")
+    return f"the {which} unload {_answered(reply)}"
 
 
 def unload_unanswered(e: dict[str, Any]) -> str | None:
@@ -133,7 +138,7 @@ def unload_violation(e: dict[str, Any], which: str) -> str | None:
 
 def first_load_violation(e: dict[str, Any]) -> str | None:
     """The observed violation of the unload-during-first-load probe, in words (None when none)."""
-    if missing_route(e) is None and (refused := unload_refused(e, "first-load")) is not None:
+    if (refused := unload_refused(e, "first-load")) is not None:
         return refused
     if e.get("issued_during_load") and returned_early(e):
         return (
