@@ -57,6 +57,7 @@ FAULT_DEFAULTS: dict[str, int | None] = {
     "hang_shutdown": None,
     "stalled_io_wait": None,  # shutdown waits on clients that stopped sending mid-request
     "unload_keeps_loaded": None,  # unloads answer as usual but leave the model loaded
+    "busy_unload_errors": None,  # a bulk unload that waited for work answers 500 (after unloading)
     "batch_repeats_first": None,  # a native batch answers request 0 twice, never request 1
     "sub16_noise": None,  # PCM_32 outputs whose samples differ below 16 bits
     "crash_legacy_after": 4,  # the unflagged (legacy) runtime aborts after N inference requests

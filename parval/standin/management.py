@@ -186,6 +186,8 @@ class Management:
                 ticket.wait()
                 self._unload_held(entry)
                 unloaded.append(entry.spec.id)
+        if self._faults.on("busy_unload_errors") and not all(immediate):
+            raise ServerError("bulk unload failed after waiting for in-flight work")
         return unloaded
 
     # -- idle retirement ------------------------------------------------------------------

@@ -131,6 +131,20 @@ def test_an_unload_that_keeps_the_model_loaded_fails_the_unload_checks(tmp_path:
         assert status(ev, aid) == "PASS", (aid, reason(ev, aid))
 
 
+def test_a_bulk_unload_answering_an_error_after_the_work_fails_the_m4_unloads(tmp_path: Path) -> None:
+    """The unloads wait for the work and unload, then answer 500: the reply is the violation."""
+    ev = run(tmp_path, plan_dict(tmp_path, faults=["busy_unload_errors"], counts=[1, 2], ten=2, mixed=3))
+    for aid, which in (
+        ("M4.targeted_unload", "targeted"),
+        ("M4.all_unload", "all"),
+        ("M4.unload_during_first_load", "first-load"),
+    ):
+        assert status(ev, aid) == "FAIL", (aid, reason(ev, aid))
+        assert f"the {which} unload answered 500" in reason(ev, aid), reason(ev, aid)
+    for aid in ("M2.exact", "M2.drained", "M4.invalid_alongside", "Q1"):
+        assert status(ev, aid) == "PASS", (aid, reason(ev, aid))
+
+
 def test_a_batch_answering_request_zero_twice_fails_m6_batch(tmp_path: Path) -> None:
     plan = plan_dict(tmp_path, faults=["batch_repeats_first"], counts=[1, 2], ten=2, mixed=3)
     plan["model"]["admit_modes"] = ["offline", "batch"]
