@@ -39,12 +39,14 @@ def _no_comparison_passes_for_candidate(ev: dict[str, Any]) -> None:
 
 
 def test_never_ready_is_blocked_with_the_log_tail(tmp_path: Path, tmp_run: Path) -> None:
-    plan = fault_plan(tmp_path / "plan", "never_ready", timeouts={"ready_s": 1.0})
-    rc, ev, evs = _run(plan, tmp_run, limit_s=40)
+    # The readiness deadline leaves a busy machine time to start the interpreter and print the
+    # banner before the server is killed: the log tail is what it printed by then.
+    plan = fault_plan(tmp_path / "plan", "never_ready", timeouts={"ready_s": 3.0})
+    rc, ev, evs = _run(plan, tmp_run, limit_s=90)
     failed = [e for e in evs if e["kind"] == "start_failed"]
     assert {e["unit"] for e in failed} >= {"ref-candidate-legacy", "ref-candidate-cap1", "count1-s1"}
     for e in failed:
-        assert "not ready after 1 s" in e["reason"]
+        assert "not ready after 3 s" in e["reason"]
         assert "audio.cpp is optimized for CUDA" in e["log_tail"]  # the server's own stderr
     m2 = per_count(ev, 1, "M2.starts")
     assert m2["status"] == "BLOCKED" and "not ready" in m2["reason"]
@@ -164,7 +166,11 @@ def test_whole_campaign_deadline(tmp_path: Path, tmp_run: Path) -> None:
     assert kinds[-2:] == ["campaign_timeout", "campaign_end"] and evs[-1]["finished"] is False
     assert "timeouts.campaign_s=2" in evs[-2]["reason"]
     # The server running at the deadline was stopped and that was recorded (a fresh start
-    # records run_abandoned; a probe server outside one is caught as server_leftover).
+    # records run_abandoned; a probe server outside one is caught as server_leftover). A probe
+    # server that was already exiting on its own (an X1 config probe rejecting `slots`) is
+    # recorded as such, not signalled.
     stopped = [e for e in evs if e["kind"] in ("run_abandoned", "server_leftover")]
-    assert len(stopped) == 1 and stopped[0]["stop"]["signal"] == "SIGTERM"
+    assert len(stopped) == 1
+    stop = stopped[0]["stop"]
+    assert stop["signal"] == "SIGTERM" or (stop["signal"] is None and stop["already_exited"] is True)
     assert ev["run"]["interrupted"] is True and rc in (1, 3) and not ev["admission_ready"]
