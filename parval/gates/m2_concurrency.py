@@ -42,7 +42,9 @@ def _first_run(ctx: Context, n: int) -> str | None:
 
 
 def _stop_text(stop: dict[str, Any]) -> str:
-    return f"{stop['run']} attempt {stop.get('attempt')}: {stop['kind']}: {stop['reason']}"
+    attempt = stop.get("attempt")
+    which = "(before its server started)" if attempt is None else f"attempt {attempt}"
+    return f"{stop['run']} {which}: {stop['kind']}: {stop['reason']}"
 
 
 @shape.judge("M2.starts")

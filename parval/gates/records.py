@@ -142,10 +142,12 @@ def build_records(events: list[dict[str, Any]], *, where: str = "events.jsonl") 
         kind = e.get("kind")
         if kind in STOPPED_KINDS:
             # A unit's failure names the unit; it belongs to that start's latest attempt.
+            # A unit that failed before its server started (an executable not found) has
+            # no attempt; it still names its start, so every reader finds `run`.
             run = str(e.get("run") or e.get("unit"))
             attempt = e.get("attempt", latest.get(run))
+            e = events[i] = {**e, "run": run, "attempt": attempt if isinstance(attempt, int) else None}
             if isinstance(attempt, int):
-                e = events[i] = {**e, "run": run, "attempt": attempt}
                 rec.stopped.setdefault((run, attempt), e)
             rec.failures.append(e)
         if kind == "run_start":

@@ -70,3 +70,22 @@ def test_every_kind_the_gates_read_is_declared() -> None:
         read |= set(re.findall(r'e\["kind"\] == "([a-z0-9_]+)"', "\n".join(lines)))
     missing = sorted(k for k in read if k not in EVENT_FIELDS)
     assert not missing, f"kinds the gates read that the table does not declare: {missing}"
+
+
+def test_a_start_that_failed_before_its_server_started_is_a_verdict_not_a_traceback(tmp_path: Path) -> None:
+    """A unit can fail before `run_start` is written (the executable vanished: the launch
+    raises before the start is recorded). Its `start_failed` names only the unit; every judge
+    that reads the start's failures (M2.starts, the campaign's own judging between units)
+    still finds the start it names, and says BLOCKED with the reason."""
+    ev = Events(tmp_path)
+    baseline_refs(ev)
+    p = plan()
+    for run in ("count2-s1", "count2-s2"):
+        full_start(ev, run, 2, p)
+    ev.append("start_failed", unit="count2-s3", reason="count2-s3: cannot execute /gone/audiocpp_server", log_tail="")
+    ctx = ev.context(p)
+    r = m2_starts(ctx, 2)
+    assert r.status is Status.BLOCKED, r.reason
+    assert "count2-s3 (before its server started): start_failed: count2-s3: cannot execute" in r.reason
+    for other in judge_m2(ctx, 2):
+        assert other.status is not Status.FAIL, (other.id, other.reason)
