@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,20 @@ def admitted_counts(counts: list[int], verdicts: dict[int, Status]) -> list[int]
             break
         admitted.append(n)
     return admitted
+
+
+def largest_consecutive(counts: list[int], planned: list[int], validated: Callable[[int], bool]) -> int:
+    """The largest of `counts` (one shard's, ascending) reached without passing a count that
+    was not validated or that the plan never tests; the smallest when none is. A count that
+    another shard runs is no gap. Used to place the once-per-model probes (M4, M6) at the
+    largest count that can still be admitted."""
+    best = min(counts)
+    tested = set(planned)
+    for n in counts:
+        if (n > min(tested) and n - 1 not in tested) or not validated(n):
+            break
+        best = n
+    return best
 
 
 def _ten_waves_short(rs: list[Result]) -> Result | None:

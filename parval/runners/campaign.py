@@ -90,7 +90,10 @@ class Campaign(CampaignContext):
         return units
 
     def largest_validated(self) -> int:
-        """The largest count of the consecutive prefix whose M2 assertions passed so far."""
+        """The largest count of the consecutive prefix whose M2 assertions passed so far. A
+        count the plan never tests ends the prefix ([1, 2, 4] stops at 2: 4 can never be
+        admitted); a count another shard runs does not."""
+        from parval.gates.admission import largest_consecutive
         from parval.gates.context import Context
         from parval.gates.m2_concurrency import judge_m2
         from parval.gates.records import build_records
@@ -98,11 +101,9 @@ class Campaign(CampaignContext):
 
         rec = build_records(read_events(self.log.path))
         ctx = Context(rec, self.plan.raw, {}, self.run_dir, str(self.plan.path))
-        best = min(self.shard_counts())
-        for n in self.shard_counts():
-            if any(r.status is not Status.PASS for r in judge_m2(ctx, n)):
-                break
-            best = n
+        best = largest_consecutive(
+            self.shard_counts(), self.plan.counts, lambda n: all(r.status is Status.PASS for r in judge_m2(ctx, n))
+        )
         self.log.append("recovery_count", count=best, reason="largest consecutive count whose M2 passed")
         return best
 

@@ -97,3 +97,20 @@ def test_the_largest_admitted_count_needs_its_ten_mixed_waves() -> None:
     assert ten2.status is Pe and "largest admitted count" in ten2.reason and "count 3 is FAIL" in ten2.reason
     per = {1: _count(1, P), 2: _count(2, P, short=True), 3: _count(3, F)}
     assert decide([1, 2, 3], list(model), per, [], interrupted=False, missing="x").admitted == [1]
+
+
+def test_the_once_per_model_probes_stop_at_a_count_the_plan_skips() -> None:
+    """M4 and M6 run at the largest count that can still be admitted: with counts [1, 2, 4]
+    that is 2 even when 4 validates (3 was never tested); a count another shard runs is no gap."""
+    from parval.gates.admission import largest_consecutive
+
+    def every(n: int) -> bool:
+        return True
+
+    assert largest_consecutive([1, 2, 4], [1, 2, 4], every) == 2
+    assert largest_consecutive([1, 2, 3, 4], [1, 2, 3, 4], every) == 4
+    assert largest_consecutive([1, 2, 3, 4], [1, 2, 3, 4], lambda n: n != 3) == 2
+    assert largest_consecutive([1, 2], [1, 2], lambda n: False) == 1  # none validated: the smallest
+    # shard 2 of [1, 2, 3, 4] runs [2, 4]: 3 is tested elsewhere, so 4 is reachable
+    assert largest_consecutive([2, 4], [1, 2, 3, 4], every) == 4
+    assert largest_consecutive([2, 4], [1, 2, 4], every) == 2
