@@ -307,8 +307,30 @@ def x4_from_protected(data: dict[str, Any]) -> Result:
     """The X4 verdict on one schema-valid verify-protected result, which it keeps whole as
     evidence: the one builder, for `parval run`, `parval report` and the command's output."""
     changed = [str(c.get("path")) for c in data.get("changed") or []]
-    legacy_ok = (data.get("legacy_runtime") or {}).get("status") == "PASS"
-    status = Status.PASS if data.get("status") == "PASS" and not changed and legacy_ok else Status.FAIL
+    legacy_status = (data.get("legacy_runtime") or {}).get("status")
+    checked = len(data.get("checked_paths") or [])
+    repo = shlex.quote(str(data.get("repo") or "."))
+    again = f"parval verify-protected --repo {repo} --upstream {data.get('upstream')}"
+    # A FAIL names what differed (a changed protected file, a legacy runtime beyond its
+    # rejection block); a PASS needs protected paths that were actually compared.
+    if changed or legacy_status == "FAIL":
+        status = Status.FAIL
+    elif data.get("status") != "PASS":
+        return pending(
+            "X4",
+            f"the verify-protected result says {data.get('status')} but names no changed protected file and "
+            f"no legacy runtime difference; re-run `{again}`",
+            upstream=data.get("upstream"),
+        )
+    elif checked == 0 or legacy_status != "PASS":
+        return pending(
+            "X4",
+            "the verify-protected result compared no protected path with upstream (checked_paths is empty); "
+            f"name the protected paths (its configuration) and re-run `{again}`",
+            upstream=data.get("upstream"),
+        )
+    else:
+        status = Status.PASS
     if changed:
         more = f" (+{len(changed) - 10} more)" if len(changed) > 10 else ""
         found = f"{len(changed)} protected file(s) changed: {', '.join(changed[:10])}{more}"
@@ -316,7 +338,6 @@ def x4_from_protected(data: dict[str, Any]) -> Result:
         found = f"{len(data.get('checked_paths') or [])} protected path(s) identical to upstream"
     legacy = data.get("legacy_runtime") or {}
     reason = f"{found}; legacy runtime {legacy.get('path')}: {legacy.get('reason')}"
-    repo = shlex.quote(str(data.get("repo") or "."))
     evidence: dict[str, Any] = dict(data)
     if status is Status.PASS:
         evidence["rests_on"] = {"checked protected paths": len(data.get("checked_paths") or [])}
@@ -327,7 +348,7 @@ def x4_from_protected(data: dict[str, Any]) -> Result:
         status,
         reason,
         evidence,
-        reproduction=f"parval verify-protected --repo {repo} --upstream {data.get('upstream')}",
+        reproduction=again,
         limitations=[
             "protected files are compared as git sees them (after clean "
             "filters such as core.autocrlf); files ignored by .gitignore are "
