@@ -140,6 +140,10 @@ def sigterm_inflight(f: Facts) -> Verdict:
     waits(v, f)
     running = listed(f, "running")
     queued = flight(f, str(f["queued"]))
+    if v.blockers:
+        # The work was not seen in flight at SIGTERM: how long the server took to exit and
+        # which request it answered are not judged against a situation that was not forced.
+        return v
     stopped(v, f)
     if v.blockers:  # parval's own SIGKILL cut the replies: the drain policy is not shown
         return v

@@ -238,7 +238,8 @@ def ready_first(f: Facts) -> Verdict:
     v.require(bool(f["settled"]), "everything completed (no deadlock)")
     all_ok(v, [cold, bulk], "the first request and the bulk unload")
     outputs_match(v, f, _tag(f, b), [cold], b, phase="cold")
-    _freed_first(v, f, a, b, bulk.t_send + timing_of(f).tol_s)
+    if not v.blockers:  # samples read through a stalled registry do not show the order
+        _freed_first(v, f, a, b, bulk.t_send + timing_of(f).tol_s)
     ids = unloaded_ids(bulk)
     v.require(ids == [a, b], f"reply lists the ready model first ({ids})")
     v.require(bool(f["ended_unloaded"]), "both ended unloaded with drained counters")

@@ -186,6 +186,16 @@ def test_sigterm_inflight_is_blocked_when_the_queued_request_was_never_seen_queu
     assert run_judge("f4.sigterm_inflight", f).status is Status.BLOCKED
 
 
+def test_sigterm_inflight_with_work_not_seen_in_flight_judges_no_exit_time() -> None:
+    """With the running requests never seen active, parval's kill a grace after the last
+    reply once still FAILed beside the BLOCKED: no exit time is judged then."""
+    killed = {"signal": "SIGTERM", "graceful": False, "killed": True, "grace_s": 5.0, "exit_code": -9, "waited_s": 5.5}
+    f = sigterm(stop=killed)
+    f["waits"][0]["seen"] = False
+    v = run_judge("f4.sigterm_inflight", f)
+    assert v.status is Status.BLOCKED and v.retry, v.detail()
+
+
 def stalled(
     *,
     answered: bool = True,

@@ -291,6 +291,20 @@ def test_ready_first_is_blocked_by_a_stalled_registry() -> None:
     assert v.status is Status.BLOCKED and "judged by F5.no_convoy" in v.detail()
 
 
+def test_ready_first_with_a_stalled_registry_judges_no_order_from_its_samples() -> None:
+    """Status samples read through a stalled registry once still judged the freeing order:
+    a sample showing both loaded FAILed beside the BLOCKED of the stall."""
+    stalled = {
+        "what": "the bulk unload",
+        "manager": "unload-b-a",
+        "still_waiting": True,
+        "canaries": [{"t_send": 0.09, "t_done": 0.449, "status": 200}],
+        "manager_t_done": 0.45,
+    }
+    v = run_judge("f5.ready_first", ready(PUBLISHED_FIRST, registry=stalled))
+    assert v.status is Status.BLOCKED and "judged by F5.no_convoy" in v.detail(), v.detail()
+
+
 def test_ready_first_not_caught_during_the_first_load_is_not_forced() -> None:
     """A first load not caught in progress (or already published when the bulk arrived)
     once still judged the freeing order, and a FAIL outranked the missing precondition."""
