@@ -5,7 +5,10 @@ server shows (a PASS baseline per judge key):
   observation's fields it looks at, the requests it names, a list emptied) never leaves PASS;
 * a busy machine: the same server's facts with every duration stretched (the calibration
   stays the idle one), each reply read late and status samples missed never give FAIL
-  (BLOCKED, "not forced", is allowed).
+  (BLOCKED, "not forced", is allowed);
+* a situation the probe could not force (a bounded wait that never saw its state, a load
+  or a window not caught, a manager no longer waiting, a control read not answered), on
+  its own or on a busy machine: never FAIL, and never PASS on its own.
 
 The default profile runs a few cases per judge; CI (HYPOTHESIS_PROFILE=ci) runs more.
 """
@@ -316,12 +319,116 @@ def busy(base: Facts, stretch: float, late: list[float], drop: list[bool]) -> Fa
     stretch=st.floats(min_value=1.0, max_value=3.0),
     late=st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=12),
     drop=st.lists(st.booleans(), min_size=1, max_size=12),
+    flips=st.lists(st.booleans(), max_size=6),
+    mix=st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=12),
 )
 def test_a_busy_machine_never_turns_a_correct_server_into_a_fail(
-    key: str, stretch: float, late: list[float], drop: list[bool]
+    key: str, stretch: float, late: list[float], drop: list[bool], flips: list[bool], mix: list[float]
 ) -> None:
-    v = run_judge(key, busy(baseline(key), stretch, late, drop))
-    assert v.status is not Status.FAIL, (stretch, late, drop, v.detail())
+    """The busy machine, with the situations it kept from being forced (`flips`: which of
+    the baseline's forcing points are turned unforced, in `forcing_points` order; `mix`:
+    the completion order of requests a wait did not force into one)."""
+    f = busy(baseline(key), stretch, late, drop)
+    points = FORCING_POINTS[key]
+    unforce(f, [p for p, flip in zip(points, flips, strict=False) if flip], mix)
+    v = run_judge(key, f)
+    assert v.status is not Status.FAIL, (stretch, late, drop, flips, mix, v.detail())
+
+
+# -- a situation not forced ----------------------------------------------------------------------
+
+# Top-level facts that say whether the probe forced its situation, and the value a probe
+# records when it did not.
+FORCING: dict[str, Any] = {
+    "in_progress": False,  # the first load seen in progress
+    "held": False,  # the native batch seen holding a slot
+    "batch_done_before_unload": True,
+    "left_during_load": False,
+    "next_full": False,  # the next wave seen holding every slot
+    "cold_load_seen": False,
+    "first_load_seen": False,
+    "teardown_window": False,
+    "bulk_waiting": False,  # the bulk unload still waiting when the reads were sent
+    "control_answered": False,  # the stalled control connection answered
+    "during_loaded": True,  # the legacy load already published when the unload was sent
+}
+
+
+def reads(key: str) -> set[str]:
+    """Every top-level field the judge `key` reads of its baseline."""
+    f = Reading(baseline(key))
+    JUDGES[key](f)
+    return f.read
+
+
+def forcing_points(f: Facts, read: set[str]) -> list[tuple[str, Any]]:
+    """Where the observation records that its situation was forced, among the fields `read`
+    by its judge: each bounded wait, each manager seen still waiting, each flag of FORCING,
+    each registration entry seen, the request behind a manager seen queued."""
+    out: list[tuple[str, Any]] = []
+    if "waits" in read:
+        out += [("wait", i) for i, w in enumerate(f.get("waits") or []) if w.get("seen")]
+    if "staggers" in read:
+        out += [("stagger", i) for i, s in enumerate(f.get("staggers") or []) if s.get("still_waiting")]
+    out += [("flag", k) for k, unforced in FORCING.items() if k in read and k in f and f[k] != unforced]
+    entries = f.get("entries")
+    if "entries" in read and isinstance(entries, dict):
+        out += [("entry", k) for k, e in entries.items() if e is not None]
+    behind = f.get("behind")
+    if "behind" in read and isinstance(behind, dict) and int(behind.get("queued") or 0) >= 1:
+        out.append(("behind", None))
+    return out
+
+
+def unforce(f: Facts, points: list[tuple[str, Any]], mix: list[float] | None = None) -> Facts:
+    """`f` with the situation not forced at each of `points` (in place; returned). A bounded
+    wait that never saw its state leaves the requests in no forced order: their completion
+    times are dealt out again in the order of `mix` (default: reversed)."""
+    for kind, at in points:
+        if kind == "wait":
+            f["waits"][at]["seen"] = False
+            reorder(f, mix)
+        elif kind == "stagger":
+            f["staggers"][at]["still_waiting"] = False
+        elif kind == "flag":
+            f[at] = FORCING[at]
+        elif kind == "entry":
+            f["entries"][at] = None
+        else:
+            f["behind"].update(queued=0, manager_finished=True)
+    return f
+
+
+def reorder(f: Facts, mix: list[float] | None) -> None:
+    """Deal the recorded completion times out again among the flights that finished, in the
+    order of `mix` (cycled; None: reversed), never before a flight's own send."""
+    done = [x for x in f.get("flights") or [] if x.get("t_done") is not None]
+    times = sorted(float(x["t_done"]) for x in done)
+    if mix:
+        ranks = sorted(range(len(done)), key=lambda i: (mix[i % len(mix)], i))
+    else:
+        ranks = list(reversed(range(len(done))))
+    for x, i in zip(done, ranks, strict=True):
+        x["t_done"] = round(max(times[i], float(x["t_send"]) + 0.001), 6)
+        x["ms"] = round((x["t_done"] - float(x["t_send"])) * 1000, 3)
+
+
+FORCING_POINTS = {key: forcing_points(baseline(key), reads(key)) for key in KEYS}
+FORCED = [(key, point) for key in KEYS for point in FORCING_POINTS[key]]
+
+
+def test_every_forcing_point_is_generated() -> None:
+    """Each kind of forcing point appears in some baseline (else the table above is stale)."""
+    kinds = {(kind, at if kind == "flag" else None) for _, (kind, at) in FORCED}
+    want = {("wait", None), ("stagger", None), ("entry", None), ("behind", None)}
+    want |= {("flag", k) for k in FORCING}
+    assert want <= kinds, want - kinds
+
+
+@pytest.mark.parametrize(("key", "point"), FORCED, ids=[f"{k}-{p[0]}-{p[1]}" for k, p in FORCED])
+def test_a_situation_not_forced_is_neither_a_fail_nor_a_pass(key: str, point: tuple[str, Any]) -> None:
+    v = run_judge(key, unforce(baseline(key), [point]))
+    assert v.status not in (Status.FAIL, Status.PASS), v.detail()
 
 
 # -- what each judge says, word for word -------------------------------------------------------
