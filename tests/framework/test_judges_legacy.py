@@ -112,6 +112,25 @@ def test_guard_serializes_is_not_held_to_a_calibrated_service_on_a_busy_machine(
     assert run_judge("legacy.guard_serializes", serial([0.21, 0.30, 0.45])).status is Status.PASS
 
 
+def test_guard_serializes_a_reply_read_late_is_not_an_overlap() -> None:
+    """Each run's start was once taken as its reply minus its server-side time: a correct
+    guard with three 150 ms runs whose second reply was read 100 ms late ([0.15, 0.40,
+    0.45]) FAILed "ran at the same time for 99 ms". The runs fit one after another within
+    their send and reply times, so their overlap is unseen (tried again), never a FAIL."""
+    v = run_judge("legacy.guard_serializes", serial([0.15, 0.40, 0.45]))
+    assert v.status is Status.BLOCKED and v.retry, v.detail()
+    assert "fit one after another with a reply read late" in v.detail()
+    late_then_clear = {"attempts": [serial([0.15, 0.40, 0.45]), serial([0.15, 0.30, 0.45])]}
+    assert run_judge("legacy.guard_serializes", late_then_clear).status is Status.PASS
+
+
+def test_guard_serializes_fails_runs_that_cannot_have_taken_turns() -> None:
+    """Three 150 ms runs sent together whose replies all came within 310 ms: no pair has to
+    overlap, but the three cannot all have run one after another before their replies."""
+    v = run_judge("legacy.guard_serializes", serial([0.20, 0.30, 0.31]))
+    assert v.status is Status.FAIL and "could not have run one after another" in v.detail(), v.detail()
+
+
 def test_guard_serializes_fails_concurrent_execution() -> None:
     v = run_judge("legacy.guard_serializes", serial([0.15, 0.16, 0.30]))
     assert v.status is Status.FAIL and "concurrent0 and concurrent1 ran at the same time for 139 ms" in v.detail()
