@@ -54,11 +54,19 @@ def unpublished_skip(f: Facts) -> Verdict:
         )
         return v
     v.require(bool(f["settled"]), "the first request completed")
-    v.require(
+    skipped = v.require(
         bulk.status == 200 and model not in unloaded_ids(bulk),
         f"bulk unload answered at once without the unpublished model (unloaded={unloaded_ids(bulk)})",
     )
-    v.require(bulk.t_done < first.t_done - margin_s(f), "it did not wait for the load in progress")
+    # The reply is the evidence: one that skipped the load but was read only as the load
+    # finished shows nothing about waiting (a busy machine reads replies late).
+    if bulk.t_done < first.t_done - margin_s(f):
+        v.require(True, "it did not wait for the load in progress")
+    elif skipped:
+        v.not_forced(
+            f"the bulk unload's reply was read {ms(bulk.t_done - first.t_done)} ms from the first request's, so "
+            "whether it answered before the load finished is unseen"
+        )
     all_ok(v, [first], "the first request")
     v.require(bool(f.get("ended_loaded")), "the model ended loaded (the skipped load was published)")
     return v
