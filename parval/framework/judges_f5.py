@@ -174,6 +174,10 @@ def alternate(f: Facts) -> Verdict:
     rows = joint(f)
     if not rows:
         raise KeyError("no joint status sample of the two models was recorded")
+    if not any(s.loaded(a) or s.loaded(b) for s in rows):
+        # Residency (and so an eviction) is read from `loaded`: none seen, nothing shown.
+        v.not_forced("no status sample showed either model loaded, so residency was not observed")
+        return v
     both = [s for s in rows if s.loaded(a) and s.loaded(b)]
     v.require(not both, "never two models loaded under max_loaded_models=1")
     v.require(bool(f["evicted"]), "the last load evicted the idle other model")

@@ -184,6 +184,18 @@ def test_alternate_fails_two_loaded_models_or_no_eviction() -> None:
     assert v.status is Status.FAIL and "evicted the idle other model" in v.detail()
 
 
+def test_alternate_without_a_sample_showing_either_model_loaded_is_not_forced() -> None:
+    """Rows whose `loaded` values are all unknown once passed "never two models loaded"
+    (nothing seen is nothing violated); residency seen nowhere is not observed, and an
+    eviction it cannot show is no FAIL either."""
+    f = alternating()
+    f["joint"] = [joint_row(t, m=[1, 0, None], m_b=[0, 0, None]) for t in (0.2, 0.6, 1.2)]
+    v = run_judge("f5.alternate", f)
+    assert v.status is Status.BLOCKED and v.retry and "either model loaded" in v.detail(), v.detail()
+    f["evicted"] = False
+    assert run_judge("f5.alternate", f).status is Status.BLOCKED
+
+
 # -- retiring -------------------------------------------------------------------------------------
 
 
