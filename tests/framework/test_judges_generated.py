@@ -270,7 +270,7 @@ def test_removing_each_single_piece_of_evidence_never_leaves_a_pass(key: str) ->
 # Row lists whose first column is a rig time (status samples), and scalar rig times.
 ROWS = ("samples", "joint", "keeper_samples", "after_giveup", "b_samples")
 TIMES = ("freed_at", "published_at", "b_unpublished_at", "batch_t_send", "batch_t_done", "t_term")
-DURATIONS = ("closed_at_s", "exited_at_s")
+DURATIONS = ("closed_at_s", "exited_at_s", "control_stall_s", "stalled_at_term_s")
 SERVICE_S = TIMING["service_ms"] / 1000
 
 
