@@ -10,6 +10,11 @@ server shows (a PASS baseline per judge key):
   or a window not caught, a manager no longer waiting, a control read not answered), on
   its own or on a busy machine: never FAIL, and never PASS on its own.
 
+F6 (judges_f6.assess_f6, over recorded CTest runs) is attacked the same way: taking away
+a run, a test, a sanitizer build's flags or a written reason never leaves the result that
+reads it PASS; stretched durations and runs parval stopped at ctest_timeout_s (alone or
+rerun) never give FAIL.
+
 The default profile runs a few cases per judge; CI (HYPOTHESIS_PROFILE=ci) runs more.
 """
 
@@ -26,6 +31,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from parval.framework.ctest import CTestRun
 from parval.framework.judges import JUDGES, run_judge
 from parval.framework.preconditions import Capabilities
 from parval.status import Status
@@ -429,6 +435,167 @@ def test_every_forcing_point_is_generated() -> None:
 def test_a_situation_not_forced_is_neither_a_fail_nor_a_pass(key: str, point: tuple[str, Any]) -> None:
     v = run_judge(key, unforce(baseline(key), [point]))
     assert v.status not in (Status.FAIL, Status.PASS), v.detail()
+
+
+# -- F6: the CTest runs ---------------------------------------------------------------------------
+
+# Which F6 result reads each job's run.
+F6_RESULT = {"default": "F6.ctest", "asan": "F6.sanitizers", "tsan": "F6.sanitizers", "stress": "F6.stress"}
+
+
+def f6_baselines() -> dict[str, tuple[list[CTestRun], dict[str, Any]]]:
+    """Recorded runs on which every F6 result passes, each test in them required evidence:
+    every job run; or TSan not run with a platform reason and the default transport stated
+    unchanged (so only the probes file's own required test is asked for). A stress run's
+    seed makes it reproducible, not passing: it is kept out of the evidence taken away
+    (a run without one passes with the missing seed listed as a limitation)."""
+    from tests.test_ctest import REQ, fake_run, san_run
+
+    return {
+        "all run": (
+            [
+                fake_run("default", dict(REQ)),
+                san_run("asan", {"t": "passed"}),
+                san_run("tsan", {"t": "passed"}),
+                fake_run("stress", {"s": "passed"}, meta={"seed": 7}),
+            ],
+            {},
+        ),
+        "reasons given": (
+            [
+                fake_run("default", {"session_pool_test": "passed"}),
+                san_run("asan", {"t": "passed"}),
+                fake_run("stress", {"s": "passed"}, meta={"seed": 7}),
+            ],
+            {
+                "required": ["session_pool_test"],
+                "sanitizers": ["asan"],
+                "sanitizers_unavailable": {"tsan": "no TSan runtime on this platform"},
+                "transport_unchanged": "the legacy listener is kept",
+            },
+        ),
+    }
+
+
+F6_BASELINES = sorted(f6_baselines())
+
+
+def f6_pieces(runs: list[CTestRun], kw: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(kind, job, detail) for each piece of evidence F6 reads: each run, each of its tests
+    (taken away, or skipped), its emptied test list, a sanitizer build's -fsanitize flags
+    (dropped or emptied), each platform reason, the unchanged-transport reason."""
+    out: list[tuple[str, str, str]] = []
+    for run in runs:
+        out += [("run", run.label, ""), ("empty", run.label, "")]
+        for case in run.tests:
+            out += [("case", run.label, case.name), ("skip", run.label, case.name)]
+        if "sanitize_flags" in run.meta:
+            out += [("flags", run.label, ""), ("noflag", run.label, "")]
+    out += [("reason", job, "") for job in kw.get("sanitizers_unavailable") or {}]
+    if kw.get("transport_unchanged"):
+        out.append(("transport", "default", ""))
+    return out
+
+
+def f6_without(
+    runs: list[CTestRun], kw: dict[str, Any], removed: set[tuple[str, str, str]]
+) -> tuple[list[CTestRun], dict[str, Any]]:
+    runs, kw = copy.deepcopy(runs), copy.deepcopy(kw)
+    for kind, job, name in removed:
+        mine = [r for r in runs if r.label == job]
+        if kind == "run":
+            runs = [r for r in runs if r.label != job]
+        elif kind == "reason":
+            kw["sanitizers_unavailable"].pop(job, None)
+        elif kind == "transport":
+            kw.pop("transport_unchanged", None)
+        for r in mine:
+            if kind == "empty":
+                r.tests = []
+            elif kind == "case":
+                r.tests = [c for c in r.tests if c.name != name]
+            elif kind == "skip":
+                for c in r.tests:
+                    if c.name == name:
+                        c.status = "skipped"
+            elif kind == "flags":
+                r.meta.pop("sanitize_flags", None)
+            elif kind == "noflag":
+                r.meta["sanitize_flags"] = []
+    return runs, kw
+
+
+def f6_statuses(runs: list[CTestRun], kw: dict[str, Any]) -> dict[str, Status]:
+    from parval.framework.judges_f6 import assess_f6
+
+    return {r.id: r.status for r in assess_f6(runs, **kw)}
+
+
+def f6_touched(removed: set[tuple[str, str, str]]) -> set[str]:
+    return {"F6.sanitizers" if kind == "reason" else F6_RESULT[job] for kind, job, _ in removed}
+
+
+@pytest.mark.parametrize("name", F6_BASELINES)
+def test_f6_baselines_pass(name: str) -> None:
+    runs, kw = f6_baselines()[name]
+    assert set(f6_statuses(runs, kw).values()) == {Status.PASS}
+
+
+@pytest.mark.parametrize("name", F6_BASELINES)
+def test_f6_removing_each_single_piece_of_evidence_never_leaves_a_pass(name: str) -> None:
+    runs, kw = f6_baselines()[name]
+    passed = []
+    for piece in f6_pieces(runs, kw):
+        got = f6_statuses(*f6_without(runs, kw, {piece}))
+        passed += [(piece, rid) for rid in f6_touched({piece}) if got[rid] is Status.PASS]
+    assert not passed, f"still PASS without: {passed}"
+
+
+@pytest.mark.parametrize("name", F6_BASELINES)
+@given(data=st.data())
+def test_f6_removing_evidence_never_leaves_a_pass(name: str, data: st.DataObject) -> None:
+    runs, kw = f6_baselines()[name]
+    options = f6_pieces(runs, kw)
+    removed = data.draw(st.sets(st.sampled_from(options), min_size=1, max_size=3))
+    got = f6_statuses(*f6_without(runs, kw, removed))
+    assert all(got[rid] is not Status.PASS for rid in f6_touched(removed)), (sorted(removed), got)
+
+
+def f6_busy(runs: list[CTestRun], stretch: float, killed: list[bool], keep: int, rerun: bool) -> list[CTestRun]:
+    """The same passing runs on a busy machine: every duration stretched; a run `killed`
+    by parval at ctest_timeout_s (an error with the tests it finished before, at most
+    `keep`), alone or followed by a passing rerun (`rerun`)."""
+    out: list[CTestRun] = []
+    for i, run in enumerate(copy.deepcopy(runs)):
+        run.duration_s = round(max(run.duration_s, 1.0) * stretch, 3)
+        for c in run.tests:
+            c.time_s = round((c.time_s or 0.1) * stretch, 3)
+        if not killed[i % len(killed)]:
+            out.append(run)
+            continue
+        cut = copy.deepcopy(run)
+        cut.status, cut.error_kind, cut.exit_code = "error", "parval_timeout", None
+        cut.reason = f"stopped by parval after ctest_timeout_s ({cut.duration_s} s)"
+        cut.tests = cut.tests[:keep]
+        out.append(cut)
+        if rerun:
+            out.append(run)
+    return out
+
+
+@pytest.mark.parametrize("name", F6_BASELINES)
+@given(
+    stretch=st.floats(min_value=1.0, max_value=50.0),
+    killed=st.lists(st.booleans(), min_size=1, max_size=4),
+    keep=st.integers(min_value=0, max_value=2),
+    rerun=st.booleans(),
+)
+def test_f6_a_busy_machine_never_gives_a_fail(
+    name: str, stretch: float, killed: list[bool], keep: int, rerun: bool
+) -> None:
+    runs, kw = f6_baselines()[name]
+    got = f6_statuses(f6_busy(runs, stretch, killed, keep, rerun), kw)
+    assert Status.FAIL not in got.values(), got
 
 
 # -- what each judge says, word for word -------------------------------------------------------
