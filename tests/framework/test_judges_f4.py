@@ -23,7 +23,7 @@ def wave_facts(**extra: Any) -> dict[str, Any]:
         "next_settled": True,
         "next_full": True,
         "next_wave": ["next0", "next1"],
-        "waits": list(SEEN),
+        "waits": [dict(w) for w in SEEN],
         **extra,
     }
 
@@ -130,7 +130,7 @@ def sigterm(stop: dict[str, Any] | None = None, queued_status: int | None = 503,
         [fl("occupant0", 0.0, 0.45), fl("occupant1", 0.0, 0.46), q],
         count=2,
         grace_s=5.0,
-        waits=list(SEEN) + [{"what": "queued queued", "seen": True}],
+        waits=[*(dict(w) for w in SEEN), {"what": "queued queued", "seen": True}],
         stop=info,
         drain_s=0.2,
         t_term=0.3,
