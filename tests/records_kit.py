@@ -10,6 +10,7 @@ from typing import Any
 
 from parval import PROCEDURE_VERSION
 from parval.procedure.catalogue import FRAMEWORK_GATE
+from parval.rundir.manifest import driver_version, gpu_info
 
 UPSTREAM = "0" * 40
 CANDIDATE_COMMIT = "1" * 40
@@ -27,7 +28,8 @@ def framework_record(
 ) -> dict[str, Any]:
     """A record as `parval framework` writes it, for `candidate_sha256` on `backend`,
     covering `counts` (default 1-16; None: no identity.counts); `statuses` overrides single
-    assertions (default PASS)."""
+    assertions (default PASS). Device 0, this machine's driver and GPUs unless `identity`
+    says otherwise (None: the record does not name them)."""
     status = {fid: "PASS" for fid in FRAMEWORK_GATE}
     status.update(statuses or {})
     groups: dict[str, Any] = {}
@@ -47,10 +49,14 @@ def framework_record(
         "platform": {"os": "synthetic", "machine": platform.machine()},
         "plan_sha256": "e" * 64,
         "counts": None if counts is None else list(counts),
+        "device": 0,
+        "driver": driver_version(backend),
+        "gpu": gpu_info(),
     }
     ident.update(identity)
-    if ident.get("counts") is None:
-        del ident["counts"]
+    for key in ("counts", "device", "driver", "gpu"):
+        if ident.get(key) is None:
+            del ident[key]
     worst = "FAIL" if "FAIL" in status.values() else "PENDING" if set(status.values()) - {"PASS"} else "PASS"
     return {
         "schema_version": 1,

@@ -140,6 +140,10 @@ def sigterm_inflight(f: Facts) -> Verdict:
     waits(v, f)
     running = listed(f, "running")
     queued = flight(f, str(f["queued"]))
+    if v.blockers:
+        # The work was not seen in flight at SIGTERM: how long the server took to exit and
+        # which request it answered are not judged against a situation that was not forced.
+        return v
     stopped(v, f)
     if v.blockers:  # parval's own SIGKILL cut the replies: the drain policy is not shown
         return v
@@ -155,32 +159,48 @@ register("f4.sigterm_inflight", sigterm_inflight)
 def stalled_socket_io(f: Facts) -> Verdict:
     """SIGTERM with a stalled header and a stalled body connection and no finite work: the
     listener cancels socket I/O and the server exits 0 by itself. Evidence that the server
-    was reading stalled connections: a control connection that stalled as long, then
-    finished its request, was answered. The violation: the server exited only once the
-    client closed the stalled sockets (it was waiting on their I/O). One attempt cannot tell
-    that from a shutdown slower than its grace on a busy machine: only the probe's final
-    attempt, after earlier ones with shorter graces, shows it (`final_attempt`); before that
-    it is not forced, and the probe tries again with a longer grace."""
+    was reading stalled connections: a control connection that stalled as long as the
+    stalled sockets may be held (the grace) before SIGTERM, then finished its request, was
+    answered; an exit with the stalled sockets open counts once they had stalled no longer
+    than that control (else a read timeout may have ended them). The violation: the server
+    still held the stalled sockets open when the client closed them, and exited only after
+    (it was waiting on their I/O). One attempt cannot tell that from a shutdown slower than
+    its grace on a busy machine: only the probe's final attempt, after earlier ones with
+    shorter graces, shows it (`final_attempt`); before that it is not forced, and the probe
+    tries again with a longer grace."""
     v = Verdict()
     if not f["control_answered"]:
         v.not_forced(
             "a stalled connection completed afterwards was not answered, so the server was not shown reading them"
         )
         return v
+    control = float(f["control_stall_s"])
     v.require(True, "the server read and answered a connection that had stalled")
     stop = dict(f["stop"])
     closed = f["closed_at_s"]  # seconds after SIGTERM when parval closed the stalled sockets (None: not needed)
     exited = f["exited_at_s"]  # seconds after SIGTERM when the process was seen gone (None: never)
     if exited is not None and (closed is None or float(exited) <= float(closed)):
-        v.require(
-            stop.get("exit_code") == 0,
-            f"exited by itself {float(exited):.2f} s after SIGTERM with the stalled sockets still open "
-            f"(exit {stop.get('exit_code')})",
-        )
+        stalled_for = float(f["stalled_at_term_s"]) + float(exited)
+        if stalled_for > control:
+            v.not_forced(
+                f"the stalled sockets had stalled {stalled_for:.2f} s when the server exited, longer than the "
+                f"control connection it was shown to read ({control:.2f} s): a read timeout may have ended them"
+            )
+        else:
+            v.require(
+                stop.get("exit_code") == 0,
+                f"exited by itself {float(exited):.2f} s after SIGTERM with the stalled sockets still open "
+                f"(exit {stop.get('exit_code')})",
+            )
     elif exited is not None and not f.get("final_attempt"):
         v.not_forced(
             f"it exited only after the client closed the stalled sockets ({float(closed or 0):.2f} s after "
             f"SIGTERM): a listener waiting on stalled I/O, or a shutdown slower than the {f['bound_s']} s grace"
+        )
+    elif exited is not None and f.get("held_at_close") is not True:
+        v.not_forced(
+            f"it exited after the client closed the stalled sockets ({float(closed or 0):.2f} s after SIGTERM), "
+            "but it was not seen still holding them open then, so that it waited on them is unseen"
         )
     elif exited is not None:
         v.require(

@@ -101,17 +101,18 @@ def waits(v: Verdict, facts: Facts, *, managers: tuple[str, ...] = ()) -> None:
     wait that never saw its state means the situation was not forced (BLOCKED, tried again).
     Each manager in `managers` must have been staggered behind older work: one that had
     already finished is a violation only when that older work was still running when it
-    answered (else not forced); a stalled registry blocks."""
+    answered (else not forced); a stalled registry blocks. With a wait unseen the older
+    work was not shown queued ahead of the manager, so its order is not judged."""
     recorded = facts["waits"]
     if not recorded:
         raise KeyError("observation records no bounded wait (the forced situation is unknown)")
-    for w in recorded:
-        if not w["seen"]:
-            v.not_forced(str(w.get("unseen") or f"never observed {w['what']}"))
+    unseen = [w for w in recorded if not w["seen"]]
+    for w in unseen:
+        v.not_forced(str(w.get("unseen") or f"never observed {w['what']}"))
     staggers = {str(s["manager"]): s for s in facts["staggers"]} if managers else {}
     for label in managers:
         s = staggers[label]  # KeyError: the stagger was not recorded
-        if s.get("skipped"):
+        if s.get("skipped") or unseen:
             continue
         if not s["still_waiting"]:
             _finished_early(v, facts, s)

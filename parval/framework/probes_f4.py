@@ -195,12 +195,14 @@ async def stalled_io_probe(ctx: Context) -> None:
     """SIGTERM with a stalled header and a stalled body connection and no finite work: the
     listener must cancel socket I/O and exit by itself (judged by judges_f4.stalled_socket_io).
 
-    A third connection stalls as long and then finishes its request: its answer shows the
-    server reads connections that stall. If the process is still running `stalled_io_grace_s`
-    after SIGTERM, the stalled sockets are closed and whether it exits then is recorded. An
-    exit that came only after the close may be a slow shutdown on a busy machine: the probe
-    tries again on a fresh start with the grace doubled each time, and only the last attempt
-    (the longest grace) can show the listener waiting on stalled I/O."""
+    A control connection stalls as long as the stalled sockets may be held (the grace), then
+    finishes its request: its answer shows the server keeps reading a connection stalled
+    that long, so an exit with the stalled sockets open was not its read timeout ending
+    them. If the process is still running the grace after SIGTERM, whether it still held
+    the stalled sockets open is recorded, they are closed, and whether it exits then is
+    recorded. An exit that came only after the close may be a slow shutdown on a busy
+    machine: the probe tries again on a fresh start with the grace doubled each time, and
+    only the last attempt (the longest grace) can show the listener waiting on stalled I/O."""
     bound = ctx.options.stalled_io_grace_s
     facts = await attempts(
         "f4.stalled_socket_io", lambda i: _stalled_io_attempt(ctx, bound * 2**i, final=i == ATTEMPTS - 1)
@@ -211,11 +213,15 @@ async def stalled_io_probe(ctx: Context) -> None:
 
 async def _stalled_io_attempt(ctx: Context, bound: float, *, final: bool) -> Facts:
     """One attempt of the stalled-I/O shutdown with `bound` seconds of grace before the
-    stalled sockets are closed."""
+    stalled sockets are closed (and a control connection stalled as long before SIGTERM)."""
     model = ctx.model_id
     async with open_rig(ctx, "f4-stalled-io", ctx.launch_spec([ctx.entry()], flagged=True), [model]) as rig:
         obs = Obs(bound_s=bound)
         host, port = rig.server.host, rig.server.port
+        control = await anyio.connect_tcp(host, port)
+        await control.send(b"GET /health HTTP/1.1\r\nHost: parval\r\n")
+        t_control = time.monotonic()
+        await anyio.sleep(bound)
         header = await anyio.connect_tcp(host, port)
         await header.send(b"POST /v1/tasks/run HTTP/1.1\r\nHost: parval\r\n")
         body = await anyio.connect_tcp(host, port)
@@ -223,15 +229,19 @@ async def _stalled_io_attempt(ctx: Context, bound: float, *, final: bool) -> Fac
             b"POST /v1/tasks/run HTTP/1.1\r\nHost: parval\r\nContent-Type: application/json\r\n"
             b'Content-Length: 1000\r\n\r\n{"model":'
         )
-        control = await anyio.connect_tcp(host, port)
-        await control.send(b"GET /health HTTP/1.1\r\nHost: parval\r\n")
-        await anyio.sleep(0.2)
+        t_stalled = time.monotonic()
+        obs["control_stall_s"] = round(t_stalled - t_control, 4)
         obs["control_answered"] = await _finish(control, timing(rig).slack_s)
         server = rig.server
         t_term = time.monotonic()
+        obs["stalled_at_term_s"] = round(t_term - t_stalled, 4)
         reaper.signal_group(server.pid, signal.SIGTERM)
         exited = await _exit_within(server, bound)
         closed_at = None
+        held = None
+        if not exited:
+            # Still running: did it still hold the stalled connections open (no reply, no close)?
+            held = server.returncode() is None and await _held(header) and await _held(body)
         for stream in (header, body):
             await stream.aclose()
         if not exited:
@@ -246,9 +256,22 @@ async def _stalled_io_attempt(ctx: Context, bound: float, *, final: bool) -> Fac
             t_term=rig.rel(t_term),
             closed_at_s=None if closed_at is None else round(closed_at, 4),
             exited_at_s=None if exited_at is None else round(exited_at, 4),
+            held_at_close=held,
             sockets=["stalled header", "stalled body"],
             final_attempt=final,
         )
+
+
+async def _held(stream: anyio.abc.SocketStream) -> bool:
+    """Whether the server still holds a stalled connection open: nothing (no reply, no
+    close) arrives on it within a moment."""
+    with anyio.move_on_after(0.05):
+        try:
+            await stream.receive(1)
+        except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+            pass
+        return False
+    return True
 
 
 async def _finish(stream: anyio.abc.SocketStream, timeout_s: float) -> bool:

@@ -79,7 +79,8 @@ async def limit_probe(ctx: Context, limit: int) -> None:
             facts = await attempts("f5.unload_together", lambda i: unload_together(rig, models, n))
             ctx.findings.observe("F5.two_models", "unload_together@limit2", "f5.unload_together", facts)
         else:
-            ctx.findings.observe("F5.two_models", "alternate@limit1", "f5.alternate", await alternate(rig, models))
+            facts = await attempts("f5.alternate", lambda i: alternate(rig, models))
+            ctx.findings.observe("F5.two_models", "alternate@limit1", "f5.alternate", facts)
         await retiring(rig, models, limit)
 
 

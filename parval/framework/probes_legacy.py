@@ -122,16 +122,20 @@ async def unpublished_skip(rig: Rig, model: str, caps: Capabilities) -> None:
 
 async def guard_serializes(rig: Rig, model: str) -> None:
     """The original guard: concurrent requests to one model run one after another (judged
-    by judges_legacy.guard_serializes)."""
+    by judges_legacy.guard_serializes), tried again while replies read late leave whether
+    the runs overlapped unseen."""
     t = timing(rig)
-    obs = Obs()
-    warm = await rig.run("warm", model)
-    flights = [await rig.start_run(f"concurrent{i}", model) for i in range(3)]
-    obs["settled"] = await rig.settle(flights, t.slack_s)
-    obs["labels"] = [f.label for f in flights]
-    rig.ctx.findings.observe(
-        "F1.legacy_admission", "guard_serializes", "legacy.guard_serializes", rig.observed(obs, [warm, *flights])
-    )
+
+    async def attempt(i: int) -> Facts:
+        obs = Obs(attempt=i)
+        warm = await rig.run("warm", model)
+        flights = [await rig.start_run(f"concurrent{k}", model) for k in range(3)]
+        obs["settled"] = await rig.settle(flights, t.slack_s)
+        obs["labels"] = [f.label for f in flights]
+        return rig.observed(obs, [warm, *flights])
+
+    facts = await attempts("legacy.guard_serializes", attempt)
+    rig.ctx.findings.observe("F1.legacy_admission", "guard_serializes", "legacy.guard_serializes", facts)
 
 
 async def wedged_text(rig: Rig, model: str) -> None:

@@ -1,5 +1,5 @@
 """Whether a framework record is one this model run may use: sealed and unchanged in its
-run directory, made on this device and driver, and (under a reviewed reuse) tied to this
+run directory, made on this device and driver (and saying so), and (under a reviewed reuse) tied to this
 binary through its source commits and the reviewed executable hash. Used by
 parval.gates.framework_ref, which turns a problem into PENDING framework entries.
 """
@@ -111,6 +111,19 @@ def other_device(ident: dict[str, Any], manifest: dict[str, Any]) -> str | None:
     names = [gpu_names(ident.get("gpu")), gpu_names(here.get("gpu"))]
     if names[0] is not None and names[1] is not None and names[0] != names[1]:
         return f"GPU(s) {names[0]} (this run: {names[1]})"
+    return None
+
+
+def unnamed_device(ident: dict[str, Any], manifest: dict[str, Any]) -> str | None:
+    """What this run names of its device, driver or GPU models that the record does not
+    (a record that does not say what it was made on cannot be shown to be for this one)."""
+    here = manifest.get("platform") or {}
+    for key, what in (("device", "device index"), ("driver", "driver")):
+        if ident.get(key) is None and here.get(key) is not None:
+            return f"{what} (this run: {here.get(key)!r})"
+    theirs = gpu_names(here.get("gpu"))
+    if theirs and not gpu_names(ident.get("gpu")):
+        return f"GPU models (this run: {theirs})"
     return None
 
 

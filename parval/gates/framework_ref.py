@@ -30,6 +30,7 @@ from parval.gates.framework_identity import (
     record_file,
     reuse_problem,
     same_commit,
+    unnamed_device,
 )
 from parval.gates.framework_reuse import ReuseDecision
 from parval.procedure.catalogue import FRAMEWORK_GATE
@@ -216,6 +217,8 @@ def record_problem(
         return f"framework record is for platform {other}, this run uses {machine_of(manifest)}"
     if (other := other_device(ident, manifest)) is not None:
         return f"framework record is for {other}: device evidence does not carry over"
+    if (unnamed := unnamed_device(ident, manifest)) is not None:
+        return f"framework record names no {unnamed}: device evidence is trusted only for the device it names"
     if reuse is None and commit and isinstance(recorded, str) and recorded and not same_commit(recorded, commit):
         return (
             f"framework record was made from source commit {recorded[:12]}, the plan names "

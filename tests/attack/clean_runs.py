@@ -99,10 +99,13 @@ def extract(target: Path) -> dict[str, Path]:
     Each run's manifest names the plan where it was recorded; it is pointed at the unpacked
     plan, so the framework record and the X4 result beside it are the ones found. A
     framework record is used only inside its sealed run directory, so the record
-    (`framework.json`, as the plan names it) is unpacked as one."""
+    (`framework.json`, as the plan names it) is unpacked as one. A model run trusts a record
+    only when it names the device, driver and GPUs the run names: the synthetic records
+    (tests.records_kit) in the archive get the ones records_kit gives a record now where
+    they name none."""
     import json
 
-    from tests.records_kit import write_record_dir
+    from tests.records_kit import framework_record, write_record_dir
 
     with tarfile.open(ARCHIVE, "r:xz") as tar:
         tar.extractall(target, filter="data")
@@ -114,6 +117,10 @@ def extract(target: Path) -> dict[str, Path]:
         record_path = target / kind / "framework.json"
         if record_path.is_file():
             record = json.loads(record_path.read_text("utf-8"))
+            named = framework_record("", backend=str(record["identity"].get("backend")))["identity"]
+            for key in ("device", "driver", "gpu"):
+                if key in named:
+                    record["identity"].setdefault(key, named[key])
             record_path.unlink()
             write_record_dir(record_path, record)
     return {kind: target / kind / "run" for kind in RUNS}

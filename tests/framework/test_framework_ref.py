@@ -172,6 +172,26 @@ def test_a_record_of_another_device_or_driver_is_not_used(tmp_path: Path) -> Non
     assert _all_f_pending(results) and "GPU(s) ['NVIDIA H200']" in _by_id(results)["F1.fifo"].reason
 
 
+def test_a_record_that_does_not_name_the_device_or_driver_of_the_run_is_not_trusted(tmp_path: Path) -> None:
+    """Device and driver were compared only where both sides named them: a record without
+    them was trusted by a run on any device. Now such a record is PENDING naming what it
+    lacks (never a model FAIL)."""
+    manifest = {**_manifest(), "platform": {**_manifest()["platform"], "device": 0, "driver": "550.54"}}
+    for missing, text in (("device", "names no device index (this run: 0)"), ("driver", "names no driver")):
+        ident = {"device": 0, "driver": "550.54", missing: None}
+        results, info = framework_checks(str(_write(tmp_path, framework_record(SHA, **ident))), manifest, None)
+        assert _all_f_pending(results) and info["trusted"] is False
+        assert text in _by_id(results)["F1.fifo"].reason, _by_id(results)["F1.fifo"].reason
+        assert not any(r.status is Status.FAIL for r in results)
+    here = {**manifest, "platform": {**manifest["platform"], "gpu": {"available": True, "devices": [{"name": "L4"}]}}}
+    unnamed = framework_record(SHA, device=0, driver="550.54", gpu={"available": False, "reason": "no NVML"})
+    results, _ = framework_checks(str(_write(tmp_path, unnamed)), here, None)
+    assert _all_f_pending(results) and "names no GPU models (this run: ['L4'])" in _by_id(results)["F1.fifo"].reason
+    # A run that names none of them asks nothing of the record.
+    bare = framework_record(SHA, device=None, driver=None, gpu=None)
+    assert _by_id(framework_checks(str(_write(tmp_path, bare)), _manifest(), None)[0])["F1.fifo"].status is Status.PASS
+
+
 def test_a_record_made_in_ci_says_so_in_a_local_run(tmp_path: Path) -> None:
     ci = {"kind": "ci", "service": "github-actions", "details": {}}
     path = _write(tmp_path, framework_record(SHA, provenance=ci))

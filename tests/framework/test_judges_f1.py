@@ -52,6 +52,22 @@ def test_request_only_queue_reads_the_observer_trace_when_there_is_one() -> None
     assert run_judge("f1.request_only_queue", f).status is Status.FAIL
 
 
+def test_request_only_queue_not_seen_formed_is_not_forced_never_an_order_fail() -> None:
+    """A queue never seen formed (queued_requests never reached 2) once still judged the
+    completion order: queued1 finishing 150 ms ahead FAILed, and over attempts that FAIL
+    stood. Requests that never waited were admitted as they arrived: no order to judge."""
+    for trace in (None, ["7101", "7100"]):
+        f = queue_facts([0.45, 0.30], trace=trace)
+        f["waits"][0]["seen"] = False
+        v = run_judge("f1.request_only_queue", f)
+        assert v.status is Status.BLOCKED and v.retry, v.detail()
+        assert "never observed queued1 queued" in v.detail()
+    unforced = queue_facts([0.45, 0.30])
+    unforced["waits"][0]["seen"] = False
+    v = run_judge("f1.request_only_queue", {"attempts": [unforced, queue_facts([0.30, 0.45])]})
+    assert v.status is Status.PASS and "attempt 2 of 2" in v.detail(), v.detail()
+
+
 def forced(
     later_done: tuple[float, float] = (0.75, 0.90), older_done: float = 0.45, unload_done: float = 0.60
 ) -> dict[str, Any]:
@@ -115,6 +131,17 @@ def test_forced_order_is_blocked_by_an_unseen_wait_or_a_stalled_registry() -> No
     f["staggers"][0].update(canaries=[{"t_send": 0.3, "t_done": 0.598, "status": 200}], manager_t_done=0.6)
     v = run_judge("f1.forced_order", f)
     assert v.status is Status.BLOCKED and "judged by F5.no_convoy" in v.detail()
+
+
+def test_a_manager_finished_early_with_a_wait_unseen_is_not_forced_not_a_fail() -> None:
+    """With the occupant never seen active, the older work was not shown queued ahead of
+    the unload: the unload answering first is no skipped wait (it once FAILed beside the
+    BLOCKED of the unseen wait, and FAIL outranked it)."""
+    f = forced(unload_done=0.12)
+    f["staggers"][0]["still_waiting"] = False
+    f["waits"][0]["seen"] = False
+    v = run_judge("f1.forced_order", f)
+    assert v.status is Status.BLOCKED and v.retry, v.detail()
 
 
 def test_forced_order_fails_an_output_that_differs_from_its_reference() -> None:

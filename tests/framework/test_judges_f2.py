@@ -69,6 +69,14 @@ def test_unload_during_load_is_pending_or_blocked_when_the_situation_was_not_for
     assert v.status is Status.BLOCKED and "judged by F5.no_convoy" in v.detail()
 
 
+def test_unload_during_load_with_a_stalled_registry_judges_no_order() -> None:
+    """A stalled registry blocks; the unload's early answer was still judged beside it and
+    its FAIL outranked the BLOCKED."""
+    stall = {"canaries": [{"t_send": 0.1, "t_done": 0.149, "status": 200}], "manager_t_done": 0.15}
+    v = run_judge("f2.unload_during_load", unload_load(unload_done=0.15, stall=stall))
+    assert v.status is Status.BLOCKED and "judged by F5.no_convoy" in v.detail(), v.detail()
+
+
 # -- reconfiguration with queued work ---------------------------------------------------------
 
 

@@ -23,7 +23,7 @@ def wave_facts(**extra: Any) -> dict[str, Any]:
         "next_settled": True,
         "next_full": True,
         "next_wave": ["next0", "next1"],
-        "waits": list(SEEN),
+        "waits": [dict(w) for w in SEEN],
         **extra,
     }
 
@@ -130,7 +130,7 @@ def sigterm(stop: dict[str, Any] | None = None, queued_status: int | None = 503,
         [fl("occupant0", 0.0, 0.45), fl("occupant1", 0.0, 0.46), q],
         count=2,
         grace_s=5.0,
-        waits=list(SEEN) + [{"what": "queued queued", "seen": True}],
+        waits=[*(dict(w) for w in SEEN), {"what": "queued queued", "seen": True}],
         stop=info,
         drain_s=0.2,
         t_term=0.3,
@@ -186,6 +186,16 @@ def test_sigterm_inflight_is_blocked_when_the_queued_request_was_never_seen_queu
     assert run_judge("f4.sigterm_inflight", f).status is Status.BLOCKED
 
 
+def test_sigterm_inflight_with_work_not_seen_in_flight_judges_no_exit_time() -> None:
+    """With the running requests never seen active, parval's kill a grace after the last
+    reply once still FAILed beside the BLOCKED: no exit time is judged then."""
+    killed = {"signal": "SIGTERM", "graceful": False, "killed": True, "grace_s": 5.0, "exit_code": -9, "waited_s": 5.5}
+    f = sigterm(stop=killed)
+    f["waits"][0]["seen"] = False
+    v = run_judge("f4.sigterm_inflight", f)
+    assert v.status is Status.BLOCKED and v.retry, v.detail()
+
+
 def stalled(
     *,
     answered: bool = True,
@@ -194,12 +204,19 @@ def stalled(
     exit_code: int | None = 0,
     final: bool = False,
     bound: float = 1.5,
+    held: bool | None = None,
+    control: float | None = None,
 ) -> dict[str, Any]:
+    """The control connection stalled the grace (plus the 10 ms the stalled sockets took to
+    open) before SIGTERM; the stalled sockets were held open at the close unless `held`."""
     return facts(
         [],
         bound_s=bound,
         final_attempt=final,
         control_answered=answered,
+        control_stall_s=bound + 0.01 if control is None else control,
+        stalled_at_term_s=0.005,
+        held_at_close=(closed is not None) if held is None else held,
         closed_at_s=closed,
         exited_at_s=exited,
         t_term=0.25,
@@ -232,6 +249,27 @@ def test_stalled_socket_io_fails_a_listener_that_waited_for_the_stalled_connecti
     # Still running after the sockets closed: not a stalled-I/O behaviour.
     v = run_judge("f4.stalled_socket_io", stalled(closed=1.5, exited=None, exit_code=-9))
     assert v.status is Status.BLOCKED and "judged by sigterm_inflight" in v.detail()
+
+
+def test_stalled_socket_io_an_exit_after_the_close_without_the_sockets_held_is_not_a_fail() -> None:
+    """The final attempt's FAIL once rested on the exit being seen only after the close: a
+    process that ended (or dropped the stalled sockets) just before the close, seen gone
+    only after it, FAILed. It needs the sockets seen still held open when they were closed."""
+    v = run_judge("f4.stalled_socket_io", stalled(closed=6.0, exited=6.02, final=True, bound=6.0, held=False))
+    assert v.status is Status.BLOCKED and v.retry and "not seen still holding them open" in v.detail(), v.detail()
+    old = stalled(closed=6.0, exited=6.02, final=True, bound=6.0)
+    del old["held_at_close"]  # recorded before parval looked
+    assert run_judge("f4.stalled_socket_io", old).status is Status.BLOCKED
+
+
+def test_stalled_socket_io_an_exit_after_a_longer_stall_than_the_control_is_not_a_pass() -> None:
+    """The control connection stalled 0.2 s, the stalled sockets up to the whole grace: an
+    exit with them open once passed although a read timeout between the two could have
+    ended them. The control now stalls the grace; an exit after the stalled sockets had
+    stalled longer than the control is not forced."""
+    v = run_judge("f4.stalled_socket_io", stalled(exited=1.4, control=0.2))
+    assert v.status is Status.BLOCKED and v.retry and "a read timeout may have ended them" in v.detail()
+    assert run_judge("f4.stalled_socket_io", stalled(exited=1.4)).status is Status.PASS
 
 
 def test_an_exit_after_the_close_is_tried_again_with_a_longer_grace_not_failed() -> None:

@@ -184,6 +184,18 @@ def test_alternate_fails_two_loaded_models_or_no_eviction() -> None:
     assert v.status is Status.FAIL and "evicted the idle other model" in v.detail()
 
 
+def test_alternate_without_a_sample_showing_either_model_loaded_is_not_forced() -> None:
+    """Rows whose `loaded` values are all unknown once passed "never two models loaded"
+    (nothing seen is nothing violated); residency seen nowhere is not observed, and an
+    eviction it cannot show is no FAIL either."""
+    f = alternating()
+    f["joint"] = [joint_row(t, m=[1, 0, None], m_b=[0, 0, None]) for t in (0.2, 0.6, 1.2)]
+    v = run_judge("f5.alternate", f)
+    assert v.status is Status.BLOCKED and v.retry and "either model loaded" in v.detail(), v.detail()
+    f["evicted"] = False
+    assert run_judge("f5.alternate", f).status is Status.BLOCKED
+
+
 # -- retiring -------------------------------------------------------------------------------------
 
 
@@ -289,6 +301,20 @@ def test_ready_first_is_blocked_by_a_stalled_registry() -> None:
     }
     v = run_judge("f5.ready_first", ready(TOO_LATE, registry=stalled))
     assert v.status is Status.BLOCKED and "judged by F5.no_convoy" in v.detail()
+
+
+def test_ready_first_with_a_stalled_registry_judges_no_order_from_its_samples() -> None:
+    """Status samples read through a stalled registry once still judged the freeing order:
+    a sample showing both loaded FAILed beside the BLOCKED of the stall."""
+    stalled = {
+        "what": "the bulk unload",
+        "manager": "unload-b-a",
+        "still_waiting": True,
+        "canaries": [{"t_send": 0.09, "t_done": 0.449, "status": 200}],
+        "manager_t_done": 0.45,
+    }
+    v = run_judge("f5.ready_first", ready(PUBLISHED_FIRST, registry=stalled))
+    assert v.status is Status.BLOCKED and "judged by F5.no_convoy" in v.detail(), v.detail()
 
 
 def test_ready_first_not_caught_during_the_first_load_is_not_forced() -> None:

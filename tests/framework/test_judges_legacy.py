@@ -70,7 +70,15 @@ def test_unpublished_skip_fails_an_unload_that_waited_for_the_load() -> None:
     v = run_judge("legacy.unpublished_skip", skip(bulk_done=0.36, unloaded=["m"]))
     assert v.status is Status.FAIL
     assert "without the unpublished model (unloaded=['m'])" in v.detail()
-    assert "it did not wait for the load in progress" in v.detail()
+
+
+def test_unpublished_skip_a_skipping_reply_read_late_is_not_forced_not_a_fail() -> None:
+    """The reply that lists no model is what a skip answers; read as the load finished
+    (0.33 against 0.35) it once FAILed "it did not wait" on its time alone."""
+    v = run_judge("legacy.unpublished_skip", skip(bulk_done=0.33))
+    assert v.status is Status.BLOCKED and v.retry and "whether it answered before" in v.detail(), v.detail()
+    late_then_clear = {"attempts": [skip(bulk_done=0.33), skip()]}
+    assert run_judge("legacy.unpublished_skip", late_then_clear).status is Status.PASS
 
 
 def test_unpublished_skip_fails_a_lost_load_and_blocks_on_a_published_one() -> None:
@@ -110,6 +118,25 @@ def test_guard_serializes_is_not_held_to_a_calibrated_service_on_a_busy_machine(
     assert v.status is Status.BLOCKED and v.retry and "too short" in v.detail()
     # A reply read 60 ms late still leaves the runs apart.
     assert run_judge("legacy.guard_serializes", serial([0.21, 0.30, 0.45])).status is Status.PASS
+
+
+def test_guard_serializes_a_reply_read_late_is_not_an_overlap() -> None:
+    """Each run's start was once taken as its reply minus its server-side time: a correct
+    guard with three 150 ms runs whose second reply was read 100 ms late ([0.15, 0.40,
+    0.45]) FAILed "ran at the same time for 99 ms". The runs fit one after another within
+    their send and reply times, so their overlap is unseen (tried again), never a FAIL."""
+    v = run_judge("legacy.guard_serializes", serial([0.15, 0.40, 0.45]))
+    assert v.status is Status.BLOCKED and v.retry, v.detail()
+    assert "fit one after another with a reply read late" in v.detail()
+    late_then_clear = {"attempts": [serial([0.15, 0.40, 0.45]), serial([0.15, 0.30, 0.45])]}
+    assert run_judge("legacy.guard_serializes", late_then_clear).status is Status.PASS
+
+
+def test_guard_serializes_fails_runs_that_cannot_have_taken_turns() -> None:
+    """Three 150 ms runs sent together whose replies all came within 310 ms: no pair has to
+    overlap, but the three cannot all have run one after another before their replies."""
+    v = run_judge("legacy.guard_serializes", serial([0.20, 0.30, 0.31]))
+    assert v.status is Status.FAIL and "could not have run one after another" in v.detail(), v.detail()
 
 
 def test_guard_serializes_fails_concurrent_execution() -> None:
