@@ -108,6 +108,11 @@ def drain_policy(running: list[FlightFact], queued: FlightFact) -> dict[str, lis
     return policy
 
 
+# The server reference: on SIGTERM the process exits "within about a second" once its finite
+# work is done. Still running this long after its last reply is a hung exit on any machine.
+HUNG_EXIT_S = 5.0
+
+
 def stopped(v: Verdict, f: Facts) -> None:
     """How the process ended after SIGTERM. Exit 0 by itself is the graceful drain. A
     SIGKILL is never one: it is a violation when the server was still running a grace after
@@ -124,6 +129,15 @@ def stopped(v: Verdict, f: Facts) -> None:
         v.not_forced(
             f"the server was still working on {', '.join(pending)} when parval stopped waiting "
             f"{float(stop.get('waited_s') or 0):.1f} s after SIGTERM (raise timeouts.shutdown_grace_s)"
+        )
+        return
+    if grace < HUNG_EXIT_S:
+        # The server reference promises an exit "within about a second" of SIGTERM; a grace
+        # this short cannot tell a busy machine's slow exit from a hung one.
+        v.not_forced(
+            f"still running {grace:g} s after it answered its last in-flight request, a grace too short to "
+            f"tell a slow exit on a busy machine from a hung one (raise timeouts.shutdown_grace_s to "
+            f"{HUNG_EXIT_S:g} s or more)"
         )
         return
     v.require(

@@ -155,6 +155,15 @@ def test_sigterm_inflight_fails_a_kill_or_a_nonzero_exit() -> None:
     assert v.status is Status.FAIL and "with code 0 (got 1)" in v.detail()
 
 
+def test_sigterm_inflight_a_kill_after_a_short_grace_is_not_forced() -> None:
+    """The reference promises an exit within about a second of SIGTERM; a grace under five
+    seconds cannot tell a busy machine's slow exit from a hung one: BLOCKED, asking for more."""
+    killed = {"signal": "SIGTERM", "graceful": False, "killed": True, "grace_s": 2.0, "exit_code": -9, "waited_s": 2.5}
+    f = {**sigterm(stop=killed), "grace_s": 2.0}
+    v = run_judge("f4.sigterm_inflight", f)
+    assert v.status is Status.BLOCKED and "raise timeouts.shutdown_grace_s to 5 s or more" in v.detail()
+
+
 def test_sigterm_inflight_a_slow_drain_parval_gave_up_on_is_not_forced() -> None:
     """A busy machine drains slower: parval's own kill with work still unanswered is no
     verdict on the server (the replies it cut are not counted as dropped by the server)."""
