@@ -143,8 +143,9 @@ def run_command(
 CUDA when NVML finds a device; HIP/ROCm with /dev/kfd; Vulkan when `vulkaninfo --summary` \
 succeeds; Metal on macOS); --only and --backend choose explicitly. One campaign after \
 another (GPU campaigns must not share a device), each in its own run directory \
-OUT/<claim>.<build>.<mode> (OUT/<...>.shard<i>of<n> with --shard), one progress line per \
-combination on stderr. Resumable: a finished combination whose inputs are unchanged \
+OUT/<claim>.<build>.<mode> (OUT/<...>.shard<i>of<n> with --shard), with a progress line on \
+stderr when each combination starts (what is done: run, resume, rerun, judge) and when it ends \
+(its verdict). Resumable: a finished combination whose inputs are unchanged \
 (effective plan hash, executables', model files' and fixtures' hashes, procedure version) is \
 not rerun; an interrupted one is resumed; one whose inputs changed is rerun, the old run \
 kept under OUT/superseded/. Exit code: 0 every combination run here admitted, 1 any FAILED, \

@@ -80,6 +80,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     p = parval("catalogue", "run", cat, "--out", runs, *only, timeout=900)
     assert p.returncode == 1, p.stdout + p.stderr  # notadm fails count 2
     assert p.stderr.count(": run in ") == 4, p.stderr
+    # a line when each combination starts, before the one when it ends
+    lines = p.stderr.splitlines()
+    for name in RUN:
+        began = [i for i, x in enumerate(lines) if f" {name}.cpu.offline: starting: run (no evidence yet) · " in x]
+        ended = [i for i, x in enumerate(lines) if f" {name}.cpu.offline: run in " in x]
+        assert len(began) == len(ended) == 1 and began[0] < ended[0], p.stderr
     mapping = root / "hist.yaml"
     mapping.write_text(
         yaml.safe_dump(
@@ -183,6 +189,7 @@ def test_changed_inputs_rerun_and_keep_the_old_run(world: dict[str, Path]) -> No
     p = parval("catalogue", "run", cat, "--out", runs, "--only", "pending", timeout=600)
     assert p.returncode == 3, p.stderr
     assert ": rerun in " in p.stderr and "inputs changed: plan (sha256" in p.stderr
+    assert "pending.cpu.offline: starting: rerun (inputs changed: plan (sha256" in p.stderr
     kept = list((runs / "superseded").glob("pending.cpu.offline-*"))
     assert len(kept) == 1 and (kept[0] / "evidence.json").exists()  # never deleted
     _, data = claims_json(runs, cat)
@@ -213,8 +220,10 @@ def test_an_interrupted_combination_resumes(world: dict[str, Path]) -> None:
     os.kill(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
+    assert "[1/1] resume.cpu.offline: starting: run (no evidence yet)" in err  # shown before it ended
     again = parval("catalogue", "run", cat, "--out", out, timeout=600)
     assert again.returncode == 0, again.stderr
     assert ": resume in " in again.stderr and "ADMITTED at counts 1, 2" in again.stderr
+    assert "resume.cpu.offline: starting: resume (interrupted; inputs unchanged)" in again.stderr
     ev = json.loads((out / "resume.cpu.offline" / "evidence.json").read_text())
     assert ev["run"]["interrupted"] is False
