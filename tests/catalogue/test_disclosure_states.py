@@ -18,6 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree as ET
 
 import pytest
 import yaml
@@ -144,6 +145,23 @@ def test_every_state_from_real_runs(world: dict[str, Path]) -> None:
     assert "M2.observed_active FAIL" in notadm_row, notadm_row
     blocked_row = next(x for x in lines if x.startswith("| `blocked.cpu.offline` | blocked-tts | 1 | ⛔ BLOCKED |"))
     assert "M2.starts BLOCKED" in blocked_row, blocked_row
+    # junit, for a merge gate: every claim not admitted fails naming its state; only
+    # HISTORICAL rows are informational (skipped)
+    xml = parval("report", "--catalogue", world["runs"], "--claims", world["cat"], "--format", "junit")
+    assert xml.returncode == 1
+    suite = ET.fromstring(xml.stdout).find("testsuite")
+    assert suite is not None and (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("12", "7", "2")
+    cases = {str(case.get("name")): list(case) for case in suite.iter("testcase")}
+    for (key, n), state in got.items():
+        marks = cases[f"{key}[count={n}]"]
+        if state == "ADMITTED":
+            assert marks == [], (key, n)
+            continue
+        (mark,) = marks
+        assert mark.tag == ("skipped" if state == "HISTORICAL" else "failure"), (key, n, mark.tag)
+        assert str(mark.get("message")).startswith(f"{state}: "), mark.get("message")
+        if mark.tag == "failure":
+            assert mark.get("type") == state
     # a faster row that is not admitted says so, next to its verdict
     table = md.stdout.split("### Comparison across the catalogue")[1]
     line = next(x for x in table.splitlines() if x.startswith("| cpu/notadm-tts (N=2)"))
