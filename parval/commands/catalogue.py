@@ -258,8 +258,9 @@ def matrix_command(
 
     One line, `{"include": [{"combination", "claim", "model", "build", "backend", "mode", "shard", \
 "shard_args", "runs_on", "artifact"}, ...]}`: `echo "matrix=$(parval catalogue matrix CAT)" >> \
-"$GITHUB_OUTPUT"`, then `matrix: ${{ fromJSON(needs.<job>.outputs.matrix) }}`. With --workflow, \
-the whole workflow (README "Scale-out").
+"$GITHUB_OUTPUT"`, then `matrix: ${{ fromJSON(needs.<job>.outputs.matrix) }}`. A selection with \
+no combination (e.g. --backend cuda on a CPU-only catalogue) is an error (exit 2), not an empty \
+matrix, which GitHub Actions rejects. With --workflow, the whole workflow (README "Scale-out").
 
     Example: parval catalogue matrix plans/catalogue.yaml --backend cuda
 
@@ -273,5 +274,14 @@ the whole workflow (README "Scale-out").
         target = out if out is not None else Path("runs") / cat.name
         sys.stdout.write(github_workflow(str(catalogue), str(target)))
         return
-    combos = [c for c in cat.select(only) if not backend or c.backend in backend]
+    selected = cat.select(only)
+    combos = [c for c in selected if not backend or c.backend in backend]
+    if not combos:
+        # GitHub Actions rejects an empty strategy.matrix: say so here rather than print one.
+        have = ", ".join(sorted({c.backend for c in selected})) or "none"
+        raise UsageError(
+            f"{catalogue}: no combination claims backend {', '.join(backend or [])} (the selected combinations' "
+            f"backends: {have}); an empty matrix is not printed, since GitHub Actions rejects one",
+            hint="choose a backend the catalogue claims, or leave --backend out",
+        )
     typer.echo(matrix_json(combos))

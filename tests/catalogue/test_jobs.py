@@ -105,7 +105,13 @@ def test_the_matrix_is_what_strategy_matrix_takes() -> None:
     assert run["strategy"]["matrix"] == "${{ fromJSON(needs.matrix.outputs.matrix) }}"
     used = set(re.findall(r"\$\{\{ matrix\.(\w+)", json.dumps(run)))
     assert {"combination", "shard_args", "runs_on", "artifact"} <= used <= set(include[0]), used
-    assert json.loads(_cmd("catalogue", "matrix", EXAMPLE, "--backend", "cuda")) == {"include": []}
+    # GitHub Actions rejects an empty matrix: a selection without combinations is an error
+    empty = parval("catalogue", "matrix", EXAMPLE, "--backend", "cuda", cwd=REPO)
+    assert empty.returncode == 2 and empty.stdout == "", empty.stdout
+    assert "no combination claims backend cuda (the selected combinations' backends: cpu)" in empty.stderr
+    assert "GitHub Actions rejects" in empty.stderr
+    cpu = json.loads(_cmd("catalogue", "matrix", EXAMPLE, "--backend", "cpu"))["include"]
+    assert [e["artifact"] for e in cpu] == [e["artifact"] for e in include]
 
 
 def _catalogue_commands() -> list[str]:
