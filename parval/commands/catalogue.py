@@ -199,8 +199,13 @@ def slurm_command(
     ] = None,
     only: OnlyOpt = None,
     gres: Annotated[
-        str, typer.Option("--gres", help="The GRES each task asks for; 'none' leaves the line out (CPU-only clusters).")
-    ] = "gpu:1",
+        str | None,
+        typer.Option(
+            "--gres",
+            help="The GRES each task asks for; 'none' leaves the line out. Default: gpu:1 when a selected "
+            "combination has a GPU backend, none when all are CPU.",
+        ),
+    ] = None,
     time_limit: Annotated[str, typer.Option("--time", help="Each task's time limit (Slurm --time).")] = "12:00:00",
     partition: Annotated[str | None, typer.Option("--partition", help="The Slurm partition.")] = None,
     sbatch: Annotated[
@@ -213,25 +218,27 @@ def slurm_command(
     """Write a Slurm array script: one task per combination x shard, then a dependent merge job.
 
     `bash FILE` submits the array job (each task `parval catalogue run CAT --only KEY --shard i/n`, \
-one GPU each with --gres=gpu:1) and a merge job that runs after the whole array (afterany) and \
+one GPU each with --gres=gpu:1 when a selected combination has a GPU backend, no GRES when all \
+are CPU; --gres overrides) and a merge job that runs after the whole array (afterany) and \
 writes OUT/claims.md, claims.json and claims.xml (`parval report --catalogue OUT --claims CAT`). \
 Paths stay as given: submit from the directory they are relative to.
 
     Example: parval catalogue slurm plans/catalogue.yaml -o parval-demo.sbatch && bash parval-demo.sbatch
     """
     from parval.claims.combination import load_catalogue
-    from parval.claims.jobs import SlurmOptions, slurm_script
+    from parval.claims.jobs import SlurmOptions, default_gres, slurm_script
 
     cat = load_catalogue(catalogue)
+    combos = cat.select(only)
     opts = SlurmOptions(
-        gres=None if gres == "none" else gres,
+        gres=default_gres(combos) if gres is None else None if gres == "none" else gres,
         time=time_limit,
         partition=partition,
         extra=tuple(sbatch or ()),
         parval=parval,
     )
     target = out if out is not None else Path("runs") / cat.name
-    text = slurm_script(cat, cat.select(only), str(catalogue), str(target), opts)
+    text = slurm_script(cat, combos, str(catalogue), str(target), opts)
     if output is None:
         sys.stdout.write(text)
         return
