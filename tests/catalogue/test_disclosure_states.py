@@ -1,5 +1,5 @@
 """Every disclosure state from real run directories: small campaigns against the stand-in,
-made once per module by `parval catalogue run` (a few seconds each), then disclosed
+made once per module by `parval catalogue run` (under a minute each), then disclosed
 against catalogues that name the same build, another build, another source commit.
 
 ADMITTED (a clean claim), NOT ADMITTED (`fake_concurrency`: count 1 admitted, count 2
@@ -27,12 +27,17 @@ from tests.conftest import write_plan
 
 from .kit import PARVAL, STANDIN, build, claims_json, parval, states, write_catalogue, write_records
 
-pytestmark = pytest.mark.slow
+# The module's campaigns are made in the first test's setup: several minutes on 2 cores.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 PLAN = {
     # Ten mixed waves at every count: a count admitted below a failed one is then the
     # largest admitted, which needs its ten (M3.ten_waves).
     "waves": {"warm": 1, "mixed": 10, "mixed_at_largest": 10, "serial_reuse": 1},
+    # A concurrent wave's requests in flight together long enough for the status poller to
+    # see them on a busy 2-core machine: at the small plan's 40 ms a loaded machine left
+    # M2.observed_active PENDING (no sample saw both leases), so ADMITTED rows were not.
+    "model": {"load_options": {"service_ms": 200}},
     "memory": {
         "gpu_required": False,
         "host_interval_ms": 20,
