@@ -1,10 +1,11 @@
 """Job files for the schedulers users already have: parval schedules nothing itself.
 
 * `slurm_script`: one Slurm array script, one task per combination x shard, each task
-  `parval catalogue run CAT --only KEY [--shard i/n]` on one GPU (`--gres=gpu:1` by
-  default). Run with `bash`, it submits itself as the array job and then the merge job,
-  dependent on the whole array (`afterany`), which writes the disclosure
-  (`parval report --catalogue OUT --claims CAT`, md, json and junit).
+  `parval catalogue run CAT --only KEY [--shard i/n]`, on one GPU (`--gres=gpu:1`) when a
+  selected combination has a GPU backend and without GRES when all are CPU
+  (`default_gres`; `--gres` overrides). Run with `bash`, it submits itself as the array
+  job and then the merge job, dependent on the whole array (`afterany`), which writes the
+  disclosure (`parval report --catalogue OUT --claims CAT`, md, json and junit).
 * `matrix`: the combinations x shards as JSON a GitHub Actions `strategy.matrix` takes,
   and `github_workflow`, the workflow that consumes it (README "Scale-out").
 """
@@ -24,9 +25,20 @@ from parval.errors import UsageError
 RAN = (0, 1, 3)
 
 
+# The backend that needs no GPU: a selection of only CPU combinations asks for no GRES.
+CPU_BACKEND = "cpu"
+
+
+def default_gres(combos: list[Combination]) -> str | None:
+    """`gpu:1` (each task on a GPU of its own) when any selected combination has a GPU
+    backend, else None (all CPU: no GRES line). One array job asks one resource of every
+    task, so a mixed selection asks a GPU for its CPU tasks too (split it with --only)."""
+    return None if all(c.backend == CPU_BACKEND for c in combos) else "gpu:1"
+
+
 @dataclass(frozen=True)
 class SlurmOptions:
-    gres: str | None = "gpu:1"  # None: no --gres line (CPU-only clusters)
+    gres: str | None = "gpu:1"  # None: no --gres line (CPU-only selections, CPU-only clusters)
     time: str = "12:00:00"
     partition: str | None = None
     extra: tuple[str, ...] = ()  # further #SBATCH options, e.g. "--account=audio"

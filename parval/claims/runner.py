@@ -104,9 +104,16 @@ Listen = Callable[[], tuple[Callable[[dict[str, Any]], None], Callable[[dict[str
 
 
 def run_one(
-    combo: Combination, plan: Plan, out: Path, shard: tuple[int, int] | None, listen: Listen
+    combo: Combination,
+    plan: Plan,
+    out: Path,
+    shard: tuple[int, int] | None,
+    listen: Listen,
+    started: Callable[[str, str, Path], None] | None = None,
 ) -> tuple[Outcome, int | None]:
-    """One combination: (its outcome, the exit code of a signal that stopped it)."""
+    """One combination: (its outcome, the exit code of a signal that stopped it).
+    `started(action, reason, run_dir)` is called once it is known that work is to be done
+    (not for an up-to-date combination), before any of it."""
     from parval import api
     from parval.judge import judge_run
     from parval.rundir.events import campaign_shard, read_events
@@ -121,6 +128,8 @@ def run_one(
     if state.action is Action.SKIP:
         code, line = _verdict(run_dir)
         return Outcome(combo.key, run_dir, action, code, f"{line} ({state.reason})", time.monotonic() - t0), None
+    if started is not None:
+        started(action, state.reason, run_dir)
     if state.action is Action.JUDGE:
         evidence = judge_run(run_dir)
         api.finalize(run_dir, evidence)
@@ -179,7 +188,11 @@ def run_catalogue(
             outcomes.append(Outcome(combo.key, None, "skipped", None, why, 0.0))
             echo(f"{where}: skipped: {why}")
             continue
-        outcome, signalled = run_one(combo, plans[combo.key], out, shard, listen)
+
+        def started(action: str, reason: str, run_dir: Path, where: str = where) -> None:
+            echo(f"{where}: starting: {action} ({reason}) · {os.path.relpath(run_dir)}")
+
+        outcome, signalled = run_one(combo, plans[combo.key], out, shard, listen, started)
         outcomes.append(outcome)
         shown = os.path.relpath(outcome.run_dir) if outcome.run_dir else "-"
         echo(

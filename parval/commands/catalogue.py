@@ -143,8 +143,9 @@ def run_command(
 CUDA when NVML finds a device; HIP/ROCm with /dev/kfd; Vulkan when `vulkaninfo --summary` \
 succeeds; Metal on macOS); --only and --backend choose explicitly. One campaign after \
 another (GPU campaigns must not share a device), each in its own run directory \
-OUT/<claim>.<build>.<mode> (OUT/<...>.shard<i>of<n> with --shard), one progress line per \
-combination on stderr. Resumable: a finished combination whose inputs are unchanged \
+OUT/<claim>.<build>.<mode> (OUT/<...>.shard<i>of<n> with --shard), with a progress line on \
+stderr when each combination starts (what is done: run, resume, rerun, judge) and when it ends \
+(its verdict). Resumable: a finished combination whose inputs are unchanged \
 (effective plan hash, executables', model files' and fixtures' hashes, procedure version) is \
 not rerun; an interrupted one is resumed; one whose inputs changed is rerun, the old run \
 kept under OUT/superseded/. Exit code: 0 every combination run here admitted, 1 any FAILED, \
@@ -198,8 +199,13 @@ def slurm_command(
     ] = None,
     only: OnlyOpt = None,
     gres: Annotated[
-        str, typer.Option("--gres", help="The GRES each task asks for; 'none' leaves the line out (CPU-only clusters).")
-    ] = "gpu:1",
+        str | None,
+        typer.Option(
+            "--gres",
+            help="The GRES each task asks for; 'none' leaves the line out. Default: gpu:1 when a selected "
+            "combination has a GPU backend, none when all are CPU.",
+        ),
+    ] = None,
     time_limit: Annotated[str, typer.Option("--time", help="Each task's time limit (Slurm --time).")] = "12:00:00",
     partition: Annotated[str | None, typer.Option("--partition", help="The Slurm partition.")] = None,
     sbatch: Annotated[
@@ -212,25 +218,27 @@ def slurm_command(
     """Write a Slurm array script: one task per combination x shard, then a dependent merge job.
 
     `bash FILE` submits the array job (each task `parval catalogue run CAT --only KEY --shard i/n`, \
-one GPU each with --gres=gpu:1) and a merge job that runs after the whole array (afterany) and \
+one GPU each with --gres=gpu:1 when a selected combination has a GPU backend, no GRES when all \
+are CPU; --gres overrides) and a merge job that runs after the whole array (afterany) and \
 writes OUT/claims.md, claims.json and claims.xml (`parval report --catalogue OUT --claims CAT`). \
 Paths stay as given: submit from the directory they are relative to.
 
     Example: parval catalogue slurm plans/catalogue.yaml -o parval-demo.sbatch && bash parval-demo.sbatch
     """
     from parval.claims.combination import load_catalogue
-    from parval.claims.jobs import SlurmOptions, slurm_script
+    from parval.claims.jobs import SlurmOptions, default_gres, slurm_script
 
     cat = load_catalogue(catalogue)
+    combos = cat.select(only)
     opts = SlurmOptions(
-        gres=None if gres == "none" else gres,
+        gres=default_gres(combos) if gres is None else None if gres == "none" else gres,
         time=time_limit,
         partition=partition,
         extra=tuple(sbatch or ()),
         parval=parval,
     )
     target = out if out is not None else Path("runs") / cat.name
-    text = slurm_script(cat, cat.select(only), str(catalogue), str(target), opts)
+    text = slurm_script(cat, combos, str(catalogue), str(target), opts)
     if output is None:
         sys.stdout.write(text)
         return
@@ -257,8 +265,9 @@ def matrix_command(
 
     One line, `{"include": [{"combination", "claim", "model", "build", "backend", "mode", "shard", \
 "shard_args", "runs_on", "artifact"}, ...]}`: `echo "matrix=$(parval catalogue matrix CAT)" >> \
-"$GITHUB_OUTPUT"`, then `matrix: ${{ fromJSON(needs.<job>.outputs.matrix) }}`. With --workflow, \
-the whole workflow (README "Scale-out").
+"$GITHUB_OUTPUT"`, then `matrix: ${{ fromJSON(needs.<job>.outputs.matrix) }}`. A selection with \
+no combination (e.g. --backend cuda on a CPU-only catalogue) is an error (exit 2), not an empty \
+matrix, which GitHub Actions rejects. With --workflow, the whole workflow (README "Scale-out").
 
     Example: parval catalogue matrix plans/catalogue.yaml --backend cuda
 
@@ -272,5 +281,14 @@ the whole workflow (README "Scale-out").
         target = out if out is not None else Path("runs") / cat.name
         sys.stdout.write(github_workflow(str(catalogue), str(target)))
         return
-    combos = [c for c in cat.select(only) if not backend or c.backend in backend]
+    selected = cat.select(only)
+    combos = [c for c in selected if not backend or c.backend in backend]
+    if not combos:
+        # GitHub Actions rejects an empty strategy.matrix: say so here rather than print one.
+        have = ", ".join(sorted({c.backend for c in selected})) or "none"
+        raise UsageError(
+            f"{catalogue}: no combination claims backend {', '.join(backend or [])} (the selected combinations' "
+            f"backends: {have}); an empty matrix is not printed, since GitHub Actions rejects one",
+            hint="choose a backend the catalogue claims, or leave --backend out",
+        )
     typer.echo(matrix_json(combos))

@@ -1,5 +1,5 @@
 """Every disclosure state from real run directories: small campaigns against the stand-in,
-made once per module by `parval catalogue run` (a few seconds each), then disclosed
+made once per module by `parval catalogue run` (under a minute each), then disclosed
 against catalogues that name the same build, another build, another source commit.
 
 ADMITTED (a clean claim), NOT ADMITTED (`fake_concurrency`: count 1 admitted, count 2
@@ -18,6 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree as ET
 
 import pytest
 import yaml
@@ -26,12 +27,17 @@ from tests.conftest import write_plan
 
 from .kit import PARVAL, STANDIN, build, claims_json, parval, states, write_catalogue, write_records
 
-pytestmark = pytest.mark.slow
+# The module's campaigns are made in the first test's setup: several minutes on 2 cores.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 PLAN = {
     # Ten mixed waves at every count: a count admitted below a failed one is then the
     # largest admitted, which needs its ten (M3.ten_waves).
     "waves": {"warm": 1, "mixed": 10, "mixed_at_largest": 10, "serial_reuse": 1},
+    # A concurrent wave's requests in flight together long enough for the status poller to
+    # see them on a busy 2-core machine: at the small plan's 40 ms a loaded machine left
+    # M2.observed_active PENDING (no sample saw both leases), so ADMITTED rows were not.
+    "model": {"load_options": {"service_ms": 200}},
     "memory": {
         "gpu_required": False,
         "host_interval_ms": 20,
@@ -80,6 +86,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     p = parval("catalogue", "run", cat, "--out", runs, *only, timeout=900)
     assert p.returncode == 1, p.stdout + p.stderr  # notadm fails count 2
     assert p.stderr.count(": run in ") == 4, p.stderr
+    # a line when each combination starts, before the one when it ends
+    lines = p.stderr.splitlines()
+    for name in RUN:
+        began = [i for i, x in enumerate(lines) if f" {name}.cpu.offline: starting: run (no evidence yet) · " in x]
+        ended = [i for i, x in enumerate(lines) if f" {name}.cpu.offline: run in " in x]
+        assert len(began) == len(ended) == 1 and began[0] < ended[0], p.stderr
     mapping = root / "hist.yaml"
     mapping.write_text(
         yaml.safe_dump(
@@ -138,6 +150,23 @@ def test_every_state_from_real_runs(world: dict[str, Path]) -> None:
     assert "M2.observed_active FAIL" in notadm_row, notadm_row
     blocked_row = next(x for x in lines if x.startswith("| `blocked.cpu.offline` | blocked-tts | 1 | ⛔ BLOCKED |"))
     assert "M2.starts BLOCKED" in blocked_row, blocked_row
+    # junit, for a merge gate: every claim not admitted fails naming its state; only
+    # HISTORICAL rows are informational (skipped)
+    xml = parval("report", "--catalogue", world["runs"], "--claims", world["cat"], "--format", "junit")
+    assert xml.returncode == 1
+    suite = ET.fromstring(xml.stdout).find("testsuite")
+    assert suite is not None and (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("12", "7", "2")
+    cases = {str(case.get("name")): list(case) for case in suite.iter("testcase")}
+    for (key, n), state in got.items():
+        marks = cases[f"{key}[count={n}]"]
+        if state == "ADMITTED":
+            assert marks == [], (key, n)
+            continue
+        (mark,) = marks
+        assert mark.tag == ("skipped" if state == "HISTORICAL" else "failure"), (key, n, mark.tag)
+        assert str(mark.get("message")).startswith(f"{state}: "), mark.get("message")
+        if mark.tag == "failure":
+            assert mark.get("type") == state
     # a faster row that is not admitted says so, next to its verdict
     table = md.stdout.split("### Comparison across the catalogue")[1]
     line = next(x for x in table.splitlines() if x.startswith("| cpu/notadm-tts (N=2)"))
@@ -183,6 +212,7 @@ def test_changed_inputs_rerun_and_keep_the_old_run(world: dict[str, Path]) -> No
     p = parval("catalogue", "run", cat, "--out", runs, "--only", "pending", timeout=600)
     assert p.returncode == 3, p.stderr
     assert ": rerun in " in p.stderr and "inputs changed: plan (sha256" in p.stderr
+    assert "pending.cpu.offline: starting: rerun (inputs changed: plan (sha256" in p.stderr
     kept = list((runs / "superseded").glob("pending.cpu.offline-*"))
     assert len(kept) == 1 and (kept[0] / "evidence.json").exists()  # never deleted
     _, data = claims_json(runs, cat)
@@ -213,8 +243,10 @@ def test_an_interrupted_combination_resumes(world: dict[str, Path]) -> None:
     os.kill(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
+    assert "[1/1] resume.cpu.offline: starting: run (no evidence yet)" in err  # shown before it ended
     again = parval("catalogue", "run", cat, "--out", out, timeout=600)
     assert again.returncode == 0, again.stderr
     assert ": resume in " in again.stderr and "ADMITTED at counts 1, 2" in again.stderr
+    assert "resume.cpu.offline: starting: resume (interrupted; inputs unchanged)" in again.stderr
     ev = json.loads((out / "resume.cpu.offline" / "evidence.json").read_text())
     assert ev["run"]["interrupted"] is False

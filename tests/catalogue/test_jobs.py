@@ -17,7 +17,7 @@ import yaml
 
 from parval.cli import app
 
-from .kit import REPO, parval
+from .kit import REPO, build, parval, write_catalogue
 
 README = (REPO / "README.md").read_text()
 EXAMPLE = "plans/catalogue.yaml"
@@ -63,11 +63,31 @@ def test_the_slurm_script_has_one_task_per_combination_and_shard(tmp_path: Path)
     assert '--dependency="afterany:${jobid%%;*}"' in text
     assert "--claims plans/catalogue.yaml --format json --output runs/x/claims.json" in text
     only = _cmd("catalogue", "slurm", EXAMPLE, "--only", "demo-tts-small")
-    assert "#SBATCH --array=1-1" in only and "#SBATCH --gres=gpu:1" in only
+    assert "#SBATCH --array=1-1" in only and "--gres" not in only  # all CPU: no GRES asked
+    forced = _cmd("catalogue", "slurm", EXAMPLE, "--only", "demo-tts-small", "--gres", "gpu:1")
+    assert "#SBATCH --gres=gpu:1" in forced  # the explicit override
     script = tmp_path / "job.sbatch"
     script.write_text(text)
     if shutil.which("bash"):
         assert subprocess.run(["bash", "-n", str(script)], capture_output=True, check=False).returncode == 0
+
+
+def test_a_gpu_combination_asks_for_a_gpu(tmp_path: Path) -> None:
+    """Each task asks for one GPU when a selected combination has a GPU backend (one array
+    job asks the same of every task); an all-CPU selection asks for none."""
+    claims = yaml.safe_load((REPO / EXAMPLE).read_text())["claims"]
+    for claim in claims:
+        claim["plan" if "plan" in claim else "template"] = str(REPO / "plans" / "demo.yaml")
+    claims[1]["backends"] = ["cpu", "cuda"]
+    builds = {"cpu": build(), "cuda": {"candidate": {"executable": "../no/cuda/server", "sha256": "c" * 64}}}
+    cat = str(write_catalogue(tmp_path / "cat.yaml", claims, builds))
+    mixed = _cmd("catalogue", "slurm", cat)
+    assert "#SBATCH --array=1-5" in mixed and "#SBATCH --gres=gpu:1" in mixed
+    cuda = _cmd("catalogue", "slurm", cat, "--only", "demo-tts-small.cuda.offline")
+    assert "#SBATCH --array=1-1" in cuda and "#SBATCH --gres=gpu:1" in cuda
+    assert "--gres" not in _cmd("catalogue", "slurm", cat, "--only", "demo-tts-small.cpu.offline")
+    assert "#SBATCH --gres=gpu:a100:1" in _cmd("catalogue", "slurm", cat, "--gres", "gpu:a100:1")
+    assert "--gres" not in _cmd("catalogue", "slurm", cat, "--gres", "none")
 
 
 def test_the_slurm_task_runs_its_combination(tmp_path: Path) -> None:
@@ -105,7 +125,13 @@ def test_the_matrix_is_what_strategy_matrix_takes() -> None:
     assert run["strategy"]["matrix"] == "${{ fromJSON(needs.matrix.outputs.matrix) }}"
     used = set(re.findall(r"\$\{\{ matrix\.(\w+)", json.dumps(run)))
     assert {"combination", "shard_args", "runs_on", "artifact"} <= used <= set(include[0]), used
-    assert json.loads(_cmd("catalogue", "matrix", EXAMPLE, "--backend", "cuda")) == {"include": []}
+    # GitHub Actions rejects an empty matrix: a selection without combinations is an error
+    empty = parval("catalogue", "matrix", EXAMPLE, "--backend", "cuda", cwd=REPO)
+    assert empty.returncode == 2 and empty.stdout == "", empty.stdout
+    assert "no combination claims backend cuda (the selected combinations' backends: cpu)" in empty.stderr
+    assert "GitHub Actions rejects" in empty.stderr
+    cpu = json.loads(_cmd("catalogue", "matrix", EXAMPLE, "--backend", "cpu"))["include"]
+    assert [e["artifact"] for e in cpu] == [e["artifact"] for e in include]
 
 
 def _catalogue_commands() -> list[str]:

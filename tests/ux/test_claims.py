@@ -98,7 +98,15 @@ def test_claims_of_the_candidate_build(tmp_path: Path, runs: Path, model_plan: P
     markdown.markdown(md.stdout, extensions=["tables"])
     xml = invoke("report", "--catalogue", runs, "--claims", cat, "--format", "junit")
     suite = ET.fromstring(xml.stdout).find("testsuite")
-    assert suite is not None and (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("7", "0", "5")
+    # a merge gate: only the two HISTORICAL rows are skipped; STALE and NOT RUN claims fail
+    assert suite is not None and (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("7", "3", "2")
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    stale = cases["ux.cpu.offline[count=3]"].find("failure")
+    assert stale is not None and stale.get("type") == "STALE" and stale.get("message", "").startswith("STALE: ")
+    not_run = cases["none.cpu.offline[count=1]"].find("failure")
+    assert not_run is not None and not_run.get("type") == "NOT RUN"
+    assert cases["old.cpu.offline[count=2]"].find("skipped") is not None
+    assert list(cases["ux.cpu.offline[count=1]"]) == []  # admitted: passes
 
 
 def test_claims_of_another_build(tmp_path: Path, runs: Path, model_plan: Path, variant_standin: Path) -> None:
