@@ -41,7 +41,7 @@ def test_the_schema_is_shipped_and_printed() -> None:
 def test_the_example_catalogue_validates() -> None:
     p = parval("catalogue", "validate", REPO / "plans" / "catalogue.yaml")
     assert p.returncode == 0, p.stderr
-    assert "demo-tts.cpu.offline: model demo-tts" in p.stdout and "3 shards" in p.stdout
+    assert "demo-tts.cpu.offline: model demo-tts" in p.stdout and "2 shards" in p.stdout
     assert "demo-tts-small.cpu.offline: model demo-tts-small" in p.stdout
 
 

@@ -7,8 +7,8 @@ counts, so what survives sharding is an admission, not only an open question.
 
 What makes the claim admissible here: the synthetic shared F1-F6 record and passing X4
 result of `kit.write_records` (the framework tests cover real records), declared source
-commits for both builds (M1.manifest), and consecutive counts (the demo's own [1, 2, 4]
-can never admit 4 without 3, Q6). What keeps it from depending on the machine's load: a
+commits for both builds (M1.manifest), and counts 1 and 2 of the demo's consecutive ones.
+What keeps it from depending on the machine's load: a
 service time of 400 ms instead of the demo's 120 ms, so all requests of a concurrent wave
 are in flight long enough for the status poller to see them together even on a busy
 2-core machine (at 120 ms a loaded machine once left M2.observed_active PENDING with a
