@@ -191,7 +191,10 @@ def test_a_recovery_start_that_crashes_fails_its_probe_and_blocks_the_rest(tmp_p
 def test_a_load_the_server_refuses_for_memory_is_blocked_never_failed(tmp_path: Path) -> None:
     """The server's memory guard refuses a three-slot pool (503 insufficient_memory): count 3
     is BLOCKED (never FAIL), counts 1 and 2 are admitted."""
-    ev = run(tmp_path, plan_dict(tmp_path, faults=["memory_refused_at=3"], counts=[1, 2, 3], ten=2, mixed=10))
+    plan = plan_dict(tmp_path, faults=["memory_refused_at=3"], counts=[1, 2, 3], ten=2, mixed=10)
+    # requests long enough that a busy machine still sees each wave's requests together
+    plan["model"]["load_options"]["service_ms"] = 300
+    ev = run(tmp_path, plan)
     three = per_count(ev, 3)
     assert three["M2.exact"] == "BLOCKED" and "FAIL" not in three.values(), three
     assert not [a["id"] for a in ev["assertions"] if a["status"] == "FAIL"]
