@@ -46,6 +46,9 @@ def manifest_gaps(ctx: Context) -> list[str]:
         return node
 
     def blank(value: Any) -> bool:
+        # a list (build_flags may be one) declares something only if one item is non-blank
+        if isinstance(value, list):
+            return all(blank(item) for item in value)
         return value is None or (isinstance(value, str) and not value.strip())
 
     gaps = [f"{path} ({what})" for path, what in MANIFEST_ITEMS if blank(at(path))]

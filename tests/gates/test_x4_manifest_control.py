@@ -8,6 +8,8 @@ import copy
 import json
 from pathlib import Path
 
+import pytest
+
 from parval.gates.compare import within_tolerance
 from parval.gates.framework_ref import x4_result
 from parval.gates.masking import negative_control_caught
@@ -37,6 +39,17 @@ def test_an_empty_source_commit_or_build_flags_is_not_identified(tmp_path: Path)
     r = manifest_result(tmp_path, man)
     assert r.status is Status.PENDING
     assert "identity.candidate.source_commit" in r.reason and "identity.baseline.build_flags" in r.reason
+
+
+@pytest.mark.parametrize("flags", [[], [""], ["  ", ""]])
+def test_build_flags_as_a_list_of_nothing_is_not_identified(tmp_path: Path, flags: list[str]) -> None:
+    """The schema allows build_flags as a list: an empty list, or one of blanks, declares nothing."""
+    man = copy.deepcopy(FULL)
+    man["identity"]["candidate"]["build_flags"] = flags
+    r = manifest_result(tmp_path, man)
+    assert r.status is Status.PENDING and "identity.candidate.build_flags" in r.reason
+    man["identity"]["candidate"]["build_flags"] = ["", "-DGGML_CUDA=ON"]
+    assert manifest_result(tmp_path, man).status is Status.PASS
 
 
 def test_with_a_tolerance_the_negative_control_exercises_the_tolerance_path(tmp_path: Path) -> None:
