@@ -20,7 +20,7 @@ from parval.rundir.events import read_events
 from parval.rundir.manifest import build_manifest
 from parval.status import Status
 
-from .helpers import STANDIN, STANDIN_KNOWN_FAILS, by_id, explain, failing, run
+from .helpers import STANDIN, by_id, explain, failing, run
 
 pytestmark = pytest.mark.slow
 
@@ -47,13 +47,12 @@ def test_clean_standin_passes_every_applicable_assertion(clean: tuple[Path, Path
             c
             for c in checks
             if c["status"] not in ("PASS", "NOT_APPLICABLE")
-            and (aid, c["name"]) not in STANDIN_KNOWN_FAILS
             and not (c["name"] == ctest_only and c["status"] == "PENDING")
         ]
         assert not unexpected, f"{aid}: {unexpected}\n{explain(record)}"
         if ctest_only is not None:
             assert res[aid]["status"] == "PENDING", explain(record)
-        elif not any((aid, c["name"]) in STANDIN_KNOWN_FAILS for c in checks):
+        else:
             assert res[aid]["status"] == "PASS", explain(record)
     assert res["F6.ctest"]["status"] == "PENDING" and "ctest_build_dir" in res["F6.ctest"]["reason"]
     assert res["F6.sanitizers"]["status"] == "PENDING"
