@@ -39,6 +39,8 @@ _SAMPLE_FIELDS = ("active", "queued", "loaded", "slots", "max_parallel")
 
 # Outcomes that say nothing about what the server did with a request.
 _NO_ANSWER = (INDETERMINATE, CONNECT_ERROR)
+# How long a server whose requests all went unanswered may take to be seen exiting.
+EXIT_SETTLE_S = 5.0
 
 
 @dataclass
@@ -217,6 +219,12 @@ class Start:
         Either way the start ends here (StartAborted) with the log tail recorded."""
         outcomes, self.unchecked = self.unchecked, []
         rc = self.server.returncode()
+        if rc is None and outcomes and all(o in _NO_ANSWER for o in outcomes):
+            # A dropped connection is often a process on its way out (an abort under load
+            # is reaped after its sockets close): give the exit time to land, so a crash is
+            # recorded as the crash it is, not as a server that stopped answering.
+            if await self.server.wait_exit(EXIT_SETTLE_S):
+                rc = self.server.returncode()
         if rc is not None:
             self.record_crash(where, rc)
             raise StartAborted(

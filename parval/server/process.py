@@ -159,14 +159,14 @@ class ServerProcess:
         info: dict[str, Any] = {"signal": "SIGTERM", "graceful": False, "killed": False, "grace_s": grace_s}
         if self.returncode() is None:
             reaper.signal_group(self.proc.pid, signal.SIGTERM)
-            if not await self._wait_exit(grace_s, 0.02):
+            if not await self.wait_exit(grace_s, 0.02):
                 reaper.signal_group(self.proc.pid, signal.SIGKILL)
                 info["killed"] = True
                 info["reason"] = (
                     f"still running {grace_s:g} s after SIGTERM (timeouts.shutdown_grace_s); killed with SIGKILL"
                 )
                 with anyio.CancelScope(shield=True):
-                    if not await self._wait_exit(KILL_WAIT_S, 0.01):
+                    if not await self.wait_exit(KILL_WAIT_S, 0.01):
                         info["unreaped"] = True
             else:
                 info["graceful"] = self.exit_code == 0
@@ -179,7 +179,7 @@ class ServerProcess:
         self.stop_info = info
         return info
 
-    async def _wait_exit(self, timeout_s: float, step_s: float) -> bool:
+    async def wait_exit(self, timeout_s: float, step_s: float = 0.02) -> bool:
         """True once the leader exited; False when `timeout_s` passed first."""
         deadline = time.monotonic() + timeout_s
         while True:

@@ -14,6 +14,7 @@ from parval.plan.load import load_plan
 from parval.rundir.events import EventLog
 from parval.runners import phases
 from parval.runners.campaign import Campaign
+from parval.runners.start import EXIT_SETTLE_S
 from parval.server.process import live_servers
 
 from .conftest import events, fault_plan
@@ -70,7 +71,8 @@ def test_malformed_outputs_are_recorded_as_malformed(tmp_path: Path, fault: str,
 def test_no_answer_is_indeterminate_and_aborts_the_start(tmp_path: Path, fault: str) -> None:
     plan = fault_plan(tmp_path / "p", fault, timeouts={"request_s": 0.5})
     ok, took, evs = run_count_start(plan, tmp_path / "run")
-    assert not ok and took < 0.5 + 5
+    # Bounded: the request deadline, the wait for an exit that may be landing, then judging.
+    assert not ok and took < 0.5 + EXIT_SETTLE_S + 5
     reqs = [e for e in evs if e["kind"] == "request"]
     assert reqs and all(e["reply"]["outcome"] == "indeterminate" and e["output"] is None for e in reqs)
     (unresp,) = [e for e in evs if e["kind"] == "server_unresponsive"]
@@ -143,3 +145,65 @@ def test_crash_mid_wave_records_exit_status_and_log_tail(tmp_path: Path) -> None
     assert end["stop"].get("already_exited") is True
     (aborted,) = [e for e in evs if e["kind"] == "start_aborted"]
     assert "exited with status -6" in aborted["reason"]
+
+
+class _ExitingServer:
+    """A server process seen exiting only after `polls` more looks (an abort under load:
+    its sockets close before the exit is reaped)."""
+
+    def __init__(self, polls: int | None) -> None:
+        self.polls = polls
+
+    def returncode(self) -> int | None:
+        if self.polls is None:
+            return None
+        self.polls -= 1
+        return -6 if self.polls < 0 else None
+
+    async def wait_exit(self, timeout_s: float, step_s: float = 0.02) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while self.returncode() is None:
+            if time.monotonic() >= deadline:
+                return False
+            await anyio.sleep(step_s)
+        return True
+
+    def log_tail(self) -> str:
+        return "fatal: abort"
+
+
+def _check_alive(server: _ExitingServer) -> tuple[str, list[str]]:
+    """Run Start.check_alive over one unanswered request; (abort message, event kinds)."""
+    from types import SimpleNamespace
+
+    from parval.runners.start import Start, StartAborted
+    from parval.server.client import CONNECT_ERROR
+
+    kinds: list[str] = []
+    st: Any = SimpleNamespace(
+        name="ref-candidate-legacy",
+        unchecked=[CONNECT_ERROR],
+        server=server,
+        crash_recorded=False,
+        settings=SimpleNamespace(request_timeout_s=20.0),
+        event=lambda kind, **_: kinds.append(kind),
+    )
+    st.record_crash = lambda where, rc: Start.record_crash(st, where, rc)
+    with pytest.raises(StartAborted) as aborted:
+        anyio.run(Start.check_alive, st, "ref_warm")
+    return str(aborted.value), kinds
+
+
+def test_a_server_exiting_just_after_its_connection_dropped_is_a_crash() -> None:
+    """The exit lands a few looks after the unanswered request: a crash (M1 parity FAILs
+    on it), never "stopped answering" (which would only BLOCK)."""
+    message, kinds = _check_alive(_ExitingServer(polls=5))
+    assert kinds == ["server_crash"] and "exited with status -6" in message
+
+
+def test_a_server_that_stays_up_without_answering_is_unresponsive(monkeypatch: pytest.MonkeyPatch) -> None:
+    from parval.runners import start
+
+    monkeypatch.setattr(start, "EXIT_SETTLE_S", 0.2)
+    message, kinds = _check_alive(_ExitingServer(polls=None))
+    assert kinds == ["server_unresponsive"] and "stopped answering" in message
