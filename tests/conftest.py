@@ -26,7 +26,7 @@ settings.register_profile(
     "default", max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile(
-    "ci", max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+    "ci", max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "default"))
 

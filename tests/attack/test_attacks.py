@@ -10,8 +10,8 @@ tests/attack/clean-runs.tar.xz, see clean_runs.py).
     admissions not seen in order): no assertion may become FAIL.
 
 Hypothesis picks the pieces and the perturbations: a few examples per assertion in the
-default profile, many more under HYPOTHESIS_PROFILE=ci. The slow suite also takes away every
-piece, each both ways."""
+default profile, many more under HYPOTHESIS_PROFILE=ci. The extended suite (`-m extended`)
+also takes away every piece, each both ways."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 COUNTS = (1, 2)  # the clean runs' counts
-# Each assertion gets a share of the profile's examples (default 25 -> 4, ci 200 -> 33).
+# Each assertion gets a share of the profile's examples (default 25 -> 4, ci 100 -> 16).
 PER_KEY = max(2, settings().max_examples // 6)
 HEALTH = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 
@@ -147,8 +147,8 @@ def test_taking_away_evidence_never_leaves_a_pass(
     assert r is None or r.status is not Status.PASS, (kind, key, piece, how, r.reason)
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(900)  # Q6 reads the most (about 150 s on 2 busy cores)
+@pytest.mark.extended
+@pytest.mark.timeout(900)  # Q6 reads the most (about 260 s on 2 busy cores)
 @pytest.mark.parametrize("key", KEYS)
 def test_taking_away_any_piece_of_evidence_never_leaves_a_pass(
     key: str, runs: dict[str, Run], evidence_read: dict[str, Any], tmp_path: Path
