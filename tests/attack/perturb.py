@@ -1,9 +1,9 @@
 """What a loaded machine does to the timing of a correct run, applied to recorded events:
 the client sends and reads replies late (a wave's requests may no longer overlap), the
-status poller loses or fails polls (and with them the samples that showed N active),
-a drain check gets no answer, admissions are not seen in order, the client reads an
-unload's reply before the in-flight replies it came after. None of it is a violation by
-the server, so no verdict may turn into FAIL."""
+status poller loses or fails polls (and with them the samples that showed N active), a
+drain check (after a wave, an unload or a mode's work) gets no answer, admissions are not
+seen in order, the client reads an unload's reply before the in-flight replies it came
+after. None of it is a violation by the server, so no verdict may turn into FAIL."""
 
 from __future__ import annotations
 
@@ -70,6 +70,13 @@ def perturbed(events: list[dict[str, Any]], draw: Draw) -> list[dict[str, Any]]:
             # the in-flight replies read up to 40% of a service time after the unload's
             shift = draw(st.floats(0.0, 0.4), label="late replies") * lat
             e["requests_done"] = [round(t + shift, 6) for t in e.get("requests_done") or []]
+        if (
+            e.get("kind") != "wave"
+            and isinstance(e.get("drained"), dict)
+            and draw(st.booleans(), label="drain check unanswered")
+        ):
+            # the drain check after an unload or a mode's work timed out on a starved poller
+            e["drained"] = {"ok": False, "active": None, "queued": None, "fields_present": True}
         if e.get("kind") == "m6_streaming" and draw(st.booleans(), label="streams late"):
             for s in e.get("streams") or []:
                 s["t_send"] = round(float(s.get("t_send") or 0) + draw(st.floats(0.0, 0.5)), 6)

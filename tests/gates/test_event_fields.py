@@ -89,3 +89,37 @@ def test_a_start_that_failed_before_its_server_started_is_a_verdict_not_a_traceb
     assert "count2-s3 (before its server started): start_failed: count2-s3: cannot execute" in r.reason
     for other in judge_m2(ctx, 2):
         assert other.status is not Status.FAIL, (other.id, other.reason)
+
+
+def test_the_campaign_judging_between_units_survives_a_wave_timeout(tmp_path: Path) -> None:
+    """--fail-fast's count_failures and the recovery count's largest_validated judge the
+    evidence so far while the campaign runs: a hung wave at count 2 is no FAIL there and
+    stops the validated prefix at count 1, with no traceback."""
+    import json
+    from types import SimpleNamespace
+
+    from parval.runners.campaign import Campaign
+
+    ev = Events(tmp_path)
+    baseline_refs(ev)
+    p = plan(counts=[1, 2])
+    for run in ("count1-s1", "count1-s2", "count1-s3"):
+        full_start(ev, run, 1, p)
+    for run in ("count2-s1", "count2-s2"):
+        full_start(ev, run, 2, p)
+    ev.start("count2-s3", count=2)
+    ev.append("wave_timeout", run="count2-s3", phase="warm_wave", wave=1)  # no attempt, no reason
+    ev.append("run_end", run="count2-s3", attempt=0)
+    ev.append("start_aborted", unit="count2-s3", reason="count2-s3: warm_wave wave 1 exceeded timeouts.wave_s")
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in ev.events))
+
+    c = object.__new__(Campaign)
+    appended: list[tuple[str, dict[str, object]]] = []
+    c.log = SimpleNamespace(path=path, append=lambda kind, **f: appended.append((kind, f)))  # type: ignore[assignment]
+    c.plan = SimpleNamespace(raw=p, path=Path("plan.yaml"), counts=[1, 2])  # type: ignore[assignment]
+    c.run_dir = tmp_path
+    c.shard_counts = lambda: [1, 2]  # type: ignore[method-assign]
+    assert c.count_failures(1) == [] and c.count_failures(2) == []
+    assert c.largest_validated() == 1
+    assert appended == [("recovery_count", {"count": 1, "reason": "largest consecutive count whose M2 passed"})]
