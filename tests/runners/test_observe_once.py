@@ -174,6 +174,10 @@ def test_all_in_flight_counts_only_polls_inside_the_window() -> None:
     ]
     st.poller.add(StatusSample(t=t + 0.02, ok=True, active=1, queued=1, loaded=True, present=True, t_sent=t + 0.015))
     st.poller.add(StatusSample(t=t + 0.03, ok=True, active=1, queued=1, loaded=True, present=True, t_sent=t + 0.025))
+    # a failed poll and one whose model entry lacked the counters, both inside the window and
+    # carrying stale numbers: neither shows anything
+    st.poller.add(StatusSample(t=t + 0.035, ok=False, active=2, queued=0, loaded=True, present=True, t_sent=t + 0.032))
+    st.poller.add(StatusSample(t=t + 0.04, ok=True, active=2, queued=0, loaded=True, present=False, t_sent=t + 0.036))
     st.poller.add(StatusSample(t=t + 0.06, ok=True, active=2, queued=0, loaded=True, present=True, t_sent=t + 0.055))
     flight = st.all_in_flight(replies)
     assert flight is not None
