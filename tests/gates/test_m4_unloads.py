@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from parval.gates.m4_recovery import judge_m4
 from parval.gates.quality import q5_intermittent
 from parval.status import Result, Status
@@ -64,19 +66,72 @@ def test_a_crash_in_the_recovery_start_fails_its_probe_and_blocks_the_rest(tmp_p
         assert res[aid].status is Status.PASS, (aid, res[aid].reason)
 
 
-def test_lifecycle_failures_in_a_set_aside_recovery_attempt_count(tmp_path: Path) -> None:
-    """An abandoned recovery attempt whose unload did not wait for its work: M4 and the
-    model-level Q5 fail, however clean the redone attempt."""
+HELD = {"ok": False, "active": 1, "queued": 0, "fields_present": True}
+FIRST_LOAD_SKIPPED = {
+    "issued_during_load": True,
+    "unload": {"status": 200, "outcome": "ok", "ms": 5.0, "error": ""},
+    "listed": True,
+    "unload_done": 0.2,
+    "requests_done": [1.18],
+    "requests_latency": [0.3],
+    "ended_unloaded": True,
+    "unload_check": dict(UNLOADED),
+}
+INVALID_HELD = {"invalid": {"status": 400, "outcome": "http_error"}, "rejected": True, "drained": HELD}
+FAILED_LOAD_HELD = {
+    "failure": {"status": 500, "outcome": "http_error"},
+    "failed": True,
+    "retry": {"status": 200, "outcome": "ok"},
+    "retried": True,
+    "healthy_in_flight": True,
+    "healthy": 2,
+    "drained": HELD,
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "aid", "violation", "words"),
+    [
+        (
+            "m4_all_unload",
+            "M4.all_unload",
+            unload_event("all", unload_done=0.5, requests_done=[1.2]),
+            "well before the in-flight work finished",
+        ),
+        (
+            "m4_targeted_unload",
+            "M4.targeted_unload",
+            unload_event("targeted", unload_done=0.5, requests_done=[1.2]),
+            "well before the in-flight work finished",
+        ),
+        (
+            "m4_unload_during_first_load",
+            "M4.unload_during_first_load",
+            FIRST_LOAD_SKIPPED,
+            "did not wait for the first load",
+        ),
+        ("m4_invalid_alongside", "M4.invalid_alongside", INVALID_HELD, "lease left held"),
+        ("m4_load_failure", "M4.load_failure_retry", FAILED_LOAD_HELD, "lease left held"),
+    ],
+)
+def test_lifecycle_failures_in_a_set_aside_recovery_attempt_count(
+    tmp_path: Path, kind: str, aid: str, violation: dict[str, Any], words: str
+) -> None:
+    """An abandoned recovery attempt whose probe showed a violation (an unload that did not
+    wait for its work, a lease left held): that M4 assertion and the model-level Q5 fail,
+    however clean the redone attempt."""
     ev = Events(tmp_path)
     baseline_refs(ev)
     ev.append("run_start", run="recovery", attempt=-1, role="recovery", count=2)
-    early = unload_event("all", unload_done=0.5, requests_done=[1.2])
-    ev.append("m4_all_unload", run="recovery", attempt=-1, **early)
+    ev.append(kind, run="recovery", attempt=-1, **violation)
     ev.append("run_abandoned", run="recovery", attempt=-1)
     recovery_start(ev, 2)
     ctx = ev.context(plan())
     res = {r.id: r for r in judge_m4(ctx)}
-    assert res["M4.all_unload"].status is Status.FAIL and "set-aside" in res["M4.all_unload"].reason
+    r = res[aid]
+    assert r.status is Status.FAIL and "set-aside" in r.reason and words in r.reason, r.reason
+    for other, clean in res.items():  # the redone attempt is clean: nothing else fails
+        assert other == aid or clean.status is not Status.FAIL, (other, clean.reason)
     assert q5_intermittent(ctx, list(res.values()), None).status is Status.FAIL
 
 
