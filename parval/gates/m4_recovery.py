@@ -14,6 +14,8 @@ from typing import Any
 from parval.gates import shape
 from parval.gates.context import Context, exact_result
 from parval.gates.unload_evidence import (
+    admitted_past,
+    barging_reproduced,
     first_load_violation,
     missing_route,
     server_order,
@@ -87,6 +89,19 @@ def _probe(ctx: Context, kind: str) -> dict[str, Any] | None:
     """The recovery start's last event of this m4_* kind."""
     found = [e for e in ctx.rec.by_run.get(RUN, []) if e["kind"] == kind]
     return found[-1] if found else None
+
+
+def _tries(ctx: Context, kind: str) -> list[dict[str, Any]]:
+    """Every try of this m4_* probe in the standing recovery attempt, in order."""
+    return [e for e in ctx.rec.by_run.get(RUN, []) if e["kind"] == kind]
+
+
+def _aside_tries(ctx: Context, kind: str) -> list[list[dict[str, Any]]]:
+    """The tries of this probe in each set-aside recovery attempt."""
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for e in _aside(ctx, kind):
+        groups.setdefault(e.get("attempt"), []).append(e)
+    return list(groups.values())
 
 
 def _aside(ctx: Context, kind: str) -> list[dict[str, Any]]:
@@ -247,28 +262,49 @@ def _unload(ctx: Context, which: str, id_: str) -> Result:
     for a in _aside(ctx, kind):
         if (why := unload_violation(a, which)) is not None:
             return shape.failed(id_, f"in a set-aside recovery attempt ({a['set_aside']}): {why}", violation=a)
+    for group in _aside_tries(ctx, kind):
+        if (why := barging_reproduced(group, which)) is not None:
+            where = f"in a set-aside recovery attempt ({group[-1]['set_aside']})"
+            return shape.failed(id_, f"{where}: {why}", violation=group)
     if (missing := _missing(ctx, id_)) is not None:
         return missing
-    e = _probe(ctx, kind)
-    if e is None:
+    tries = _tries(ctx, kind)
+    if not tries:
         return shape.pending(id_, "not recorded")
+    e = tries[-1]
     if (reply := missing_route(e)) is not None:
         route = "/v1/tasks/unload_models" if which == "targeted" else "/v1/tasks/unload_all_models"
         return shape.unsupported(id_, f"this server has no {route} route: the {which} unload {reply}", **e)
-    if (why := unload_violation(e, which)) is not None:
+    for one in tries:  # a violation in any try counts, not only in the last
+        if (why := unload_violation(one, which)) is not None:
+            r = shape.failed(id_, why if one is e else f"try {one.get('tries')}: {why}", violation=why, **one)
+            r.reproduction = ctx.repro(RUN)
+            return r
+    if (why := barging_reproduced(tries, which)) is not None:
         r = shape.failed(id_, why, violation=why, **e)
         r.reproduction = ctx.repro(RUN)
         return r
+    # Admitted past the unload in some tries only: not shown to be barging (the unload may not
+    # have been enqueued yet on a busy server); disclosed with the verdict the last try gives.
+    not_reproduced = [
+        f"try {one.get('tries')}: {w} (not seen on every try: the server's FIFO is enqueue order, not packet "
+        "arrival, so the unload may not have been enqueued yet)"
+        for one in tries
+        if (w := admitted_past(one, which)) is not None
+    ]
     inflight = ctx.rec.requests(RUN, (f"unload_{which}_inflight",))
     later = ctx.rec.requests(RUN, (f"unload_{which}_later",))
     t = ctx.judge([*inflight, *later])
     r = exact_result(id_, t, f"{which} unload waited for in-flight work; outputs and reload", ctx, RUN)
     if r.status is not Status.PASS:
         return r
-    tries = int(e["tries"])
-    if tries < 1 or len(inflight) != e["busy"] * tries or len(later) != tries:
+    n_tries = int(e["tries"])
+    if n_tries != len(tries) or len(inflight) != e["busy"] * n_tries or len(later) != n_tries:
         return shape.pending(
-            id_, f"{len(inflight)} in-flight and {len(later)} later output(s) recorded for {tries} tr(ies)", **e
+            id_,
+            f"{len(inflight)} in-flight and {len(later)} later output(s) and {len(tries)} probe record(s) for "
+            f"{n_tries} tr(ies)",
+            **e,
         )
     if not e["issued_while_active"]:
         return shape.pending(id_, "could not observe the work in flight before issuing the unload", **e)
@@ -277,15 +313,17 @@ def _unload(ctx: Context, which: str, id_: str) -> Result:
     if not e["requests_done"] or len(e["requests_latency"]) != len(e["requests_done"]):
         return shape.pending(id_, "the in-flight work's replies were not recorded", **e)
     if server_order(e) != "queued_behind":
-        tries = int(e.get("tries") or 1)
-        exhausted = tries >= int(e.get("max_tries") or tries + 1)
-        return (shape.blocked if exhausted else shape.pending)(
+        tried = int(e.get("tries") or 1)
+        exhausted = tried >= int(e.get("max_tries") or tried + 1)
+        unshown = (shape.blocked if exhausted else shape.pending)(
             id_,
-            "the server's order of the later request and the waiting unload was not observed (it was not seen "
-            "queued behind the unload with a slot free, nor admitted past it)"
-            + (f" in {tries} tries" if exhausted else ""),
+            "the later request was not seen queued behind the waiting unload with a slot free"
+            + (f" in {tried} tries" if exhausted else "")
+            + (f" ({len(not_reproduced)} saw it admitted past the unload, not every try)" if not_reproduced else ""),
             **e,
         )
+        unshown.limitations += not_reproduced
+        return unshown
     state = "ok" if e.get("unloaded_seen") else unloaded_state(e)
     if state != "ok" or not e.get("unloaded_seen"):
         return shape.pending(
@@ -296,6 +334,7 @@ def _unload(ctx: Context, which: str, id_: str) -> Result:
         )
     r.evidence["rests_on"].update({"unload waited": True, "later request queued behind": True, "unloaded": True})
     r.evidence["probe"] = e
+    r.limitations += not_reproduced
     return r
 
 
@@ -399,6 +438,11 @@ def aside_violations(ctx: Context) -> list[dict[str, Any]]:
             {"run": RUN, "kind": f"m4_{which}_unload", "set_aside": e["set_aside"], "violation": why}
             for e in _aside(ctx, f"m4_{which}_unload")
             if (why := unload_violation(e, which)) is not None
+        ]
+        out += [
+            {"run": RUN, "kind": f"m4_{which}_unload", "set_aside": group[-1]["set_aside"], "violation": why}
+            for group in _aside_tries(ctx, f"m4_{which}_unload")
+            if (why := barging_reproduced(group, which)) is not None
         ]
     out += [
         {"run": RUN, "kind": "m4_unload_during_first_load", "set_aside": e["set_aside"], "violation": why}

@@ -69,6 +69,33 @@ def server_order(e: dict[str, Any]) -> str:
     return order if order in ("queued_behind", "admitted_past") else "unobserved"
 
 
+def admitted_past(e: dict[str, Any], which: str) -> str | None:
+    """One try's later request admitted past the still-pending unload, in words (None when
+    not). Alone this is no violation: the server's FIFO is enqueue order, not packet arrival,
+    and a busy server may not have enqueued the unload yet (see `barging_reproduced`)."""
+    if not (e.get("issued_while_active") and server_order(e) == "admitted_past"):
+        return None
+    return (
+        f"a request sent {e.get('gap_s')} s after the {which} unload (still pending) was admitted while the "
+        f"unload waited (the server showed {(e.get('later_samples') or {}).get('max_active')} active > "
+        f"{e['busy']} in front)"
+    )
+
+
+def barging_reproduced(tries: list[dict[str, Any]], which: str) -> str | None:
+    """Barging as a violation: every try of the probe (all it was allowed) saw the later
+    request admitted past the waiting unload, with the gap growing between tries. None
+    otherwise."""
+    if not tries:
+        return None
+    allowed = int(tries[-1].get("max_tries") or 1)
+    seen = [w for t in tries if (w := admitted_past(t, which)) is not None]
+    if len(tries) < allowed or len(seen) != len(tries):
+        return None
+    gaps = ", ".join(f"{t.get('gap_s')}" for t in tries)
+    return f"{seen[-1]}: it barged past the waiting manager, on every one of {len(tries)} tries (gaps {gaps} s)"
+
+
 def missing_route(e: dict[str, Any]) -> str | None:
     """The unload reply in words when the server answered 404: the API serves the unload
     routes on every build without a gate, so a 404 means this build has no such route, a
@@ -114,12 +141,6 @@ def unload_violation(e: dict[str, Any], which: str) -> str | None:
         return None
     if (refused := unload_refused(e, which)) is not None:
         return refused
-    if e.get("issued_while_active") and server_order(e) == "admitted_past":
-        return (
-            f"a request sent {e.get('gap_s')} s after the {which} unload (still pending) was admitted while the "
-            f"unload waited (the server showed {e.get('later_samples', {}).get('max_active')} active > "
-            f"{e['busy']} in front): it barged past the waiting manager"
-        )
     if e.get("issued_while_active") and returned_early(e):
         return (
             f"unload returned at {e['unload_done']}s, well before the in-flight work finished "

@@ -320,7 +320,8 @@ def unload_event(which: str, n: int = 2, **over: Any) -> dict[str, Any]:
 
 def recovery_start(ev: Events, n: int = 2, *, body: dict[str, Any] | None = None, **events: Any) -> None:
     """A whole recovery start at count n: every M4 probe clean, unless `events` replaces a
-    probe event (by kind, a dict) or leaves it out (None); `crash` = {"where": ...} ends the
+    probe event (by kind, a dict; a list of dicts for a probe tried several times) or leaves it
+    out (None); `crash` = {"where": ...} ends the
     start with a server crash after the probes it names were recorded."""
     reply = body if body is not None else tts_body(1)
     crash = events.pop("crash", None)
@@ -381,9 +382,11 @@ def recovery_start(ev: Events, n: int = 2, *, body: dict[str, Any] | None = None
             )
             ev.end("recovery")
             return
-        for phase, ref in reqs:
-            ev.request("recovery", phase, 0, "base", reply, ref=ref)
         fields = events.get(kind, clean)
-        if fields is not None:
-            ev.append(kind, run="recovery", attempt=0, **fields)
+        # a list: one probe event per try, each try with its own requests
+        for one in fields if isinstance(fields, list) else [fields]:
+            for phase, ref in reqs:
+                ev.request("recovery", phase, 0, "base", reply, ref=ref)
+            if one is not None:
+                ev.append(kind, run="recovery", attempt=0, **one)
     ev.end("recovery")

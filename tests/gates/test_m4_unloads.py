@@ -42,16 +42,60 @@ def test_an_unload_that_answers_but_keeps_the_model_loaded_fails(tmp_path: Path)
     assert m4(tmp_path / "few", m4_targeted_unload=e)["M4.targeted_unload"].status is Status.PENDING
 
 
-def test_barging_needs_the_servers_observed_order(tmp_path: Path) -> None:
+def _tries(*orders: str) -> list[dict[str, Any]]:
+    """One targeted-unload probe event per try, the later request's order as given."""
+    past = {"later_samples": {"polls": 7, "max_active": 2, "max_queued": 0}, "active_while_unload_waits": 2}
+    return [
+        unload_event(
+            "targeted",
+            later_order=order,
+            tries=i,
+            max_tries=len(orders) if order == "queued_behind" else 3,
+            gap_s=round(0.025 * (1 + 0.5 * (i - 1)), 6),
+            **(past if order == "admitted_past" else {}),
+        )
+        for i, order in enumerate(orders, 1)
+    ]
+
+
+def test_barging_needs_the_servers_observed_order_on_every_try(tmp_path: Path) -> None:
     """More active slots than the work in front of the unload is barging only when the
-    later request was sent a measured gap after the still-pending unload and the server
-    showed it admitted; an unobserved order is PENDING, never FAIL."""
-    unobserved = unload_event("targeted", later_order="unobserved", active_while_unload_waits=2)
+    server showed the later request admitted while the unload was still pending, and on
+    every try (the gap growing): FIFO is enqueue order, not packet arrival, so once may be a
+    busy server that had not enqueued the unload yet. An unobserved order is never FAIL."""
+    unobserved = unload_event("targeted", later_order="unobserved", active_while_unload_waits=2, max_tries=3)
     r = m4(tmp_path / "a", m4_targeted_unload=unobserved)["M4.targeted_unload"]
-    assert r.status is Status.PENDING and "order" in r.reason, r.reason
-    past = unload_event("targeted", later_order="admitted_past", later_samples={"polls": 7, "max_active": 2})
-    r = m4(tmp_path / "b", m4_targeted_unload=past)["M4.targeted_unload"]
-    assert r.status is Status.FAIL and "barged" in r.reason, r.reason
+    assert r.status is Status.PENDING and "not seen queued behind" in r.reason, r.reason
+
+    r = m4(tmp_path / "b", m4_targeted_unload=_tries("admitted_past", "admitted_past", "admitted_past"))
+    r = r["M4.targeted_unload"]
+    assert r.status is Status.FAIL and "barged" in r.reason and "every one of 3 tries" in r.reason, r.reason
+    assert "0.025, 0.0375, 0.05" in r.reason, r.reason
+
+    # Seen once, then queued behind: the order was shown; the earlier try is disclosed.
+    r = m4(tmp_path / "c", m4_targeted_unload=_tries("admitted_past", "queued_behind"))["M4.targeted_unload"]
+    assert r.status is Status.PASS, r.reason
+    assert any("try 1" in lim and "enqueue order" in lim for lim in r.limitations), r.limitations
+
+    # Seen once, then never observed: BLOCKED naming both, never FAIL.
+    r = m4(tmp_path / "d", m4_targeted_unload=_tries("admitted_past", "unobserved", "unobserved"))
+    r = r["M4.targeted_unload"]
+    assert r.status is Status.BLOCKED and "in 3 tries" in r.reason and "admitted past" in r.reason, r.reason
+
+    # Two of three: not every try.
+    r = m4(tmp_path / "e", m4_targeted_unload=_tries("admitted_past", "admitted_past", "unobserved"))
+    assert r["M4.targeted_unload"].status is Status.BLOCKED, r["M4.targeted_unload"].reason
+
+
+def test_an_unload_that_returned_early_in_an_earlier_try_fails(tmp_path: Path) -> None:
+    """Each try is judged, not only the last: an unload back well before its in-flight work
+    in try 1 fails, whatever try 2 showed."""
+    early = unload_event(
+        "targeted", later_order="unobserved", tries=1, max_tries=3, unload_done=0.5, requests_done=[1.2]
+    )
+    clean = unload_event("targeted", tries=2, max_tries=3)
+    r = m4(tmp_path, m4_targeted_unload=[early, clean])["M4.targeted_unload"]
+    assert r.status is Status.FAIL and r.reason.startswith("try 1: unload returned at 0.5s"), r.reason
 
 
 def test_a_crash_in_the_recovery_start_fails_its_probe_and_blocks_the_rest(tmp_path: Path) -> None:
