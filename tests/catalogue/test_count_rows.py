@@ -76,3 +76,40 @@ def test_modified_evidence_admits_nothing(combo: Combination) -> None:
     rows = count_rows(combo, Attributed(evidence=ev, covered={1: ["r"]}), ["r: modified: events.jsonl"])
     assert {r.state for r in rows} == {State.NOT_ADMITTED}
     assert rows[0].reason == "INVALID EVIDENCE: r: modified: events.jsonl"
+
+
+@pytest.mark.parametrize("reused", [True, False])
+def test_the_framework_record_a_row_used_and_its_reuse_are_disclosed(combo: Combination, reused: bool) -> None:
+    """A record reused from another build's commit is named with that commit (markdown and
+    JSON); a refused reuse says why; both name the record and whether it was trusted."""
+    from types import SimpleNamespace
+
+    from parval.claims.disclosure import CombinationDisclosure
+    from parval.report import claims_md
+
+    ev = _evidence({"1": "PASS"}, [1], {})
+    ev["framework_checks"] = {
+        "record": {"id": "fw-cuda-0a1b", "path": "runs/fw/record.json"},
+        "trusted": reused,
+        "untrusted_reason": None if reused else "framework record reuse refused: app/server/runtime.cpp changed",
+        "status": "PASS" if reused else "PENDING",
+        "reuse": {
+            "status": "reused" if reused else "refused",
+            "reused": reused,
+            "reason": "only adapter paths changed" if reused else "app/server/runtime.cpp is framework code",
+            "record_commit": "c0ffee1234567890",
+        },
+    }
+    found = Attributed(evidence=ev, covered={n: ["r"] for n in (1, 2, 3, 4)})
+    c = CombinationDisclosure(combo, "sha", found, count_rows(combo, found, []), [])
+    fw = c.to_json()["framework"]
+    assert fw["record"] == "fw-cuda-0a1b" and fw["reused"] is reused and fw["record_commit"] == "c0ffee1234567890"
+    cell = claims_md._framework_cell(c)
+    section = "\n".join(claims_md._framework_section(SimpleNamespace(combinations=[c])))  # type: ignore[arg-type]
+    if reused:
+        assert cell == "`fw-cuda-0a1b` (trusted); reused from commit c0ffee123456 (framework paths unchanged)"
+        assert f"| `fw-cuda-0a1b` | `{combo.key}` | yes | yes, from c0ffee123456 |" in section
+    else:
+        assert "reuse refused: app/server/runtime.cpp is framework code" in cell and "(not trusted: " in cell
+        assert f"| `fw-cuda-0a1b` | `{combo.key}` | no: framework record reuse refused" in section
+        assert section.endswith("| no |")
