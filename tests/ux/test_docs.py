@@ -44,6 +44,21 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert "-m venv .venv" in text and "pip install" in text and "-e '.[dev]'" in text
 
 
+def test_ci_runs_each_test_once() -> None:
+    """A test that fails under load is a finding: .ci/run never retries one into a pass."""
+    ci = REPO / ".ci" / "run"
+    if not ci.exists():
+        pytest.skip(".ci/run not written yet")
+    commands = [
+        line.strip() for line in ci.read_text().splitlines() if line.strip() and not line.strip().startswith("#")
+    ]
+    pytests = [c for c in commands if "-m pytest" in c]
+    assert pytests == [TESTS, ".venv/bin/python -m pytest -m slow"], pytests
+    for retry in ("--lf", "--last-failed", "--reruns", "--sw", "--stepwise", "||", "until ", "while "):
+        assert not any(retry in c for c in pytests), retry
+    assert not any(c.startswith(("for ", "until ", "while ")) for c in commands), "no loop in .ci/run"
+
+
 @pytest.mark.parametrize("command", _commands())
 def test_every_command_is_documented_and_helped(command: str) -> None:
     text = README.read_text()
