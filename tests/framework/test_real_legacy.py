@@ -46,3 +46,22 @@ def test_real_legacy_server_fails_only_on_observed_behaviour(tmp_path: Path, rea
     assert forms["no_slot_fields"]["status"] == "PASS"
     caps = [e for e in read_events(run_dir / "events.jsonl") if e["kind"] == "capabilities"]
     assert caps and caps[0]["counters"] is False and caps[0]["bulk_unload"] is False
+
+
+def test_the_whole_legacy_record_has_no_other_fail_with_every_core_busy(tmp_path: Path, real_audiocpp: Path) -> None:
+    """The full framework record of the real legacy server, both cores kept busy: a busy
+    machine may leave situations not forced (BLOCKED), and the only FAIL is the config-slots
+    case the legacy build really shows."""
+    from .test_loaded import cpu_load
+
+    with cpu_load(2) as burners:
+        _, record = run_framework(plan(tmp_path, real_audiocpp), out=tmp_path / "record")
+        assert all(p.poll() is None for p in burners), "the load stopped before the record was made"
+    failed = [
+        (a["id"], c["name"])
+        for a in record["assertions"]
+        for c in a["evidence"].get("checks", [])
+        if c["status"] == "FAIL"
+    ]
+    assert set(failed) <= {("F1.legacy_admission", "config_slots_rejected")}, failed
+    assert {a["id"] for a in record["assertions"] if a["status"] == "FAIL"} <= {"F1.legacy_admission"}
