@@ -73,7 +73,15 @@ class Tally:
         if self.indeterminate:
             parts.append(f"{len(self.indeterminate)} indeterminate outcome(s)")
         if self.no_reference:
-            parts.append(f"{len(self.no_reference)} output(s) without a same-history reference")
+            text = f"{len(self.no_reference)} output(s) without a same-history reference"
+            unseen = [m for m in self.no_reference if m.get("history") is None or "?" in (m.get("history") or [])]
+            if unseen:
+                # No replay can reproduce a slot history nobody saw: say why, and what helps.
+                text += (
+                    f" ({len(unseen)} whose slot history was not observed: the server's admission order was not "
+                    "seen, which a busy machine can cause; run again with fewer other processes)"
+                )
+            parts.append(text)
         if self.resource:
             parts.append(
                 f"{len(self.resource)} request(s) refused for memory (503 insufficient_memory): a VRAM failure is "
