@@ -6,6 +6,7 @@ server's wave_timeout ends as a verdict."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,18 +19,24 @@ from parval.status import Status
 from tests.gates.m_events import Events, baseline_refs, full_start, plan
 
 
+def count2_with_a_hung_third_start(ev: Events, p: dict[str, Any]) -> None:
+    """Two complete starts at count 2, then a third whose warm wave never completed (its
+    `wave_timeout` written as the runner used to: no attempt, no reason)."""
+    for run in ("count2-s1", "count2-s2"):
+        full_start(ev, run, 2, p)
+    ev.start("count2-s3", count=2)
+    ev.append("wave_timeout", run="count2-s3", phase="warm_wave", wave=1)
+    ev.append("run_end", run="count2-s3", attempt=0)
+    ev.append("start_aborted", unit="count2-s3", reason="count2-s3: warm_wave wave 1 exceeded timeouts.wave_s")
+
+
 def test_a_wave_timeout_recorded_without_a_reason_is_a_verdict_not_a_traceback(tmp_path: Path) -> None:
     """The runner used to write `wave_timeout` without `reason`; judging such a run (and the
     campaign's own judging between units) ends as M2.starts BLOCKED naming the timeout."""
     ev = Events(tmp_path)
     baseline_refs(ev)
     p = plan()
-    for run in ("count2-s1", "count2-s2"):
-        full_start(ev, run, 2, p)
-    ev.start("count2-s3", count=2)
-    ev.append("wave_timeout", run="count2-s3", phase="warm_wave", wave=1)  # no attempt, no reason
-    ev.append("run_end", run="count2-s3", attempt=0)
-    ev.append("start_aborted", unit="count2-s3", reason="count2-s3: warm_wave wave 1 exceeded timeouts.wave_s")
+    count2_with_a_hung_third_start(ev, p)
     ctx = ev.context(p)
     r = m2_starts(ctx, 2)
     assert r.status is Status.BLOCKED and "did not complete within timeouts.wave_s" in r.reason, r.reason
@@ -105,12 +112,7 @@ def test_the_campaign_judging_between_units_survives_a_wave_timeout(tmp_path: Pa
     p = plan(counts=[1, 2])
     for run in ("count1-s1", "count1-s2", "count1-s3"):
         full_start(ev, run, 1, p)
-    for run in ("count2-s1", "count2-s2"):
-        full_start(ev, run, 2, p)
-    ev.start("count2-s3", count=2)
-    ev.append("wave_timeout", run="count2-s3", phase="warm_wave", wave=1)  # no attempt, no reason
-    ev.append("run_end", run="count2-s3", attempt=0)
-    ev.append("start_aborted", unit="count2-s3", reason="count2-s3: warm_wave wave 1 exceeded timeouts.wave_s")
+    count2_with_a_hung_third_start(ev, p)
     path = tmp_path / "events.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in ev.events))
 
