@@ -86,8 +86,8 @@ def _missing(ctx: Context, id_: str) -> Result | None:
 
 
 def _probe(ctx: Context, kind: str) -> dict[str, Any] | None:
-    """The recovery start's last event of this m4_* kind."""
-    found = [e for e in ctx.rec.by_run.get(RUN, []) if e["kind"] == kind]
+    """The recovery start's last event of this m4_* kind (its last try)."""
+    found = _tries(ctx, kind)
     return found[-1] if found else None
 
 
@@ -102,6 +102,21 @@ def _aside_tries(ctx: Context, kind: str) -> list[list[dict[str, Any]]]:
     for e in _aside(ctx, kind):
         groups.setdefault(e.get("attempt"), []).append(e)
     return list(groups.values())
+
+
+def _aside_unload_violations(ctx: Context, which: str) -> list[tuple[str, str, Any]]:
+    """(set-aside status, violation in words, evidence) of every set-aside recovery attempt's
+    unload probe: a violation in any try, or barging seen on every try."""
+    kind = f"m4_{which}_unload"
+    out: list[tuple[str, str, Any]] = [
+        (a["set_aside"], why, a) for a in _aside(ctx, kind) if (why := unload_violation(a, which)) is not None
+    ]
+    out += [
+        (group[-1]["set_aside"], why, group)
+        for group in _aside_tries(ctx, kind)
+        if (why := barging_reproduced(group, which)) is not None
+    ]
+    return out
 
 
 def _aside(ctx: Context, kind: str) -> list[dict[str, Any]]:
@@ -259,13 +274,8 @@ def _unload(ctx: Context, which: str, id_: str) -> Result:
     admitted nothing past it, left the model unloaded (/v1/models loaded:false after the
     work drained), and outputs and reload stay exact."""
     kind = f"m4_{which}_unload"
-    for a in _aside(ctx, kind):
-        if (why := unload_violation(a, which)) is not None:
-            return shape.failed(id_, f"in a set-aside recovery attempt ({a['set_aside']}): {why}", violation=a)
-    for group in _aside_tries(ctx, kind):
-        if (why := barging_reproduced(group, which)) is not None:
-            where = f"in a set-aside recovery attempt ({group[-1]['set_aside']})"
-            return shape.failed(id_, f"{where}: {why}", violation=group)
+    for status, aside_why, seen in _aside_unload_violations(ctx, which):
+        return shape.failed(id_, f"in a set-aside recovery attempt ({status}): {aside_why}", violation=seen)
     if (missing := _missing(ctx, id_)) is not None:
         return missing
     tries = _tries(ctx, kind)
@@ -435,14 +445,8 @@ def aside_violations(ctx: Context) -> list[dict[str, Any]]:
         ]
     for which in ("targeted", "all"):
         out += [
-            {"run": RUN, "kind": f"m4_{which}_unload", "set_aside": e["set_aside"], "violation": why}
-            for e in _aside(ctx, f"m4_{which}_unload")
-            if (why := unload_violation(e, which)) is not None
-        ]
-        out += [
-            {"run": RUN, "kind": f"m4_{which}_unload", "set_aside": group[-1]["set_aside"], "violation": why}
-            for group in _aside_tries(ctx, f"m4_{which}_unload")
-            if (why := barging_reproduced(group, which)) is not None
+            {"run": RUN, "kind": f"m4_{which}_unload", "set_aside": status, "violation": why}
+            for status, why, _ in _aside_unload_violations(ctx, which)
         ]
     out += [
         {"run": RUN, "kind": "m4_unload_during_first_load", "set_aside": e["set_aside"], "violation": why}

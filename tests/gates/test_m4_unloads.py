@@ -279,3 +279,25 @@ def test_a_first_load_unload_route_the_server_lacks_is_unsupported(tmp_path: Pat
     e = first_load(unload=missing, unload_check=check, unload_done=0.02)
     r = m4(tmp_path, m4_unload_during_first_load=e)["M4.unload_during_first_load"]
     assert r.status is Status.UNSUPPORTED and "answered 404" in r.reason, r.reason
+
+
+def test_barging_on_every_try_of_a_set_aside_attempt_fails_m4_and_q5(tmp_path: Path) -> None:
+    """An abandoned recovery attempt whose three tries all saw the later request admitted
+    past the waiting unload: barging, however clean the redone attempt; one such try alone
+    is not."""
+    for name, orders, fails in (("all", ["admitted_past"] * 3, True), ("one", ["admitted_past"], False)):
+        ev = Events(tmp_path / name)
+        baseline_refs(ev)
+        ev.append("run_start", run="recovery", attempt=-1, role="recovery", count=2)
+        for one in _tries(*orders):
+            ev.append("m4_targeted_unload", run="recovery", attempt=-1, **one)
+        ev.append("run_abandoned", run="recovery", attempt=-1)
+        recovery_start(ev, 2)
+        ctx = ev.context(plan())
+        res = {r.id: r for r in judge_m4(ctx)}
+        r = res["M4.targeted_unload"]
+        if fails:
+            assert r.status is Status.FAIL and "set-aside" in r.reason and "every one of 3 tries" in r.reason, r.reason
+            assert q5_intermittent(ctx, list(res.values()), None).status is Status.FAIL
+        else:
+            assert r.status is Status.PASS, r.reason
