@@ -141,3 +141,24 @@ def test_independent_servers_and_memory_blocked() -> None:
 def test_unknown_series_rejected() -> None:
     with pytest.raises(ValueError):
         build([rec("shared", 2, [1.0, 1.0, 1.0])])
+
+
+def test_the_markdown_report_shows_the_campaign_cost_of_a_single_run() -> None:
+    perf = build(full_series())
+    assert "Campaign cost" not in performance_table_markdown(perf)  # a merged record has none of its own
+    overhead = {
+        "wall_s": 10.0,
+        "requests": 1,
+        "starts": 1,
+        "server_s": 4.0,
+        "service_s": 3.0,
+        "readiness_s": 1.0,
+        "overhead_s": 6.0,
+        "ratio": 2.5,
+        "per_start_s": 6.0,
+    }
+    md = performance_table_markdown({**perf, "campaign_overhead": overhead})
+    line = next(x for x in md.splitlines() if x.startswith("Campaign cost"))
+    assert "campaign wall 10.0 s for 1 requests over 1 starts" in line and "wall/server 2.5x" in line
+    unended = performance_table_markdown({**perf, "campaign_overhead": None})
+    assert "campaign overhead: not available (the campaign did not end)" in unended

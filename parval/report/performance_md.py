@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from parval.gates.campaign_cost import describe_overhead
 from parval.gates.performance import MIN_WARM_REPEATS, TABLE_COLUMNS
 
 
@@ -106,4 +107,7 @@ def performance_table_markdown(perf: dict[str, Any]) -> str:
         )
         lines.append(f"| {p['count']} | {cell} |")
     lines += [""] + [f"- {n}" for n in perf.get("notes", [])]
+    if "campaign_overhead" in perf:  # a single run's record; a merged record has one per run
+        cost = describe_overhead(perf["campaign_overhead"])
+        lines += ["", f"Campaign cost (parval's own time beside the server's): {cost}."]
     return "\n".join(lines) + "\n"

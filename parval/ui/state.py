@@ -77,6 +77,9 @@ class ProgressState:
         elif k == "wave_repeat":
             if e.get("repeat") and self.planned is not None:
                 self.planned += int(e.get("n") or 0)  # a repeated wave adds its requests
+        elif k in ("m4_targeted_unload", "m4_all_unload"):
+            if int(e.get("tries") or 1) > 1 and self.planned is not None:
+                self.planned += int(e.get("busy") or 0) + 1  # a repeated unload probe: its wave and the later request
         elif k in ("start_failed", "start_aborted", "start_timeout", "server_crash"):
             self.problems.append(f"{e.get('unit') or e.get('run')}: {k.replace('_', ' ')}")
 

@@ -51,6 +51,18 @@ def test_state_folds_events() -> None:
     assert s.eta() is None  # the schedule is not known yet
 
 
+def test_repeated_waves_and_unload_tries_add_to_the_planned_requests() -> None:
+    s = ProgressState(planned=10)
+    s.update({"kind": "wave_repeat", "n": 3, "repeat": False})
+    assert s.planned == 10  # a wave judged once adds nothing
+    s.update({"kind": "wave_repeat", "n": 3, "repeat": True})
+    assert s.planned == 13
+    s.update({"kind": "m4_targeted_unload", "tries": 1, "busy": 2})
+    assert s.planned == 13  # the first try is in the schedule
+    s.update({"kind": "m4_all_unload", "tries": 2, "busy": 2})
+    assert s.planned == 16  # a second try sends its two in-flight requests and the later one again
+
+
 def test_state_finds_the_plan_and_estimates(admitted_run: Outcome) -> None:
     argv = json.loads(next((admitted_run.dir / "servers").glob("count1-s1-*/argv.json")).read_text())
     s = ProgressState()
