@@ -71,7 +71,10 @@ def init_disconnect(f: Facts) -> Verdict:
         v.not_forced("the first load finished before the client could leave during it")
         return v
     cold = flight(f, "cold")
-    v.require(cold.cancelled and cold.status is None, "the client of the first request left during the load")
+    if cold.status is not None:  # the reply won the race with the client's leaving: nothing was abandoned
+        v.not_forced(f"the first request was answered ({cold.status}) before its client left, so no load was abandoned")
+        return v
+    v.require(cold.cancelled, "the client of the first request left during the load")
     v.require(bool(f["settled"]), "the client task ended")
     v.require(bool(f["drained"]), "the abandoned load finished and released its lease")
     next_wave_exact(v, f)

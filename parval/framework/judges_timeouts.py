@@ -113,8 +113,15 @@ def _woke(v: Verdict, f: Facts, manager: FlightFact, n: int, first_done: float, 
         v.not_forced("the occupants finished about when the unload gave up, so waking the request behind it is unseen")
         return
     rows = samples(f, "after_giveup")
+    # Stuck needs both counters published: a sample missing one shows nothing about a free slot.
     stuck = [
-        s for s in rows if manager.t_done + m < s.t < first_done - m and (s.queued or 0) >= 1 and (s.active or 0) < n
+        s
+        for s in rows
+        if manager.t_done + m < s.t < first_done - m
+        and s.queued is not None
+        and s.active is not None
+        and s.queued >= 1
+        and s.active < n
     ]
     woke = [s for s in rows if s.t < first_done and (s.active or 0) >= n]
     if stuck:

@@ -9,6 +9,7 @@ from typing import Any
 
 from parval.framework.facts import Obs
 from parval.framework.poller import Snapshot
+from parval.framework.preconditions import COUNTERS
 from parval.framework.rig import Flight, Rig
 from parval.framework.scenarios import model_count, references, timing
 from parval.status import Status
@@ -128,6 +129,9 @@ async def runtime_immutable(rig: Rig, rc: Reconf) -> None:
     without slots keep the parallel runtime (its slot counters and published capacity;
     judged by judges_f2.runtime_kept)."""
     ctx = rig.ctx
+    # Counters that vanish after a resize show a changed runtime only where they were there before.
+    if ctx.unmet("F2.invalid_replacement", "runtime_immutable@flagged", COUNTERS):
+        return
     t = timing(rig)
     obs = Obs(count=rc.n)
     one = await rc.to("resize-1", None, slots=1)

@@ -203,3 +203,28 @@ def test_report_rejudge_rebuilds_the_record_from_its_events(tmp_path: Path) -> N
     assert json.loads(res.output) == record
     md = CliRunner().invoke(app, ["report", str(run_dir), "--rejudge"])
     assert "identical to the stored record.json" in md.output and "F6.ctest" in md.output
+
+
+def test_runtime_selection_is_not_probed_on_a_server_without_slot_counters() -> None:
+    """F2's runtime-immutability probe reads vanished counters as a changed runtime, so it
+    runs only where the calibration saw the counters: otherwise the sub-check is left open
+    (the precondition names them) and no resize or registration is sent."""
+    from types import SimpleNamespace
+
+    import anyio
+
+    from parval.framework.probes_f2_registration import runtime_immutable
+
+    asked: list[tuple[str, str, tuple[str, ...]]] = []
+
+    def unmet(assertion: str, name: str, *needs: str) -> bool:
+        asked.append((assertion, name, needs))
+        return True
+
+    class NoCalls:
+        def __getattr__(self, name: str) -> object:
+            raise AssertionError(f"the probe went on to {name} without the counters")
+
+    rig = SimpleNamespace(ctx=SimpleNamespace(unmet=unmet))
+    anyio.run(runtime_immutable, rig, NoCalls())
+    assert asked == [("F2.invalid_replacement", "runtime_immutable@flagged", ("counters",))]

@@ -289,3 +289,46 @@ def test_an_exit_after_the_close_is_tried_again_with_a_longer_grace_not_failed()
     slow_then_done = [stalled(closed=1.5, exited=1.9), stalled(exited=2.4, bound=3.0)]
     v = run_judge("f4.stalled_socket_io", {"attempts": slow_then_done})
     assert v.status is Status.PASS, v.detail()
+
+
+def test_queued_disconnect_is_blocked_when_the_queue_was_never_seen() -> None:
+    f = queued()
+    f["waits"][0]["seen"] = False
+    v = run_judge("f4.queued_disconnect", f)
+    assert v.status is Status.BLOCKED and "never observed 2 active slot(s)" in v.detail(), v.detail()
+
+
+def test_init_disconnect_needs_the_first_requests_client_to_have_left() -> None:
+    # A first request that lost its connection before its client left was dropped, not abandoned.
+    f = init()
+    f["flights"][0]["cancelled"] = False
+    v = run_judge("f4.init_disconnect", f)
+    assert v.status is Status.FAIL and "the client of the first request left during the load" in v.detail()
+
+
+def test_init_disconnect_answered_before_the_client_left_is_not_forced() -> None:
+    # The load can end between parval seeing it in progress and the cancel landing (a busy
+    # machine): the reply then wins the race, which shows nothing about an abandoned load.
+    for cancelled in (False, True):
+        f = init()
+        f["flights"][0].update(cancelled=cancelled, status=200)
+        v = run_judge("f4.init_disconnect", f)
+        assert v.status is Status.BLOCKED and "answered (200) before its client left" in v.detail(), v.detail()
+
+
+def test_sigterm_inflight_names_how_long_parval_waited_before_its_kill() -> None:
+    killed = {"signal": "SIGTERM", "graceful": False, "killed": True, "grace_s": 5.0, "exit_code": -9, "waited_s": 45}
+    f = sigterm(stop=killed, queued_status=None, unanswered_at_stop=["queued"])
+    v = run_judge("f4.sigterm_inflight", f)
+    assert "when parval stopped waiting 45.0 s after SIGTERM" in v.detail(), v.detail()
+
+
+def test_stalled_socket_io_names_when_the_sockets_were_closed_and_the_server_exited() -> None:
+    """Each verdict after the close says when parval closed the sockets (and, for the
+    violation, how long after that the server exited): the numbers to weigh it by."""
+    v = run_judge("f4.stalled_socket_io", stalled(closed=1.5, exited=1.9))
+    assert "closed the stalled sockets (1.50 s after SIGTERM)" in v.detail(), v.detail()
+    v = run_judge("f4.stalled_socket_io", stalled(closed=6.0, exited=6.25, final=True, bound=6.0, held=False))
+    assert "closed the stalled sockets (6.00 s after SIGTERM)" in v.detail(), v.detail()
+    v = run_judge("f4.stalled_socket_io", stalled(closed=6.0, exited=6.25, final=True, bound=6.0))
+    assert v.status is Status.FAIL and "(6.00 s after SIGTERM, exit 250 ms later)" in v.detail(), v.detail()

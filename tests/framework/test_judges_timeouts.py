@@ -309,6 +309,27 @@ def test_a_sample_without_the_queued_counter_does_not_show_a_waiter_stuck() -> N
     assert v.status is Status.BLOCKED, v.detail()
 
 
+def test_a_sample_without_the_active_counter_does_not_show_a_free_slot() -> None:
+    # One waiter queued but `active` unpublished: whether a slot was free is not observed.
+    v = run_judge("timeouts.manager_timeout", mgr(after=[[0.195, None, 1, True, 4, 2]]))
+    assert v.status is Status.BLOCKED, v.detail()
+
+
 def test_an_unbounded_probe_served_early_names_how_early() -> None:
     v = run_judge("timeouts.case", case(expect=None, probe_done=0.04, status=200, occupant_done=0.40))
     assert "(served 360 ms before)" in v.detail(), v.detail()
+
+
+def test_a_rejection_is_timed_by_the_clients_own_latency_not_by_when_its_reply_was_read() -> None:
+    """The client measured 20 ms: it gave up before its 75 ms bound, even though a busy
+    rig recorded its reply 80 ms after the send."""
+    f = case(probe_done=0.11)
+    f["flights"][1]["ms"] = 20.0
+    v = run_judge("timeouts.case", f)
+    assert v.status is Status.FAIL and "gave up after 20 ms, not before its 75 ms bound" in v.detail(), v.detail()
+
+
+def test_an_unbounded_probe_served_after_the_slot_freed_claims_no_early_service() -> None:
+    # Served 10 ms after the occupant freed (inside the margin): the pass reason says no "before".
+    v = run_judge("timeouts.case", case(expect=None, probe_done=0.16, status=200))
+    assert v.status is Status.PASS and "(served" not in v.detail(), v.detail()

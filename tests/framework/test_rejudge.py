@@ -15,6 +15,7 @@ from parval.errors import RunDirError
 from parval.framework.checks import Verdict
 from parval.framework.observed import JUDGES
 from parval.framework.rejudge import rejudge_framework
+from parval.framework.scenarios import ATTEMPTS
 
 from .helpers import by_id, run
 
@@ -45,6 +46,9 @@ def test_every_sub_check_comes_from_an_observation_with_raw_facts(cap1: tuple[Pa
     order = next(e for e in observations if e["name"] == "forced_order@1")
     assert order["judge"] == "f1.forced_order"
     facts = order["facts"]
+    if "attempts" in facts:  # a busy machine left the order unforced at first: each attempt is kept
+        assert 1 < len(facts["attempts"]) <= ATTEMPTS
+        facts = facts["attempts"][-1]
     # The raw timeline, reply hashes with their bodies stored, waits and timing: not a verdict.
     assert {f["label"] for f in facts["flights"]} >= {"occupant0", "older", "unload", "later0", "later1"}
     for f in facts["flights"]:
