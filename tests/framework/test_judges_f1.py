@@ -52,6 +52,21 @@ def test_request_only_queue_reads_the_observer_trace_when_there_is_one() -> None
     assert run_judge("f1.request_only_queue", f).status is Status.FAIL
 
 
+def test_request_only_queue_reads_only_its_own_seeds_from_the_trace() -> None:
+    # Trace lines of other traffic (another seed family, a longer seed) are not this
+    # queue's: they neither hide its barging nor make the trace unreadable.
+    for foreign in ("7200", "71000"):
+        v = run_judge("f1.request_only_queue", queue_facts([0.3, 0.45], trace=["7101", foreign, "7100"]))
+        assert v.status is Status.FAIL and "observer trace shows admission in enqueue order" in v.detail(), foreign
+
+
+def test_request_only_queue_with_an_incomplete_trace_judges_the_completions() -> None:
+    # The observer missed a line: the trace shows no full order, the completions do.
+    assert run_judge("f1.request_only_queue", queue_facts([0.3, 0.45], trace=["7100"])).status is Status.PASS
+    v = run_judge("f1.request_only_queue", queue_facts([0.45, 0.30], trace=["7100"]))
+    assert v.status is Status.FAIL and "queued1 finished 150 ms before the earlier-enqueued queued0" in v.detail()
+
+
 def test_request_only_queue_not_seen_formed_is_not_forced_never_an_order_fail() -> None:
     """A queue never seen formed (queued_requests never reached 2) once still judged the
     completion order: queued1 finishing 150 ms ahead FAILed, and over attempts that FAIL
@@ -249,7 +264,7 @@ def test_overdue_case_judges_the_text_not_how_fast_it_came_on_a_busy_machine() -
     # The occupant finished before the probe's answer: not every slot was overdue throughout.
     freed = overdue(503, "timed out waiting for a slot", 0.55, occupant_done=0.52)
     v = run_judge("f1.overdue_case", freed)
-    assert v.status is Status.BLOCKED and v.retry
+    assert v.status is Status.BLOCKED and v.retry and "not every slot was overdue throughout" in v.detail()
 
 
 def test_the_load_is_seen_in_progress_only_with_a_request_admitted_before_publication() -> None:
@@ -304,6 +319,15 @@ def test_cap1_pool_needs_a_published_capacity_of_at_least_one() -> None:
         row[4] = 0 if row[4] is not None else None
     v = run_judge("f1.cap1_pool", zero)
     assert v.status is Status.FAIL and "a capacity was published (max_parallel_slots=0)" in v.detail()
+
+
+def test_cap1_pool_fails_a_pool_that_never_published_a_capacity() -> None:
+    # A first wave seen whole without any max_parallel_slots is the violation, not missing evidence.
+    f = first_wave_facts()
+    for row in f["samples"]:
+        row[4] = None
+    v = run_judge("f1.cap1_pool", f)
+    assert v.status is Status.FAIL and v.problems == ["a capacity was published (max_parallel_slots=None)"], v.detail()
 
 
 def plus_overdue(status: int, message: str, done: float, *, healthy_done: float = 0.27, **extra: Any) -> dict[str, Any]:

@@ -67,6 +67,7 @@ def test_unload_during_load_is_pending_or_blocked_when_the_situation_was_not_for
     stall = {"canaries": [{"t_send": 0.2, "t_done": 0.449, "status": 200}], "manager_t_done": 0.45}
     v = run_judge("f2.unload_during_load", unload_load(stall=stall))
     assert v.status is Status.BLOCKED and "judged by F5.no_convoy" in v.detail()
+    assert "stalled while the unload waited" in v.detail()  # the blocker names what waited
 
 
 def test_unload_during_load_with_a_stalled_registry_judges_no_order() -> None:
@@ -169,6 +170,12 @@ def overlapping(m2_done: float = 0.75, later_output: str = OPT1) -> dict[str, An
     )
 
 
+def test_overlapping_managers_names_by_how_much_a_manager_ran_out_of_order() -> None:
+    # reconfigure-opt0 answered at 0.60, reconfigure-opt1 at 0.35: 250 ms ahead of it.
+    v = run_judge("f2.overlapping_managers", overlapping(m2_done=0.35))
+    assert "(reconfigure-opt1 finished 250 ms before reconfigure-opt0)" in v.detail(), v.detail()
+
+
 def test_overlapping_managers_passes_enqueue_order() -> None:
     v = run_judge("f2.overlapping_managers", overlapping())
     assert v.status is Status.PASS, v.detail()
@@ -180,6 +187,7 @@ def test_overlapping_managers_fails_managers_out_of_order_or_the_wrong_configura
     # Two replies read 50 ms out of order on a busy client show no order either way.
     v = run_judge("f2.overlapping_managers", overlapping(m2_done=0.55))
     assert v.status is Status.BLOCKED and v.retry
+    assert "reconfigure-opt0 and reconfigure-opt1 finished too close together" in v.detail()
     v = run_judge("f2.overlapping_managers", overlapping(later_output=OPT0))
     assert v.status is Status.FAIL and "'opt1' reference (differ: later)" in v.detail()
 
@@ -240,6 +248,15 @@ def test_unsupported_count_needs_the_400_its_error_type_and_the_capacity_togethe
     f = over_capacity()
     f["flights"][0] = load_reply("resize-over-capacity", 0.0, 0.01, status=400, json="not json", message=msg)
     assert run_judge("f2.unsupported_count", f).status is Status.FAIL
+
+
+def test_unsupported_count_fails_a_registration_read_back_as_no_object() -> None:
+    """/v1/models answering something other than an entry object after the rejection shows
+    no kept registration: a violation, not missing evidence."""
+    f = over_capacity()
+    f["kept"][0]["sample"] = ["slots", 2]
+    v = run_judge("f2.unsupported_count", f)
+    assert v.status is Status.FAIL and "saw slots=None, loaded=None, max_parallel=None" in v.detail(), v.detail()
 
 
 NONE_ACCEPTED = object()
@@ -382,6 +399,14 @@ def test_post_commit_failure_reads_400_as_a_failure_and_a_silent_request_as_none
     assert run_judge("f2.post_commit_failure", f).status is not Status.PASS
 
 
+def test_post_commit_failure_fails_a_request_served_by_the_broken_configuration() -> None:
+    # Its load failed after commit: a 2xx on it was served by no pool of that configuration.
+    f = post_commit()
+    f["flights"][1] = fl("request-while-broken", 0.2, 0.21, status=200, model="m-same")
+    v = run_judge("f2.post_commit_failure", f)
+    assert v.status is Status.FAIL and v.problems == ["a request on it fails cleanly"], v.detail()
+
+
 # -- deferred callbacks -----------------------------------------------------------------------
 
 
@@ -411,6 +436,7 @@ def test_native_batch_passes_a_lease_held_through_the_exchange() -> None:
 def test_native_batch_fails_an_unload_that_did_not_wait_or_a_lease_kept_after_a_drop() -> None:
     v = run_judge("f2.native_batch", batch(batch_done=None))
     assert v.status is Status.PENDING  # the exchange's end was not recorded: nothing judged
+    assert "the batch exchange's end was not recorded" in v.detail()
     v = run_judge("f2.native_batch", batch(batch_done=1.20))
     assert v.status is Status.FAIL and "waited for the whole batch exchange" in v.detail()
     v = run_judge("f2.native_batch", batch(drained=False))
@@ -425,9 +451,31 @@ def test_native_batch_reads_the_exchange_end_after_it_came_not_the_instant_the_u
     # The exchange's end read 90 ms after the unload's reply: within its own margin.
     assert run_judge("f2.native_batch", batch(batch_done=0.64)).status is Status.PASS
     v = run_judge("f2.native_batch", batch(batch_done_before_unload=True))
-    assert v.status is Status.BLOCKED and v.retry
+    assert v.status is Status.BLOCKED and v.retry and "finished before the unload was sent" in v.detail()
     v = run_judge("f2.native_batch", batch(held=False))
-    assert v.status is Status.BLOCKED and v.retry
+    assert v.status is Status.BLOCKED and v.retry and "never seen holding a slot" in v.detail()
+
+
+def test_native_batch_names_by_how_much_the_unload_skipped_the_exchange() -> None:
+    # The unload answered at 0.55, the exchange ended at 1.30.
+    v = run_judge("f2.native_batch", batch(batch_done=1.30))
+    assert "(answered 750 ms before it ended)" in v.detail(), v.detail()
+
+
+def test_native_batch_margin_is_a_quarter_of_the_exchange_measured_from_its_send() -> None:
+    """The exchange 0.30 -> 0.80 earns a 125 ms margin (a quarter of its own 500 ms): an
+    unload answered 250 ms before its end skipped it."""
+    v = run_judge("f2.native_batch", batch(batch_done=0.80, batch_t_send=0.30))
+    assert v.status is Status.FAIL and "(answered 250 ms before it ended)" in v.detail(), v.detail()
+
+
+def test_native_batch_needs_both_the_done_event_and_the_stream_end() -> None:
+    for events in (
+        [{"type": "task.batch.result"}, {"type": "task.batch.done"}],  # no [DONE]
+        [{"type": "task.batch.result"}, "[DONE]"],  # no done event
+    ):
+        v = run_judge("f2.native_batch", batch(events=events))
+        assert v.status is Status.FAIL and v.problems == ["the batch exchange completed with its done event"], events
 
 
 def test_runtime_kept_fails_a_resize_or_registration_that_left_the_parallel_runtime() -> None:
@@ -443,3 +491,39 @@ def test_runtime_kept_fails_a_resize_or_registration_that_left_the_parallel_runt
     f = runtime_kept()
     f["entries"]["registered"] = None
     assert run_judge("f2.runtime_kept", f).status is Status.BLOCKED
+
+
+def test_runtime_kept_fails_an_entry_missing_any_one_slot_counter_or_its_capacity() -> None:
+    """Each of active, queued and max_parallel_slots is part of the parallel runtime's entry:
+    one missing on its own is a runtime that changed."""
+    from .test_judges_generated import runtime_kept
+
+    for key, what in (("resized", "after a resize to one slot"), ("registered", "a registration without slots")):
+        for field in ("active", "queued", "max_parallel"):
+            f = runtime_kept()
+            f["entries"][key] = {**f["entries"][key], field: None}
+            v = run_judge("f2.runtime_kept", f)
+            assert v.status is Status.FAIL and f"{what}: slot counters" in v.detail(), (key, field, v.detail())
+
+
+def test_runtime_kept_fails_a_resize_to_one_slot_shown_with_another_count() -> None:
+    from .test_judges_generated import runtime_kept
+
+    f = runtime_kept()
+    f["entries"]["resized"] = {**f["entries"]["resized"], "slots": 2}
+    v = run_judge("f2.runtime_kept", f)
+    assert v.status is Status.FAIL and "after a resize to one slot: slot counters" in v.detail(), v.detail()
+
+
+def test_runtime_kept_still_judges_the_registration_when_the_resize_was_never_seen() -> None:
+    # The resize not being observed leaves the registration's entry to judge: its lost
+    # counters are a violation, and the unseen resize is named.
+    from .test_judges_generated import runtime_kept
+
+    f = runtime_kept()
+    f["entries"]["resized"] = None
+    v = run_judge("f2.runtime_kept", f)
+    assert v.status is Status.BLOCKED and "never showed the model loaded after a resize to one slot" in v.detail()
+    f["entries"]["registered"] = {**f["entries"]["registered"], "max_parallel": None}
+    v = run_judge("f2.runtime_kept", f)
+    assert v.status is Status.FAIL and "a registration without slots: slot counters" in v.detail(), v.detail()

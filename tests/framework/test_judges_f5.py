@@ -505,3 +505,123 @@ def test_ready_first_reads_an_unknown_loaded_state_as_unknown_and_only_samples_a
     early = [joint_row(0.06, m=[0, 0, True], m_b=[1, 0, True]), *FREED_FIRST]
     v = run_judge("f5.ready_first", ready(early))
     assert v.status is Status.PASS, v.detail()
+
+
+def test_no_convoy_fails_a_read_or_warm_request_refused_during_the_unload() -> None:
+    """An early answer is only a pass when it is a 200: a refusal (a registry lock timing
+    out, say) is the convoy's own symptom, reported with its status."""
+    for label, what in (("status", "GET /v1/models"), ("health", "GET /health"), ("warm-b", "the warm request to B")):
+        f = convoy()
+        x = next(x for x in f["flights"] if x["label"] == label)
+        x.pop("output", None)
+        x.update(status=503, message="registry busy")
+        v = run_judge("f5.no_convoy", f)
+        assert v.status is Status.FAIL, (label, v.detail())
+        assert f"{what} answered 200 (got 503: registry busy)" in v.detail(), (label, v.detail())
+
+
+def test_no_convoy_a_read_sent_within_a_margin_of_the_unload_answering_is_not_forced() -> None:
+    # Sent 20 ms before the unload answered (margin 80 ms): landing after it shows no convoy.
+    f = convoy()
+    f["flights"][3].update(t_send=0.48, t_done=0.52)
+    v = run_judge("f5.no_convoy", f)
+    assert v.status is Status.BLOCKED and v.retry, v.detail()
+    assert "within a margin of GET /v1/models being sent" in v.detail()
+
+
+def test_unload_together_an_answer_within_a_margin_of_the_last_work_is_no_violation() -> None:
+    """Client-observed completions within a margin (150 ms here) land in either order on a
+    correct server: an unload answered just after, or just before, the last work passes."""
+    for done in (0.33, 0.25):
+        v = run_judge("f5.unload_together", unload_both(bulk_done=done))
+        assert v.status is Status.PASS and "before it ended" not in v.detail(), (done, v.detail())
+
+
+def test_unload_together_says_how_early_the_unload_answered() -> None:
+    v = run_judge("f5.unload_together", unload_both(bulk_done=0.10))  # the last work ended at 0.32
+    assert v.status is Status.FAIL and "(answered 220 ms before it ended)" in v.detail(), v.detail()
+
+
+def test_warm_during_cold_without_a_publication_time_uses_the_cold_reply() -> None:
+    v = run_judge("f5.warm_during_cold", warm_cold(published=None))  # the cold reply came at 0.40
+    assert v.status is Status.PASS, v.detail()
+    v = run_judge("f5.warm_during_cold", warm_cold(0.65, published=None))
+    assert v.status is Status.BLOCKED and "answered 250 ms after A's load was published" in v.detail(), v.detail()
+
+
+def test_warm_during_cold_a_load_ending_within_one_warm_request_is_not_forced_even_if_answered_before() -> None:
+    """B answered before the publication, but A's load ended 100 ms after B's send, within
+    one warm request (150 ms): B would have answered then even had it waited for the load."""
+    v = run_judge("f5.warm_during_cold", warm_cold(0.18, published=0.20))
+    assert v.status is Status.BLOCKED and v.retry, v.detail()
+    assert "A's load ended 100 ms after B's warm request was sent" in v.detail()
+
+
+def test_warm_during_cold_names_how_late_the_warm_model_answered() -> None:
+    v = run_judge("f5.warm_during_cold", warm_cold(0.55))  # published at 0.38
+    assert "the warm model answered 170 ms after A's load was published" in v.detail(), v.detail()
+
+
+def test_warm_during_cold_without_the_reference_durations_is_pending_naming_them() -> None:
+    f = warm_cold()
+    del f["flights"][2]["ms"]
+    v = run_judge("f5.warm_during_cold", f)
+    assert v.status is Status.PENDING and "no recorded duration" in v.detail(), v.detail()
+
+
+def test_together_under_limit_one_fails_when_every_request_was_refused() -> None:
+    f = together(1, 503, both_active=False)
+    f["flights"][0] = fl("m-0", 0.0, 0.05, status=503, message=BUSY)
+    v = run_judge("f5.together", f)
+    assert v.status is Status.FAIL and "at least one request was served" in v.detail(), v.detail()
+
+
+def test_together_a_pass_names_no_odd_status() -> None:
+    v = run_judge("f5.together", together(1, 503, both_active=False))
+    assert v.status is Status.PASS and "(got" not in v.detail(), v.detail()
+
+
+def _own_tag_for_m(f: dict[str, Any], labels: tuple[str, ...]) -> None:
+    """Register "m" under tag opt1 (output out-1) and give its flights that output."""
+    f["tags"]["m"] = "opt1"
+    f["refs"]["m|opt1"] = {"cold": ["out-1"], "warm": ["out-1"]}
+    for x in f["flights"]:
+        if x["label"] in labels:
+            x["output"] = "out-1"
+
+
+def test_alternate_and_selections_compare_each_model_with_its_own_tag() -> None:
+    """Outputs are judged against the model's own registration (tag opt1 here), not the
+    plan's base one: A served out-1, which its opt1 reference expects."""
+    f = alternating()
+    _own_tag_for_m(f, ("alt0-m", "alt2-m"))
+    v = run_judge("f5.alternate", f)
+    assert v.status is Status.PASS, v.detail()
+    f = selection()
+    _own_tag_for_m(f, ("after-m",))
+    v = run_judge("f5.selections", f)
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_alternate_residency_is_observed_from_either_model() -> None:
+    """A's `loaded` unknown throughout, B seen loaded: residency was observed."""
+    f = alternating()
+    f["joint"] = [joint_row(t, m=[0, 0, None], m_b=[0, 0, True]) for t in (0.2, 0.6, 1.2)]
+    v = run_judge("f5.alternate", f)
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_a_stalled_registry_names_the_unload_it_stalled() -> None:
+    stalled = {
+        "what": "the bulk unload",
+        "manager": "unload-b-a",
+        "still_waiting": True,
+        "canaries": [{"t_send": 0.09, "t_done": 0.449, "status": 200}],
+        "manager_t_done": 0.45,
+    }
+    v = run_judge("f5.ready_first", ready(TOO_LATE, registry=stalled))
+    assert "status reads stalled while the bulk unload waited" in v.detail(), v.detail()
+    f = retiring(window=False)
+    f["registry"] = {"canaries": [{"t_send": 0.02, "t_done": 0.201, "status": 200}], "manager_t_done": 0.20}
+    v = run_judge("f5.retiring", f)
+    assert "status reads stalled while the unload of the retiring model waited" in v.detail(), v.detail()

@@ -7,6 +7,7 @@ from typing import Any
 
 from parval.framework.judges import run_judge
 from parval.framework.judges_legacy import LEGACY_SLOTS_TEXT
+from parval.framework.observed import ms
 from parval.status import Status
 
 from .factkit import facts, fl, manager
@@ -266,3 +267,59 @@ def test_config_forms_needs_the_exit_its_code_and_the_text_together() -> None:
     ):
         f = {"starts": [{"slots": 1, **start}]}
         assert run_judge("legacy.config_forms", f).status is Status.FAIL, start
+
+
+def test_guard_serializes_pending_without_server_side_times_names_what_is_missing() -> None:
+    f = serial([0.15, 0.30, 0.45])
+    del f["flights"][0]["wall_ms"]
+    v = run_judge("legacy.guard_serializes", f)
+    assert v.status is Status.PENDING and "no server-side time (timing.wall_ms)" in v.detail(), v.detail()
+
+
+def test_guard_serializes_caps_a_server_side_time_at_the_clients_own_wait() -> None:
+    """A run cannot have lasted longer than its client waited for it: a reported 300 ms on
+    a 150 ms wait (another clock) is read as 150 ms, so two turns sent at 0.1 s still fit
+    one after another, not an overlap."""
+    f = serial([0.25, 0.40])
+    for x in f["flights"]:
+        x["t_send"] = 0.1
+    f["flights"][0]["wall_ms"] = 300.0
+    v = run_judge("legacy.guard_serializes", f)
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_guard_serializes_tries_every_order_not_only_the_listed_one() -> None:
+    # The first-listed request was answered second: the runs fit in the other order.
+    v = run_judge("legacy.guard_serializes", serial([0.30, 0.15, 0.45]))
+    assert v.status is Status.PASS, v.detail()
+
+
+def test_guard_serializes_a_late_read_names_the_pair_that_seems_to_overlap() -> None:
+    v = run_judge("legacy.guard_serializes", serial([0.15, 0.40, 0.45]))
+    assert "concurrent1 and concurrent2 overlap 99 ms if each reply was read" in v.detail(), v.detail()
+
+
+def test_unpublished_skip_a_late_read_reply_names_how_far_from_the_load_it_was_read() -> None:
+    v = run_judge("legacy.unpublished_skip", skip(bulk_done=0.33))
+    assert f"read {ms(0.33 - 0.35)} ms from the first request's" in v.detail(), v.detail()
+
+
+def test_wedged_text_a_caller_that_waited_then_timed_out_says_why_it_is_not_forced() -> None:
+    v = run_judge("legacy.wedged_text", wedged(503, "timed out after 30 ms waiting for the inference lock", 0.20))
+    assert v.status is Status.BLOCKED and "it waited, then timed out" in v.detail(), v.detail()
+
+
+def test_registration_forms_is_pending_when_either_models_count_is_unpublished() -> None:
+    # Comparing a count with a missing one would FAIL on what was never observed.
+    for before, after in ((3, None), (None, 3), (None, None)):
+        v = run_judge("legacy.registration_forms", forms(REJECTED, before=before, after=after))
+        assert v.status is Status.PENDING and "publishes no `models` count" in v.detail(), (before, after)
+
+
+def test_runtime_kept_an_unlisted_entry_is_pending_naming_what_is_missing() -> None:
+    from .test_judges_generated import legacy_runtime_kept
+
+    f = legacy_runtime_kept()
+    f["entry_keys"] = None
+    v = run_judge("legacy.runtime_kept", f)
+    assert v.status is Status.PENDING and "not listed in /v1/models" in v.detail(), v.detail()

@@ -336,3 +336,40 @@ def test_a_stalled_registry_names_the_manager_that_waited() -> None:
 def test_every_assertion_result_carries_its_assertion_id() -> None:
     for items in ([], [_check("a", Status.PASS)], [_check("a", Status.NOT_APPLICABLE, "x")]):
         assert assertion_result("F1.fifo", items, unrun_reason="-", reproduction="r").id == "F1.fifo"
+
+
+@pytest.mark.parametrize("status", [Status.BLOCKED, Status.PENDING, Status.NOT_APPLICABLE])
+def test_a_given_sub_check_keeps_its_status_and_its_text_word_for_word(status: Status) -> None:
+    v = run_judge("given", {"status": status.value, "detail": "skipped by the probes file"})
+    assert v.status is status and v.detail() == "skipped by the probes file"
+    # The text, not a placeholder, is what an attempt label or a later summary reads.
+    assert [*v.blockers, *v.pendings, *v.inapplicable] == ["skipped by the probes file"]
+
+
+def test_a_given_sub_check_cannot_claim_a_judgement_and_says_why() -> None:
+    v = run_judge("given", {"status": "PASS", "detail": "x"})
+    assert v.status is Status.PENDING and "a given sub-check cannot be PASS" in v.detail(), v.detail()
+
+
+def test_a_missing_precondition_is_reported_word_for_word() -> None:
+    absent = run_judge("precondition", {"capabilities": {"counters": False}, "needs": ["counters"]})
+    assert absent.status is Status.UNSUPPORTED and absent.unsupported_by == [absent.detail()]
+    assert absent.detail().startswith("needs the slot counters (active_slots, queued_requests)"), absent.detail()
+    unknown = run_judge("precondition", {"capabilities": {}, "needs": ["counters"]})
+    assert unknown.status is Status.PENDING and unknown.pendings == [unknown.detail()]
+    assert unknown.detail() == "needs the slot counters in /v1/models: not determined"
+
+
+def test_a_stagger_naming_no_older_work_is_missing_evidence_named() -> None:
+    f = facts(
+        [fl("occupant0", 0.0, 0.30), manager("unload", 0.05, 0.60)],
+        waits=[{"what": "1 active slot(s)", "seen": True}],
+        staggers=[stagger("the unload", "unload", still_waiting=False)],
+    )
+    with pytest.raises(KeyError, match="names no older work"):
+        waits(Verdict(), f, managers=("unload",))
+
+
+def test_an_observation_that_is_not_an_object_is_missing_evidence_not_a_crash() -> None:
+    v = run_judge("given", ["not", "an", "object"])  # type: ignore[arg-type]
+    assert v.status is Status.PENDING and "lacks evidence" in v.detail(), v.detail()
