@@ -109,6 +109,19 @@ def test_guard_serializes_passes_runs_one_after_another() -> None:
     assert v.status is Status.PASS, v.detail()
 
 
+def test_guard_serializes_needs_the_requests_in_flight_together() -> None:
+    """Requests sent one after another's reply never overlap with or without a guard: no
+    evidence either way (a client starved on a busy machine can send that late)."""
+    f = serial([0.15, 0.30, 0.45])
+    for x, send in zip(f["flights"], (0.0, 0.15, 0.30), strict=True):
+        x["t_send"] = send
+    v = run_judge("legacy.guard_serializes", f)
+    assert v.status is Status.BLOCKED and v.retry and "not all in flight at once" in v.detail(), v.detail()
+    f = serial([0.15])
+    v = run_judge("legacy.guard_serializes", f)
+    assert v.status is Status.BLOCKED and "not all in flight at once" in v.detail(), v.detail()
+
+
 def test_guard_serializes_is_not_held_to_a_calibrated_service_on_a_busy_machine() -> None:
     """The old rule wanted completion gaps of 0.6 x the median of two idle requests; then
     gaps over a third of the quickest client-side request. Under a load average of 14 the
