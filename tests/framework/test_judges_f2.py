@@ -527,3 +527,11 @@ def test_runtime_kept_still_judges_the_registration_when_the_resize_was_never_se
     f["entries"]["registered"] = {**f["entries"]["registered"], "max_parallel": None}
     v = run_judge("f2.runtime_kept", f)
     assert v.status is Status.FAIL and "a registration without slots: slot counters" in v.detail(), v.detail()
+
+
+def test_unload_during_load_after_the_first_reply_is_not_forced() -> None:
+    # The first request was answered (0.40) before the unload was sent (0.45): nothing to wait for.
+    f = unload_load()
+    f["flights"][1] = manager("unload", 0.45, 0.50)
+    v = run_judge("f2.unload_during_load", f)
+    assert v.status is Status.BLOCKED and "its waiting is unseen" in v.detail(), v.detail()

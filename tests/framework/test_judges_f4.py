@@ -332,3 +332,16 @@ def test_stalled_socket_io_names_when_the_sockets_were_closed_and_the_server_exi
     assert "closed the stalled sockets (6.00 s after SIGTERM)" in v.detail(), v.detail()
     v = run_judge("f4.stalled_socket_io", stalled(closed=6.0, exited=6.25, final=True, bound=6.0))
     assert v.status is Status.FAIL and "(6.00 s after SIGTERM, exit 250 ms later)" in v.detail(), v.detail()
+
+
+def test_a_dropped_request_answered_before_its_client_left_is_not_forced() -> None:
+    """The reply can land between parval seeing the slots held and the cancel (a busy
+    client): nothing was abandoned, whatever the counters did next."""
+    f = running(drained=False)
+    f["flights"][0] = fl("occupant0", 0.0, 0.15)  # answered 200, never cancelled
+    v = run_judge("f4.running_disconnect", f)
+    assert v.status is Status.BLOCKED and v.retry and "occupant0 answered before its client left" in v.detail()
+    f = queued(drained=False, waits=[{"what": "queued1 queued", "seen": False}])
+    f["flights"][2] = fl("queued0", 0.02, 0.2)
+    v = run_judge("f4.queued_disconnect", f)
+    assert v.status is Status.BLOCKED and "queued0 answered before its client left" in v.detail(), v.detail()

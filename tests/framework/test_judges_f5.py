@@ -625,3 +625,28 @@ def test_a_stalled_registry_names_the_unload_it_stalled() -> None:
     f["registry"] = {"canaries": [{"t_send": 0.02, "t_done": 0.201, "status": 200}], "manager_t_done": 0.20}
     v = run_judge("f5.retiring", f)
     assert "status reads stalled while the unload of the retiring model waited" in v.detail(), v.detail()
+
+
+def test_unload_together_after_the_work_ended_is_not_forced() -> None:
+    # Both models' work ended by 0.32; an unload sent at 0.40 had nothing to wait for.
+    f = unload_both()
+    f["flights"][2] = manager("unload-both", 0.40, 0.50, unloaded=["m", "m-b"])
+    v = run_judge("f5.unload_together", f)
+    assert v.status is Status.BLOCKED and "its waiting is unseen" in v.detail(), v.detail()
+    f["ended_unloaded"] = False  # a state seen afterwards is still judged
+    assert run_judge("f5.unload_together", f).status is Status.FAIL
+
+
+def test_no_convoy_a_warm_request_that_began_running_during_the_unload_passes() -> None:
+    """B's warm request shares the device with A's work and may outlast A's unload: its own
+    run (timing.wall_ms) begun while the unload waited shows it was not held behind it."""
+    f = convoy()
+    f["flights"][5] = {**run_b("warm-b", 0.1, 0.70), "wall_ms": 580.0}  # ran from 0.12, the unload ended at 0.50
+    v = run_judge("f5.no_convoy", f)
+    assert v.status is Status.PASS and "began running while A's unload waited" in v.detail(), v.detail()
+    f["flights"][5] = run_b("warm-b", 0.1, 0.70)  # no server-side time: held up or slower is unseen
+    v = run_judge("f5.no_convoy", f)
+    assert v.status is Status.BLOCKED and "reports no server-side time" in v.detail(), v.detail()
+    f["flights"][5] = {**run_b("warm-b", 0.1, 0.70), "wall_ms": 100.0}  # ran from 0.60: held until the unload ended
+    v = run_judge("f5.no_convoy", f)
+    assert v.status is Status.FAIL and "answered only after it finished" in v.detail(), v.detail()

@@ -178,12 +178,25 @@ def test_wedged_text_passes_an_immediate_wedged_rejection() -> None:
     assert v.status is Status.PASS, v.detail()
 
 
+def holder_ran(wall_ms: float | None, probe_done: float = 0.10) -> dict[str, Any]:
+    """A holder answered at 0.30 (its own run `wall_ms` long), a caller served 200."""
+    holder = {**fl("holder", 0.0, 0.30), **({"wall_ms": wall_ms} if wall_ms is not None else {})}
+    return facts([holder, fl("probe", 0.06, probe_done, status=200)], bound_ms=30, flagged=False)
+
+
 def test_wedged_text_fails_a_caller_served_while_the_holder_ran() -> None:
-    both = wedged(200, "", 0.07)
-    v = run_judge("legacy.wedged_text", both)
+    v = run_judge("legacy.wedged_text", holder_ran(300.0))  # the holder ran from 0.00: it held the lock
     assert v.status is Status.FAIL and "while the holder still ran" in v.detail()
     v = run_judge("legacy.wedged_text", wedged(500, "boom", 0.07))
     assert v.status is Status.FAIL and "(got 500: boom)" in v.detail()
+
+
+def test_wedged_text_a_holder_not_shown_holding_the_lock_is_not_forced() -> None:
+    """A starved holder can reach the lock after the caller: a caller served first is right.
+    Only the holder's own run, begun before the caller was served, shows it held the lock."""
+    for wall_ms in (None, 150.0):  # unknown, or a run that began at 0.15, after the caller's reply
+        v = run_judge("legacy.wedged_text", holder_ran(wall_ms))
+        assert v.status is Status.BLOCKED and "not shown to have begun" in v.detail(), (wall_ms, v.detail())
 
 
 def test_wedged_text_judges_the_text_not_its_latency() -> None:

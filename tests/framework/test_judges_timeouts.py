@@ -333,3 +333,17 @@ def test_an_unbounded_probe_served_after_the_slot_freed_claims_no_early_service(
     # Served 10 ms after the occupant freed (inside the margin): the pass reason says no "before".
     v = run_judge("timeouts.case", case(expect=None, probe_done=0.16, status=200))
     assert v.status is Status.PASS and "(served" not in v.detail(), v.detail()
+
+
+def test_a_legacy_probe_served_before_an_occupant_shown_running_fails_and_otherwise_is_not_forced() -> None:
+    """The legacy path has no counters: the occupant may reach the lock after the probe (a
+    starved client). Only the occupant's own run, begun before the probe was served, shows
+    it held the slot; then an early service is the violation."""
+    early = case(expect=None, probe_done=0.20, status=200, occupant_done=0.40, flagged=False)
+    v = run_judge("timeouts.case", early)
+    assert v.status is Status.BLOCKED and "may not yet have held the slot" in v.detail(), v.detail()
+    early["flights"][0]["wall_ms"] = 400.0  # it ran from 0.00
+    v = run_judge("timeouts.case", early)
+    assert v.status is Status.FAIL and "(served 200 ms before)" in v.detail(), v.detail()
+    early["flights"][0]["wall_ms"] = 250.0  # it ran from 0.15 at the latest: not before the margin
+    assert run_judge("timeouts.case", early).status is Status.BLOCKED
