@@ -301,6 +301,7 @@ def test_ready_first_is_blocked_by_a_stalled_registry() -> None:
     }
     v = run_judge("f5.ready_first", ready(TOO_LATE, registry=stalled))
     assert v.status is Status.BLOCKED and "judged by F5.no_convoy" in v.detail()
+    assert "status reads stalled while the bulk unload waited" in v.detail(), v.detail()  # names the unload
 
 
 def test_ready_first_with_a_stalled_registry_judges_no_order_from_its_samples() -> None:
@@ -611,16 +612,7 @@ def test_alternate_residency_is_observed_from_either_model() -> None:
     assert v.status is Status.PASS, v.detail()
 
 
-def test_a_stalled_registry_names_the_unload_it_stalled() -> None:
-    stalled = {
-        "what": "the bulk unload",
-        "manager": "unload-b-a",
-        "still_waiting": True,
-        "canaries": [{"t_send": 0.09, "t_done": 0.449, "status": 200}],
-        "manager_t_done": 0.45,
-    }
-    v = run_judge("f5.ready_first", ready(TOO_LATE, registry=stalled))
-    assert "status reads stalled while the bulk unload waited" in v.detail(), v.detail()
+def test_a_stalled_registry_names_the_unload_of_the_retiring_model() -> None:
     f = retiring(window=False)
     f["registry"] = {"canaries": [{"t_send": 0.02, "t_done": 0.201, "status": 200}], "manager_t_done": 0.20}
     v = run_judge("f5.retiring", f)
