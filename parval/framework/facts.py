@@ -62,6 +62,13 @@ class FlightFact:
         return None if ms is None else float(ms) / 1000
 
     @property
+    def latest_run_start(self) -> float | None:
+        """The latest the server's own run can have begun (reply time minus its run; a reply
+        read late only moves the true start earlier); None without a server-side time."""
+        wall = self.wall_s
+        return None if wall is None or not self.finished else self.t_done - wall
+
+    @property
     def message(self) -> str:
         return str(self.raw.get("message") or "")
 

@@ -29,6 +29,15 @@ def next_wave_exact(v: Verdict, f: Facts) -> None:
     outputs_match(v, f, "base", wave, "the next wave")
 
 
+def _answered_first(v: Verdict, dropped: list[FlightFact], what: str) -> bool:
+    """A reply that came before the cancel landed (a race on a busy client) leaves nothing
+    abandoned: not forced, naming the requests. True when so."""
+    answered = [x.label for x in dropped if x.status is not None]
+    if answered:
+        v.not_forced(f"{', '.join(answered)} answered before its client left, so no {what} was abandoned")
+    return bool(answered)
+
+
 def running_disconnect(f: Facts) -> Verdict:
     """Clients of running requests go away: the backend work finishes, counters drain,
     the requests that stayed are answered, and the next wave gets every slot."""
@@ -36,10 +45,7 @@ def running_disconnect(f: Facts) -> Verdict:
     waits(v, f)
     dropped = set(f["dropped"])
     occupants = listed(f, "occupants")
-    # A reply that came before the cancel landed left nothing abandoned (a race on a busy client).
-    answered = [x.label for x in occupants if x.label in dropped and x.status is not None]
-    if answered:
-        v.not_forced(f"{', '.join(answered)} answered before its client left, so no running request was abandoned")
+    if _answered_first(v, [x for x in occupants if x.label in dropped], "running request"):
         return v
     v.require(bool(f["settled"]), "client tasks ended")
     v.require(bool(f["drained"]), "counters drained after the dropped requests finished")
@@ -57,9 +63,7 @@ def queued_disconnect(f: Facts) -> Verdict:
     v = Verdict()
     waits(v, f)
     gone = listed(f, "queued")
-    answered = [x.label for x in gone if x.status is not None]
-    if answered:  # served before the cancel landed: nothing was abandoned in the queue
-        v.not_forced(f"{', '.join(answered)} answered before its client left, so no queued request was abandoned")
+    if _answered_first(v, gone, "queued request"):
         return v
     v.require(all(x.cancelled for x in gone), "the clients of the queued requests left")
     v.require(bool(f["settled"]), "client tasks ended")
@@ -80,8 +84,7 @@ def init_disconnect(f: Facts) -> Verdict:
         v.not_forced("the first load finished before the client could leave during it")
         return v
     cold = flight(f, "cold")
-    if cold.status is not None:  # the reply won the race with the client's leaving: nothing was abandoned
-        v.not_forced(f"the first request was answered ({cold.status}) before its client left, so no load was abandoned")
+    if _answered_first(v, [cold], "load"):
         return v
     v.require(cold.cancelled, "the client of the first request left during the load")
     v.require(bool(f["settled"]), "the client task ended")

@@ -299,15 +299,16 @@ def no_convoy(f: Facts) -> Verdict:
         (flight(f, "health"), "GET /health"),
         (warm, "the warm request to B"),
     ):
+        # A model request may simply run longer than the unload's wait: its own run begun
+        # while the unload waited shows it was not held behind it.
+        start = x.latest_run_start if x is warm else None
         if x.status != 200:
             v.require(False, f"{what} answered 200 (got {x.status}: {x.message[:120]})")
         elif x.t_done < bulk.t_done:
             v.require(True, f"{what} answered before A's unload finished ({_lead(x, bulk)})")
-        elif x is warm and x.wall_s is not None and x.t_done - x.wall_s < bulk.t_done - m:
-            # A model request may simply run longer than the unload's wait: its own run began
-            # while the unload waited, so it was not held behind it.
-            v.require(True, f"{what} began running while A's unload waited (ran {ms(x.wall_s)} ms)")
-        elif x is warm and x.wall_s is None and bulk.t_done - x.t_send >= m:
+        elif start is not None and start < bulk.t_done - m:
+            v.require(True, f"{what} began running while A's unload waited (ran {ms(x.t_done - start)} ms)")
+        elif x is warm and start is None and bulk.t_done - x.t_send >= m:
             v.not_forced(
                 f"{what} answered after A's unload and reports no server-side time: held up or only slower is unseen"
             )

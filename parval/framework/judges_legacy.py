@@ -188,7 +188,7 @@ def wedged_text(f: Facts) -> Verdict:
         v.not_forced("the holder was not yet older than the bound when the caller arrived (it waited, then timed out)")
     elif probe.status == 200 and holder.t_done <= probe.t_done + margin_s(f):
         v.not_forced("the holder finished before the caller was answered, so the caller was served")
-    elif probe.status == 200 and (holder.wall_s is None or holder.t_done - holder.wall_s >= probe.t_done - margin_s(f)):
+    elif probe.status == 200 and ((s := holder.latest_run_start) is None or s >= probe.t_done - margin_s(f)):
         # A starved holder may reach the lock after the caller: then the caller was rightly served.
         v.not_forced("the holder's own run is not shown to have begun before the caller was served")
     else:

@@ -57,12 +57,6 @@ def bounded(v: Verdict, probe: FlightFact, bound_ms: int, text: str, held: list[
     return False
 
 
-def _ran_before(occupants: list[FlightFact], t: float) -> bool:
-    """Some occupant's server-side run certainly began before `t` (its latest possible start,
-    reply time minus its own run, is earlier)."""
-    return any(x.wall_s is not None and x.t_done - x.wall_s < t for x in occupants)
-
-
 def case(f: Facts) -> Verdict:
     """A probe behind fresh occupants: with a bound (`expect` text) it gives up after the
     bound; unbounded (`expect` None) it waits and is served once a slot frees. On the
@@ -81,7 +75,8 @@ def case(f: Facts) -> Verdict:
             v.require(probe.status == 200, f"unbounded probe completed 200 (got {probe.status}: {probe.message[:120]})")
             freed = min(x.t_done for x in occupants)
             early = probe.t_done < freed - m
-            if early and not f.get("flagged") and not _ran_before(occupants, probe.t_done - m):
+            held = any((s := x.latest_run_start) is not None and s < probe.t_done - m for x in occupants)
+            if early and not f.get("flagged") and not held:
                 # No counters on this path: only an occupant's own run shows it held the slot.
                 v.not_forced(
                     "no occupant's own run (timing.wall_ms) is shown to have begun before the probe was served: "
@@ -89,9 +84,9 @@ def case(f: Facts) -> Verdict:
                 )
                 return v
             v.require(
-                probe.t_done >= freed - m,
+                not early,
                 "it was served only once a held slot freed"
-                + ("" if probe.t_done >= freed - m else f" (served {ms(freed - probe.t_done)} ms before)"),
+                + (f" (served {ms(freed - probe.t_done)} ms before)" if early else ""),
             )
         else:
             bounded(v, probe, int(f["bound_ms"]), str(expect), occupants, m)
