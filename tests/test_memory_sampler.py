@@ -139,10 +139,11 @@ def test_real_process_rss_steps_and_phases() -> None:
         if abs(b - a) < 1.0 and abs(c - b) < 1.0
     ]
     assert len(settled) >= 0.25 * len(rss)  # low bar: fills are slow on a loaded machine
+    # A fill that stalls on a starved core also looks settled between two levels, so no
+    # share of on-level samples is asked for: every level is seen, in the order stepped.
     on_level = [round(x) for x in settled if abs(x - round(x)) * STEP_MIB < 4.0]
-    assert len(on_level) >= 0.9 * len(settled), settled
-    assert on_level == sorted(on_level)
-    assert max(on_level) >= 3, settled
+    assert on_level == sorted(on_level), settled
+    assert {0, 1, 2, 3} <= set(on_level), settled
     assert len(set(range(max(on_level) + 1)) - set(on_level)) <= 1, on_level
     info = sampler.info()
     assert info["host_samples"] == len(host) and info["samples"] == len(samples)
