@@ -46,6 +46,7 @@ MODEL_IDS = [
 ]
 
 
+@pytest.mark.slow  # 300 ms requests at counts 1 and 2 (about 70 s); tests/ux's admitted run stays in the default suite
 def test_clean_stateless_admits_every_count(tmp_path: Path) -> None:
     """A correct server is admitted at every count, also on a machine whose cores are kept
     busy by other work: requests long enough (300 ms) that the status poller of a starved

@@ -28,6 +28,7 @@ def _kill_mid_campaign(plan: Path, run_dir: Path, unit: str) -> None:
     assert proc.returncode == -signal.SIGKILL
 
 
+@pytest.mark.slow  # a killed campaign and its resume: two campaigns (about 30 s)
 def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path, tmp_run: Path, complete_run: Path) -> None:
     plan = write_plan(tmp_path / "plan")
     _kill_mid_campaign(plan, tmp_run, "count1-s2")
