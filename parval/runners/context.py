@@ -3,6 +3,7 @@ start settings, model entries, launch specs, request bodies and fresh starts."""
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ from parval.plan.load import OMIT, NamedRequest, Plan, model_entry, shard_counts
 from parval.rundir.artifacts import ArtifactStore
 from parval.rundir.events import EventLog
 from parval.runners.fresh import fresh_start
-from parval.runners.start import StartSettings
+from parval.runners.start import Start, StartSettings
 from parval.server.launch import launch_spec
 from parval.server.memory import MemoryConfig
 from parval.server.process import LaunchSpec
@@ -73,7 +74,9 @@ class CampaignContext:
             extra_env=extra_env,
         )
 
-    def start(self, name: str, role: str, spec: LaunchSpec, count: int | None, **meta: Any) -> Any:
+    def start(
+        self, name: str, role: str, spec: LaunchSpec, count: int | None, **meta: Any
+    ) -> AbstractAsyncContextManager[Start]:
         return fresh_start(
             name=name,
             role=role,
