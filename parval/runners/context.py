@@ -48,11 +48,11 @@ class CampaignContext:
         )
 
     # -- plumbing ---------------------------------------------------------------------
-    def body(self, req: NamedRequest | dict[str, Any], model_id: str | None = None) -> dict[str, Any]:
+    def body(self, req: NamedRequest | dict[str, object], model_id: str | None = None) -> dict[str, object]:
         request = req.body if isinstance(req, NamedRequest) else req
         return {"model": model_id or self.plan.model_id, "request": request}
 
-    def model_entry(self, slots: Any = OMIT, **overrides: Any) -> dict[str, Any]:
+    def model_entry(self, slots: object = OMIT, **overrides: Any) -> dict[str, Any]:
         return model_entry(self.plan, slots=slots, **overrides)
 
     def launch(
@@ -60,7 +60,7 @@ class CampaignContext:
         role: str,
         *,
         flagged: bool,
-        slots: Any = OMIT,
+        slots: object = OMIT,
         ui_management: bool = False,
         extra_env: dict[str, str] | None = None,
         models: list[dict[str, Any]] | None = None,
@@ -75,7 +75,7 @@ class CampaignContext:
         )
 
     def start(
-        self, name: str, role: str, spec: LaunchSpec, count: int | None, **meta: Any
+        self, name: str, role: str, spec: LaunchSpec, count: int | None, **meta: object
     ) -> AbstractAsyncContextManager[Start]:
         return fresh_start(
             name=name,
