@@ -6,10 +6,9 @@ from __future__ import annotations
 import re
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -30,7 +29,7 @@ from parval.runners.context import CampaignContext
 from parval.runners.start import StartAborted
 from parval.server.groups import real_error
 
-Unit = tuple[str, Callable[[], Any]]
+Unit = tuple[str, Callable[[], Awaitable[None]]]
 
 
 class Campaign(CampaignContext):
@@ -223,7 +222,7 @@ class Campaign(CampaignContext):
                 return
             await anyio.sleep(0.05)
 
-    async def run_unit(self, name: str, unit: Callable[[], Any]) -> bool:
+    async def run_unit(self, name: str, unit: Callable[[], Awaitable[None]]) -> bool:
         """Run one unit under the per-start deadline; record every way it can end.
 
         A cancellation (Ctrl-C, campaign deadline) propagates: the unit gets no unit_end,

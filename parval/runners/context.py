@@ -3,6 +3,7 @@ start settings, model entries, launch specs, request bodies and fresh starts."""
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ from parval.plan.load import OMIT, NamedRequest, Plan, model_entry, shard_counts
 from parval.rundir.artifacts import ArtifactStore
 from parval.rundir.events import EventLog
 from parval.runners.fresh import fresh_start
-from parval.runners.start import StartSettings
+from parval.runners.start import Start, StartSettings
 from parval.server.launch import launch_spec
 from parval.server.memory import MemoryConfig
 from parval.server.process import LaunchSpec
@@ -47,11 +48,11 @@ class CampaignContext:
         )
 
     # -- plumbing ---------------------------------------------------------------------
-    def body(self, req: NamedRequest | dict[str, Any], model_id: str | None = None) -> dict[str, Any]:
+    def body(self, req: NamedRequest | dict[str, object], model_id: str | None = None) -> dict[str, object]:
         request = req.body if isinstance(req, NamedRequest) else req
         return {"model": model_id or self.plan.model_id, "request": request}
 
-    def model_entry(self, slots: Any = OMIT, **overrides: Any) -> dict[str, Any]:
+    def model_entry(self, slots: object = OMIT, **overrides: Any) -> dict[str, Any]:
         return model_entry(self.plan, slots=slots, **overrides)
 
     def launch(
@@ -59,7 +60,7 @@ class CampaignContext:
         role: str,
         *,
         flagged: bool,
-        slots: Any = OMIT,
+        slots: object = OMIT,
         ui_management: bool = False,
         extra_env: dict[str, str] | None = None,
         models: list[dict[str, Any]] | None = None,
@@ -73,7 +74,9 @@ class CampaignContext:
             extra_env=extra_env,
         )
 
-    def start(self, name: str, role: str, spec: LaunchSpec, count: int | None, **meta: Any) -> Any:
+    def start(
+        self, name: str, role: str, spec: LaunchSpec, count: int | None, **meta: object
+    ) -> AbstractAsyncContextManager[Start]:
         return fresh_start(
             name=name,
             role=role,

@@ -7,7 +7,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import anyio
 
@@ -18,7 +18,7 @@ from parval.rundir.events import EventLog
 from parval.rundir.files import atomic_write
 from parval.runners.start import Start, StartAborted, StartSettings
 from parval.server.client import Client
-from parval.server.memory import MemorySampler, PhaseTracker
+from parval.server.memory import GuardStop, MemorySample, MemorySampler, PhaseTracker
 from parval.server.process import LaunchSpec, spawn, wait_ready
 from parval.server.status import StatusPoller
 
@@ -29,6 +29,15 @@ _FIELD = {
     "max_parallel_slots": "max_parallel",
     "loaded": "loaded",
 }
+
+
+class StatusFields(TypedDict):
+    """Which /v1/models slot fields a process showed (run_end's `status_fields`)."""
+
+    slot_fields: bool
+    first_slots: int | None
+    slots_seen: list[int]
+    max_parallel_seen: list[int | None]
 
 
 @asynccontextmanager
@@ -44,7 +53,7 @@ async def fresh_start(
     settings: StartSettings,
     count: int | None,
     cache_sensitive: bool,
-    meta: dict[str, Any],
+    meta: dict[str, object],
 ) -> AsyncIterator[Start]:
     """Launch, wait for /health, start poller and sampler; always stop the server.
 
@@ -62,13 +71,13 @@ async def fresh_start(
     )
     server = spawn(spec, directory, name)
     phases = PhaseTracker("startup")
-    samples: list[dict[str, Any]] = []
+    samples: list[MemorySample] = []
     # The memory guard (memory.guard_mib) stops the start's work at once: the start ends as
     # BLOCKED evidence (a VRAM failure is never a reason to lower quality settings).
     guard = anyio.CancelScope()
-    tripped: list[dict[str, Any]] = []
+    tripped: list[GuardStop] = []
 
-    def on_guard(sample: dict[str, Any]) -> None:
+    def on_guard(sample: GuardStop) -> None:
         tripped.append(sample)
         guard.cancel()
 
@@ -78,7 +87,7 @@ async def fresh_start(
         else None
     )
     ended = False
-    forced: dict[str, Any] | None = None
+    forced: dict[str, object] | None = None
     failure: BaseException | None = None
     try:
         async with anyio.create_task_group() as tg:
@@ -195,11 +204,11 @@ async def fresh_start(
 async def _end(
     st: Start,
     directory: Path,
-    samples: list[dict[str, Any]],
+    samples: list[MemorySample],
     phases: PhaseTracker,
     sampler: MemorySampler | None,
     settings: StartSettings,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Close the client, stop the server, write samples, record run_end (all shielded:
     the server is always stopped and the attempt always closed, even if a Ctrl-C or a
     deadline lands meanwhile; the whole is bounded by the grace period)."""
@@ -238,13 +247,13 @@ def _contains(exc: BaseException | None, cls: type[BaseException]) -> bool:
     return isinstance(exc, cls)
 
 
-def _write_samples(directory: Path, poller: StatusPoller, samples: list[dict[str, Any]], phases: PhaseTracker) -> None:
+def _write_samples(directory: Path, poller: StatusPoller, samples: list[MemorySample], phases: PhaseTracker) -> None:
     atomic_write(directory / "status.jsonl", "".join(json.dumps(s.to_json()) + "\n" for s in poller.samples))
     atomic_write(directory / "memory.jsonl", "".join(json.dumps(s) + "\n" for s in samples))
     atomic_write(directory / "phases.json", json.dumps(phases.transitions()))
 
 
-def _status_fields(poller: StatusPoller) -> dict[str, Any]:
+def _status_fields(poller: StatusPoller) -> StatusFields:
     """Which /v1/models slot fields this process showed (legacy shows none)."""
     present = [s for s in poller.samples if s.ok and s.present]
     max_parallel: list[int | None] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.lowlevel
@@ -46,7 +46,7 @@ async def independent_servers(c: CampaignContext, n: int) -> None:
             if rep == 0:
                 cold_s = round(batch, 6)
                 continue
-            info: dict[str, Any] = {
+            info: dict[str, object] = {
                 "batch_s": round(batch, 6),
                 "latencies_s": [round(r.elapsed_s, 6) for r in done],
                 "failures": sum(r.outcome != "ok" for r in done),

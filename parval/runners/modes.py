@@ -7,20 +7,33 @@ import base64
 import hashlib
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import anyio
 
 from parval.runners.start import Start
+from parval.server.client import Reply
 
 CUT_ON_PURPOSE = "client disconnected on purpose"  # Client.sse's reason when it stops early
 
 if TYPE_CHECKING:
     from parval.runners.context import CampaignContext
 
+# One SSE reply: the Reply and its events (parsed JSON, or '[DONE]').
+Stream = tuple[Reply, list[object]]
 
-def _speech_body(c: CampaignContext, request: dict[str, Any]) -> dict[str, Any]:
-    body: dict[str, Any] = {
+
+class StreamWindow(TypedDict):
+    """What the status polls showed during one streaming wave."""
+
+    t0: float
+    max_active: int | None
+    counters_present: bool
+    polls: int
+
+
+def _speech_body(c: CampaignContext, request: dict[str, object]) -> dict[str, object]:
+    body: dict[str, object] = {
         "model": c.plan.model_id,
         "input": request.get("text", ""),
         "stream": True,
@@ -32,7 +45,7 @@ def _speech_body(c: CampaignContext, request: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def _pcm_hash(events: list[Any]) -> tuple[str, int, bool]:
+def _pcm_hash(events: list[object]) -> tuple[str, int, bool]:
     """sha256 of the concatenated raw PCM deltas, byte count, and whether it ended cleanly."""
     h = hashlib.sha256()
     size = 0
@@ -70,8 +83,8 @@ async def streaming_checks(c: CampaignContext, st: Start, n: int) -> None:
     history = await warm_every_slot(c, st, n)
     body = _speech_body(c, base.body)
 
-    async def streams(stop_first: bool) -> list[tuple[Any, list[Any]]]:
-        results: list[Any] = [None] * n
+    async def streams(stop_first: bool) -> list[Stream]:
+        results: list[Any] = [None] * n  # every slot filled once the task group ends
         gate = anyio.Event()
 
         async def one(i: int) -> None:
@@ -87,9 +100,9 @@ async def streaming_checks(c: CampaignContext, st: Start, n: int) -> None:
         return results
 
     st.phases.set("streaming")
-    windows: dict[str, dict[str, Any]] = {}
+    windows: dict[str, StreamWindow] = {}
 
-    async def timed(label: str, stop_first: bool) -> list[tuple[Any, list[Any]]]:
+    async def timed(label: str, stop_first: bool) -> list[Stream]:
         t0 = time.monotonic()
         batch = await streams(stop_first)
         # Only this wave's samples: an earlier wave's leases must not count as overlap here.
@@ -151,7 +164,7 @@ async def batch_checks(c: CampaignContext, st: Start, n: int) -> None:
     history = await warm_every_slot(c, st, n)
     payload = {"model": c.plan.model_id, "requests": [r.body for r in c.requests]}
     st.phases.set("batch")
-    batches: list[Any] = [None] * max(2, n)
+    batches: list[Any] = [None] * max(2, n)  # every slot filled once the task group ends
 
     async def one(i: int) -> None:
         batches[i] = await st.client.sse("/v1/tasks/batch", payload)

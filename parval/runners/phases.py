@@ -268,7 +268,7 @@ async def serial_reuse(c: CampaignContext, st: Start, k: int) -> None:
     st.phases.set("idle")
 
 
-def wave_bodies(c: CampaignContext, reqs: list[NamedRequest]) -> list[dict[str, Any]]:
+def wave_bodies(c: CampaignContext, reqs: list[NamedRequest]) -> list[dict[str, object]]:
     return [c.body(r) for r in reqs]
 
 

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from parval.errors import ServerStartError
 from parval.procedure.server_facts import LEGACY_SLOTS_TEXT, ROUTE_LOAD, SLOTS_FORMS
 from parval.runners.start import Start
+from parval.server.client import ReplySummary
 from parval.server.process import spawn, wait_ready
+from parval.server.status import StatusSample
 
 if TYPE_CHECKING:
     from parval.runners.context import CampaignContext
@@ -58,6 +60,18 @@ async def x1_registration_probe(c: CampaignContext, st: Start) -> None:
 CAPACITY_TEXT = "does not support the requested slots"
 
 
+class ResizeStep(TypedDict):
+    """One resize of the X3 probe: `capacity_refused` when the first was refused for
+    capacity (the probe ends there), the status fields seen otherwise."""
+
+    slots: int
+    reply: ReplySummary
+    capacity_refused: NotRequired[bool]
+    status_fields: NotRequired[bool]
+    slots_seen: NotRequired[int | None]
+    output_status: NotRequired[int | None]
+
+
 async def x3_resize_probe(c: CampaignContext, st: Start) -> None:
     """Resizing across one (1→2→1→2→1) keeps the parallel lifecycle: slot fields stay, the
     pool republishes, and the first output after each resize equals the cold reference.
@@ -65,7 +79,7 @@ async def x3_resize_probe(c: CampaignContext, st: Start) -> None:
     The plan's counts do not limit this: only the model's capacity does. A server that
     refuses two slots with its capacity message makes the probe inapplicable, not failed."""
     base = c.requests[0]
-    steps: list[dict[str, Any]] = []
+    steps: list[ResizeStep] = []
     refused: str | None = None
     for i, slots in enumerate((2, 1, 2, 1)):
         st.phases.set(f"x3_resize:{slots}")
@@ -75,8 +89,12 @@ async def x3_resize_probe(c: CampaignContext, st: Start) -> None:
             refused = message
             steps.append({"slots": slots, "reply": reply.summary(), "capacity_refused": True})
             break
-        sample = await st.wait_status(lambda s, n=slots: s.slots == n, 2.0, needs=("slots",))
-        step: dict[str, Any] = {
+
+        def resized(s: StatusSample, n: int = slots) -> bool:
+            return s.slots == n
+
+        sample = await st.wait_status(resized, 2.0, needs=("slots",))
+        step: ResizeStep = {
             "slots": slots,
             "reply": reply.summary(),
             "status_fields": bool(sample and sample.active is not None),

@@ -6,17 +6,26 @@ rejection-latency probe (P4)."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 import anyio
 
 from parval.procedure.server_facts import ROUTE_BULK_UNLOAD, ROUTE_LOAD
 from parval.runners.start import Start
+from parval.server.client import Reply
 from parval.server.status import taken_at
 from parval.server.waves import release_together
 
 if TYPE_CHECKING:
     from parval.runners.context import CampaignContext
+
+
+class LaterSamples(TypedDict):
+    """The status samples between the later request's send and the unload's return."""
+
+    polls: int
+    max_active: int | None
+    max_queued: int | None
 
 
 async def recovery_start(c: CampaignContext, n: int) -> None:
@@ -33,7 +42,7 @@ async def recovery_start(c: CampaignContext, n: int) -> None:
 async def unload_during_first_load(c: CampaignContext, st: Start) -> None:
     base = c.requests[0]
     st.phases.set("cold_load")
-    first: dict[str, Any] = {}
+    first: dict[str, Reply] = {}
 
     async def send() -> None:
         first["reply"] = await st.client.post(c.settings.route, c.body(base))
@@ -113,7 +122,7 @@ def later_gap_s(st: Start, tried: int = 1) -> float:
     return round(base * (1 + 0.5 * (tried - 1)), 6)
 
 
-def later_order(st: Start, busy: int, t_later: float, t_unload_done: float) -> tuple[str, dict[str, Any]]:
+def later_order(st: Start, busy: int, t_later: float, t_unload_done: float) -> tuple[str, LaterSamples]:
     """Where the server put the request sent after the waiting unload, from the status
     samples taken after it was sent and before the unload returned: queued behind the
     unload with a slot free (queued_behind), admitted past it (admitted_past: one more
@@ -121,7 +130,11 @@ def later_order(st: Start, busy: int, t_later: float, t_unload_done: float) -> t
     window = [s for s in st.poller.samples if s.ok and s.present and taken_at(s) >= t_later and s.t <= t_unload_done]
     actives = [s.active for s in window if s.active is not None]
     queued = [s.queued for s in window if s.queued is not None]
-    info = {"polls": len(window), "max_active": max(actives, default=None), "max_queued": max(queued, default=None)}
+    info: LaterSamples = {
+        "polls": len(window),
+        "max_active": max(actives, default=None),
+        "max_queued": max(queued, default=None),
+    }
     if any((s.active or 0) > busy for s in window):
         return "admitted_past", info
     if any((s.queued or 0) >= 1 and s.active is not None and s.active <= busy for s in window):
@@ -150,14 +163,14 @@ async def _unload_in_flight_once(c: CampaignContext, st: Start, n: int, which: s
         else ("/v1/tasks/unload_all_models", {})
     )
     history = list(st.histories[0])
-    replies: list[Any] = []
-    unload: dict[str, Any] = {}
-    later: dict[str, Any] = {}
+    replies: list[Reply] = []
+    unload: dict[str, Reply] = {}
+    later: dict[str, Reply] = {}
     # Keep one slot spare (when there is more than one): a later request must still queue
     # behind the waiting unload instead of taking the free slot (no barging).
     busy = max(1, n - 1)
     gap = later_gap_s(st, tried)
-    sent: dict[str, Any] = {}
+    sent: dict[str, float | bool] = {}
 
     async def wave() -> None:
         replies.extend(await release_together(st.client, c.settings.route, [c.body(base)] * busy))
@@ -249,8 +262,8 @@ async def load_failure_retry(c: CampaignContext, st: Start, n: int) -> None:
     base = c.requests[0]
     st.phases.set("load_failure")
     broken = c.model_entry(slots=n, path=str(c.run_dir / "missing-model.bin"))
-    replies: list[Any] = []
-    failure: dict[str, Any] = {}
+    replies: list[Reply] = []
+    failure: dict[str, Reply] = {}
 
     async def healthy() -> None:
         replies.extend(await release_together(st.client, c.settings.route, [c.body(base)] * n))

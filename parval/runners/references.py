@@ -6,7 +6,7 @@ replays for cache-sensitive models; the comparator's negative control."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from parval.gates.compare import canonicalize, same
 from parval.gates.planted import plant_mismatch
@@ -129,7 +129,7 @@ async def negative_control(c: CampaignContext) -> None:
             and (e.get("output") or {}).get("valid")
         ):
             body = c.store.path(e["artifact"], "json").read_bytes()
-            source: dict[str, Any] = {"run": e["run"], "req": e["req"], "artifact": e["artifact"]}
+            source: dict[str, object] = {"run": e["run"], "req": e["req"], "artifact": e["artifact"]}
             break
     if body is None:
         c.log.append("negative_control", caught=None, reason="no valid reference output to plant into")

@@ -6,19 +6,20 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import anyio
 
 from parval.gates.compare import Output, canonicalize
 from parval.rundir.artifacts import ArtifactStore
 from parval.rundir.events import EventLog
-from parval.server.client import CONNECT_ERROR, INDETERMINATE, OK, Client, Reply
-from parval.server.memory import MemoryConfig, MemorySampler, PhaseTracker
+from parval.server.client import CONNECT_ERROR, INDETERMINATE, OK, Client, Reply, ReplySummary
+from parval.server.memory import MemoryConfig, MemorySample, MemorySampler, PhaseTracker
 from parval.server.process import ServerProcess
 from parval.server.status import StatusPoller, StatusSample, summarise_window, taken_at
-from parval.server.trace import read_trace
+from parval.server.trace import TraceLine, read_trace
 
 
 class StartAborted(Exception):
@@ -41,6 +42,37 @@ _SAMPLE_FIELDS = ("active", "queued", "loaded", "slots", "max_parallel")
 _NO_ANSWER = (INDETERMINATE, CONNECT_ERROR)
 # How long a server whose requests all went unanswered may take to be seen exiting.
 EXIT_SETTLE_S = 5.0
+
+
+class UnloadCheck(TypedDict):
+    """What /v1/models showed after an unload (`Start.observe_unloaded`)."""
+
+    reply: ReplySummary
+    loaded_false: bool
+    polls_after: int
+    still_loaded: bool
+    loaded_field: bool
+
+
+class Drained(TypedDict):
+    """Whether the slots drained after a step (`Start.drained`); `waited` and
+    `polls_ok` only when the process published no counters to wait for."""
+
+    ok: bool
+    active: int | None
+    queued: int | None
+    fields_present: bool
+    waited: NotRequired[bool]
+    polls_ok: NotRequired[bool]
+
+
+class AllInFlight(TypedDict):
+    """The window with every request of a wave in flight, and what the polls inside showed."""
+
+    ms: float
+    polls: int
+    max_active: int | None
+    max_active_loaded: int | None
 
 
 @dataclass
@@ -72,7 +104,7 @@ class Start:
     count: int | None
     cache_sensitive: bool
     histories: list[list[str]] = field(default_factory=list)
-    memory_samples: list[dict[str, Any]] = field(default_factory=list)
+    memory_samples: list[MemorySample] = field(default_factory=list)
     sampler: MemorySampler | None = None
     t0: float = field(default_factory=time.monotonic)
     crash_recorded: bool = False
@@ -103,7 +135,7 @@ class Start:
         return field_name in self._fields_seen
 
     async def wait_status(
-        self, predicate: Any, timeout_s: float, needs: tuple[str, ...] = ("active",)
+        self, predicate: Callable[[StatusSample], object], timeout_s: float, needs: tuple[str, ...] = ("active",)
     ) -> StatusSample | None:
         """`poller.wait_for`, but None at once when this process has never published a
         field the predicate reads: a wait for a signal that cannot come costs the timeout."""
@@ -111,7 +143,7 @@ class Start:
             return None
         return await self.poller.wait_for(predicate, timeout_s)
 
-    async def observe_unloaded(self, reply: Reply, timeout_s: float = 2.0) -> dict[str, Any]:
+    async def observe_unloaded(self, reply: Reply, timeout_s: float = 2.0) -> UnloadCheck:
         """After an unload `reply`: did /v1/models show the model loaded:false (and its
         slots drained)? Waits up to `timeout_s`; records how many successful samples came
         after the reply and whether every one still showed the model loaded, so that a
@@ -171,7 +203,7 @@ class Start:
     def rel(self, t: float) -> float:
         return round(t - self.t0, 6)
 
-    def event(self, kind: str, **fields: Any) -> dict[str, Any]:
+    def event(self, kind: str, **fields: object) -> dict[str, Any]:
         """Append an event of this start (its run name and attempt first)."""
         return self.log.append(kind, run=self.name, attempt=self.attempt, **fields)
 
@@ -185,7 +217,7 @@ class Start:
         history: list[str] | None,
         slot: int | None = None,
         expect_error: bool = False,
-        **extra: Any,
+        **extra: object,
     ) -> dict[str, Any]:
         output = None
         artifact = None
@@ -260,7 +292,7 @@ class Start:
         self.phases.set(phase)
         await anyio.sleep(max(0.05, 2 * interval))
 
-    async def drained(self, timeout_s: float = 1.5) -> dict[str, Any]:
+    async def drained(self, timeout_s: float = 1.5) -> Drained:
         """active_slots == 0 and queued_requests == 0, allowing the status a short lag.
         A process that has published no counters is not waited for: they would not come."""
         if not self.counters_published:
@@ -291,8 +323,8 @@ class Start:
         t_start: float,
         t_end: float,
         replies: list[Reply],
-        drained: dict[str, Any],
-        **extra: Any,
+        drained: Drained,
+        **extra: object,
     ) -> dict[str, Any]:
         status = summarise_window(self.poller.window(t_start, t_end), n)
         sends = [r.t_send for r in replies]
@@ -313,7 +345,7 @@ class Start:
             **extra,
         )
 
-    def all_in_flight(self, replies: list[Reply]) -> dict[str, Any] | None:
+    def all_in_flight(self, replies: list[Reply]) -> AllInFlight | None:
         """The window in which the client had every request of a wave in flight at once
         (last send to first reply) and what the status polls wholly inside it showed."""
         if len(replies) < 2:
@@ -331,7 +363,7 @@ class Start:
             "max_active_loaded": max((s.active for s in inside if s.active is not None and s.loaded), default=None),
         }
 
-    def trace_lines(self, offset: int) -> tuple[list[dict[str, Any]], int]:
+    def trace_lines(self, offset: int) -> tuple[list[TraceLine], int]:
         """Observer-trace lines written to stderr since byte `offset`."""
         return read_trace(self.server.stderr_path, offset)
 

@@ -5,28 +5,50 @@ is known (M3.history, M3.reversed)."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import NotRequired, TypedDict
 
 import anyio
 
 from parval.server.client import Client, Reply
-from parval.server.status import StatusPoller, taken_at
+from parval.server.status import StatusPoller, StatusSample, taken_at
 
 # Without counters to watch, requests of an ordered wave are sent this far apart so that
 # they arrive in order; their admission cannot be observed.
 UNOBSERVED_GAP_S = 0.002
 
 
+class StalledAdmission(TypedDict):
+    """An admission that did not show while several requests were in flight."""
+
+    request: int
+    want: int
+    outstanding: int
+    polls: int
+    max_active: int
+
+
+class AdmissionInfo(TypedDict):
+    """How an ordered wave was admitted (recorded as the wave event's `admission`)."""
+
+    ordered_ok: bool
+    finished_early: bool
+    admit_waits_ms: list[float]
+    observed: bool
+    admit_timeout_s: float
+    stalled: NotRequired[StalledAdmission]
+
+
 async def ordered_admission(
     client: Client,
     poller: StatusPoller,
     path: str,
-    bodies: list[Any],
+    bodies: Sequence[object],
     *,
     admit_timeout_s: float,
     timeout_s: float | None = None,
     observe: bool = True,
-) -> tuple[list[Reply], dict[str, Any]]:
+) -> tuple[list[Reply], AdmissionInfo]:
     """Send request i only after the server reports i active slots (so it holds slot i-1).
 
     With lowest-free-slot admission this makes each slot's history predictable. The info
@@ -36,7 +58,7 @@ async def ordered_admission(
     requests go out in order, a moment apart, and the admission is recorded as unobserved.
     """
     replies: list[Reply | None] = [None] * len(bodies)
-    info: dict[str, Any] = {
+    info: AdmissionInfo = {
         "ordered_ok": True,
         "finished_early": False,
         "admit_waits_ms": [],
@@ -62,9 +84,11 @@ async def ordered_admission(
                 if i < len(bodies) - 1:
                     await anyio.sleep(UNOBSERVED_GAP_S)
                 continue
-            seen = await poller.wait_for(
-                lambda s, want=i + 1, t0=t0: (s.active or 0) >= want and s.t > t0, admit_timeout_s
-            )
+
+            def admitted(s: StatusSample, want: int = i + 1, t0: float = t0) -> bool:
+                return (s.active or 0) >= want and s.t > t0
+
+            seen = await poller.wait_for(admitted, admit_timeout_s)
             info["admit_waits_ms"].append(round((time.monotonic() - t0) * 1000, 2))
             if seen is None:
                 info["ordered_ok"] = False

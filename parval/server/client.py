@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import anyio
 import httpx
@@ -22,6 +22,16 @@ HTTP_ERROR = "http_error"  # a complete non-2xx reply
 INDETERMINATE = "indeterminate"  # timeout, reset, connection dropped: unknown what happened
 OVERSIZE = "oversize"  # body larger than the plan's limit
 CONNECT_ERROR = "connect_error"  # never reached the server
+
+
+class ReplySummary(TypedDict):
+    """A reply as the event log records it (`Reply.summary`)."""
+
+    status: int | None
+    outcome: str
+    ms: float
+    error: str
+    error_type: NotRequired[str | None]  # only for HTTP_ERROR
 
 
 @dataclass
@@ -61,8 +71,8 @@ class Reply:
             return str(kind) if kind is not None else None
         return None
 
-    def summary(self) -> dict[str, Any]:
-        out = {
+    def summary(self) -> ReplySummary:
+        out: ReplySummary = {
             "status": self.status,
             "outcome": self.outcome,
             "ms": round(self.elapsed_s * 1000, 3),
@@ -92,7 +102,7 @@ class Client:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def request(self, method: str, path: str, body: Any = None, timeout_s: float | None = None) -> Reply:
+    async def request(self, method: str, path: str, body: object = None, timeout_s: float | None = None) -> Reply:
         sent = _Sent(method, path, time.monotonic())
         limit = timeout_s or self.timeout
         reply: Reply | None = None
@@ -102,7 +112,7 @@ class Client:
             return sent.end(INDETERMINATE, f"timeout: no complete reply within {limit:g} s")
         return reply
 
-    async def _request(self, sent: _Sent, body: Any, limit: float) -> Reply:
+    async def _request(self, sent: _Sent, body: object, limit: float) -> Reply:
         content = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"} if content is not None else {}
         try:
@@ -149,19 +159,19 @@ class Client:
         except (httpx.HTTPError, OSError) as exc:
             return sent.lost(exc)
 
-    async def post(self, path: str, body: Any, timeout_s: float | None = None) -> Reply:
+    async def post(self, path: str, body: object, timeout_s: float | None = None) -> Reply:
         return await self.request("POST", path, body, timeout_s)
 
     async def get(self, path: str, timeout_s: float | None = None) -> Reply:
         return await self.request("GET", path, None, timeout_s)
 
     async def sse(
-        self, path: str, body: Any, *, stop_after_events: int | None = None, timeout_s: float | None = None
-    ) -> tuple[Reply, list[Any]]:
+        self, path: str, body: object, *, stop_after_events: int | None = None, timeout_s: float | None = None
+    ) -> tuple[Reply, list[object]]:
         """POST and read a Server-Sent-Events reply. `stop_after_events` disconnects early
         (a client going away mid-stream). Events are parsed JSON, or the string '[DONE]'."""
         sent = _Sent("POST", path, time.monotonic())
-        events: list[Any] = []
+        events: list[object] = []
         limit = timeout_s or self.timeout
         result: Reply | None = None
         with anyio.move_on_after(limit):
@@ -171,7 +181,7 @@ class Client:
         return result, events
 
     async def _sse(
-        self, sent: _Sent, body: Any, stop_after_events: int | None, limit: float, events: list[Any]
+        self, sent: _Sent, body: object, stop_after_events: int | None, limit: float, events: list[object]
     ) -> Reply:
         try:
             async with self._http.stream(

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal, NotRequired, TypedDict, TypeVar
 
 import anyio
 
@@ -22,6 +22,59 @@ from parval.server.nvml import GpuDevice, open_device
 
 _DRAIN_INTERVAL_S = 0.02
 _MAX_ERRORS_KEPT = 20
+
+
+class HostSample(TypedDict):
+    """One host-memory sample of the server's process tree (a memory.jsonl line)."""
+
+    t: float
+    phase: str
+    kind: Literal["host"]
+    rss_mib: float
+    pss_mib: float | None
+    pids: list[int]
+
+
+class GpuSample(TypedDict):
+    """One NVML sample of the device and of the server's processes on it."""
+
+    t: float
+    phase: str
+    kind: Literal["gpu"]
+    device_used_mib: float
+    device_total_mib: float
+    process_mib: float | None
+
+
+MemorySample = HostSample | GpuSample
+
+
+class GuardStop(GpuSample):
+    """The GPU sample that tripped memory.guard_mib, with the limit it reached."""
+
+    guard_mib: float
+
+
+_Delivered = TypeVar("_Delivered", MemorySample, GuardStop)
+
+
+class SamplerInfo(TypedDict):
+    """How the sampler ran (run_end's `memory`)."""
+
+    gpu: str
+    host: str
+    gpu_interval_s: float
+    host_interval_s: float
+    nvml_device_index: int | None
+    guard_mib: float | None
+    samples: int
+    host_samples: int
+    gpu_samples: int
+    gpu_process_nonzero_samples: int
+    errors: int
+    recent_errors: list[str]
+    guard_stop: GuardStop | None
+    host_ended: NotRequired[str]
 
 
 @dataclass(frozen=True)
@@ -78,8 +131,8 @@ class MemorySampler:
         pid: int,
         config: MemoryConfig,
         phases: PhaseTracker,
-        sink: Callable[[dict[str, Any]], None],
-        on_guard: Callable[[dict[str, Any]], None] | None = None,
+        sink: Callable[[MemorySample], None],
+        on_guard: Callable[[GuardStop], None] | None = None,
         *,
         gpu_opener: Callable[[int], GpuDevice | str] | None = None,
     ) -> None:
@@ -89,7 +142,7 @@ class MemorySampler:
         self._sink = sink
         self._on_guard = on_guard
         self._gpu_opener = gpu_opener or (lambda index: open_device(index))
-        self._queue: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[MemorySample] = queue.SimpleQueue()
         self._tree_pids: list[int] = [pid]  # latest host tree, reused by the GPU loop
         self._gpu_info = (
             "unavailable: no NVML device configured (nvml_device_index is None)"
@@ -102,12 +155,12 @@ class MemorySampler:
         self._counts = {"host": 0, "gpu": 0}
         self._errors: list[str] = []
         self._error_count = 0
-        self._guard_sample: dict[str, Any] | None = None
+        self._guard_sample: GuardStop | None = None
         self._lock = threading.Lock()
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> SamplerInfo:
         with self._lock:
-            out: dict[str, Any] = {
+            out: SamplerInfo = {
                 "gpu": self._gpu_info,
                 "host": self._host_info,
                 "gpu_interval_s": self._config.gpu_interval_s,
@@ -165,13 +218,13 @@ class MemorySampler:
                 and sample["kind"] == "gpu"
                 and sample["device_used_mib"] >= guard
             ):
-                tripped = {**sample, "guard_mib": guard}
+                tripped: GuardStop = {**sample, "guard_mib": guard}
                 with self._lock:
                     self._guard_sample = tripped
                 if self._on_guard is not None:
-                    self._call(self._on_guard, dict(tripped), "on_guard")
+                    self._call(self._on_guard, tripped.copy(), "on_guard")
 
-    def _call(self, fn: Callable[[dict[str, Any]], None], sample: dict[str, Any], what: str) -> None:
+    def _call(self, fn: Callable[[_Delivered], None], sample: _Delivered, what: str) -> None:
         try:
             fn(sample)
         except Exception as exc:  # a side task must not take the campaign down

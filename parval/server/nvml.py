@@ -8,7 +8,8 @@ hosts, CI) never load it at import time. Every failure to reach NVML is returned
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any, Protocol
+from types import ModuleType
+from typing import Protocol
 
 _MIB = 1024.0 * 1024.0
 
@@ -36,7 +37,7 @@ class GpuDevice(Protocol):
 class NvmlDevice:
     """One NVML device handle; NVML stays initialised until close()."""
 
-    def __init__(self, nvml: Any, handle: Any, v2: bool) -> None:
+    def __init__(self, nvml: ModuleType, handle: object, v2: bool) -> None:
         self._nvml = nvml
         self._handle = handle
         self._v2 = v2

@@ -105,7 +105,7 @@ class ServerProcess:
     started: float
     ready_s: float | None = None
     exit_code: int | None = None
-    stop_info: dict[str, Any] = field(default_factory=dict)
+    stop_info: dict[str, object] = field(default_factory=dict)
 
     @property
     def base_url(self) -> str:
@@ -151,12 +151,12 @@ class ServerProcess:
                 reaper.forget(self.proc.pid)
         return rc
 
-    async def stop(self, grace_s: float) -> dict[str, Any]:
+    async def stop(self, grace_s: float) -> dict[str, object]:
         """SIGTERM the group, wait `grace_s`, then SIGKILL. Records how it ended.
 
         Bounded: at most grace_s + KILL_WAIT_S, even for a process that cannot be reaped."""
         t0 = time.monotonic()
-        info: dict[str, Any] = {"signal": "SIGTERM", "graceful": False, "killed": False, "grace_s": grace_s}
+        info: dict[str, object] = {"signal": "SIGTERM", "graceful": False, "killed": False, "grace_s": grace_s}
         if self.returncode() is None:
             reaper.signal_group(self.proc.pid, signal.SIGTERM)
             if not await self.wait_exit(grace_s, 0.02):

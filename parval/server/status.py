@@ -9,8 +9,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypedDict, TypeVar
 
 import anyio
 import httpx
@@ -31,7 +32,7 @@ class StatusSample:
     # When the poll that produced this sample was sent: the state it shows is no older.
     t_sent: float | None = None
 
-    def to_json(self) -> list[Any]:
+    def to_json(self) -> list[float | int | bool | None]:
         return [round(self.t, 6), self.active, self.queued, self.loaded, self.max_parallel]
 
 
@@ -44,7 +45,7 @@ def parse_models(body: bytes, model_id: str) -> StatusSample | None:
     if not isinstance(entries, list):
         return None
 
-    def _int(e: dict[str, Any], key: str) -> int | None:
+    def _int(e: dict[str, object], key: str) -> int | None:
         v = e.get(key)
         return v if isinstance(v, int) and not isinstance(v, bool) else None
 
@@ -122,7 +123,7 @@ class StatusPoller(PollLoop[StatusSample]):
         self.add(dataclasses.replace(sample, t_sent=t_sent))
         return self.samples[-1]
 
-    async def wait_for(self, predicate: Any, timeout_s: float) -> StatusSample | None:
+    async def wait_for(self, predicate: Callable[[StatusSample], object], timeout_s: float) -> StatusSample | None:
         """Wait until a sample taken after this call started satisfies `predicate`; None on
         timeout. A sample polled before the call shows a state the caller may since have
         changed (a request just sent, an unload just asked for), so it never counts."""
@@ -146,7 +147,20 @@ def taken_at(s: StatusSample) -> float:
     return s.t_sent if s.t_sent is not None else s.t
 
 
-def summarise_window(samples: list[StatusSample], n: int) -> dict[str, Any]:
+class WindowSummary(TypedDict):
+    """What the poller saw during one wave (a wave event's `status`)."""
+
+    polls: int
+    poll_errors: int
+    poll_hz: float | None
+    max_active: int | None
+    max_active_loaded: int | None
+    max_queued: int | None
+    fields_present: bool
+    expected: int
+
+
+def summarise_window(samples: list[StatusSample], n: int) -> WindowSummary:
     """What the poller saw during one wave."""
     ok = [s for s in samples if s.ok and s.present]
     actives = [s.active for s in ok if s.active is not None]

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 TRACE_PREFIX = "[SLOT_VALIDATION] "
 
+# One trace object: parsed JSON whose keys vary by build (read with .get, never trusted).
+TraceLine = dict[str, object]
 
-def parse_trace(data: bytes) -> list[dict[str, Any]]:
+
+def parse_trace(data: bytes) -> list[TraceLine]:
     """Trace objects in order. Other stderr writers may interleave, so match the prefix
     anywhere in a line and parse the rest as JSON (key order is not fixed)."""
-    out: list[dict[str, Any]] = []
+    out: list[TraceLine] = []
     for raw in data.decode("utf-8", "replace").splitlines():
         idx = raw.find(TRACE_PREFIX)
         if idx < 0:
@@ -27,7 +29,7 @@ def parse_trace(data: bytes) -> list[dict[str, Any]]:
     return out
 
 
-def read_trace(path: Path, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+def read_trace(path: Path, offset: int = 0) -> tuple[list[TraceLine], int]:
     """Trace objects written to `path` since byte `offset`, and the new offset."""
     try:
         with path.open("rb") as fh:

@@ -21,8 +21,8 @@ import json
 import os
 import socket
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -41,7 +41,9 @@ SETTLE_MAX_S = 0.002
 RECEIVE_BYTES = 1 << 16
 
 
-async def release_together(client: Client, path: str, bodies: list[Any], timeout_s: float | None = None) -> list[Reply]:
+async def release_together(
+    client: Client, path: str, bodies: Sequence[object], timeout_s: float | None = None
+) -> list[Reply]:
     """Send N requests at (nearly) the same instant; one Reply per body, in order.
 
     Stage: connect and write all but the last byte of each request (concurrently).
@@ -76,7 +78,9 @@ async def release_together(client: Client, path: str, bodies: list[Any], timeout
     return [ex.reply for ex in exchanges if ex.reply is not None]
 
 
-async def _release_via_client(client: Client, path: str, bodies: list[Any], timeout_s: float | None) -> list[Reply]:
+async def _release_via_client(
+    client: Client, path: str, bodies: Sequence[object], timeout_s: float | None
+) -> list[Reply]:
     """Fallback for non-plain-HTTP base URLs: one task per request behind one event."""
     replies: list[Reply | None] = [None] * len(bodies)
     gate = anyio.Event()
@@ -119,7 +123,7 @@ def _target(base_url: str) -> tuple[str, int, str] | None:
     return parts.hostname, parts.port or 80, parts.path.rstrip("/")
 
 
-async def _resolve(host: str, port: int) -> tuple[int, tuple[Any, ...]]:
+async def _resolve(host: str, port: int) -> tuple[int, tuple[object, ...]]:
     try:
         ip = ipaddress.ip_address(host)
     except ValueError:
@@ -132,7 +136,7 @@ async def _resolve(host: str, port: int) -> tuple[int, tuple[Any, ...]]:
     return int(family), (host, port)
 
 
-def _request_bytes(host: str, port: int, target: str, body: Any, cache: dict[int, bytes]) -> bytes:
+def _request_bytes(host: str, port: int, target: str, body: object, cache: dict[int, bytes]) -> bytes:
     content = cache.get(id(body))
     if content is None:
         content = b"" if body is None else json.dumps(body).encode()
@@ -171,7 +175,7 @@ async def _send_all(sock: socket.socket, data: memoryview) -> int:
     return sent
 
 
-async def _stage(ex: _Exchange, family: int, address: tuple[Any, ...], path: str, write_timeout: float) -> None:
+async def _stage(ex: _Exchange, family: int, address: tuple[object, ...], path: str, write_timeout: float) -> None:
     """Connect, then write everything but the final byte."""
     t0 = time.monotonic()
     sock = ex.sock = socket.socket(family, socket.SOCK_STREAM)
