@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from parval.framework import contract
+from parval.framework.jsontypes import JsonObject
 from parval.status import Result, Status, combine
 
 
@@ -25,9 +26,9 @@ class Check:
     name: str
     status: Status
     detail: str
-    evidence: dict[str, Any] = field(default_factory=dict)
+    evidence: JsonObject = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "assertion": self.assertion,
             "name": self.name,
@@ -143,7 +144,10 @@ def assertion_result(
     """One F assertion from its sub-checks; no sub-check at all is PENDING with a reason."""
     items = list(checks)
     limitations = [*contract.limitations(assertion), *extra_limitations]
-    evidence: dict[str, Any] = {"checks": [c.to_json() for c in items], "contract": contract.coverage_json(assertion)}
+    evidence: dict[str, object] = {
+        "checks": [c.to_json() for c in items],
+        "contract": contract.coverage_json(assertion),
+    }
     if not items:
         return Result(assertion, Status.PENDING, unrun_reason, evidence, reproduction, limitations)
     status = combine(c.status for c in items)

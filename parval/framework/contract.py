@@ -30,7 +30,7 @@ class Cell:
     tests: tuple[str, ...]
     text: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {**asdict(self), "tests": list(self.tests)}
 
 

@@ -48,7 +48,7 @@ class CTestCase:
     time_s: float | None = None
     message: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod
@@ -78,7 +78,7 @@ class CTestRun:
     parsed_from: Literal["junit", "stdout", "none"] = "none"
     tests_regex: str | None = None
     env: dict[str, str] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, object] = field(default_factory=dict)
     started_at: str = ""
     error_kind: ErrorKind = ""
 
@@ -90,7 +90,7 @@ class CTestRun:
         *,
         build_dir: Path | str = "",
         tests_regex: str | None = None,
-        meta: Mapping[str, Any] | None = None,
+        meta: Mapping[str, object] | None = None,
     ) -> CTestRun:
         """A job that was not (or could not be) run, e.g. TSan on a platform without it."""
         return cls(
@@ -151,7 +151,7 @@ class CTestRun:
             detail += f"; {self.reason}"
         return f"{self.label}: {self.status} ({detail})"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "label": self.label,
             "build_dir": self.build_dir,
@@ -195,7 +195,7 @@ class CTestRun:
         )
 
 
-def _error_kind(data: Mapping[str, Any]) -> ErrorKind:
+def _error_kind(data: Mapping[str, object]) -> ErrorKind:
     """The error kind of a run recorded before runs carried one, from its reason text."""
     if data.get("status") != "error":
         return ""

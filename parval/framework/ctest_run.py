@@ -16,7 +16,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from parval.framework.ctest import (
     DEFAULT_LABEL,
@@ -40,7 +40,7 @@ def run_ctest(
     timeout_s: float = 1800,
     extra_args: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
-    meta: Mapping[str, Any] | None = None,
+    meta: Mapping[str, object] | None = None,
 ) -> CTestRun:
     """Run CTest in `build_dir` and record the outcome; never raises for a missing tool.
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from parval.framework.jsontypes import JsonValue
 from parval.framework.settings import Timing
 
 Facts = dict[str, Any]
@@ -80,7 +81,7 @@ class FlightFact:
     def cancelled(self) -> bool:
         return bool(self.raw.get("cancelled"))
 
-    def json(self) -> Any:
+    def json(self) -> JsonValue:
         return self.raw.get("json")
 
 
@@ -132,7 +133,7 @@ class Sample:
     queued: int | None
     loaded: bool | None
     capacity: int | None
-    slots: Any
+    slots: JsonValue
 
 
 def samples(facts: Facts, key: str = "samples") -> list[Sample]:
@@ -145,13 +146,13 @@ class Obs:
     `wait` records a bounded wait and whether it saw what it waited for; a probe reads
     `blocked` only to stop forcing a situation that can no longer be judged."""
 
-    def __init__(self, **facts: Any) -> None:
+    def __init__(self, **facts: object) -> None:
         self.facts: Facts = {"waits": [], **facts}
 
     def wait(self, what: str, seen: bool, *, unseen: str | None = None) -> bool:
         """A bounded wait for `what`; `unseen` is the text when it was not seen (default
         "never observed <what>")."""
-        entry: dict[str, Any] = {"what": what, "seen": bool(seen)}
+        entry: dict[str, object] = {"what": what, "seen": bool(seen)}
         if unseen is not None:
             entry["unseen"] = unseen
         self.facts["waits"].append(entry)
@@ -163,7 +164,7 @@ class Obs:
             stalled(s) for s in self.facts.get("staggers", [])
         )
 
-    def __setitem__(self, key: str, value: Any) -> None:
+    def __setitem__(self, key: str, value: object) -> None:
         self.facts[key] = value
 
     def __getitem__(self, key: str) -> Any:

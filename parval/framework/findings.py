@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 from parval.framework.checks import Check
+from parval.framework.facts import Facts
+from parval.framework.jsontypes import JsonObject
 from parval.framework.judges import run_judge
 from parval.procedure.catalogue import FRAMEWORK_GATE
 from parval.rundir.files import dumps
 from parval.status import Status
 
 # (assertion, sub-check name, judge key, facts, evidence the check carries)
-Observe = Callable[[str, str, str, dict[str, Any], dict[str, Any]], object]
+Observe = Callable[[str, str, str, Facts, JsonObject], object]
 
 
 class Findings:
@@ -30,19 +31,19 @@ class Findings:
         self._record = record
         self._observe = observe
 
-    def observe(self, assertion: str, name: str, judge: str, facts: dict[str, Any], **evidence: Any) -> Check:
+    def observe(self, assertion: str, name: str, judge: str, facts: Facts, **evidence: object) -> Check:
         """Record what one situation showed and judge it with the judge named `judge`."""
         if assertion not in FRAMEWORK_GATE:
             raise ValueError(f"unknown framework assertion {assertion}")
         # Judged as recorded: the judge reads the JSON the event holds, nothing more.
         facts = json.loads(dumps(facts))
-        evidence = json.loads(dumps(evidence))
+        recorded: JsonObject = json.loads(dumps(evidence))
         if self._observe is not None:
-            self._observe(assertion, name, judge, facts, evidence)
+            self._observe(assertion, name, judge, facts, recorded)
         verdict = run_judge(judge, facts)
-        return self._add(assertion, name, verdict.status, verdict.detail(), {"judge": judge, **evidence})
+        return self._add(assertion, name, verdict.status, verdict.detail(), {"judge": judge, **recorded})
 
-    def add(self, assertion: str, name: str, status: Status, detail: str, **evidence: Any) -> Check:
+    def add(self, assertion: str, name: str, status: Status, detail: str, **evidence: object) -> Check:
         """A sub-check that judges no server behaviour (skipped, not set up, a probe that
         could not finish): only PENDING or BLOCKED, recorded as a `given` observation."""
         if status not in (Status.PENDING, Status.BLOCKED, Status.NOT_APPLICABLE):
@@ -52,7 +53,7 @@ class Findings:
             )
         return self.observe(assertion, name, "given", {"status": str(status), "detail": detail}, **evidence)
 
-    def _add(self, assertion: str, name: str, status: Status, detail: str, evidence: dict[str, Any]) -> Check:
+    def _add(self, assertion: str, name: str, status: Status, detail: str, evidence: JsonObject) -> Check:
         check = Check(assertion, name, status, detail, evidence)
         self.checks.append(check)
         if self._record is not None:

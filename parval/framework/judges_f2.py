@@ -4,10 +4,9 @@ same-ID publication and deferred-callback leases. Pure functions of the recorded
 
 from __future__ import annotations
 
-from typing import Any
-
 from parval.framework.checks import Verdict
 from parval.framework.facts import Facts, FlightFact, flight, listed, named, stalled
+from parval.framework.jsontypes import JsonObject
 from parval.framework.observed import STALLED, all_ok, margin_s, ms, outputs_match, unloaded_ids, waits
 from parval.framework.observed import judge as register
 
@@ -142,11 +141,11 @@ def overlapping_managers(f: Facts) -> Verdict:
 register("f2.overlapping_managers", overlapping_managers)
 
 
-def _kept(v: Verdict, f: Facts, entry: dict[str, Any]) -> None:
+def _kept(v: Verdict, f: Facts, entry: JsonObject) -> None:
     """After a rejected replacement the working registration is unchanged and serves."""
     n, cap, what = f["count"], f["capacity"], str(entry["what"])
     sample = entry.get("sample")
-    seen: dict[str, Any] = sample if isinstance(sample, dict) else {}
+    seen: JsonObject = sample if isinstance(sample, dict) else {}
     v.require(
         sample is not None
         and seen.get("slots") == n

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from parval.framework.ctest import DEFAULT_LABEL, DEFAULT_SANITIZERS, STRESS_LABEL, CTestRun
 from parval.status import Result, Status, combine, not_applicable
@@ -140,7 +139,7 @@ def _built_with(run: CTestRun, label: str) -> str | None:
     return None
 
 
-def _sanitizer_job(run: CTestRun | None, label: str) -> tuple[Status, str, dict[str, Any]]:
+def _sanitizer_job(run: CTestRun | None, label: str) -> tuple[Status, str, dict[str, object]]:
     if run is None:
         return Status.PENDING, "no run recorded", {"status": "not_run"}
     job = run.to_json()
@@ -161,11 +160,12 @@ def _sanitizer_job(run: CTestRun | None, label: str) -> tuple[Status, str, dict[
 
 def _assess_sanitizers(runs: Sequence[CTestRun], sanitizers: Sequence[str], unavailable: dict[str, str]) -> Result:
     rid = "F6.sanitizers"
-    jobs: dict[str, dict[str, Any]] = {}
+    jobs: dict[str, dict[str, object]] = {}
     statuses: list[Status] = []
     parts: list[str] = []
     limitations: list[str] = []
     repro: list[str] = []
+    job: dict[str, object]
     for label in dict.fromkeys([*DEFAULT_SANITIZERS, *sanitizers]):
         if label not in sanitizers:
             if label in unavailable:
@@ -202,7 +202,7 @@ def _assess_stress(runs: Sequence[CTestRun]) -> Result:
     if run is None:
         return Result(rid, Status.PENDING, "no seeded stress run recorded")
     seed = run.meta.get("seed")
-    evidence: dict[str, Any] = {"run": run.to_json(), "seed": seed}
+    evidence: dict[str, object] = {"run": run.to_json(), "seed": seed}
     limitations = _superseded_notes(STRESS_LABEL, earlier)
     if seed is None:
         limitations.append("no seed recorded with the stress run (meta['seed'])")

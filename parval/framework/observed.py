@@ -45,7 +45,7 @@ def run_judge(key: str, facts: Facts) -> Verdict:
     return judged(fn, facts)
 
 
-def judged(fn: Judge, facts: Any) -> Verdict:
+def judged(fn: Judge, facts: Facts) -> Verdict:
     """`fn(facts)`; facts without a field the judge reads are missing evidence: PENDING
     naming it, never a pass and never a violation."""
     try:
@@ -168,8 +168,9 @@ def no_overtaking(v: Verdict, ordered: list[FlightFact], tol_s: float, what: str
 
 def unloaded_ids(f: FlightFact) -> list[str]:
     body = f.json()
-    if isinstance(body, dict) and isinstance(body.get("unloaded"), list):
-        return [str(x) for x in body["unloaded"]]
+    unloaded = body.get("unloaded") if isinstance(body, dict) else None
+    if isinstance(unloaded, list):
+        return [str(x) for x in unloaded]
     return []
 
 

@@ -37,7 +37,7 @@ class Capabilities:
     management_status: int | None = None
     plan_ui_management: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod

@@ -8,7 +8,6 @@ import functools
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -55,7 +54,7 @@ async def ctest_runs(ctx: Context) -> list[CTestRun]:
         tests_regex: str | None,
         extra_args: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
-        meta: Mapping[str, Any] | None = None,
+        meta: Mapping[str, object] | None = None,
     ) -> CTestRun:
         """run_ctest in a thread, at the probes file's timeout, logged."""
         call = functools.partial(
