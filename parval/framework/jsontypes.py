@@ -5,5 +5,5 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
-JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
-JsonObject: TypeAlias = "dict[str, JsonValue]"
+JsonValue: TypeAlias = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]
+JsonObject: TypeAlias = dict[str, JsonValue]

@@ -6,7 +6,6 @@ functions of the recorded facts."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from parval.framework.checks import Verdict
 from parval.framework.facts import Facts, FlightFact, flight, listed, named, samples, stalled, timing_of
@@ -23,7 +22,7 @@ class Joint:
     [active, queued, loaded] or None}]; an absent model counts 0 active, loaded None."""
 
     t: float
-    models: dict[str, Any]
+    models: dict[str, list[int | bool | None] | None]
 
     def active(self, model: str) -> int:
         x = self.models.get(model)
