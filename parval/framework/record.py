@@ -32,7 +32,7 @@ RECORD = "record.json"
 SCHEMA_VERSION = 1
 
 
-def identity(ctx: Context, source_commit: str | None) -> dict[str, Any]:
+def identity(ctx: Context, source_commit: str | None) -> dict[str, object]:
     """The scope this record speaks for: one source/build/platform/backend."""
     spec = ctx.plan.candidate
     server = ctx.plan.server
@@ -87,8 +87,8 @@ def record_id(ident: dict[str, Any], stamp: str) -> str:
     return f"fw-{stamp}-{ident['candidate_sha256'][:8]}-{digest[:8]}"
 
 
-def groups(results: list[Result]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def groups(results: list[Result]) -> dict[str, object]:
+    out: dict[str, object] = {}
     for g in sorted({group_of(r.id) for r in results}):
         members = [r for r in results if group_of(r.id) == g]
         status = combine(r.status for r in members)
@@ -122,7 +122,7 @@ def groups(results: list[Result]) -> dict[str, Any]:
     return out
 
 
-def verdict(results: list[Result]) -> dict[str, Any]:
+def verdict(results: list[Result]) -> dict[str, object]:
     applicable = [r for r in results if r.applicable]
     status = combine(r.status for r in applicable)
     if status is Status.PASS:
@@ -138,7 +138,7 @@ def verdict(results: list[Result]) -> dict[str, Any]:
 
 def assemble(
     inputs: dict[str, Any], results: list[Result], runs: list[CTestRun], checks: list[Check]
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The record from its recorded inputs and the judged results (also for --rejudge)."""
     missing = [a for a in FRAMEWORK_GATE if a not in {r.id for r in results}]
     if missing:
@@ -168,11 +168,11 @@ def record_inputs(
     ctx: Context,
     *,
     started: float,
-    outcomes: list[dict[str, Any]],
+    outcomes: list[dict[str, object]],
     selection: list[str],
     source_commit: str | None,
     argv: list[str],
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """What the record states besides judged results, fixed when the probes end."""
     ident = identity(ctx, source_commit)
     ident.pop("counts")
@@ -206,7 +206,7 @@ def record_inputs(
     }
 
 
-def write_record(run_dir: Path, record: dict[str, Any]) -> Path:
+def write_record(run_dir: Path, record: dict[str, object]) -> Path:
     errors = schema_errors(record, "framework")
     if errors:
         raise RuntimeError("framework record does not validate: " + "; ".join(errors[:5]))

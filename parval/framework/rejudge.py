@@ -30,7 +30,7 @@ def is_framework_run(path: Path) -> bool:
     return path.is_dir() and (path / RECORD).is_file() and (path / EVENTS).is_file()
 
 
-def _fields(event: dict[str, Any]) -> dict[str, Any]:
+def _fields(event: dict[str, object]) -> dict[str, object]:
     return {k: v for k, v in event.items() if k not in _META}
 
 
@@ -45,10 +45,10 @@ def rejudge_observation(event: dict[str, Any]) -> Check:
     return Check(str(event["assertion"]), str(event["name"]), verdict.status, verdict.detail(), evidence)
 
 
-def rejudge_framework(run_dir: Path) -> dict[str, Any]:
+def rejudge_framework(run_dir: Path) -> dict[str, object]:
     """The record rebuilt from `run_dir/events.jsonl`; RunDirError when it lacks the events."""
     events = read_events(run_dir / EVENTS)
-    last: dict[str, dict[str, Any]] = {}
+    last: dict[str, dict[str, object]] = {}
     checks: list[Check] = []
     runs: list[CTestRun] = []
     for e in events:
