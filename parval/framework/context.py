@@ -96,7 +96,7 @@ class Context:
     def derived_id(self, suffix: str) -> str:
         return f"{self.plan.model_id}-{suffix}"
 
-    def session_options(self, distinct: int | None = None) -> dict[str, Any]:
+    def session_options(self, distinct: int | None = None) -> dict[str, object]:
         """The plan's session options, or those plus the n-th distinguishing set."""
         opts = dict(self.plan.model["session_options"])
         if distinct is not None:
@@ -104,7 +104,7 @@ class Context:
         return opts
 
     def entry(
-        self, model_id: str | None = None, *, slots: Any = OMIT, distinct: int | None = None, **overrides: Any
+        self, model_id: str | None = None, *, slots: object = OMIT, distinct: int | None = None, **overrides: object
     ) -> dict[str, Any]:
         """A config/registration entry derived from the plan's model (only id/options vary).
 
@@ -120,7 +120,7 @@ class Context:
         )
 
     @staticmethod
-    def registration(entry: dict[str, Any]) -> dict[str, Any]:
+    def registration(entry: dict[str, object]) -> dict[str, object]:
         """A /v1/models/load body: the keys that route parses (no lazy/busy/defaults)."""
         drop = {
             "lazy",
@@ -133,14 +133,14 @@ class Context:
         return {k: v for k, v in entry.items() if k not in drop}
 
     def launch_spec(
-        self, models: list[dict[str, Any]], *, flagged: bool, ui: bool | None = None, **server: Any
+        self, models: list[dict[str, object]], *, flagged: bool, ui: bool | None = None, **server: object
     ) -> LaunchSpec:
         return launch_spec(
             self.plan, "candidate", models, flagged=flagged, ui_management=self.ui if ui is None else ui, server=server
         )
 
     # -- requests and outputs ---------------------------------------------------------------
-    def base_request(self) -> dict[str, Any]:
+    def base_request(self) -> dict[str, object]:
         return copy.deepcopy(self.plan.requests()[0].body)
 
     def canon(self, body: bytes) -> str | None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import anyio
 
@@ -60,7 +59,7 @@ async def unload_load_probe(ctx: Context) -> None:
             )
 
 
-async def unload_during_load(rig: Rig, model: str, name: str, method: str, path: str, body: dict[str, Any]) -> None:
+async def unload_during_load(rig: Rig, model: str, name: str, method: str, path: str, body: dict[str, object]) -> None:
     """An unload sent while the first load runs (judged by judges_f2.unload_during_load),
     tried again on a cold model while the load finished before it could be caught."""
     forbidden: list[bool] = []
@@ -78,7 +77,7 @@ async def unload_during_load(rig: Rig, model: str, name: str, method: str, path:
 
 
 async def unload_during_load_once(
-    rig: Rig, model: str, method: str, path: str, body: dict[str, Any], *, cold: bool
+    rig: Rig, model: str, method: str, path: str, body: dict[str, object], *, cold: bool
 ) -> tuple[Facts, bool]:
     """One attempt: (facts, whether the unload was refused 403)."""
     t = timing(rig)

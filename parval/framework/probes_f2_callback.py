@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 
 from parval.framework.context import Context
-from parval.framework.facts import Obs
+from parval.framework.facts import Facts, Obs
 from parval.framework.rig import open_rig
 from parval.framework.scenarios import attempts
 from parval.status import Status
@@ -36,7 +36,7 @@ async def callback_probe(ctx: Context) -> None:
             )
             return
 
-        async def attempt(i: int) -> dict[str, Any]:
+        async def attempt(i: int) -> Facts:
             """A batch in flight, then an unload; the exchange's end is awaited (bounded)
             before anything is judged, then a batch dropped after one event."""
             obs = Obs(model=model, attempt=i)

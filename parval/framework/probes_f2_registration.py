@@ -5,16 +5,15 @@ parval.framework.judges_f2 judges. `Reconf` builds the registration bodies the F
 
 from __future__ import annotations
 
-from typing import Any
-
 from parval.framework.facts import Obs
+from parval.framework.jsontypes import JsonValue
 from parval.framework.poller import Snapshot
 from parval.framework.preconditions import COUNTERS
 from parval.framework.rig import Flight, Rig
 from parval.framework.scenarios import model_count, references, timing
 from parval.status import Status
 
-INVALID_SLOTS: list[Any] = [0, 17, 1.5, "2", None, True]
+INVALID_SLOTS: list[JsonValue] = [0, 17, 1.5, "2", None, True]
 
 
 class Reconf:
@@ -25,12 +24,12 @@ class Reconf:
         self.model = model
         self.n = n
 
-    def body(self, distinct: int | None, **over: Any) -> dict[str, Any]:
+    def body(self, distinct: int | None, **over: object) -> dict[str, object]:
         ctx = self.rig.ctx
-        fields: dict[str, Any] = {"slots": self.n, **over}
+        fields: dict[str, object] = {"slots": self.n, **over}
         return ctx.registration(ctx.entry(self.model, distinct=distinct, **fields))
 
-    async def to(self, label: str, distinct: int | None, **over: Any) -> Flight:
+    async def to(self, label: str, distinct: int | None, **over: object) -> Flight:
         return await self.rig.call(
             label, "POST", "/v1/models/load", self.body(distinct, **over), timeout_s=timing(self.rig).slack_s + 30
         )
@@ -45,7 +44,7 @@ async def invalid_replacement(rig: Rig, rc: Reconf) -> None:
     ctx = rig.ctx
     cap = ctx.capacity or 1
 
-    def record(name: str, obs: Obs, flights: list[Flight], **evidence: Any) -> None:
+    def record(name: str, obs: Obs, flights: list[Flight], **evidence: object) -> None:
         """One sub-check of F2.invalid_replacement, judged by judges_f2.<name>."""
         ctx.findings.observe("F2.invalid_replacement", name, f"f2.{name}", rig.observed(obs, flights), **evidence)
 
@@ -110,7 +109,7 @@ async def invalid_replacement(rig: Rig, rc: Reconf) -> None:
     record("valid_resize", obs, [resize, after, back])
 
 
-def entry_json(rig: Rig, model: str, snap: Snapshot | None) -> dict[str, Any] | None:
+def entry_json(rig: Rig, model: str, snap: Snapshot | None) -> dict[str, object] | None:
     """One model's status fields as a sample showed them (None: never seen)."""
     x = snap.get(model) if snap is not None else None
     if x is None:
@@ -186,7 +185,7 @@ async def same_id(rig: Rig) -> None:
         "reconfigure-missing", "POST", "/v1/models/load", ctx.registration(ctx.entry(sid, path=missing))
     )
     listing = (await rig.call("models", "GET", "/v1/models")).json()
-    entry: dict[str, Any] = {}
+    entry: dict[str, object] = {}
     if isinstance(listing, dict):
         entry = next((e for e in listing.get("data", []) if e.get("id") == sid), {})
     obs["entry_loaded"] = entry.get("loaded")

@@ -11,7 +11,6 @@ parval.framework.judges_f5 judges.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import anyio
 
@@ -40,13 +39,13 @@ def _tags(models: Models) -> dict[str, str]:
     return {m: tag for m, _, tag in models}
 
 
-def joint_samples(rig: Rig, models: list[str], t0: float, t1: float | None = None) -> list[list[Any]]:
+def joint_samples(rig: Rig, models: list[str], t0: float, t1: float | None = None) -> list[list[object]]:
     """Status samples of several models at once as [t, {model: [active, queued, loaded] or
     None (absent)}] rows, a row only where something changed (judges_f5.joint reads them)."""
-    rows: list[list[Any]] = []
-    last: dict[str, Any] | None = None
+    rows: list[list[object]] = []
+    last: dict[str, object] | None = None
     for s in rig.poller.between(t0, time.monotonic() if t1 is None else t1):
-        values: dict[str, Any] = {}
+        values: dict[str, object] = {}
         for m in models:
             x = s.get(m)
             values[m] = None if x is None else [x.active, x.queued, x.loaded]
@@ -215,7 +214,7 @@ async def retiring_once(rig: Rig, models: Models, limit: int) -> Facts:
     return rig.observed(obs, [unload, incoming], keeper=keeper, incoming_tag=tm)
 
 
-def polls_during(rig: Rig, manager: Flight) -> dict[str, Any] | None:
+def polls_during(rig: Rig, manager: Flight) -> dict[str, object] | None:
     """The slowest status poll sent in the first half of `manager`'s wait, as a canary read
     (observed.stalled judges it): a registry held across the wait answers it only when the
     manager does, so the status could not show what happened meanwhile."""
@@ -263,7 +262,7 @@ async def ready_first(rig: Rig, models: Models) -> Facts:
     bulk = await rig.bulk("unload-b-a", [b, a])
     await anyio.sleep(t.gap_s)
     waiting = not bulk.finished
-    registry: dict[str, Any] = {"what": "the bulk unload", "manager": bulk.label, "still_waiting": waiting}
+    registry: dict[str, object] = {"what": "the bulk unload", "manager": bulk.label, "still_waiting": waiting}
     if waiting:
         registry["canaries"] = await canaries(rig, bulk)
         registry["manager_t_done"] = rig.rel(bulk.t_done) if bulk.finished else None

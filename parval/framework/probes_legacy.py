@@ -5,13 +5,12 @@ probes record; parval.framework.judges_legacy judges."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import anyio
 
 from parval.errors import ServerStartError
 from parval.framework.context import Context
 from parval.framework.facts import Facts, Obs
+from parval.framework.jsontypes import JsonValue
 from parval.framework.judges_legacy import LEGACY_SLOTS_TEXT
 from parval.framework.preconditions import BULK_UNLOAD, LOADED, MANAGEMENT, Capabilities, route_absent
 from parval.framework.probes_timeouts import bulk_ceiling_ms, timeout_checks, timeout_models
@@ -20,7 +19,7 @@ from parval.framework.scenarios import attempts, model_count, own_references, re
 from parval.server.process import spawn, wait_ready
 from parval.status import Status
 
-SLOTS_FORMS: list[Any] = [1, 2, None, False, "4"]
+SLOTS_FORMS: list[JsonValue] = [1, 2, None, False, "4"]
 
 
 async def legacy_probe(ctx: Context) -> None:

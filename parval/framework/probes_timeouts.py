@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Any
 
 import anyio
 
 from parval.framework.context import Context
-from parval.framework.facts import Obs
+from parval.framework.facts import Facts, Obs
 from parval.framework.preconditions import BULK_UNLOAD, MANAGEMENT
 from parval.framework.probes_f1 import tested_counts
 from parval.framework.rig import Flight, Rig, open_rig
@@ -83,7 +82,7 @@ async def timeout_checks(rig: Rig, n: int, runtime: str) -> None:
 
     async def attempt(
         name: str, model: str, body_timeout: int | None, expect: str | None, bound_ms: int, i: int
-    ) -> dict[str, Any]:
+    ) -> Facts:
         """One bounded (or unbounded) probe behind fresh occupants (judged by
         judges_timeouts.case)."""
         obs = Obs(case=name, expect=expect, bound_ms=bound_ms, probe=f"probe-{name}", attempt=i)
@@ -111,9 +110,9 @@ async def manager_timeout(rig: Rig, model: str, n: int, runtime: str, text: str,
     ctx = rig.ctx
     if ctx.unmet("F1.timeouts", f"manager_timeout@{runtime}", MANAGEMENT):
         return
-    made: list[dict[str, Any]] = []
+    made: list[Facts] = []
 
-    async def attempt(i: int) -> dict[str, Any]:
+    async def attempt(i: int) -> Facts:
         facts = await manager_attempt(rig, model, n, text, ceiling, i)
         made.append(facts)
         return facts
@@ -130,7 +129,7 @@ async def manager_timeout(rig: Rig, model: str, n: int, runtime: str, text: str,
     ctx.findings.observe("F1.timeouts", f"manager_timeout@{runtime}", "timeouts.manager_timeout", facts)
 
 
-async def manager_attempt(rig: Rig, model: str, n: int, text: str, ceiling: int, attempt: int) -> dict[str, Any]:
+async def manager_attempt(rig: Rig, model: str, n: int, text: str, ceiling: int, attempt: int) -> Facts:
     """A targeted unload behind occupants, with a spare slot and a request behind it on the
     flagged runtime (judged by judges_timeouts.manager_timeout)."""
     t = timing(rig)
@@ -182,7 +181,7 @@ async def bulk_ignores_ceiling(rig: Rig, model: str, n: int, runtime: str, ceili
     if ctx.unmet("F1.timeouts", f"bulk_unbounded@{runtime}", BULK_UNLOAD):
         return
 
-    async def attempt(i: int) -> dict[str, Any]:
+    async def attempt(i: int) -> Facts:
         """Work ahead of a bulk unload that outlasts the model's ceiling: flagged, cold
         occupants (held through the load); unflagged, a warm holder (a legacy bulk unload
         skips a load in progress). Judged by judges_timeouts.bulk_unbounded."""

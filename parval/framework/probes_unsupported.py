@@ -6,8 +6,6 @@ parval.framework.judges_unsupported judges."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from parval.framework.context import Context
 from parval.framework.facts import Obs
 from parval.framework.preconditions import COUNTERS, LOADED, route_absent
@@ -46,7 +44,7 @@ async def unsupported_mode(rig: Rig, model: str) -> None:
     (judged by judges_unsupported.unsupported_mode)."""
     ctx = rig.ctx
     mode = str(ctx.plan.model["mode"])
-    body: dict[str, Any] = {"model": model}
+    body: dict[str, object] = {"model": model}
     if mode == "offline":
         route, body["request"] = "/v1/tasks/stream", ctx.base_request()
     else:

@@ -26,7 +26,7 @@ from parval.server.process import LaunchSpec, ServerProcess, spawn, wait_ready
 
 if TYPE_CHECKING:
     from parval.framework.context import Context
-    from parval.framework.facts import Obs
+    from parval.framework.facts import Facts, Obs
 
 
 @dataclass
@@ -84,14 +84,14 @@ class Rig:
     flagged: bool
     t0: float = field(default_factory=time.monotonic)
     flights: list[Flight] = field(default_factory=list)
-    stop_info: dict[str, Any] | None = None
+    stop_info: dict[str, object] | None = None
 
     def rel(self, t: float) -> float | None:
         return None if t == float("inf") else round(t - self.t0, 4)
 
     # -- flights --------------------------------------------------------------------------
     async def start(
-        self, label: str, method: str, path: str, body: Any = None, timeout_s: float | None = None
+        self, label: str, method: str, path: str, body: object = None, timeout_s: float | None = None
     ) -> Flight:
         model = body.get("model") if isinstance(body, dict) else None
         flight = Flight(label, method, path, model=model if isinstance(model, str) else None)
@@ -102,7 +102,7 @@ class Rig:
     async def _fly(
         self,
         flight: Flight,
-        body: Any,
+        body: object,
         timeout_s: float | None,
         *,
         task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
@@ -127,27 +127,27 @@ class Rig:
         flight.done.set()
 
     async def call(
-        self, label: str, method: str, path: str, body: Any = None, timeout_s: float | None = None
+        self, label: str, method: str, path: str, body: object = None, timeout_s: float | None = None
     ) -> Flight:
         flight = await self.start(label, method, path, body, timeout_s)
         await flight.done.wait()
         return flight
 
     def run_body(
-        self, model: str, request: dict[str, Any] | None = None, busy_timeout_ms: int | None = None
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": model, "request": request or self.ctx.base_request()}
+        self, model: str, request: dict[str, object] | None = None, busy_timeout_ms: int | None = None
+    ) -> dict[str, object]:
+        body: dict[str, object] = {"model": model, "request": request or self.ctx.base_request()}
         if busy_timeout_ms is not None:
             body["busy_timeout_ms"] = busy_timeout_ms
         return body
 
     async def start_run(
-        self, label: str, model: str, *, request: dict[str, Any] | None = None, busy_timeout_ms: int | None = None
+        self, label: str, model: str, *, request: dict[str, object] | None = None, busy_timeout_ms: int | None = None
     ) -> Flight:
         return await self.start(label, "POST", self.ctx.route, self.run_body(model, request, busy_timeout_ms))
 
     async def run(
-        self, label: str, model: str, *, request: dict[str, Any] | None = None, busy_timeout_ms: int | None = None
+        self, label: str, model: str, *, request: dict[str, object] | None = None, busy_timeout_ms: int | None = None
     ) -> Flight:
         flight = await self.start_run(label, model, request=request, busy_timeout_ms=busy_timeout_ms)
         await flight.done.wait()
@@ -200,11 +200,11 @@ class Rig:
             return None
         return self.ctx.canon(flight.reply.body)
 
-    def fact(self, f: Flight) -> dict[str, Any]:
+    def fact(self, f: Flight) -> dict[str, object]:
         """One flight as an observation records it (parval.framework.observed.FlightFact):
         the raw reply body goes to the artifacts, a run reply's canonical output hash and a
         small management reply's JSON into the fact itself."""
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "label": f.label,
             "model": f.model,
             "method": f.method,
@@ -237,22 +237,22 @@ class Rig:
                 out["json"] = r.json()
         return out
 
-    def samples_of(self, model: str, t0: float, t1: float | None = None) -> list[list[Any]]:
+    def samples_of(self, model: str, t0: float, t1: float | None = None) -> list[list[object]]:
         """Status samples of `model` in a window as [t, active, queued, loaded, max_parallel,
         slots] rows, a row only where something changed (parval.framework.observed.Sample)."""
-        rows: list[list[Any]] = []
-        last: list[Any] | None = None
+        rows: list[list[object]] = []
+        last: list[object] | None = None
         for s in self.poller.between(t0, time.monotonic() if t1 is None else t1):
             x = s.get(model)
             if x is None:
                 continue
-            values = [x.active, x.queued, x.loaded, x.max_parallel, x.slots]
+            values: list[object] = [x.active, x.queued, x.loaded, x.max_parallel, x.slots]
             if values != last:
                 rows.append([self.rel(s.t), *values])
                 last = values
         return rows
 
-    def observed(self, obs: Obs, flights: list[Flight], **facts: Any) -> dict[str, Any]:
+    def observed(self, obs: Obs, flights: list[Flight], **facts: object) -> Facts:
         """The facts of one forced situation, completed with what every judge may read:
         the rig, the measured timing, the references known now and the flights."""
         obs.facts.update(facts)
@@ -268,7 +268,7 @@ class Rig:
         )
         return obs.facts
 
-    def timing_facts(self) -> dict[str, Any] | None:
+    def timing_facts(self) -> dict[str, object] | None:
         """The measured timing, exact (observed.timing_of reads it back)."""
         t = self.ctx.timing
         if t is None:
@@ -280,7 +280,7 @@ class Rig:
             "teardown_ms": t.teardown_s * 1000,
         }
 
-    def timeline(self, flights: list[Flight]) -> list[dict[str, Any]]:
+    def timeline(self, flights: list[Flight]) -> list[dict[str, object]]:
         return [
             {
                 "label": f.label,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import anyio
 
@@ -22,7 +21,7 @@ from parval.framework.poller import Snapshot
 from parval.framework.rig import Flight, Rig
 from parval.framework.settings import Timing
 from parval.rundir.files import dumps
-from parval.server.trace import read_trace
+from parval.server.trace import TraceLine, read_trace
 
 # How often a probe forces one situation before it settles on BLOCKED (each attempt is kept).
 ATTEMPTS = 3
@@ -83,7 +82,7 @@ async def enqueue(
     label: str,
     obs: Obs,
     *,
-    request: dict[str, Any] | None = None,
+    request: dict[str, object] | None = None,
     busy_timeout_ms: int | None = None,
     observe_s: float | None = None,
 ) -> Flight:
@@ -95,12 +94,12 @@ async def enqueue(
     return flight
 
 
-async def canaries(rig: Rig, manager: Flight) -> list[dict[str, Any]]:
+async def canaries(rig: Rig, manager: Flight) -> list[dict[str, object]]:
     """Status reads while `manager` waits (judged by `observed.stalled`). Two reads a gap
     apart: the first may reach the registry before the manager takes its lock (a race, not
     evidence of a free registry); a held lock stalls the second."""
     t = timing(rig)
-    reads: list[dict[str, Any]] = []
+    reads: list[dict[str, object]] = []
     for i in range(2):
         if i:
             await anyio.sleep(t.gap_s)
@@ -135,7 +134,7 @@ async def stagger_manager(
     that must be quick)."""
     t = timing(rig)
     await anyio.sleep(t.gap_s)
-    entry: dict[str, Any] = {"what": what, "manager": flight.label, "behind": [f.label for f in behind]}
+    entry: dict[str, object] = {"what": what, "manager": flight.label, "behind": [f.label for f in behind]}
     obs.facts.setdefault("staggers", []).append(entry)
     if obs.blocked:  # the scenario is already unjudgeable; do not pile consequences on it
         entry["skipped"] = True
@@ -146,21 +145,22 @@ async def stagger_manager(
 
 
 async def observe_after(
-    rig: Rig, obs: Obs, model: str, label: str, check: tuple[str, str, str], flights: list[Flight], **evidence: Any
+    rig: Rig, obs: Obs, model: str, label: str, check: tuple[str, str, str], flights: list[Flight], **evidence: object
 ) -> None:
     """End a scenario: whether `model` drained, then one more request to it (`label`);
     record `check` (assertion, sub-check, judge) over the flights and that request."""
     obs["drained"] = await rig.drained([model], timing(rig).slack_s)
     after = await rig.run(label, model)
-    rig.ctx.findings.observe(*check, rig.observed(obs, [*flights, after]), **evidence)
+    assertion, name, judge = check
+    rig.ctx.findings.observe(assertion, name, judge, rig.observed(obs, [*flights, after]), **evidence)
 
 
-def trace_lines(rig: Rig, offset: int = 0) -> list[dict[str, Any]]:
+def trace_lines(rig: Rig, offset: int = 0) -> list[TraceLine]:
     """Observer-trace lines (validation builds) written to stderr since byte `offset`."""
     return read_trace(rig.server.stderr_path, offset)[0]
 
 
-def model_count(health: Any) -> int | None:
+def model_count(health: object) -> int | None:
     """`models` from a GET /health body (registered entries, loading ones included)."""
     value = health.get("models") if isinstance(health, dict) else None
     return value if isinstance(value, int) else None

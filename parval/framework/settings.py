@@ -26,9 +26,9 @@ live in this optional YAML file instead of the plan schema:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -61,7 +61,7 @@ class Stress:
 @dataclass(frozen=True)
 class ProbeOptions:
     source_commit: str | None = None
-    distinct_session_options: tuple[dict[str, Any], ...] = DEFAULT_DISTINCT
+    distinct_session_options: tuple[Mapping[str, object], ...] = DEFAULT_DISTINCT
     min_service_ms: float = 100.0
     stalled_io_grace_s: float = 3.0
     sanitizers: tuple[str, ...] = ("asan", "tsan")
@@ -125,13 +125,13 @@ def load_options(path: Path | None) -> ProbeOptions:
     )
 
 
-def _names(value: Any, where: str, key: str) -> tuple[str, ...]:
+def _names(value: object, where: str, key: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value):
         raise UsageError(f"{where}: {key} must be a list of CTest names")
     return tuple(value)
 
 
-def _unavailable(value: Any, where: str) -> dict[str, str]:
+def _unavailable(value: object, where: str) -> dict[str, str]:
     """`sanitizers_unavailable`: one reason for every job not run, or one per job."""
     from parval.framework.ctest import DEFAULT_SANITIZERS
 
@@ -146,20 +146,20 @@ def _unavailable(value: Any, where: str) -> dict[str, str]:
     raise UsageError(f"{where}: sanitizers_unavailable must be a reason, or a mapping of job to reason")
 
 
-def _coverage(value: Any, where: str) -> dict[str, tuple[str, ...]]:
+def _coverage(value: object, where: str) -> dict[str, tuple[str, ...]]:
     """`ctest_coverage` as given (its assertions are checked by runner.check_options)."""
     if not isinstance(value, dict):
         raise UsageError(f"{where}: ctest_coverage must map an assertion to a list of CTest names")
     return {str(k): _names(v, where, f"ctest_coverage.{k}") for k, v in value.items()}
 
 
-def _opt_str(value: Any, where: str, key: str) -> str | None:
+def _opt_str(value: object, where: str, key: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
     raise UsageError(f"{where}: {key} must be a string")
 
 
-def _positive(value: Any, where: str, key: str) -> float:
+def _positive(value: object, where: str, key: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         raise UsageError(f"{where}: {key} must be a positive number")
     return float(value)
@@ -211,7 +211,7 @@ class Timing:
             )
         return None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "service_ms": round(self.service_s * 1000, 2),
             "load_ms": round(self.load_s * 1000, 2),
