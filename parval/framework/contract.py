@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from importlib import resources
-from typing import Any
+from typing import NotRequired, TypedDict
 
 CONTRACT_VERSION = "2026-10-04"
 CONTRACT_DOC = "docs/maintainers/parallel_server_behavior_contract.md"
@@ -58,11 +58,19 @@ def _load() -> tuple[dict[str, str], dict[str, Cell], dict[str, Coverage]]:
     return dict(raw["areas"]), cells, coverage
 
 
+class CoverageJson(TypedDict):
+    """What an F assertion's evidence records of its contract coverage (coverage_json)."""
+
+    cells: list[dict[str, object]]
+    areas: dict[str, str] | list[str]  # an assertion without coverage: []
+    outside_http: NotRequired[str]
+
+
 # "Validation by area and known limits": every area is labelled partially tested.
 AREAS, CELLS, COVERAGE = _load()
 
 
-def coverage_json(assertion_id: str) -> dict[str, Any]:
+def coverage_json(assertion_id: str) -> CoverageJson:
     cov = COVERAGE.get(assertion_id)
     if cov is None:
         return {"cells": [], "areas": []}
