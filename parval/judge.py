@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -98,9 +99,7 @@ def memory_results(rec: Records, run_dir: Path, plan: dict[str, Any], counts: li
     for n in counts:
         if n not in have:
             for id_ in ("M5.sampled", "M5.peaks", "M5.stable", "M5.baseline"):
-                r = pending(id_, f"no complete start with memory samples at count {n}")
-                r.count = n
-                results.append(r)
+                results.append(replace(pending(id_, f"no complete start with memory samples at count {n}"), count=n))
     return results
 
 
@@ -168,7 +167,8 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
 
     neg = rec.kind("negative_control")
     caught = negative_control_caught(rec, run_dir, ctx.tolerance)
-    mask_comparisons([*model_level, *[x for rs in per_count.values() for x in rs]], caught, serial)
+    model_level = mask_comparisons(model_level, caught, serial)
+    per_count = {n: mask_comparisons(rs, caught, serial) for n, rs in per_count.items()}
 
     protected = None
     prot_path = plan_snapshot.get("framework", {}).get("protected")
@@ -185,9 +185,9 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
     found = campaign_shard(rec.events)
     shard = list(found) if found else None
     made_under, warnings = procedure_versions(manifest)
-    for r in model_level:
-        if r.id == "M1.manifest":
-            r.limitations.extend(warnings)
+    model_level = [
+        replace(r, limitations=[*r.limitations, *warnings]) if r.id == "M1.manifest" else r for r in model_level
+    ]
     d = adm.decide(
         counts,
         model_level,

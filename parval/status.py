@@ -3,11 +3,15 @@
 FAIL beats BLOCKED beats PENDING beats PASS. NOT_APPLICABLE is neutral but must carry a
 reason. UNSUPPORTED marks a combination the server itself refuses; it blocks admission
 of that count like BLOCKED does (the count stays at one slot).
+
+A `Result` is immutable once built: a later step (masking, a count, a reproduction line,
+a limitation) makes a new one with `dataclasses.replace`, so the verdict a judge returned
+is never rewritten in place.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -45,22 +49,28 @@ def combine(statuses: Iterable[Status]) -> Status:
     return best
 
 
-@dataclass
+@dataclass(frozen=True)
 class Result:
-    """One assertion's verdict with everything a reviewer needs to check it."""
+    """One assertion's verdict with everything a reviewer needs to check it.
+
+    Frozen: change one with `dataclasses.replace` (copying `evidence`, and any nested dict
+    it changes, rather than editing it). `evidence` is typed read-only; `limitations` is
+    kept as a tuple (a list given is converted)."""
 
     id: str
     status: Status
     reason: str = ""
-    evidence: dict[str, Any] = field(default_factory=dict)
+    evidence: Mapping[str, Any] = field(default_factory=dict)
     reproduction: str = ""
-    limitations: list[str] = field(default_factory=list)
+    limitations: Sequence[str] = ()
     applicable: bool = True
     count: int | None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.limitations, tuple):
+            object.__setattr__(self, "limitations", tuple(self.limitations))
         if self.status is Status.NOT_APPLICABLE:
-            self.applicable = False
+            object.__setattr__(self, "applicable", False)
             if not self.reason:
                 raise ValueError(f"{self.id}: NOT_APPLICABLE needs a reason")
 
@@ -70,7 +80,7 @@ class Result:
             "status": str(self.status),
             "applicable": self.applicable,
             "reason": self.reason,
-            "evidence": self.evidence,
+            "evidence": dict(self.evidence),
             "reproduction": self.reproduction,
             "limitations": list(self.limitations),
         }
@@ -86,7 +96,7 @@ class Result:
             reason=data.get("reason", ""),
             evidence=dict(data.get("evidence", {})),
             reproduction=data.get("reproduction", ""),
-            limitations=list(data.get("limitations", [])),
+            limitations=tuple(data.get("limitations", [])),
             applicable=bool(data.get("applicable", True)),
             count=data.get("count"),
         )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -248,9 +248,11 @@ def judge(checks: list[Check], runs: list[CTestRun], inputs: dict[str, Any]) -> 
             _unavailable(inputs.get("sanitizers_unavailable")),
             inputs.get("default_transport_unchanged"),
         ):
-            r.limitations = [*contract.limitations(r.id), *r.limitations]
-            r.evidence = {**r.evidence, "contract": contract.coverage_json(r.id)}
-            f6[r.id] = r
+            f6[r.id] = replace(
+                r,
+                limitations=[*contract.limitations(r.id), *r.limitations],
+                evidence={**r.evidence, "contract": contract.coverage_json(r.id)},
+            )
     for aid in FRAMEWORK_GATE:
         if aid not in selected:
             r = Result(

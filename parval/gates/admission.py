@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from parval.gates import shape
@@ -124,19 +124,16 @@ def q6(counts: list[int], verdicts: dict[int, Status], admitted: list[int]) -> R
             f"{', '.join(map(str, gaps))} never tested (add them to counts)",
             **ev,
         )
-        r.limitations = lim
-        return r
+        return replace(r, limitations=lim)
     reason = f"admitted counts {admitted}: the consecutive validated counts from one upward"
     if not_admitted:
         # the plan's own claim (its counts) is not admitted whole: not a PASS
         r = shape.pending(
             "Q6", reason + "; not admitted: " + ", ".join(f"{n} ({per[str(n)]})" for n in not_admitted), **ev
         )
-        r.limitations = lim
-        return r
+        return replace(r, limitations=lim)
     r = shape.passed("Q6", reason, {"admitted counts": admitted, "count verdicts": per}, **ev)
-    r.limitations = lim
-    return r
+    return replace(r, limitations=lim)
 
 
 def verdict_line(
@@ -225,12 +222,7 @@ def mark_not_run(per_count: dict[int, list[Result]], not_run: dict[int, str]) ->
     reason it was not run (never PASS, never a FAIL it did not show)."""
     for n, reason in not_run.items():
         ids = [r.id for r in per_count.get(n, [])]
-        fresh = []
-        for id_ in dict.fromkeys(ids):
-            r = pending(id_, reason, not_run=True)
-            r.count = n
-            fresh.append(r)
-        per_count[n] = fresh
+        per_count[n] = [replace(pending(id_, reason, not_run=True), count=n) for id_ in dict.fromkeys(ids)]
 
 
 def decide(

@@ -4,6 +4,7 @@ output comparison becomes a verdict, shared so that all groups judge outputs ali
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -191,9 +192,7 @@ def exact_result(
         r = shape.passed(
             id_, f"{what}: {tally.exact}/{tally.compared} exact", {"compared outputs": tally.compared}, **ev
         )
-    r.reproduction = ctx.repro(run)
-    r.count = count
-    return r
+    return replace(r, reproduction=ctx.repro(run), count=count)
 
 
 def run_judges(
@@ -202,6 +201,4 @@ def run_judges(
     """Every judge of a group's table, each result reproducible from the start it was judged
     on: `start` names it, or maps an assertion id to it."""
     out = [judge(ctx) for judge in judges.values()]
-    for r in out:
-        r.reproduction = ctx.repro(start if isinstance(start, str) else start(r.id))
-    return out
+    return [replace(r, reproduction=ctx.repro(start if isinstance(start, str) else start(r.id))) for r in out]

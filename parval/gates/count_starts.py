@@ -40,9 +40,8 @@ def starts_missing(ctx: Context, n: int, id_: str) -> Result | None:
     if bad:
         text += ": " + "; ".join(f"{r} {why}" for r, why in sorted(bad.items()))
     stopped = any(rec.crash_of(r) or rec.stop_of(r) for r in bad)
-    result = Result(id_, Status.BLOCKED if stopped else Status.PENDING, text, {"starts": runs, "complete": complete})
-    result.count = n
-    return result
+    status = Status.BLOCKED if stopped else Status.PENDING
+    return Result(id_, status, text, {"starts": runs, "complete": complete}, count=n)
 
 
 def _key(e: dict[str, Any]) -> tuple[str, int, int]:
@@ -82,6 +81,6 @@ def schedule_missing(ctx: Context, n: int, id_: str, phases: tuple[str, ...]) ->
     if not gaps:
         return None
     more = f" (+{len(gaps) - 5} more)" if len(gaps) > 5 else ""
-    r = Result(id_, Status.PENDING, f"evidence incomplete at count {n}: {'; '.join(gaps[:5])}{more}", {"gaps": gaps})
-    r.count = n
-    return r
+    return Result(
+        id_, Status.PENDING, f"evidence incomplete at count {n}: {'; '.join(gaps[:5])}{more}", {"gaps": gaps}, count=n
+    )

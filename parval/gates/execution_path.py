@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from parval.gates import shape
@@ -199,8 +200,7 @@ def x3_resize_across_one(ctx: Context) -> Result:
         ctx,
         CAP1,
     )
-    r.evidence["steps"] = steps
-    return r
+    return replace(r, evidence={**r.evidence, "steps": steps})
 
 
 JUDGES: dict[str, Callable[[Context], Result]] = {

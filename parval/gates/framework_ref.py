@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -121,20 +122,20 @@ def framework_checks(
         by_id = {r["id"]: Result.from_json(r) for r in record.get("assertions", [])}
         for fid in FRAMEWORK_GATE:
             r = by_id.get(fid) or pending(fid, "not in the framework record")
-            r.evidence = {**r.evidence, "record": rid}
-            r.count = None
+            evidence = {**r.evidence, "record": rid}
+            limitations = list(r.limitations)
             if (note := provenance_note(info["record"]["identity"], manifest)) is not None:
-                r.limitations = [*r.limitations, note]
+                limitations.append(note)
             if reuse is not None:
-                r.evidence["reused_from"] = {"record": rid, "record_commit": reuse.record_commit}
-                r.limitations = [*r.limitations, reuse.reason]
+                evidence["reused_from"] = {"record": rid, "record_commit": reuse.record_commit}
+                limitations.append(reuse.reason)
                 if reuse.family in reuse.adapter_changes and not commit:
-                    r.limitations.append(
+                    limitations.append(
                         "the plan names no identity.candidate.source_commit, "
                         f"so this run is not shown to be the {reuse.family} model gate "
                         f"on build {reuse.candidate_commit[:12]}"
                     )
-            results.append(r)
+            results.append(replace(r, evidence=evidence, limitations=limitations, count=None))
         covered, missing, why = coverage(record, run_counts)
         info["coverage"] = {
             "record_counts": covered,
@@ -152,8 +153,7 @@ def framework_checks(
                     record=rid,
                     missing_counts=missing,
                 )
-                r.count = n
-                results.append(r)
+                results.append(replace(r, count=n))
     results.append(x4_result(protected, commit))
     info["status"] = str(combine(r.status for r in results))
     info["assertions"] = list(dict.fromkeys(r.id for r in results))
@@ -291,19 +291,18 @@ def x4_result(protected: dict[str, Any] | None, commit: str | None) -> Result:
         )
     # Judged from the verify-protected result itself, never from a wrapper's own status.
     x4 = x4_from_protected(raw)
-    x4.evidence = {**x4.evidence, "upstream": raw.get("upstream"), "candidate_commit": cand}
+    limitations = list(x4.limitations)
     if raw.get("candidate_dirty"):
-        x4.limitations = [
-            *x4.limitations,
-            "the candidate working tree had uncommitted changes when checked: the commit alone does not reproduce it",
-        ]
+        limitations.append(
+            "the candidate working tree had uncommitted changes when checked: the commit alone does not reproduce it"
+        )
     if not commit:
-        x4.limitations = [
-            *x4.limitations,
+        limitations.append(
             "the plan names no candidate source commit "
-            "(identity.candidate.source_commit) to tie this check to the tested build",
-        ]
-    return x4
+            "(identity.candidate.source_commit) to tie this check to the tested build"
+        )
+    evidence = {**x4.evidence, "upstream": raw.get("upstream"), "candidate_commit": cand}
+    return replace(x4, evidence=evidence, limitations=limitations)
 
 
 def x4_from_protected(data: dict[str, Any]) -> Result:

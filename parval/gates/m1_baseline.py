@@ -5,6 +5,7 @@ references are kept apart. Serial variation also decides how comparisons are mas
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from parval.gates import shape
@@ -126,8 +127,7 @@ def _parity(id_: str, run: str, ctx: Context) -> Result:
             violation={k: crash.get(k) for k in ("run", "attempt", "where", "exit_code", "signal")},
             log_tail=crash.get("log_tail", ""),
         )
-        r.reproduction = ctx.repro(run)
-        return r
+        return replace(r, reproduction=ctx.repro(run))
     r = exact_result(id_, ctx.judge(events), what, ctx, run)
     if r.status is Status.FAIL:
         return r

@@ -9,6 +9,7 @@ an attempt parval set aside is never proof of a PASS, but what it showed fails."
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from parval.gates import shape
@@ -330,7 +331,8 @@ def m2_unload_reload(ctx: Context, n: int) -> Result:
         return shape.pending(id_, "unload not shown: " + grouped(unseen), starts=unseen)
     if reload_result.status is Status.PASS:
         unloads = [p for _, p, aside in probes if aside is None]
-        reload_result.evidence["rests_on"]["unloads shown"] = len(unloads)
+        rests_on = {**reload_result.evidence["rests_on"], "unloads shown": len(unloads)}
+        return replace(reload_result, evidence={**reload_result.evidence, "rests_on": rests_on})
     return reload_result
 
 
@@ -358,7 +360,4 @@ JUDGES: dict[str, Callable[[Context, int], Result]] = {
 
 def judge_m2(ctx: Context, n: int) -> list[Result]:
     """Every M2 assertion at count n."""
-    out = [judge(ctx, n) for judge in JUDGES.values()]
-    for r in out:
-        r.count = n
-    return out
+    return [replace(judge(ctx, n), count=n) for judge in JUDGES.values()]

@@ -5,6 +5,7 @@ both orders, there are ten such waves per start, and slot history is respected."
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from parval.gates import shape
@@ -86,14 +87,17 @@ def m3_reversed(ctx: Context, n: int, effects: list[dict[str, Any]]) -> Result:
         f"{len(both)} request pair(s) observed admitted in both orders ({pairs}); outputs of those {len(keys)} wave(s)",
         ctx,
     )
-    r.evidence.update(
-        reversed_pairs=[list(p) for p in both],
-        one_order_pairs=one_way,
-        observed_waves=len(observed),
-        mixed_waves=len(waves),
-    )
+    evidence = {
+        **r.evidence,
+        "reversed_pairs": [list(p) for p in both],
+        "one_order_pairs": one_way,
+        "observed_waves": len(observed),
+        "mixed_waves": len(waves),
+    }
     if r.status is Status.PASS:
-        r.evidence["rests_on"]["reversed pairs"] = len(both)
+        evidence["rests_on"] = {**evidence["rests_on"], "reversed pairs": len(both)}
+    r = replace(r, evidence=evidence)
+    if r.status is Status.PASS:
         if len(reqs) < len(keys) * n:
             return shape.pending(id_, f"{len(keys) * n - len(reqs)} output(s) of the reversed waves not recorded")
         for gap in (starts_missing(ctx, n, id_), schedule_missing(ctx, n, id_, ("mixed_wave",))):
@@ -128,8 +132,7 @@ def m3_ten_waves(ctx: Context, n: int, effects: list[dict[str, Any]]) -> Result:
             {"short": True, "planned": planned, "mixed_waves": per},
         )
     if (missing := starts_missing(ctx, n, id_)) is not None:
-        missing.evidence["mixed_waves"] = per
-        return missing
+        return replace(missing, evidence={**missing.evidence, "mixed_waves": per})
     if short:
         why = (
             f"the plan runs {planned} (waves.{'mixed_at_largest' if n == largest else 'mixed'})"
@@ -169,7 +172,7 @@ def m3_history(ctx: Context, n: int, effects: list[dict[str, Any]]) -> Result:
     t = ctx.judge(_mixed(ctx, n))
     traced = sum(1 for w in waves if w.get("trace_confirmed"))
     r = exact_result(id_, t, "mixed-wave outputs vs same-history single-slot replays", ctx)
-    r.evidence.update(trace_confirmed_waves=traced, waves=len(waves))
+    r = replace(r, evidence={**r.evidence, "trace_confirmed_waves": traced, "waves": len(waves)})
     if r.status is Status.PASS and disagree:
         r = shape.pending(
             id_,
@@ -183,7 +186,8 @@ def m3_history(ctx: Context, n: int, effects: list[dict[str, Any]]) -> Result:
     elif r.status is Status.PASS and (gaps := schedule_missing(ctx, n, id_, ("mixed_wave",))) is not None:
         r = gaps
     if not traced:
-        r.limitations.append("no [SLOT_VALIDATION] observer trace: slot mapping from ordered admission only")
+        note = "no [SLOT_VALIDATION] observer trace: slot mapping from ordered admission only"
+        r = replace(r, limitations=[*r.limitations, note])
     return r
 
 
@@ -197,7 +201,4 @@ JUDGES: dict[str, Callable[[Context, int, list[dict[str, Any]]], Result]] = {
 
 def judge_m3(ctx: Context, n: int, effects: list[dict[str, Any]]) -> list[Result]:
     """Every M3 assertion at count n, given the run's `variation_effects`."""
-    out = [judge(ctx, n, effects) for judge in JUDGES.values()]
-    for r in out:
-        r.count = n
-    return out
+    return [replace(judge(ctx, n, effects), count=n) for judge in JUDGES.values()]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -164,8 +165,7 @@ def m3_variation(ctx: Context, n: int, effects: list[dict[str, Any]]) -> Result:
     limitations = [f"variation kinds the task supports but the plan leaves out: {omitted_text}"] if omitted else []
 
     def out(r: Result) -> Result:
-        r.limitations = [*r.limitations, *limitations]
-        return r
+        return replace(r, limitations=[*r.limitations, *limitations])
 
     unjustified = unjustified_omissions(model)
     if declared is not None and not declared:

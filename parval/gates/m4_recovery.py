@@ -9,6 +9,7 @@ BLOCKED with the reason. Violations seen in a set-aside recovery attempt count t
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from parval.gates import shape
@@ -195,12 +196,13 @@ def m4_invalid_alongside(ctx: Context) -> Result:
             return unshown
     if problems:
         r = shape.failed(id_, "; ".join(problems), violation=problems, invalid=inv, **t.summary())
-        r.reproduction = ctx.repro(RUN)
-    r.evidence["invalid"] = inv["invalid"]
+        r = replace(r, reproduction=ctx.repro(RUN))
+    r = replace(r, evidence={**r.evidence, "invalid": inv["invalid"]})
     if r.status is Status.PASS:
         if status is None:
             return shape.pending(id_, "the invalid request's reply was not recorded", invalid=inv)
-        r.evidence["rests_on"]["rejected invalid request"] = status
+        rests_on = {**r.evidence["rests_on"], "rejected invalid request": status}
+        r = replace(r, evidence={**r.evidence, "rests_on": rests_on})
     return r
 
 
@@ -230,12 +232,9 @@ def judge_load_failure(ctx: Context, run: str, lf: dict[str, Any] | None) -> Res
     if lease_held(lf["drained"]):
         lease = lease_problem(lf["drained"])
         r = shape.failed(id_, f"after the failed load: {lease}", violation=lf["drained"], load_failure=lf)
-        r.evidence.update(t.summary())
-        r.reproduction = ctx.repro(run)
-        return r
+        return replace(r, evidence={**r.evidence, **t.summary()}, reproduction=ctx.repro(run))
     if (unshown := lease_unshown(id_, lf["drained"], load_failure=lf, **t.summary())) is not None:
-        unshown.reason = f"after the failed load: {unshown.reason}"
-        return unshown
+        return replace(unshown, reason=f"after the failed load: {unshown.reason}")
     r = exact_result(
         id_,
         t,
@@ -251,8 +250,7 @@ def judge_load_failure(ctx: Context, run: str, lf: dict[str, Any] | None) -> Res
             load_failure=lf,
             **t.summary(),
         )
-    r.evidence["load_failure"] = lf
-    return r
+    return replace(r, evidence={**r.evidence, "load_failure": lf})
 
 
 @shape.judge("M4.load_failure_retry")
@@ -288,12 +286,9 @@ def _unload(ctx: Context, which: str, id_: str) -> Result:
     for one in tries:  # a violation in any try counts, not only in the last
         if (why := unload_violation(one, which)) is not None:
             r = shape.failed(id_, why if one is e else f"try {one.get('tries')}: {why}", violation=why, **one)
-            r.reproduction = ctx.repro(RUN)
-            return r
+            return replace(r, reproduction=ctx.repro(RUN))
     if (why := barging_reproduced(tries, which)) is not None:
-        r = shape.failed(id_, why, violation=why, **e)
-        r.reproduction = ctx.repro(RUN)
-        return r
+        return replace(shape.failed(id_, why, violation=why, **e), reproduction=ctx.repro(RUN))
     # Admitted past the unload in some tries only: not shown to be barging (the unload may not
     # have been enqueued yet on a busy server); disclosed with the verdict the last try gives.
     not_reproduced = [
@@ -332,8 +327,7 @@ def _unload(ctx: Context, which: str, id_: str) -> Result:
             + (f" ({len(not_reproduced)} saw it admitted past the unload, not every try)" if not_reproduced else ""),
             **e,
         )
-        unshown.limitations += not_reproduced
-        return unshown
+        return replace(unshown, limitations=[*unshown.limitations, *not_reproduced])
     state = "ok" if e.get("unloaded_seen") else unloaded_state(e)
     if state != "ok" or not e.get("unloaded_seen"):
         return shape.pending(
@@ -342,10 +336,10 @@ def _unload(ctx: Context, which: str, id_: str) -> Result:
             + ("(the server publishes no `loaded`)" if state == "no_loaded" else "(too few status samples)"),
             **e,
         )
-    r.evidence["rests_on"].update({"unload waited": True, "later request queued behind": True, "unloaded": True})
-    r.evidence["probe"] = e
-    r.limitations += not_reproduced
-    return r
+    rests_on = {**r.evidence["rests_on"], "unload waited": True, "later request queued behind": True, "unloaded": True}
+    return replace(
+        r, evidence={**r.evidence, "rests_on": rests_on, "probe": e}, limitations=[*r.limitations, *not_reproduced]
+    )
 
 
 @shape.judge("M4.targeted_unload")
@@ -376,9 +370,7 @@ def m4_unload_during_first_load(ctx: Context) -> Result:
     if (reply := missing_route(e)) is not None:
         return shape.unsupported(id_, f"this server has no {ROUTE_BULK_UNLOAD} route: the unload {reply}", **e)
     if (why := first_load_violation(e)) is not None:
-        r = shape.failed(id_, why, violation=why, **e)
-        r.reproduction = ctx.repro(RUN)
-        return r
+        return replace(shape.failed(id_, why, violation=why, **e), reproduction=ctx.repro(RUN))
     phases = ("unload_during_load_first", "unload_during_load_reload")
     if [len(ctx.rec.requests(RUN, (p,))) for p in phases] != [1, 1]:
         return shape.pending(id_, "the first request's or the reload's output was not recorded", **e)
@@ -400,8 +392,8 @@ def m4_unload_during_first_load(ctx: Context) -> Result:
     ended = e.get("ended_unloaded") if "unload_check" not in e else unload_check(e["unload_check"]) == "ok"
     if not ended:
         return shape.pending(id_, "the model was not shown unloaded after the unload (too few status samples)", **e)
-    r.evidence["rests_on"].update({"unload waited for the load": True, "unloaded": True})
-    return r
+    rests_on = {**r.evidence["rests_on"], "unload waited for the load": True, "unloaded": True}
+    return replace(r, evidence={**r.evidence, "rests_on": rests_on})
 
 
 @shape.judge("M4.adapter_overrides")
@@ -426,11 +418,9 @@ JUDGES: dict[str, Callable[[Context], Result]] = {
 def judge_m4(ctx: Context) -> list[Result]:
     """Every M4 assertion; those on the recovery start note that the per-start
     unload/reload is M2's evidence."""
+    note = "reuses M2 unload/reload evidence for the per-start unload/reload"
     out = [judge(ctx) for judge in JUDGES.values()]
-    for r in out:
-        if r.id in ON_RECOVERY:
-            r.limitations.append("reuses M2 unload/reload evidence for the per-start unload/reload")
-    return out
+    return [replace(r, limitations=[*r.limitations, note]) if r.id in ON_RECOVERY else r for r in out]
 
 
 def aside_violations(ctx: Context) -> list[dict[str, Any]]:

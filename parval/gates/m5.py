@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from parval.gates import shape
@@ -107,8 +108,7 @@ def m5_sampled(inp: CountInputs) -> Result:
         if ok and sums
         else shape.pending("M5.sampled", reason, **evidence)
     )
-    result.limitations = limitations
-    return result
+    return replace(result, limitations=limitations)
 
 
 @shape.judge("M5.peaks")
@@ -272,7 +272,5 @@ def assess_m5(
             count, [summarise_start(s) for s in group], rule, gpu_required, baseline, baseline_reason, expected_starts
         )
         for judge in JUDGES.values():
-            r = judge(inp)
-            r.count = count
-            results.append(r)
+            results.append(replace(judge(inp), count=count))
     return results

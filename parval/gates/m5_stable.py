@@ -6,6 +6,7 @@ other growth stays PENDING for investigation, because allocator caching alone is
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from parval.gates import shape
@@ -41,8 +42,7 @@ def _with_retention(r: Result, found: list[dict[str, Any]]) -> Result:
     if r.status is Status.PASS and unclear:
         reason = "; ".join(unclear) + f"; per-wave: {r.reason}"
         return Result("M5.stable", Status.PENDING, reason, r.evidence)
-    r.reason = f"{r.reason}; {texts}"
-    return r
+    return replace(r, reason=f"{r.reason}; {texts}")
 
 
 def _evidence(inp: CountInputs, diagnostics: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
@@ -80,8 +80,7 @@ def m5_stable(inp: CountInputs) -> Result:
     def out(r: Result) -> Result:
         if r.status is not Status.BLOCKED:
             r = _with_retention(r, found)
-        r.limitations = list(LIMITATIONS)
-        return r
+        return replace(r, limitations=LIMITATIONS)
 
     guards = [s for s in sums if s["guard_stop"]]
     if guards:

@@ -4,6 +4,7 @@ vary cannot show parity. Lifecycle and request-error FAILs stand either way."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,7 @@ def output_failure(r: Result) -> bool:
     return r.evidence.get("failure_kind") == "output"
 
 
-def mask_comparisons(results: list[Result], caught: bool, serial: SerialVerdict) -> None:
+def mask_comparisons(results: list[Result], caught: bool, serial: SerialVerdict) -> list[Result]:
     """A comparator that cannot fail proves nothing: without a caught planted mismatch the
     comparison verdicts are BLOCKED. Serial variation makes them "parity unverified": a
     PASS is not given while serial variation is not shown absent (or within a declared
@@ -77,20 +78,31 @@ def mask_comparisons(results: list[Result], caught: bool, serial: SerialVerdict)
     (a mismatch against an unmeasured baseline stands).
     Only verdicts that rest on output comparison are masked: a FAIL on lifecycle evidence
     (a lease left held, barging, an unload that did not wait, counters not drained) or on
-    request errors stands whatever the outputs do."""
+    request errors stands whatever the outputs do.
+    Returns the results in order, each masked one a new Result (the judges' own are left
+    as they were)."""
+    return [mask_comparison(r, caught, serial) for r in results]
+
+
+def mask_comparison(r: Result, caught: bool, serial: SerialVerdict) -> Result:
+    """One result as `mask_comparisons` leaves it: `r` itself, or a new masked Result."""
+    if r.id not in COMPARISON_IDS or r.status is Status.NOT_APPLICABLE:
+        return r
+    if r.status is Status.FAIL and not output_failure(r):
+        return r
+    if not caught:
+        return replace(
+            r,
+            status=Status.BLOCKED,
+            reason="negative control not caught (or not run): the comparator was not shown able to fail; " + r.reason,
+            evidence={**r.evidence, "status_before_negative_control": str(r.status)},
+        )
     varies = bool(serial[2].get("varies")) and serial[0] is not Status.PASS
-    for r in results:
-        if r.id not in COMPARISON_IDS or r.status is Status.NOT_APPLICABLE:
-            continue
-        if r.status is Status.FAIL and not output_failure(r):
-            continue
-        if not caught:
-            r.evidence["status_before_negative_control"] = str(r.status)
-            r.status, r.reason = (
-                Status.BLOCKED,
-                ("negative control not caught (or not run): the comparator was not shown able to fail; " + r.reason),
-            )
-        elif serial[0] is not Status.PASS and (r.status is Status.PASS or (r.status is Status.FAIL and varies)):
-            r.evidence["status_before_serial_check"] = str(r.status)
-            r.status = Status.BLOCKED if serial[0] is Status.BLOCKED else Status.PENDING
-            r.reason = f"parity unverified ({serial[1]}); " + r.reason
+    if serial[0] is not Status.PASS and (r.status is Status.PASS or (r.status is Status.FAIL and varies)):
+        return replace(
+            r,
+            status=Status.BLOCKED if serial[0] is Status.BLOCKED else Status.PENDING,
+            reason=f"parity unverified ({serial[1]}); " + r.reason,
+            evidence={**r.evidence, "status_before_serial_check": str(r.status)},
+        )
+    return r

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from parval.gates import shape
@@ -326,8 +327,7 @@ def q5_intermittent(ctx: Context, results: list[Result], count: int | None = Non
                 "no intermittent mismatch in any repeat",
                 {"comparison verdicts": judged, "compared outputs": compared or len(judged)},
             )
-    r.count = count
-    return r
+    return replace(r, count=count)
 
 
 JUDGES: dict[str, Callable[[Context, list[Result]], Result]] = {

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, ParamSpec
 
 # PENDING, BLOCKED and NOT_APPLICABLE carry only their reason: the plain builders serve.
@@ -53,10 +54,8 @@ def passed(id_: str, reason: str, rests_on: Mapping[str, Any], **evidence: Any) 
     """A PASS that names each piece of evidence it rests on (checked by `judge`)."""
     shown = {k: _size(v) for k, v in rests_on.items()}
     gaps = sorted(k for k, v in rests_on.items() if empty(v))
-    r = Result(id_, Status.PASS, reason, {**evidence, "rests_on": shown})
-    if gaps or not rests_on:
-        r.evidence["empty_evidence"] = gaps or ["(none named)"]
-    return r
+    empty_evidence = {"empty_evidence": gaps or ["(none named)"]} if gaps or not rests_on else {}
+    return Result(id_, Status.PASS, reason, {**evidence, "rests_on": shown, **empty_evidence})
 
 
 def failed(id_: str, reason: str, violation: Any, **evidence: Any) -> Result:
@@ -87,7 +86,8 @@ def shape_problem(r: Result) -> str | None:
 
 
 def enforce(r: Result, id_: str) -> Result:
-    """`r` itself when it has the verdict shape, else PENDING naming what it lacked."""
+    """`r` itself when it has the verdict shape, else a new Result: PENDING naming what it
+    lacked (a PASS or FAIL withheld), or its status with the reason naming the problem."""
     if r.id != id_:
         raise ValueError(f"the judge of {id_} returned a result for {r.id}")
     problem = shape_problem(r)
@@ -104,8 +104,7 @@ def enforce(r: Result, id_: str) -> Result:
             count=r.count,
         )
         return out
-    r.reason = f"unresolved ({problem})"
-    return r
+    return replace(r, reason=f"unresolved ({problem})")
 
 
 def judge(id_: str) -> Callable[[Callable[P, Result]], Callable[P, Result]]:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -203,9 +204,7 @@ def _results(items: list[dict[str, Any]], count: int | None = None) -> list[Resu
     out = []
     for item in items:
         r = Result.from_json(item)
-        if count is not None and r.count is None:
-            r.count = count
-        out.append(r)
+        out.append(replace(r, count=count) if count is not None and r.count is None else r)
     return out
 
 
@@ -412,9 +411,9 @@ def _per_count_ids(runs: list[LoadedRun]) -> list[str]:
 
 
 def _count_pending(id_: str, n: int, why: str | None = None) -> Result:
-    r = pending(id_, f"count {n} was not run by any of the merged runs" + (f"; {why}" if why else ""))
-    r.count = n
-    return r
+    return replace(
+        pending(id_, f"count {n} was not run by any of the merged runs" + (f"; {why}" if why else "")), count=n
+    )
 
 
 def _performance_inputs(runs: list[LoadedRun]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -13,7 +13,7 @@ import json
 import pathlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -221,9 +221,7 @@ def verdict(run: Run, events: list[dict[str, Any]], key: str, *, tracked: bool =
     if aid in ("Q1", "Q2", "Q3"):
         return quality.JUDGES[aid](ctx, [])
     if aid == "Q4":
-        hist = [m3.m3_history(ctx, c, []) for c in run.counts]
-        for c, r in zip(run.counts, hist, strict=True):
-            r.count = c
+        hist = [replace(m3.m3_history(ctx, c, []), count=c) for c in run.counts]
         return quality.q4_history_refs(ctx, hist)
     if aid == "Q5":
         if n is None:
@@ -234,9 +232,7 @@ def verdict(run: Run, events: list[dict[str, Any]], key: str, *, tracked: bool =
         effects = variation_effects(ctx)
         scoped = [fn(ctx, n) for i, fn in m2.JUDGES.items() if i in COMPARISON_IDS]
         scoped += [fn(ctx, n, effects) for i, fn in m3.JUDGES.items() if i in COMPARISON_IDS]
-        for r in scoped:
-            r.count = n
-        return q5_intermittent(ctx, scoped, n)
+        return q5_intermittent(ctx, [replace(r, count=n) for r in scoped], n)
     if aid == "Q6":
         return q6(run, ctx)
     raise KeyError(key)

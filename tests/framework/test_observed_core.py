@@ -258,20 +258,20 @@ def test_an_assertion_combines_its_sub_checks_worst_first() -> None:
         Status.PENDING,
         "nothing ran",
         "repro",
-        [*limits, "e"],
+        (*limits, "e"),
     )
     assert r.evidence["checks"] == [] and r.evidence["contract"] == contract.coverage_json("F1.fifo")
     ok = [_check("a", Status.PASS), _check("b", Status.NOT_APPLICABLE, "no spare slot")]
     r = assertion_result("F1.fifo", ok, unrun_reason="-", reproduction="repro")
     assert (r.status, r.reason) == (Status.PASS, "2 sub-check(s) passed: a, b")
-    assert r.limitations == [*limits, "b not applicable: no spare slot"] and r.reproduction == "repro"
+    assert r.limitations == (*limits, "b not applicable: no spare slot") and r.reproduction == "repro"
     assert [c["name"] for c in r.evidence["checks"]] == ["a", "b"]
     bad = [_check("a", Status.PASS), _check("b", Status.BLOCKED, "slow"), _check("c", Status.FAIL, "barged")]
     r = assertion_result("F1.fifo", bad, unrun_reason="-", reproduction="repro")
     assert (r.status, r.reason) == (Status.FAIL, "b BLOCKED: slow | c FAIL: barged")
     na = [_check("a", Status.NOT_APPLICABLE, "x"), _check("b", Status.NOT_APPLICABLE, "y")]
     r = assertion_result("F1.fifo", na, unrun_reason="-", reproduction="repro", extra_limitations=["e"])
-    assert (r.status, r.reason, r.limitations) == (Status.NOT_APPLICABLE, "a: x; b: y", [*limits, "e"])
+    assert (r.status, r.reason, r.limitations) == (Status.NOT_APPLICABLE, "a: x; b: y", (*limits, "e"))
     assert r.reproduction == "repro" and len(r.evidence["checks"]) == 2
 
 

@@ -51,14 +51,14 @@ def test_q6_word_for_word_on_each_branch() -> None:
         "never_tested": [],
         "rests_on": {"admitted counts": 2, "count verdicts": 2},
     }
-    assert r.limitations == []
+    assert r.limitations == ()
 
     r = adm.q6([1, 2, 3], {1: P, 2: F, 3: P}, [1])
     assert (r.status, r.reason) == (
         Pe,
         "admitted counts [1]: the consecutive validated counts from one upward; not admitted: 2 (FAIL), 3 (PASS)",
     )
-    assert r.limitations == []
+    assert r.limitations == ()
 
     r = adm.q6([1, 2], {1: P, 2: P}, [1, 2, 3])
     assert (r.status, r.reason) == (Pe, "the reported admission [1, 2, 3] is not what the rule gives ([1, 2])")
@@ -70,7 +70,7 @@ def test_q6_word_for_word_on_each_branch() -> None:
         "admitted counts [1, 2]; 4, 6 can never be admitted by this plan: count(s) 3, 5 never tested "
         "(add them to counts)",
     )
-    assert r.limitations == ["counts [3, 5] were not tested and are never enabled"]
+    assert r.limitations == ("counts [3, 5] were not tested and are never enabled",)
     assert r.evidence["never_tested"] == [3, 5]
 
     for first, status in ((Pe, Pe), (B, B), (U, U), (NA, Pe)):
@@ -82,7 +82,7 @@ def test_q6_word_for_word_on_each_branch() -> None:
     assert r.evidence["violation"] == {"count 1": "FAIL"}
     r = adm.q6([2, 3], {2: P, 3: P}, [])
     assert (r.status, r.reason) == (Pe, "no count admitted: count 1 was not tested")
-    assert r.limitations == ["counts [1] were not tested and are never enabled"]
+    assert r.limitations == ("counts [1] were not tested and are never enabled",)
     r = adm.q6([1, 2], {2: P}, [])
     assert (r.status, r.reason) == (Pe, "no count admitted: count 1 is PENDING")
     assert r.evidence["per_count"] == {"1": "PENDING", "2": "PASS"}
@@ -96,7 +96,7 @@ def test_one_entry_per_assertion_from_its_per_count_entries() -> None:
     c = Result("M2.exact", Pe, "open at 3", {"c": 3}, "repro-3", count=3)
     r = adm.aggregate([a, b, c])
     assert (r.id, r.status, r.reason, r.reproduction, r.applicable) == ("M2.exact", F, "broken at 2", "repro-2", True)
-    assert r.limitations == ["lim-a", "lim-b"] and r.count is None
+    assert r.limitations == ("lim-a", "lim-b") and r.count is None
     assert r.evidence == {
         "b": 2,
         "per_count": {

@@ -4,6 +4,7 @@ M1.serial_repeat as by the comparisons."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from parval.gates.context import exact_result
 from parval.gates.exactness import Tally
 from parval.gates.m1_baseline import serial_variation
 from parval.gates.masking import mask_comparisons
+from parval.gates.serial import SerialVerdict
 from parval.gates.shape import failed, passed
 from parval.status import Result, Status
 from tests.gates.cmp_events import SAMPLES, Events, tts_reply
@@ -45,9 +47,13 @@ def verdicts(tmp_path: Path) -> dict[str, Result]:
     }
 
 
+def masked(rs: dict[str, Result], caught: bool, serial: SerialVerdict) -> dict[str, Result]:
+    """The verdicts as masking returns them, by the same keys."""
+    return dict(zip(rs, mask_comparisons(list(rs.values()), caught, serial), strict=True))
+
+
 def test_serial_variation_masks_output_fails_only(tmp_path: Path) -> None:
-    rs = verdicts(tmp_path)
-    mask_comparisons(list(rs.values()), True, VARIES)
+    rs = masked(verdicts(tmp_path), True, VARIES)
     assert rs["output"].status is Status.PENDING and rs["output"].evidence["status_before_serial_check"] == "FAIL"
     assert rs["pass"].status is Status.PENDING
     for k in ("lease", "barging", "request", "other"):
@@ -57,24 +63,40 @@ def test_serial_variation_masks_output_fails_only(tmp_path: Path) -> None:
 def test_an_observed_mismatch_stands_when_serial_variation_was_not_measured(tmp_path: Path) -> None:
     """Only measured, seen variation can explain a mismatch away: with ref-baseline-b
     missing, the FAIL stands, and a PASS waits (variation not shown absent)."""
-    rs = verdicts(tmp_path)
-    mask_comparisons(list(rs.values()), True, UNMEASURED)
+    rs = masked(verdicts(tmp_path), True, UNMEASURED)
     assert rs["output"].status is Status.FAIL
     assert rs["pass"].status is Status.PENDING and "parity unverified" in rs["pass"].reason
 
 
 def test_uncaught_negative_control_blocks_output_verdicts_only(tmp_path: Path) -> None:
-    rs = verdicts(tmp_path)
-    mask_comparisons(list(rs.values()), False, STEADY)
+    rs = masked(verdicts(tmp_path), False, STEADY)
     assert rs["output"].status is Status.BLOCKED and rs["pass"].status is Status.BLOCKED
     for k in ("lease", "barging", "request", "other"):
         assert rs[k].status is Status.FAIL, k
 
 
 def test_nothing_masked_when_serial_output_is_steady(tmp_path: Path) -> None:
-    rs = verdicts(tmp_path)
-    mask_comparisons(list(rs.values()), True, STEADY)
+    judged = verdicts(tmp_path)
+    rs = masked(judged, True, STEADY)
     assert rs["output"].status is Status.FAIL and rs["pass"].status is Status.PASS
+    assert all(rs[k] is judged[k] for k in judged)  # nothing masked: the judges' own results
+
+
+def test_masking_returns_new_results_and_leaves_the_judges_own_untouched(tmp_path: Path) -> None:
+    judged = verdicts(tmp_path)
+    before = {k: copy.deepcopy(r) for k, r in judged.items()}
+    for caught, serial in ((False, STEADY), (True, VARIES), (True, UNMEASURED)):
+        rs = masked(judged, caught, serial)
+        assert judged == before  # status, reason, evidence and all as the judges returned them
+        for k in ("output", "pass"):
+            if rs[k].status is not judged[k].status:
+                assert rs[k] is not judged[k] and rs[k].evidence is not judged[k].evidence
+    rs = masked(judged, False, STEADY)
+    assert rs["pass"].status is Status.BLOCKED and judged["pass"].status is Status.PASS
+    assert rs["pass"].evidence["status_before_negative_control"] == "PASS"
+    assert "status_before_negative_control" not in judged["pass"].evidence
+    assert rs["pass"].reason.endswith(judged["pass"].reason) and rs["pass"].reason != judged["pass"].reason
+    assert rs["lease"] is judged["lease"]  # a lifecycle FAIL is not masked: the same result
 
 
 def nudged(by: int) -> np.ndarray[Any, Any]:

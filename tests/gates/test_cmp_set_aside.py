@@ -38,8 +38,9 @@ def resumed(tmp_path: Path, first: dict[str, object] | None, *, crash: bool = Fa
 def m2_exact(ev: Events) -> tuple[Status, dict[str, object], Status, dict[str, object]]:
     ctx = ev.context()
     rec = ctx.rec
-    r = exact_result("M2.exact", ctx.judge([e for e in rec.requests("count2-s1", COUNT_PHASES)]), "count 2", ctx)
-    r.count = 2
+    r = exact_result(
+        "M2.exact", ctx.judge([e for e in rec.requests("count2-s1", COUNT_PHASES)]), "count 2", ctx, count=2
+    )
     q = q5_intermittent(ctx, [r], 2)
     return r.status, r.evidence, q.status, q.evidence
 

@@ -13,9 +13,7 @@ from .kit import Outcome, invoke, parval, write_plan
 
 
 def _r(id_: str, status: Status, count: int | None = None) -> Result:
-    r = Result(id_, status, "reason")
-    r.count = count
-    return r
+    return Result(id_, status, "reason", count=count)
 
 
 @pytest.mark.parametrize(
