@@ -2,7 +2,7 @@
 enforced where events are written (`EventLog.append`) and where they are judged (the gates'
 record loader, the framework's `--rejudge`), so that a judge never meets an event without a
 field it reads. Every kind parval writes is declared (tests/rundir/test_event_kinds.py
-scans the source for them).
+scans the source for them); schemas/events.schema.json is generated from this table.
 
 Each kind has one shape, or two where a probe records that it was skipped (`skipped`
 present: only the skipped shape's fields are required). Types are checked where cheap: a
@@ -48,6 +48,25 @@ class FieldType:
     def or_null(self) -> FieldType:
         return FieldType(f"{self.name} or null", self.types, True)
 
+    def json_schema(self) -> dict[str, Any]:
+        """The JSON Schema of a value of this type (for schemas/events.schema.json)."""
+        if object in self.types:
+            return {}
+        names = [_JSON_TYPES[t] for t in self.types if not (t is int and float in self.types)]
+        if self.nullable:
+            names.append("null")
+        return {"type": names[0] if len(names) == 1 else names}
+
+
+_JSON_TYPES: dict[type, str] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    dict: "object",
+    list: "array",
+}
+
 
 TEXT = FieldType("a string", (str,))
 INT = FieldType("an integer", (int,))
@@ -66,6 +85,9 @@ class OneOf(FieldType):
 
     def accepts(self, value: Any) -> bool:
         return isinstance(value, str) and value in self.values
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"enum": list(self.values)}
 
 
 WAVE_MODE = OneOf("together, ordered, reversed or serial", (str,), values=("together", "ordered", "reversed", "serial"))

@@ -1,6 +1,6 @@
 """The append-only event log (events.jsonl).
 
-Format history (`EVENTS_FORMAT`):
+Format history (`EVENTS_FORMAT`; `parval schema events` prints the JSON Schema of a line):
 * v1: one JSON object per line with `seq`, `t` (wall clock), `kind` and the kind's fields;
   only the kinds the model gates read were declared (parval.rundir.event_fields). A log
   has no format marker.
