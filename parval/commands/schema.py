@@ -14,16 +14,20 @@ def _schema_names() -> list[str]:
     from importlib import resources
 
     files = resources.files("parval.schemas").iterdir()
-    return sorted(f.name.removesuffix(".schema.json") for f in files if f.name.endswith(".schema.json"))
+    shipped = {f.name.removesuffix(".schema.json") for f in files if f.name.endswith(".schema.json")}
+    return sorted(shipped | {"events"})
 
 
 def schema_command(
     which: Annotated[
         str,
-        typer.Argument(help="plan, evidence, catalogue, or another schema parval ships (framework, protected, ctest)."),
+        typer.Argument(
+            help="plan, evidence, events, catalogue, or another schema parval ships (framework, protected, ctest)."
+        ),
     ],
 ) -> None:
-    """Print one of parval's JSON Schemas (plan: the run plan; evidence: evidence.json).
+    """Print one of parval's JSON Schemas (plan: the run plan; evidence: evidence.json;
+    events: a line of events.jsonl).
 
     Example: parval schema plan > plan.schema.json
 
@@ -34,4 +38,10 @@ def schema_command(
     names = _schema_names()
     if which not in names:
         raise UsageError(f"no schema named {which!r}; use one of: {', '.join(names)}")
+    if which == "events":
+        from parval.rundir.event_schema import events_schema_text
+
+        # generated from the table of event kinds (schemas/events.schema.json is its copy)
+        typer.echo(events_schema_text(), nl=False)
+        return
     typer.echo(json.dumps(load_schema(which), indent=2))

@@ -20,6 +20,7 @@ from parval.framework.ctest import CTestRun
 from parval.framework.judges import run_judge
 from parval.framework.record import RECORD, assemble
 from parval.framework.runner import judge
+from parval.rundir.event_fields import check_read
 from parval.rundir.events import read_events
 from parval.rundir.layout import EVENTS
 
@@ -47,7 +48,8 @@ def rejudge_observation(event: dict[str, Any]) -> Check:
 
 def rejudge_framework(run_dir: Path) -> dict[str, object]:
     """The record rebuilt from `run_dir/events.jsonl`; RunDirError when it lacks the events."""
-    events = read_events(run_dir / EVENTS)
+    # every event with the fields its kind declares: a missing one is named, never a KeyError
+    events = check_read(read_events(run_dir / EVENTS), str(run_dir / EVENTS))
     last: dict[str, dict[str, object]] = {}
     checks: list[Check] = []
     runs: list[CTestRun] = []

@@ -1,7 +1,15 @@
 """The append-only event log (events.jsonl).
 
-Format history: events.jsonl v1 = one JSON object per line with `seq`, `t` (wall clock),
-`kind`. A torn last line (no trailing newline or not JSON) is discarded on read.
+Format history (`EVENTS_FORMAT`; `parval schema events` prints the JSON Schema of a line):
+* v1: one JSON object per line with `seq`, `t` (wall clock), `kind` and the kind's fields;
+  only the kinds the model gates read were declared (parval.rundir.event_fields). A log
+  has no format marker.
+* v2: every kind parval writes is declared, with the fields every writer passes, and
+  checked when written; the first event of a log carries `events_format: 2`.
+Every reader goes through `iter_events`: a log without a marker is format 1 and its events
+are upgraded on read (event_fields.UPGRADES); a log of a newer format than this parval
+reads is refused (RunDirError: upgrade parval). A torn last line (no trailing newline or
+not JSON) is discarded on read.
 
 Durability: every event is written with one `write`, flushed and fsynced before `append`
 returns (and before any listener sees it), so parval never acts on an event that is not on
@@ -33,7 +41,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parval.errors import RunDirError
-from parval.rundir.event_fields import check_written
+from parval.rundir.event_fields import EVENTS_FORMAT as EVENTS_FORMAT  # the format written, and the newest read
+from parval.rundir.event_fields import FORMAT_FIELD, check_written, events_format, upgraded
 from parval.rundir.files import dumps, fsync_dir
 
 if TYPE_CHECKING:
@@ -123,6 +132,9 @@ class EventLog:
         discarded = _truncate_torn_tail(path) if existed else b""
         existing = read_events(path) if existed else []
         self._seq = (int(existing[-1].get("seq", len(existing) - 1)) + 1) if existing else 0
+        # The first event of a new log names its format; a reopened log keeps the format of
+        # its first event (an older run resumed stays format 1: it has no marker).
+        self._format_due = not existing
         self._fh = path.open("ab")
         if not existed:
             fsync_dir(path.parent)
@@ -148,6 +160,9 @@ class EventLog:
     def append(self, kind: str, **fields: Any) -> dict[str, Any]:
         check_written(kind, fields)
         event = {"seq": self._seq, "t": round(time.time(), 6), "kind": kind, **fields}
+        if self._format_due:
+            event[FORMAT_FIELD] = EVENTS_FORMAT
+            self._format_due = False
         self._fh.write((dumps(event) + "\n").encode("utf-8"))
         self._fh.flush()
         self._seq += 1
@@ -262,8 +277,8 @@ def _truncate_torn_tail(path: Path) -> bytes:
     return raw[keep:]
 
 
-def iter_events(path: Path) -> Iterator[dict[str, Any]]:
-    """Events in order. A torn or unparsable final line is skipped, never parsed as
+def _iter_lines(path: Path) -> Iterator[dict[str, Any]]:
+    """The events as recorded. A torn or unparsable final line is skipped, never parsed as
     evidence; a damaged line before it raises CorruptEventLog naming the line."""
     raw = path.read_bytes()
     lines = raw.split(b"\n")
@@ -280,6 +295,17 @@ def iter_events(path: Path) -> Iterator[dict[str, Any]]:
                 hint=f"`parval verify {path.parent}` lists what changed",
             )
         yield event
+
+
+def iter_events(path: Path) -> Iterator[dict[str, Any]]:
+    """Events in order, as this parval reads them: a log of a newer events format than
+    EVENTS_FORMAT raises RunDirError (upgrade parval); the events of a format-1 log (no
+    marker) are upgraded (event_fields.UPGRADES). Torn and damaged lines as `_iter_lines`."""
+    log_format: int | None = None
+    for event in _iter_lines(path):
+        if log_format is None:
+            log_format = events_format(event, str(path))
+        yield upgraded(event) if log_format == 1 else event
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
