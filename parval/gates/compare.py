@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+import functools
 import hashlib
 import io
 import json
@@ -22,6 +23,9 @@ from typing import Any
 
 import numpy as np
 import soundfile as sf
+
+from parval.gates.canonical_hash import canonical_sha256
+from parval.gates.wav import read_plain_pcm
 
 
 @dataclass(frozen=True)
@@ -102,13 +106,17 @@ def decode_pcm(value: Any) -> tuple[Pcm | None, str]:
     raw, problem = _b64_bytes(value)
     if raw is None:
         return None, problem
+    plain = read_plain_pcm(raw)  # the common case without libsndfile: the same samples
+    if plain is not None:
+        return Pcm(plain.samples, plain.rate, plain.subtype, _NATIVE[plain.subtype][1]), ""
     try:
-        info = sf.info(io.BytesIO(raw))
-        dtype, lsb16 = _NATIVE.get(info.subtype, ("float64", 32768.0))
-        data, rate = sf.read(io.BytesIO(raw), dtype=dtype, always_2d=True)
+        with sf.SoundFile(io.BytesIO(raw)) as wav:  # one open for the format and the samples
+            dtype, lsb16 = _NATIVE.get(wav.subtype, ("float64", 32768.0))
+            data = wav.read(dtype=dtype, always_2d=True)
+            subtype, rate = wav.subtype, wav.samplerate
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
         return None, f"not a decodable WAV ({str(exc)[:80]})"
-    return Pcm(data, int(rate), str(info.subtype), lsb16), ""
+    return Pcm(data, int(rate), str(subtype), lsb16), ""
 
 
 def decode_wav_b64(value: Any) -> tuple[np.ndarray[Any, Any] | None, int, str]:
@@ -132,6 +140,44 @@ def _audio_fields(data: dict[str, Any]) -> list[tuple[str, Any]]:
     return fields
 
 
+# The replies of a wave carry the same audio: its summary is kept for a few recent audio
+# strings (a pure function of the string; strings above the size cap are not kept).
+_SUMMARIES_KEPT = 8
+_SUMMARY_MAX_CHARS = 2 << 20
+
+
+class _Undecodable(Exception):
+    """Not cached: a failure is decoded again (and described) each time, as before."""
+
+
+def _audio_summary(value: Any) -> tuple[dict[str, Any] | None, str]:
+    """(what the canonical form records of one audio field, problem)."""
+    try:
+        if isinstance(value, str) and len(value) <= _SUMMARY_MAX_CHARS:
+            return dict(_summary_of_string(value)), ""
+        return dict(_summary(value)), ""
+    except _Undecodable as exc:
+        return None, str(exc)
+
+
+@functools.lru_cache(maxsize=_SUMMARIES_KEPT)
+def _summary_of_string(value: str) -> tuple[tuple[str, Any], ...]:
+    return _summary(value)
+
+
+def _summary(value: Any) -> tuple[tuple[str, Any], ...]:
+    pcm, problem = decode_pcm(value)
+    if pcm is None:
+        raise _Undecodable(problem)
+    return (
+        ("sha256", hashlib.sha256(pcm.samples.tobytes()).hexdigest()),
+        ("frames", int(pcm.samples.shape[0])),
+        ("channels", int(pcm.samples.shape[1])),
+        ("sample_rate", pcm.rate),
+        ("subtype", pcm.subtype),
+    )
+
+
 def canonicalize(body: bytes, volatile: list[str]) -> Output:
     """Reduce a /v1/tasks/run reply body; malformed replies are `valid=False` with the reason."""
     try:
@@ -146,21 +192,15 @@ def canonicalize(body: bytes, volatile: list[str]) -> Output:
         return Output(False, problem="reply carries an error object")
     audio: dict[str, dict[str, Any]] = {}
     for name, value in _audio_fields(data):
-        pcm, problem = decode_pcm(value)
-        if pcm is None:
+        summary, problem = _audio_summary(value)
+        if summary is None:
             return Output(False, problem=f"{name}: {problem}")
-        audio[name] = {
-            "sha256": hashlib.sha256(pcm.samples.tobytes()).hexdigest(),
-            "frames": int(pcm.samples.shape[0]),
-            "channels": int(pcm.samples.shape[1]),
-            "sample_rate": pcm.rate,
-            "subtype": pcm.subtype,
-        }
+        audio[name] = summary
     try:
         meaningful = remove_volatile(data, volatile)
         if not meaningful:
             return Output(False, problem="reply has no output fields")
-        canon = hashlib.sha256(json.dumps(meaningful, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+        canon = canonical_sha256(meaningful)  # sha256 of its sort_keys, compact json.dumps
     except RecursionError:
         return Output(False, problem="reply JSON is nested too deeply")
     text = data.get("text") if isinstance(data.get("text"), str) else None
