@@ -111,19 +111,13 @@ async def run_campaign(
                 exit_watch = ExitWatcher(st.server.pid)
                 # instance-level wrapper: how long each drained check waits
                 setattr(st, "drained", _timed(st.drained, drained_ms))  # noqa: B010
-                wave_events: list[float] = []
-                log.listeners.append(
-                    lambda e, we=wave_events: we.append(time.monotonic()) if e["kind"] == "wave" else None
-                )
-                last_request_at: list[float] = []
-                log.listeners.append(
-                    lambda e, lr=last_request_at: lr.append(time.monotonic()) if e["kind"] == "request" else None
-                )
+                wave_events: list[dict[str, Any]] = []
+                log.listeners.append(lambda e, we=wave_events: we.append(e) if e["kind"] == "wave" else None)
                 base = campaign.requests[0]
                 for w in range(waves_per_start):
                     await wave_together(campaign, st, "warm_wave", w, [base] * n)
                 log.sync()  # the listeners see the last wave's events before they go
-                del log.listeners[-2:]
+                del log.listeners[-1:]
                 server = st.server
                 first_sample = st.poller.samples[0].t if st.poller.samples else None
                 t0_start = st.t0
@@ -134,16 +128,19 @@ async def run_campaign(
                 (t for k, t in zip(reversed(log.kinds), reversed(log.returned), strict=True) if k == "server_ready"),
                 None,
             )
-            # per-wave breakdown: replies done -> records -> checks (incl. drained) -> next send
+            # per-wave breakdown on the campaign thread, from when its appends returned (not
+            # when the writer thread made them durable): replies done -> records -> checks
+            # (incl. drained) -> next send; a repeated wave counts from its last attempt
             reqs = list(captured)
             for k, last_done, first_send, gap in _wave_gaps(reqs):
                 gaps.append(gap)
                 done_at = t0_start + last_done
-                wave_req_times = [t for e, t in zip(reqs, last_request_at, strict=False) if int(e["wave"]) == k]
-                if wave_req_times and k < len(wave_events):
-                    parts["record_ms"].append((max(wave_req_times) - done_at) * 1000.0)
-                    parts["checks_ms"].append((wave_events[k] - max(wave_req_times)) * 1000.0)
-                    parts["next_wave_ms"].append((t0_start + first_send - wave_events[k]) * 1000.0)
+                recorded = [log.returned_by_seq[int(e["seq"])] for e in reqs if int(e["wave"]) == k]
+                summarised = [log.returned_by_seq[int(e["seq"])] for e in wave_events if int(e["wave"]) == k]
+                if recorded and summarised:
+                    parts["record_ms"].append((max(recorded) - done_at) * 1000.0)
+                    parts["checks_ms"].append((summarised[-1] - max(recorded)) * 1000.0)
+                    parts["next_wave_ms"].append((t0_start + first_send - summarised[-1]) * 1000.0)
             parts["drained_ms"].extend(drained_ms)
             stdout = str(server.stdout_path)
             listen = watch.first.get(stdout)

@@ -232,7 +232,7 @@ def render(data: dict[str, Any]) -> str:
     )
     rows = [
         ["gap between waves (last reply -> next send)", _mp(camp, "gap_ms"), res("campaign.gap_median")],
-        ["  of which: record replies (events + artifacts)", _mp(gp, "record_ms"), ""],
+        ["  of which: record replies (last event appended)", _mp(gp, "record_ms"), ""],
         ["  of which: trace, alive, drained, wave event", _mp(gp, "checks_ms"), ""],
         ["    drained check alone", _mp(gp, "drained_ms"), ""],
         ["  of which: next wave setup + staging + settle", _mp(gp, "next_wave_ms"), ""],

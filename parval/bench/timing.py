@@ -22,6 +22,7 @@ class TimedEventLog(EventLog):
         self.durations: list[float] = []
         self.kinds: list[str] = []
         self.returned: list[float] = []
+        self.returned_by_seq: dict[int, float] = {}
 
     def append(self, kind: str, **fields: Any) -> dict[str, Any]:
         t0 = time.perf_counter()
@@ -29,6 +30,7 @@ class TimedEventLog(EventLog):
         self.durations.append(time.perf_counter() - t0)
         self.kinds.append(kind)
         self.returned.append(time.monotonic())
+        self.returned_by_seq[int(event["seq"])] = self.returned[-1]
         return event
 
 
