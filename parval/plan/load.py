@@ -8,14 +8,25 @@ import os
 import shutil
 import socket
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import yaml
 
 from parval.errors import PlanError
 from parval.plan.schemas import fill_defaults, load_schema, schema_errors
+from parval.plan.sections import (
+    CompareSection,
+    FrameworkSection,
+    MemorySection,
+    ModelSection,
+    PerformanceSection,
+    RecoverySection,
+    ServerEntry,
+    ServerSection,
+)
 from parval.plan.variations import VARIATION_KINDS, variation_kind, variation_problems
 
 __all__ = ["VARIATION_KINDS", "variation_kind"]
@@ -40,18 +51,22 @@ GPU_BACKENDS = frozenset({"cuda", "hip", "rocm", "vulkan"})
 class NamedRequest:
     name: str
     changes: str
-    body: dict[str, Any]
+    body: dict[str, object]
 
 
-class _Section:
-    """A top-level plan section by the attribute's name, as a fresh dict so that callers
-    cannot edit the loaded plan."""
+SectionT = TypeVar("SectionT")
+
+
+class _Section(Generic[SectionT]):
+    """A top-level plan section by the attribute's name, as a fresh (shallow) copy so that
+    callers cannot edit the loaded plan. The schema fixes its shape (parval.plan.sections)."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.key = name
 
-    def __get__(self, plan: Plan, owner: type | None = None) -> dict[str, Any]:
-        return dict(plan.raw[self.key])
+    def __get__(self, plan: Plan, owner: type | None = None) -> SectionT:
+        section: SectionT = plan.raw[self.key]
+        return copy.copy(section)
 
 
 @dataclass(frozen=True)
@@ -61,13 +76,13 @@ class Plan:
     sha256: str
 
     # sections read whole (copies)
-    server = _Section()
-    model = _Section()
-    compare = _Section()
-    memory = _Section()
-    performance = _Section()
-    recovery = _Section()
-    framework = _Section()
+    server = _Section[ServerSection]()
+    model = _Section[ModelSection]()
+    compare = _Section[CompareSection]()
+    memory = _Section[MemorySection]()
+    performance = _Section[PerformanceSection]()
+    recovery = _Section[RecoverySection]()
+    framework = _Section[FrameworkSection]()
 
     @property
     def name(self) -> str:
@@ -144,7 +159,7 @@ class Plan:
             reqs.append(NamedRequest(v["name"], v["changes"], self._absolute(v["request"])))
         return reqs
 
-    def invalid_request(self) -> dict[str, Any] | None:
+    def invalid_request(self) -> dict[str, object] | None:
         inv = self.raw["requests"].get("invalid")
         return self._absolute(inv) if inv is not None else None
 
@@ -156,14 +171,14 @@ class Plan:
         files: list[Path] = []
         for body in bodies:
             for key in PATH_KEYS:
-                if isinstance(body.get(key), str) and Path(body[key]).exists():
-                    files.append(Path(body[key]))
+                if isinstance(val := body.get(key), str) and Path(val).exists():
+                    files.append(Path(val))
         return sorted(set(files))
 
     def auxiliary_files(self) -> list[Path]:
         return [self.resolve(p) for p in self.raw["model"]["auxiliary_files"]]
 
-    def _absolute(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _absolute(self, body: dict[str, object]) -> dict[str, object]:
         out = dict(body)
         for key in PATH_KEYS:
             val = out.get(key)
@@ -172,7 +187,7 @@ class Plan:
         return out
 
 
-def _server(raw: dict[str, Any]) -> ServerSpec:
+def _server(raw: ServerEntry) -> ServerSpec:
     return ServerSpec(
         executable=str(raw["executable"]),
         args=tuple(raw.get("args", ())),
@@ -263,7 +278,7 @@ def load_plan(path: Path, *, check_files: bool = True, located_at: Path | None =
     return plan
 
 
-def port_problem(host: str, port: Any) -> str | None:
+def port_problem(host: str, port: object) -> str | None:
     """Why a fixed `port` cannot be used on `host` (None when it can be bound now)."""
     if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
         return f"{port!r} is not a TCP port number (1-65535)"
@@ -344,14 +359,14 @@ def model_entry(
     *,
     model_id: str | None = None,
     lazy: bool | None = None,
-    slots: Any = OMIT,
-    session_options: dict[str, Any] | None = None,
-    **overrides: Any,
-) -> dict[str, Any]:
+    slots: object = OMIT,
+    session_options: Mapping[str, object] | None = None,
+    **overrides: object,
+) -> dict[str, object]:
     """A config/registration entry of the plan's model; the id, laziness, slots, session
     options and any other key may be set for one start or probe."""
     m = plan.model
-    entry: dict[str, Any] = {
+    entry: dict[str, object] = {
         "id": model_id or m["id"],
         "family": m["family"],
         "task": m["task"],
@@ -359,8 +374,12 @@ def model_entry(
         "path": str(plan.model_path),
         "lazy": m["lazy"] if lazy is None else lazy,
     }
-    for key in ("load_options", "session_options", "default_request_options"):
-        value = session_options if key == "session_options" and session_options is not None else m[key]
+    options: tuple[tuple[str, Mapping[str, object]], ...] = (
+        ("load_options", m["load_options"]),
+        ("session_options", session_options if session_options is not None else m["session_options"]),
+        ("default_request_options", m["default_request_options"]),
+    )
+    for key, value in options:
         if value:
             entry[key] = copy.deepcopy(value)
     entry.update(copy.deepcopy(m["entry_extra"]))
