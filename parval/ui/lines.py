@@ -14,13 +14,14 @@ and `eta_s` are null until the schedule is known). The last line is
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import IO, Any
+from collections.abc import Callable, Mapping
+from typing import IO
 
-from parval.ui.state import ProgressState
+from parval.ui.state import ProgressState, get, item
 
-Listener = Callable[[dict[str, Any]], None]
-Finish = Callable[[dict[str, Any]], None]
+# An event of the campaign's event log; the judged evidence.
+Listener = Callable[[Mapping[str, object]], None]
+Finish = Callable[[Mapping[str, object]], None]
 
 EVENTS_JSON_VERSION = 1
 
@@ -64,7 +65,7 @@ _JSON_FIELDS = (
 )
 
 
-def plain_line(e: dict[str, Any]) -> str | None:
+def plain_line(e: Mapping[str, object]) -> str | None:
     """The one line a finished step prints when stderr is not a terminal (None: no line)."""
     k = e["kind"]
     if k == "unit_begin":
@@ -79,13 +80,13 @@ def plain_line(e: dict[str, Any]) -> str | None:
         st = e.get("status") or {}
         return (
             f"[parval] {e['run']}: {e['phase']} {e['wave']} n={e['n']} {e['batch_s']:.3f}s "
-            f"max_active={st.get('max_active')} drained={(e.get('drained') or {}).get('ok')}"
+            f"max_active={get(st, 'max_active')} drained={get(e.get('drained') or {}, 'ok')}"
         )
     if k in ("start_failed", "start_aborted", "start_timeout", "server_crash", "wave_timeout"):
         what = e.get("reason") or e.get("where") or e.get("exit_code")
         return f"[parval] {e.get('unit') or e.get('run')}: {k.replace('_', ' ')}: {what}"
     if k == "campaign_start":
-        shard = f" shard {e['shard'][0]}/{e['shard'][1]}" if e.get("shard") else ""
+        shard = f" shard {item(e['shard'], 0)}/{item(e['shard'], 1)}" if e.get("shard") else ""
         return f"[parval] campaign {e.get('plan')}{shard}: counts {e.get('counts')}"
     if k == "campaign_end":
         return f"[parval] campaign {'finished' if e.get('finished') else 'stopped'}"
@@ -94,28 +95,28 @@ def plain_line(e: dict[str, Any]) -> str | None:
     return None
 
 
-def json_line(e: dict[str, Any], state: ProgressState) -> str | None:
+def json_line(e: Mapping[str, object], state: ProgressState) -> str | None:
     if e["kind"] not in STEP_KINDS:
         return None
-    out: dict[str, Any] = {"event": e["kind"], "v": EVENTS_JSON_VERSION}
+    out: dict[str, object] = {"event": e["kind"], "v": EVENTS_JSON_VERSION}
     out.update({k: e[k] for k in _JSON_FIELDS if k in e})
     if e["kind"] == "wave":
         st = e.get("status") or {}
-        out["max_active"] = st.get("max_active")
-        out["drained"] = (e.get("drained") or {}).get("ok")
+        out["max_active"] = get(st, "max_active")
+        out["drained"] = get(e.get("drained") or {}, "ok")
     out["progress"] = state.snapshot()
     return json.dumps(out, sort_keys=True, default=str)
 
 
-def verdict_json(evidence: dict[str, Any]) -> str:
+def verdict_json(evidence: Mapping[str, object]) -> str:
     v = evidence["verdict"]
     return json.dumps(
         {
             "event": "verdict",
             "v": EVENTS_JSON_VERSION,
-            "line": v["line"],
-            "exit_code": v["exit_code"],
-            "admitted_counts": v["admitted_counts"],
+            "line": item(v, "line"),
+            "exit_code": item(v, "exit_code"),
+            "admitted_counts": item(v, "admitted_counts"),
             "admission_ready": evidence["admission_ready"],
         },
         sort_keys=True,
@@ -126,7 +127,7 @@ def guarded(listener: Listener, stream: IO[str]) -> Listener:
     """A display error disables that display; it never interrupts the campaign."""
     broken: list[bool] = []
 
-    def call(e: dict[str, Any]) -> None:
+    def call(e: Mapping[str, object]) -> None:
         if broken:
             return
         try:

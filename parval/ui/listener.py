@@ -16,14 +16,23 @@ exception disables that display (with one warning) instead of propagating.
 from __future__ import annotations
 
 import sys
-from typing import IO, Any
+from collections.abc import Mapping
+from typing import IO, TYPE_CHECKING
 
 from parval.ui.lines import Finish, Listener, guarded, json_line, plain_line, verdict_json
 from parval.ui.state import ProgressState
 
+if TYPE_CHECKING:
+    from parval.plan.load import Plan
+
 
 def make_listener(
-    *, quiet: bool, events_json: bool, plan: Any = None, stderr: IO[str] | None = None, stdout: IO[str] | None = None
+    *,
+    quiet: bool,
+    events_json: bool,
+    plan: Plan | None = None,
+    stderr: IO[str] | None = None,
+    stdout: IO[str] | None = None,
 ) -> tuple[Listener, Finish]:
     """(event listener, finish(evidence)) for `parval run`.
 
@@ -38,14 +47,14 @@ def make_listener(
         state._plan_totals()
     if events_json:
 
-        def emit(e: dict[str, Any]) -> None:
+        def emit(e: Mapping[str, object]) -> None:
             state.update(e)
             line = json_line(e, state)
             if line:
                 out.write(line + "\n")
                 out.flush()
 
-        def done(ev: dict[str, Any]) -> None:
+        def done(ev: Mapping[str, object]) -> None:
             out.write(verdict_json(ev) + "\n")
             out.flush()
 
@@ -58,7 +67,7 @@ def make_listener(
         live = LiveProgress(state, err)
         return guarded(live.on_event, err), live.finish
 
-    def line(e: dict[str, Any]) -> None:
+    def line(e: Mapping[str, object]) -> None:
         state.update(e)
         text = plain_line(e)
         if text:

@@ -10,16 +10,20 @@ from __future__ import annotations
 import atexit
 import threading
 import time
-from typing import IO, Any
+from collections.abc import Mapping
+from typing import IO, TYPE_CHECKING
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
 from parval.plan.load import GPU_BACKENDS
-from parval.ui.state import ProgressState, fmt_duration
+from parval.ui.state import ProgressState, as_int, fmt_duration, get
+
+if TYPE_CHECKING:
+    from parval.server.nvml import GpuDevice
 
 MEMORY_EVERY_S = 1.0
 
@@ -33,7 +37,7 @@ class MemoryProbe:
         self.host = "n/a"
         self.gpu = "n/a"
         self._last = 0.0
-        self._device: Any = None
+        self._device: GpuDevice | str | None = None
         self._device_tried = False
 
     def refresh(self, state: ProgressState) -> None:
@@ -58,15 +62,15 @@ class MemoryProbe:
 
     def _gpu(self, state: ProgressState) -> str:
         plan = state.plan_raw or {}
-        backend = (plan.get("server") or {}).get("backend")
-        index = (plan.get("memory") or {}).get("nvml_device_index", 0)
+        backend = get(plan.get("server") or {}, "backend")
+        index = get(plan.get("memory") or {}, "nvml_device_index", 0)
         if backend not in GPU_BACKENDS or index is None:
             return f"n/a (backend {backend or 'unknown'})"
         if not self._device_tried:
             self._device_tried = True
             from parval.server.nvml import open_device
 
-            self._device = open_device(int(index))
+            self._device = open_device(as_int(index))
         if isinstance(self._device, str) or self._device is None:
             return str(self._device or "n/a")
         try:
@@ -112,7 +116,7 @@ class LiveProgress:
         t.add_row(
             "elapsed", fmt_duration(s.elapsed), "remaining", "estimating…" if eta is None else f"~{fmt_duration(eta)}"
         )
-        parts: list[Any] = [Text("parval run", style="bold cyan"), t]
+        parts: list[RenderableType] = [Text("parval run", style="bold cyan"), t]
         if s.planned:
             parts.append(
                 ProgressBar(total=float(s.planned), completed=float(min(s.finished_requests, s.planned)), width=60)
@@ -121,7 +125,7 @@ class LiveProgress:
             parts.append(Text("problems: " + "; ".join(s.problems[-3:]), style="red"))
         return Group(*parts)
 
-    def on_event(self, e: dict[str, Any]) -> None:
+    def on_event(self, e: Mapping[str, object]) -> None:
         self.state.update(e)
         if e.get("kind") in ("unit_end", "campaign_end"):
             self.live.refresh()
@@ -135,5 +139,5 @@ class LiveProgress:
         finally:
             self.memory.close()
 
-    def finish(self, evidence: dict[str, Any]) -> None:
+    def finish(self, evidence: Mapping[str, object]) -> None:
         self._stop()

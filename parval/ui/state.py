@@ -4,13 +4,60 @@ log, never decides anything)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import SupportsIndex, SupportsInt
+
+from parval.jsontypes import JsonObject
 
 _START = re.compile(r"count(\d+)-s(\d+)")
+
+# Reading an event's values (a mapping of JSON-like values the campaign writes): each helper
+# does what the plain operation does on the value the campaign writes, and raises the same
+# exception type on any other value (a listener's error disables its display).
+
+
+def get(value: object, key: str, default: object = None) -> object:
+    """`value.get(key, default)` of a mapping."""
+    if isinstance(value, Mapping):
+        return value.get(key, default)
+    raise AttributeError(f"'{type(value).__name__}' object has no attribute 'get'")
+
+
+def item(value: object, key: int | str) -> object:
+    """`value[key]` of a sequence (an int key) or a mapping (a str key)."""
+    if isinstance(key, int) and isinstance(value, Sequence):
+        return value[key]
+    if isinstance(value, Mapping):
+        return value[key]
+    raise TypeError(f"'{type(value).__name__}' object is not subscriptable")
+
+
+def as_int(value: object) -> int:
+    """`int(value)`."""
+    if isinstance(value, (str, bytes, bytearray, SupportsInt, SupportsIndex)):
+        return int(value)
+    raise TypeError(
+        f"int() argument must be a string, a bytes-like object or a real number, not '{type(value).__name__}'"
+    )
+
+
+def opt_int(value: object) -> int | None:
+    """An integer or None, as it is (a process id)."""
+    if value is None or isinstance(value, int):
+        return value
+    raise TypeError(f"expected an integer or None, not '{type(value).__name__}'")
+
+
+def iterate(value: object) -> Iterable[object]:
+    """`value` to iterate over."""
+    if isinstance(value, Iterable):
+        return value
+    raise TypeError(f"'{type(value).__name__}' object is not iterable")
 
 
 @dataclass
@@ -32,15 +79,15 @@ class ProgressState:
     pid: int | None = None
     server_dir: Path | None = None
     run_dir: Path | None = None
-    plan_raw: dict[str, Any] | None = None
+    plan_raw: JsonObject | None = None
     shard_counts: list[int] | None = None
     problems: list[str] = field(default_factory=list)
 
     # -- folding -----------------------------------------------------------------------
-    def update(self, e: dict[str, Any]) -> None:
+    def update(self, e: Mapping[str, object]) -> None:
         k = e.get("kind")
         if k == "campaign_start":
-            self.shard_counts = [int(c) for c in e.get("counts") or []] or None
+            self.shard_counts = [as_int(c) for c in iterate(e.get("counts") or [])] or None
             self._plan_totals()
         elif k == "unit_begin":
             self.unit = str(e.get("unit"))
@@ -53,13 +100,13 @@ class ProgressState:
         elif k == "run_start":
             self.run = str(e.get("run"))
             if e.get("count") is not None:
-                self.count = int(e["count"])
+                self.count = as_int(e["count"])
         elif k == "server_ready":
-            self.pid = e.get("pid")
+            self.pid = opt_int(e.get("pid"))
             self._server_dir(e.get("argv") or [])
             self.phase = "ready"
         elif k == "request":
-            ok = (e.get("reply") or {}).get("outcome") == "ok" or bool(e.get("expect_error"))
+            ok = get(e.get("reply") or {}, "outcome") == "ok" or bool(e.get("expect_error"))
             if ok:
                 self.done += 1
             else:
@@ -67,8 +114,8 @@ class ProgressState:
             self.phase = f"{e.get('phase')} {e.get('wave')}"
         elif k == "wave":
             st = e.get("status") or {}
-            if st.get("max_active") is not None:
-                self.last_active = (int(st["max_active"]), int(e.get("n") or 0))
+            if get(st, "max_active") is not None:
+                self.last_active = (as_int(item(st, "max_active")), as_int(e.get("n") or 0))
             self.phase = f"{e.get('phase')} {e.get('wave')} done"
         elif k == "unit_skipped" and e.get("not_run") and self.planned is not None:
             m = _START.fullmatch(str(e.get("unit")))
@@ -76,21 +123,27 @@ class ProgressState:
                 self.planned -= start_requests(self.plan_raw, int(m.group(1)))
         elif k == "wave_repeat":
             if e.get("repeat") and self.planned is not None:
-                self.planned += int(e.get("n") or 0)  # a repeated wave adds its requests
+                self.planned += as_int(e.get("n") or 0)  # a repeated wave adds its requests
         elif k in ("m4_targeted_unload", "m4_all_unload"):
-            if int(e.get("tries") or 1) > 1 and self.planned is not None:
-                self.planned += int(e.get("busy") or 0) + 1  # a repeated unload probe: its wave and the later request
+            if as_int(e.get("tries") or 1) > 1 and self.planned is not None:
+                # a repeated unload probe: its wave and the later request
+                self.planned += as_int(e.get("busy") or 0) + 1
         elif k in ("start_failed", "start_aborted", "start_timeout", "server_crash"):
             self.problems.append(f"{e.get('unit') or e.get('run')}: {k.replace('_', ' ')}")
 
-    def _server_dir(self, argv: list[str]) -> None:
+    def _server_dir(self, argv: object) -> None:
         """The server's directory (from `--config DIR/config.json`) and so the run directory."""
+        if not isinstance(argv, Sequence):
+            raise TypeError(f"argv: '{type(argv).__name__}' is not a sequence")
         if "--config" not in argv:
             return
         i = argv.index("--config")
         if i + 1 >= len(argv):
             return
-        self.server_dir = Path(argv[i + 1]).parent
+        config = argv[i + 1]
+        if not isinstance(config, (str, os.PathLike)):
+            raise TypeError(f"argument should be a str or an os.PathLike object, not '{type(config).__name__}'")
+        self.server_dir = Path(config).parent
         if self.run_dir is None and self.server_dir.parent.name == "servers":
             self.run_dir = self.server_dir.parent.parent
             if self.plan_raw is None:
@@ -103,7 +156,7 @@ class ProgressState:
     def _plan_totals(self) -> None:
         if self.plan_raw is None:
             return
-        self.starts_per_count = int(self.plan_raw.get("starts_per_count", 3))
+        self.starts_per_count = as_int(self.plan_raw.get("starts_per_count", 3))
         self.planned = planned_requests(self.plan_raw, self.shard_counts)
 
     # -- derived -----------------------------------------------------------------------
@@ -122,7 +175,7 @@ class ProgressState:
             return None
         return max(0.0, self.elapsed * (self.planned - n) / n)
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> dict[str, int | float | None]:
         eta = self.eta()
         return {
             "requests_done": self.done,
@@ -139,7 +192,7 @@ class ProgressState:
         return f"requests {self.finished_requests}{planned} ({self.failed} failed){left}"
 
 
-def start_requests(plan_raw: dict[str, Any], n: int) -> int:
+def start_requests(plan_raw: JsonObject, n: int) -> int:
     """Requests the schedule plans for one fresh start at count n (0 if unknown)."""
     from parval.plan.load import Plan
     from parval.plan.schedule import schedule_rows
@@ -154,7 +207,7 @@ def start_requests(plan_raw: dict[str, Any], n: int) -> int:
     return 0
 
 
-def planned_requests(plan_raw: dict[str, Any], counts: list[int] | None) -> int | None:
+def planned_requests(plan_raw: JsonObject, counts: list[int] | None) -> int | None:
     """Requests the schedule (parval.plan.schedule) plans for the counts this campaign runs."""
     from parval.plan.load import Plan
     from parval.plan.schedule import schedule_rows
