@@ -8,7 +8,7 @@ Exit codes: 0 admitted · 1 a required assertion FAILED · 2 usage or plan error
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -85,7 +85,7 @@ def _register() -> None:
 _register()
 
 
-def main(argv: list[str] | None = None) -> Any:
+def main(argv: list[str] | None = None) -> object:
     """Console entry point: ParvalError → message + its exit code, bugs → exit 4."""
     try:
         return app(args=argv, standalone_mode=True)

@@ -19,16 +19,17 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any
 
 from parval.errors import EXIT_SIGINT, EXIT_SIGTERM
 from parval.server.reaper import kill_all_servers
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
+# What signal.signal takes and returns: a function, SIG_DFL/SIG_IGN, or None (not set from Python).
+SignalHandler = Callable[[int, FrameType | None], object] | int | None
 # Extra time after the grace period before the timer thread SIGKILLs what is left.
 KILL_MARGIN_S = 2.0
 
@@ -86,7 +87,7 @@ def handle_signals(grace_s: float = 10.0) -> Iterator[SignalState]:
     if threading.current_thread() is not threading.main_thread():
         yield state  # signals are only delivered to the main thread; nothing to install
         return
-    previous: dict[int, Any] = {s: signal.signal(s, handler) for s in HANDLED}
+    previous: dict[int, SignalHandler] = {s: signal.signal(s, handler) for s in HANDLED}
     outer, _current = _current, state
     try:
         yield state

@@ -60,7 +60,7 @@ def bench_command(
         env["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         env["loadavg_end"] = []
-    data: dict[str, Any] = {
+    data: dict[str, object] = {
         "schema_version": SCHEMA_VERSION,
         "quick": quick,
         "config": cfg,

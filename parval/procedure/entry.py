@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from parval.procedure.catalogue import EXECUTION_PATH, FRAMEWORK_GATE, MODEL_GATE, QUALITY_RULES, group_of
 
@@ -125,12 +124,12 @@ class Entry:
     def asks(self) -> str:
         return CATALOGUE[self.id]
 
-    def judge_function(self) -> Callable[..., Any]:
+    def judge_function(self) -> Callable[..., object]:
         module, _, name = self.judge.partition(":")
-        fn = getattr(importlib.import_module(module), name)
+        fn: object = getattr(importlib.import_module(module), name)
         if not callable(fn):
             raise TypeError(f"{self.judge} is not callable")
-        return fn  # type: ignore[no-any-return]
+        return fn
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,6 @@ the startup warning marker of the parallel runtime."""
 
 from __future__ import annotations
 
-from typing import Any
-
 ROUTE_HEALTH = "/health"
 ROUTE_MODELS = "/v1/models"
 ROUTE_LOAD = "/v1/models/load"
@@ -17,4 +15,4 @@ WARNING_MARKER = "--parallel-jobs enables EXPERIMENTAL"
 # The legacy runtime's answer to any explicit `slots` in a registration (X1, F1.legacy_admission).
 LEGACY_SLOTS_TEXT = "slots requires --parallel-jobs at server startup"
 # Every explicit slots form the legacy runtime must reject (X1, F1.legacy_admission).
-SLOTS_FORMS: tuple[Any, ...] = (1, 2, None, False, "4")
+SLOTS_FORMS: tuple[int | bool | str | None, ...] = (1, 2, None, False, "4")

@@ -6,7 +6,6 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 import yaml
 
@@ -57,7 +56,7 @@ class ProtectedConfig:
     _KEYS = frozenset({"protected_paths", "legacy_runtime", "allowed_block", "allowed_block_file", "max_hunk_chars"})
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], *, base_dir: Path, source: str = "mapping") -> ProtectedConfig:
+    def from_mapping(cls, data: Mapping[str, object], *, base_dir: Path, source: str = "mapping") -> ProtectedConfig:
         """Build a config from parsed YAML/JSON; `allowed_block_file` is relative to base_dir.
 
         A `verify_protected:` section is used when present, so a plan file can carry it.

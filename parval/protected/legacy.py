@@ -6,9 +6,9 @@ import difflib
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from parval.errors import InputFileError
+from parval.jsontypes import JsonObject
 from parval.protected.hunks import bound, join_diff
 from parval.status import Status
 
@@ -24,7 +24,7 @@ class LegacyRuntimeCheck:
     block_occurrences: int = 0
     block_sha256: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "path": self.path,
             "status": str(self.status),

@@ -5,9 +5,9 @@ The X4 verdict on it is built by parval/gates/framework_ref.py, from this JSON."
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from parval import __version__
+from parval.jsontypes import JsonObject
 from parval.protected.git import ChangeKind
 from parval.protected.legacy import LegacyRuntimeCheck
 from parval.status import Status
@@ -24,7 +24,7 @@ class ChangedFile:
     kind: ChangeKind
     hunk: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"path": self.path, "kind": self.kind, "hunk": self.hunk}
 
 
@@ -59,7 +59,7 @@ class ProtectedResult:
         parts.append(f"legacy runtime {self.legacy_runtime.path}: {self.legacy_runtime.reason}")
         return "; ".join(parts)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "assertion": ASSERTION_ID,
             "status": str(self.status),
