@@ -5,7 +5,8 @@ a kind label that does not match the field it changes)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+
+from parval.jsontypes import contains, get, iterate
 
 VARIATION_KINDS = ("length", "seed", "reference", "preparation", "content")
 
@@ -44,7 +45,7 @@ FIELD_KINDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def variation_kind(variation: Mapping[str, Any]) -> str:
+def variation_kind(variation: Mapping[str, object]) -> str:
     """A plan variation's kind: its `kind`, else the kind its `changes` field implies."""
     kind = variation.get("kind")
     if isinstance(kind, str) and kind:
@@ -57,37 +58,37 @@ def supported_kinds(task: str) -> tuple[str, ...] | None:
     return TASK_KINDS.get(task)
 
 
-def omitted_kinds(model: Mapping[str, Any]) -> list[str]:
+def omitted_kinds(model: Mapping[str, object]) -> list[str]:
     """Kinds the task supports that the plan's `model.variation_kinds` leaves out."""
     declared = model.get("variation_kinds")
     known = supported_kinds(str(model.get("task", "")))
     if declared is None or known is None:
         return []
-    return [k for k in known if k not in declared]
+    return [k for k in known if not contains(declared, k)]
 
 
-def unjustified_omissions(model: Mapping[str, Any]) -> list[str]:
+def unjustified_omissions(model: Mapping[str, object]) -> list[str]:
     """Omitted kinds without a reason in `model.variation_kinds_justification`."""
     why = model.get("variation_kinds_justification") or {}
-    return [k for k in omitted_kinds(model) if not str(why.get(k) or "").strip()]
+    return [k for k in omitted_kinds(model) if not str(get(why, k) or "").strip()]
 
 
-def variation_problems(raw: Mapping[str, Any]) -> list[str]:
+def variation_problems(raw: Mapping[str, object]) -> list[str]:
     """Plan defects of the variations that can be known before a run, each naming its place:
     a variation whose changed field equals the base request's (it changes nothing), a
     `kind` that is not a kind of the field it changes (a seed change is not `length`)."""
     reqs = raw.get("requests") or {}
-    base = reqs.get("base") or {}
+    base = get(reqs, "base") or {}
     out = []
-    for i, v in enumerate(reqs.get("variations") or []):
-        where = f"requests.variations[{i}] ({v.get('name')})"
-        field = str(v.get("changes", ""))
-        if base.get(field) == (v.get("request") or {}).get(field):
+    for i, v in enumerate(iterate(get(reqs, "variations") or [])):
+        where = f"requests.variations[{i}] ({get(v, 'name')})"
+        field = str(get(v, "changes", ""))
+        if get(base, field) == get(get(v, "request") or {}, field):
             out.append(
                 f"{where}: changes '{field}', but its {field} equals the base request's: it changes no input "
                 "(choose a field the model uses and give it another value)"
             )
-        kind = v.get("kind")
+        kind = get(v, "kind")
         kinds = FIELD_KINDS.get(field)
         if isinstance(kind, str) and kinds is not None and kind not in kinds:
             out.append(

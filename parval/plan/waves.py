@@ -5,7 +5,8 @@ wave was recorded whole). Takes the plan as its JSON mapping (the run's plan sna
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+
+from parval.jsontypes import as_int, get, iterate
 
 # One unload/reload cannot tell allocator caching (a residue that may step up once, then
 # stays) from weights kept after a logical unload (a residue that grows with every
@@ -16,38 +17,38 @@ UNLOAD_CYCLES = 3
 TEN_WAVES = 10
 
 
-def mixed_waves(plan: Mapping[str, Any], n: int) -> int:
+def mixed_waves(plan: Mapping[str, object], n: int) -> int:
     """Mixed warm waves per start at count n: `waves.mixed_at_largest` at the plan's largest
     count, and at every other count `waves.mixed` (by default the same number, so that any
     count can end up the largest admitted: M3.ten_waves)."""
     w = plan.get("waves") or {}
-    at_largest = int(w.get("mixed_at_largest", TEN_WAVES))
-    if n == max(int(c) for c in plan["counts"]):
+    at_largest = as_int(get(w, "mixed_at_largest", TEN_WAVES))
+    if n == max(as_int(c) for c in iterate(plan["counts"])):
         return at_largest
-    mixed = w.get("mixed")
-    return at_largest if mixed is None else int(mixed)
+    mixed = get(w, "mixed")
+    return at_largest if mixed is None else as_int(mixed)
 
 
-def count_waves(plan: Mapping[str, Any], n: int) -> dict[str, int]:
+def count_waves(plan: Mapping[str, object], n: int) -> dict[str, int]:
     """Phase → how many waves (not counting repeats) one start at count n records."""
     w = plan.get("waves") or {}
     return {
         "cold_wave": 1,
-        "warm_wave": int(w.get("warm", 2)),
+        "warm_wave": as_int(get(w, "warm", 2)),
         "mixed_wave": mixed_waves(plan, n),
         "reload_wave": UNLOAD_CYCLES,
         "serial_reuse": 1,
     }
 
 
-def wave_numbers(plan: Mapping[str, Any], n: int, phase: str) -> list[int]:
+def wave_numbers(plan: Mapping[str, object], n: int, phase: str) -> list[int]:
     """The wave numbers of `phase` one start records (warm waves count from one)."""
     k = count_waves(plan, n)[phase]
     return list(range(1, k + 1)) if phase == "warm_wave" else list(range(k))
 
 
-def serial_requests(plan: Mapping[str, Any]) -> int:
-    return int((plan.get("waves") or {}).get("serial_reuse", 2))
+def serial_requests(plan: Mapping[str, object]) -> int:
+    return as_int(get(plan.get("waves") or {}, "serial_reuse", 2))
 
 
 def skipped_counts(counts: list[int]) -> list[int]:

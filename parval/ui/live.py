@@ -19,8 +19,9 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from parval.jsontypes import as_int, get
 from parval.plan.load import GPU_BACKENDS
-from parval.ui.state import ProgressState, as_int, fmt_duration, get
+from parval.ui.state import ProgressState, fmt_duration
 
 if TYPE_CHECKING:
     from parval.server.nvml import GpuDevice

@@ -7,57 +7,13 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import SupportsIndex, SupportsInt
 
-from parval.jsontypes import JsonObject
+from parval.jsontypes import JsonObject, as_int, get, item, iterate, opt_int
 
 _START = re.compile(r"count(\d+)-s(\d+)")
-
-# Reading an event's values (a mapping of JSON-like values the campaign writes): each helper
-# does what the plain operation does on the value the campaign writes, and raises the same
-# exception type on any other value (a listener's error disables its display).
-
-
-def get(value: object, key: str, default: object = None) -> object:
-    """`value.get(key, default)` of a mapping."""
-    if isinstance(value, Mapping):
-        return value.get(key, default)
-    raise AttributeError(f"'{type(value).__name__}' object has no attribute 'get'")
-
-
-def item(value: object, key: int | str) -> object:
-    """`value[key]` of a sequence (an int key) or a mapping (a str key)."""
-    if isinstance(key, int) and isinstance(value, Sequence):
-        return value[key]
-    if isinstance(value, Mapping):
-        return value[key]
-    raise TypeError(f"'{type(value).__name__}' object is not subscriptable")
-
-
-def as_int(value: object) -> int:
-    """`int(value)`."""
-    if isinstance(value, (str, bytes, bytearray, SupportsInt, SupportsIndex)):
-        return int(value)
-    raise TypeError(
-        f"int() argument must be a string, a bytes-like object or a real number, not '{type(value).__name__}'"
-    )
-
-
-def opt_int(value: object) -> int | None:
-    """An integer or None, as it is (a process id)."""
-    if value is None or isinstance(value, int):
-        return value
-    raise TypeError(f"expected an integer or None, not '{type(value).__name__}'")
-
-
-def iterate(value: object) -> Iterable[object]:
-    """`value` to iterate over."""
-    if isinstance(value, Iterable):
-        return value
-    raise TypeError(f"'{type(value).__name__}' object is not iterable")
 
 
 @dataclass
