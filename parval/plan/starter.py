@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from parval.errors import InputFileError, UsageError
+from parval.jsontypes import JsonObject, JsonValue, as_int, iterate
 from parval.plan.load import GPU_BACKENDS
 
 PLACEHOLDER = "EDIT-ME"
@@ -32,12 +32,12 @@ ENTRY_EXTRA_KEYS = (
 BACKENDS = {"cpu", "cuda", "hip", "rocm", "vulkan", "metal"}
 
 
-def _y(value: Any) -> str:
+def _y(value: object) -> str:
     """A YAML flow value (JSON is valid YAML)."""
     return json.dumps(value, ensure_ascii=False)
 
 
-def read_server_config(path: Path) -> dict[str, Any]:
+def read_server_config(path: Path) -> JsonObject:
     try:
         data = json.loads(path.read_text("utf-8"))
     except FileNotFoundError:
@@ -51,8 +51,8 @@ def read_server_config(path: Path) -> dict[str, Any]:
     return data
 
 
-def pick_model(config: dict[str, Any], model_id: str | None, where: Path) -> dict[str, Any]:
-    models = [m for m in config["models"] if isinstance(m, dict)]
+def pick_model(config: JsonObject, model_id: str | None, where: Path) -> JsonObject:
+    models = [m for m in iterate(config["models"]) if isinstance(m, dict)]
     ids = [str(m.get("id")) for m in models]
     if model_id is None:
         if len(models) != 1:
@@ -69,7 +69,7 @@ def pick_model(config: dict[str, Any], model_id: str | None, where: Path) -> dic
     return entry
 
 
-def advertised_counts(entry: dict[str, Any]) -> list[int]:
+def advertised_counts(entry: JsonObject) -> list[int]:
     slots = entry.get("slots", 1)
     if isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= 16:
         raise UsageError(f"model {entry['id']!r}: slots must be an integer between 1 and 16, got {slots!r}")
@@ -126,12 +126,15 @@ def _requests(task: str) -> list[str]:
     ]
 
 
-def starter_plan(config: dict[str, Any], entry: dict[str, Any], config_path: Path, plan_dir: Path) -> str:
+def starter_plan(config: JsonObject, entry: JsonObject, config_path: Path, plan_dir: Path) -> str:
     """The plan text (YAML with comments)."""
     counts = advertised_counts(entry)
-    model_path = Path(entry["path"])
+    path = entry["path"]
+    if not isinstance(path, str):
+        raise TypeError(f"expected str, bytes or os.PathLike object, not {type(path).__name__}")
+    model_path = Path(path)
     if model_path.is_absolute():
-        rel = entry["path"]  # an absolute path stays absolute (as the config wrote it)
+        rel = path  # an absolute path stays absolute (as the config wrote it)
     else:  # relative to the config file, re-expressed relative to the plan
         try:
             rel = os.path.relpath((config_path.parent / model_path).resolve(), plan_dir.resolve())
@@ -142,7 +145,7 @@ def starter_plan(config: dict[str, Any], entry: dict[str, Any], config_path: Pat
         raise UsageError(f"{config_path}: unsupported backend {backend!r}")
     gpu = backend in GPU_BACKENDS
     task = str(entry.get("task", "tts"))
-    model: dict[str, Any] = {
+    model: dict[str, JsonValue] = {
         "id": entry["id"],
         "family": entry["family"],
         "task": task,
@@ -168,10 +171,10 @@ def starter_plan(config: dict[str, Any], entry: dict[str, Any], config_path: Pat
         "",
         "server:",
         f"  backend: {backend}",
-        f"  device: {int(config.get('device', 0))}",
-        f"  threads: {int(config.get('threads', 1))}",
-        f"  busy_timeout_ms: {int(config.get('busy_timeout_ms', 300000))}",
-        f"  max_loaded_models: {int(config.get('max_loaded_models', 0))}",
+        f"  device: {as_int(config.get('device', 0))}",
+        f"  threads: {as_int(config.get('threads', 1))}",
+        f"  busy_timeout_ms: {as_int(config.get('busy_timeout_ms', 300000))}",
+        f"  max_loaded_models: {as_int(config.get('max_loaded_models', 0))}",
         (
             f"  ui_management: {_y(bool(config.get('ui_management', False)))}   "
             "# true needs a native-model-manager build; enables the registration probes"
