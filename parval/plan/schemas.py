@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -18,7 +19,7 @@ def load_schema(name: str) -> dict[str, Any]:
     return data
 
 
-def format_path(path: Any) -> str:
+def format_path(path: Iterable[object]) -> str:
     """JSON-Schema error path as `counts[2]` / `model.path`."""
     out = ""
     for part in path:
@@ -29,7 +30,7 @@ def format_path(path: Any) -> str:
     return out or "(top level)"
 
 
-def schema_errors(instance: Any, schema_name: str) -> list[str]:
+def schema_errors(instance: object, schema_name: str) -> list[str]:
     """Every schema violation as `where: what`, sorted by location."""
     validator = jsonschema.Draft202012Validator(load_schema(schema_name))
     errors = sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
