@@ -3,13 +3,12 @@
 A plan is validated against the schema and its defaults filled in before any section is
 read (parval.plan.load), so every key with a schema default is present; keys the schema
 gives no default are `NotRequired`. The sections stay plain dicts (TypedDicts): they are
-written back as they are (plan.json, the manifest's settings)."""
+written back as they are (plan.json, the manifest's settings). Free-form objects passed
+through to the server (options, extra config) are `dict[str, object]`."""
 
 from __future__ import annotations
 
 from typing import NotRequired, TypedDict
-
-from parval.jsontypes import JsonObject
 
 
 class ServerEntry(TypedDict):
@@ -30,7 +29,7 @@ class ServerSection(TypedDict):
     threads: int
     busy_timeout_ms: int
     max_loaded_models: int
-    extra_config: JsonObject  # merged into the server config as it is
+    extra_config: dict[str, object]  # merged into the server config as it is
     ui_management: bool
 
 
@@ -45,10 +44,10 @@ class ModelSection(TypedDict):
     auxiliary_files: list[str]
     quantization: str
     lazy: bool
-    load_options: JsonObject
-    session_options: JsonObject
-    default_request_options: JsonObject
-    entry_extra: JsonObject
+    load_options: dict[str, object]
+    session_options: dict[str, object]
+    default_request_options: dict[str, object]
+    entry_extra: dict[str, object]
     cache_sensitive: bool
     admit_modes: list[str]
     variation_kinds: NotRequired[list[str]]
@@ -70,7 +69,7 @@ class CompareSection(TypedDict):
 
     volatile_fields: list[VolatileField]
     tolerance: Tolerance | None
-    quality_settings: JsonObject
+    quality_settings: dict[str, object]
 
 
 class BaselineComparison(TypedDict):

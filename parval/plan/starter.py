@@ -15,7 +15,8 @@ import os
 from pathlib import Path
 
 from parval.errors import InputFileError, UsageError
-from parval.jsontypes import JsonObject, JsonValue, as_int, iterate
+from parval.framework.jsontypes import JsonObject, JsonValue
+from parval.jsonread import as_int, iterate
 from parval.plan.load import GPU_BACKENDS
 
 PLACEHOLDER = "EDIT-ME"

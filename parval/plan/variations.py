@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from parval.jsontypes import contains, get, iterate
+from parval.jsonread import contains, get, iterate
 
 VARIATION_KINDS = ("length", "seed", "reference", "preparation", "content")
 

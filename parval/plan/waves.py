@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from parval.jsontypes import as_int, get, iterate
+from parval.jsonread import as_int, get, iterate
 
 # One unload/reload cannot tell allocator caching (a residue that may step up once, then
 # stays) from weights kept after a logical unload (a residue that grows with every

@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import IO
 
-from parval.jsontypes import get, item
+from parval.jsonread import get, item
 from parval.ui.state import ProgressState
 
 # An event of the campaign's event log; the judged evidence.

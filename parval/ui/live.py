@@ -19,7 +19,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from parval.jsontypes import as_int, get
+from parval.jsonread import as_int, get
 from parval.plan.load import GPU_BACKENDS
 from parval.ui.state import ProgressState, fmt_duration
 

@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from parval.jsontypes import JsonObject, as_int, get, item, iterate, opt_int
+from parval.framework.jsontypes import JsonObject
+from parval.jsonread import as_int, get, item, iterate, opt_int
 
 _START = re.compile(r"count(\d+)-s(\d+)")
 

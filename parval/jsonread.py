@@ -1,16 +1,13 @@
-"""Types of JSON data (parsed JSON, YAML read as JSON, what is written back as JSON)."""
+"""Reading JSON-like values of unchecked shape (events, plan snapshots, server configs).
+
+Each reader does what the plain operation does on the expected value and raises the same
+exception type on any other value, so callers that catch or report errors behave as
+before. (The JSON value types are parval.framework.jsontypes.)"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import SupportsIndex, SupportsInt, TypeAlias
-
-JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
-JsonObject: TypeAlias = "dict[str, JsonValue]"
-
-# Reading JSON-like values of unchecked shape (events, plan snapshots): each helper does
-# what the plain operation does on the expected value, and raises the same exception type
-# on any other value, so callers that catch or report errors behave as before.
+from typing import SupportsIndex, SupportsInt
 
 
 def get(value: object, key: str, default: object = None) -> object:
