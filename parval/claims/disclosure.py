@@ -29,8 +29,9 @@ from typing import Any, TypedDict
 from parval.claims.combination import Catalogue, Combination
 from parval.claims.evidence_found import Attributed, attribute, find_evidence
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE, RunDirError
-from parval.framework.jsontypes import JsonObject, JsonValue
+from parval.framework.jsontypes import JsonValue
 from parval.report.load import run_problems
+from parval.report.performance_md import PerformanceRow
 
 
 class State(StrEnum):
@@ -123,7 +124,7 @@ class CombinationDisclosure:
             "status": fc.get("status"),
         }
 
-    def performance_rows(self) -> dict[int, JsonObject]:
+    def performance_rows(self) -> dict[int, PerformanceRow]:
         ev = self.found.evidence or {}
         rows = (ev.get("performance") or {}).get("rows") or []
         return {int(r["count"]): r for r in rows if int(r["count"]) in self.combo.counts}
