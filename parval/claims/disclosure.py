@@ -29,7 +29,7 @@ from typing import Any, TypedDict
 from parval.claims.combination import Catalogue, Combination
 from parval.claims.evidence_found import Attributed, attribute, find_evidence
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE, RunDirError
-from parval.framework.jsontypes import JsonValue
+from parval.framework.jsontypes import JsonObject, JsonValue
 from parval.report.load import run_problems
 from parval.report.performance_md import PerformanceRow
 
@@ -199,7 +199,7 @@ def count_rows(combo: Combination, found: Attributed, invalid: list[str]) -> lis
         if state is None:  # PASS, yet not admitted: a lower count is not
             below = next((r for r in rows if r.count < n and r.state is not State.ADMITTED), None)
             if below is None:  # the judge's admission rule (Q6) says why
-                level: list[dict[str, Any]] = (ev.get("model_checks") or {}).get("model_level") or []
+                level: list[JsonObject] = (ev.get("model_checks") or {}).get("model_level") or []
                 q6: dict[str, Any] = next((a for a in level if a["id"] == "Q6"), {})
                 why = "; ".join([str(q6.get("reason") or verdict.get("line", "")), *(q6.get("limitations") or [])])
                 rows.append(CountRow(n, State.PENDING, f"count {n} passes but is not admitted: {why}", ["Q6"]))
