@@ -5,35 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 from parval.errors import RunDirError
-from parval.framework.jsontypes import JsonObject, JsonValue
+from parval.framework.jsontypes import JsonObject
+from parval.report.catalogue_row import CatalogueRow
 from parval.report.history import HistoricalRow
 from parval.rundir.layout import MANIFEST
-
-
-class CatalogueRow(TypedDict, total=False):
-    """One run of the catalogue: `dir` and `error` for unreadable evidence, else the rest
-    (read from its evidence.json; `superseded_by` set by `mark_superseded`)."""
-
-    dir: str
-    error: str
-    model: JsonValue
-    family: JsonValue
-    task: JsonValue
-    backend: JsonValue
-    mode: JsonValue
-    admitted_counts: list[int]
-    admission_ready: JsonValue
-    exit_code: JsonValue
-    blocking: list[str]
-    date: JsonValue
-    candidate_sha256: JsonValue
-    shard: list[int] | None
-    procedure_version: JsonValue
-    provenance: JsonObject | None
-    superseded_by: str | None
 
 
 def find_runs(root: Path) -> list[Path]:

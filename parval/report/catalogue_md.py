@@ -3,7 +3,7 @@ imported historical records, each in its own table so nothing historical reads a
 
 from __future__ import annotations
 
-from parval.report.catalogue import CatalogueRow
+from parval.report.catalogue_row import CatalogueRow
 from parval.report.history import HistoricalRow
 from parval.report.md_base import esc, short
 from parval.rundir.provenance import label

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from parval.report.catalogue import CatalogueRow
+from parval.report.catalogue_row import CatalogueRow
 from parval.report.failures_md import campaign_command
 from parval.report.md_base import detailed
 
