@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 
+from parval.framework.jsontypes import JsonObject
 from parval.judge import judge_run
 from parval.plan.load import Plan
 from parval.report.render import write_reports
@@ -20,7 +21,8 @@ from parval.rundir.layout import EVENTS, MANIFEST, new_run_dir
 from parval.rundir.manifest import build_manifest
 from parval.runners.campaign import Campaign
 
-Listener = Callable[[dict[str, Any]], None]
+# Handed each event as written to events.jsonl (a JSON object), once it is durable.
+Listener = Callable[[JsonObject], None]
 
 
 def prepare_run_dir(plan: Plan, out: Path | None, *, plan_text: str | None = None) -> Path:
@@ -68,6 +70,7 @@ def finalize(run_dir: Path, evidence: dict[str, Any]) -> None:
     seal_run(run_dir)
 
 
-def load_evidence(run_dir: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((run_dir / "evidence.json").read_text("utf-8"))
+def load_evidence(run_dir: Path) -> JsonObject:
+    """A run's evidence.json as JSON values (narrow with isinstance before use)."""
+    data: JsonObject = json.loads((run_dir / "evidence.json").read_text("utf-8"))
     return data

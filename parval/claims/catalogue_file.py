@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from parval.errors import PlanError
+from parval.framework.jsontypes import JsonObject
 from parval.plan.load import parse_plan_text, resolve_executable
 from parval.plan.schemas import fill_defaults, load_schema, schema_errors
 
@@ -104,7 +105,7 @@ class Claim:
     name: str
     source: Path  # the plan or template, absolute
     is_template: bool
-    overrides: dict[str, Any]
+    overrides: JsonObject
     backends: tuple[str, ...]  # keys of the catalogue's builds
     modes: tuple[str, ...] | None  # None: the plan's model.mode
     counts: tuple[int, ...] | None  # None: the plan's counts

@@ -24,12 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from parval.claims.combination import Catalogue, Combination
 from parval.claims.evidence_found import Attributed, attribute, find_evidence
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE, RunDirError
+from parval.framework.jsontypes import JsonObject, JsonValue
 from parval.report.load import run_problems
+from parval.report.performance_md import PerformanceRow
 
 
 class State(StrEnum):
@@ -51,6 +53,28 @@ _FOR_VERDICT = {
 _LISTED = {State.NOT_ADMITTED: ("FAIL",), State.BLOCKED: ("BLOCKED", "UNSUPPORTED"), State.PENDING: ("PENDING",)}
 
 
+class CountRowJson(TypedDict):
+    count: int
+    state: str
+    reason: str
+    blocking: list[str]
+
+
+class FrameworkUse(TypedDict, total=False):
+    """Which framework record a combination's evidence used (only the first four keys
+    when there is no current evidence)."""
+
+    record: JsonValue
+    path: JsonValue
+    trusted: bool
+    reason: JsonValue
+    reused: bool
+    reuse_status: JsonValue
+    reuse_reason: JsonValue
+    record_commit: JsonValue
+    status: JsonValue
+
+
 @dataclass
 class CountRow:
     count: int
@@ -58,7 +82,7 @@ class CountRow:
     reason: str
     blocking: list[str] = field(default_factory=list)  # "ID STATUS", worst first
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CountRowJson:
         return {"count": self.count, "state": str(self.state), "reason": self.reason, "blocking": self.blocking}
 
 
@@ -80,7 +104,7 @@ class CombinationDisclosure:
         return [r.count for r in self.rows if r.state is not State.ADMITTED]
 
     @property
-    def framework(self) -> dict[str, Any]:
+    def framework(self) -> FrameworkUse:
         """Which framework record the evidence used, whether it was trusted and reused."""
         ev = self.found.evidence
         if ev is None:
@@ -100,12 +124,12 @@ class CombinationDisclosure:
             "status": fc.get("status"),
         }
 
-    def performance_rows(self) -> dict[int, dict[str, Any]]:
+    def performance_rows(self) -> dict[int, PerformanceRow]:
         ev = self.found.evidence or {}
         rows = (ev.get("performance") or {}).get("rows") or []
         return {int(r["count"]): r for r in rows if int(r["count"]) in self.combo.counts}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         c, ev = self.combo, self.found.evidence
         return {
             "combination": c.key,
@@ -175,7 +199,7 @@ def count_rows(combo: Combination, found: Attributed, invalid: list[str]) -> lis
         if state is None:  # PASS, yet not admitted: a lower count is not
             below = next((r for r in rows if r.count < n and r.state is not State.ADMITTED), None)
             if below is None:  # the judge's admission rule (Q6) says why
-                level: list[dict[str, Any]] = (ev.get("model_checks") or {}).get("model_level") or []
+                level: list[JsonObject] = (ev.get("model_checks") or {}).get("model_level") or []
                 q6: dict[str, Any] = next((a for a in level if a["id"] == "Q6"), {})
                 why = "; ".join([str(q6.get("reason") or verdict.get("line", "")), *(q6.get("limitations") or [])])
                 rows.append(CountRow(n, State.PENDING, f"count {n} passes but is not admitted: {why}", ["Q6"]))

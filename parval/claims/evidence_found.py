@@ -16,14 +16,28 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from parval.claims.combination import Combination
 from parval.errors import ParvalError
+from parval.framework.jsontypes import JsonValue
 from parval.report.catalogue import find_runs
-from parval.report.history import historical_rows
+from parval.report.history import HistoricalRow, historical_rows
 from parval.report.merge import LoadedRun, MergeRefused, check_mergeable, merge_evidence
 from parval.rundir.layout import MANIFEST
+
+
+class RunSummary(TypedDict):
+    """A run directory as a claims disclosure names it."""
+
+    dir: str
+    shard: list[int] | None
+    counts: list[int]
+    candidate_sha256: str | None
+    candidate_commit: str | None
+    provenance: str | None
+    generated_at: str
+    verdict: JsonValue
 
 
 @dataclass
@@ -67,7 +81,7 @@ class FoundRun:
         i = self.identity
         return (i.get("model"), i.get("backend"), i.get("mode")) == (combo.model_id, combo.backend, combo.mode)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> RunSummary:
         return {
             "dir": self.rel,
             "shard": self.shard,
@@ -86,7 +100,7 @@ class Found:
 
     runs: list[FoundRun]
     unreadable: list[dict[str, str]]
-    historical: list[dict[str, Any]]
+    historical: list[HistoricalRow]
 
 
 def find_evidence(root: Path) -> Found:
@@ -110,7 +124,7 @@ class Attributed:
     used: list[FoundRun] = field(default_factory=list)  # current, merged into one verdict
     not_used: list[tuple[FoundRun, str]] = field(default_factory=list)  # current, left out: why
     stale: list[tuple[FoundRun, str]] = field(default_factory=list)
-    historical: list[dict[str, Any]] = field(default_factory=list)
+    historical: list[HistoricalRow] = field(default_factory=list)
     evidence: dict[str, Any] | None = None  # the used runs' (merged) evidence
     covered: dict[int, list[str]] = field(default_factory=dict)  # count → used runs that ran it
     not_run: dict[int, str] = field(default_factory=dict)  # count → why a used run left it out

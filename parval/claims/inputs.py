@@ -24,7 +24,6 @@ import time
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
 from parval import PROCEDURE_VERSION
 from parval.errors import RunDirError
@@ -60,7 +59,7 @@ def input_changes(plan: Plan, run_dir: Path) -> list[str]:
     from parval.rundir.resume import manifest_changes
 
     try:
-        old: Any = json.loads((run_dir / MANIFEST).read_text("utf-8"))
+        old: object = json.loads((run_dir / MANIFEST).read_text("utf-8"))
     except (OSError, ValueError) as exc:
         return [f"manifest.json (unreadable: {exc})"]
     if not isinstance(old, dict):

@@ -16,7 +16,6 @@ import json
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Any
 
 from parval.claims.combination import Catalogue, Combination, run_dir_name
 from parval.errors import UsageError
@@ -118,9 +117,9 @@ def slurm_script(cat: Catalogue, combos: list[Combination], catalogue: str, out:
     return "\n".join(lines) + "\n"
 
 
-def matrix(combos: list[Combination]) -> dict[str, Any]:
+def matrix(combos: list[Combination]) -> dict[str, list[dict[str, str | list[str]]]]:
     """`{"include": [...]}`, one entry per combination x shard (GitHub Actions strategy.matrix)."""
-    include = []
+    include: list[dict[str, str | list[str]]] = []
     for c in combos:
         for shard in c.shard_list():
             label = "" if shard is None else f"{shard[0]}/{shard[1]}"

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from parval.errors import InputFileError, UsageError
+from parval.framework.jsontypes import JsonObject
 from parval.plan.load import GPU_BACKENDS
 from parval.plan.starter import BACKENDS, PLACEHOLDER, advertised_counts, read_server_config, starter_plan
 
@@ -40,7 +41,7 @@ class Source:
 @dataclass
 class Proposed:
     name: str
-    entry: dict[str, Any]
+    entry: JsonObject
     source: Source
     counts: list[int]
     backends: list[str] = field(default_factory=list)
@@ -71,7 +72,7 @@ def _name(model_id: str) -> str:
 
 
 def proposals(sources: list[Source]) -> list[Proposed]:
-    by_id: dict[str, list[tuple[Source, dict[str, Any], list[int]]]] = {}
+    by_id: dict[str, list[tuple[Source, JsonObject, list[int]]]] = {}
     for src in sources:
         if src.backend not in BACKENDS:
             raise UsageError(f"{src.path}: unsupported backend {src.backend!r}")
@@ -86,7 +87,7 @@ def proposals(sources: list[Source]) -> list[Proposed]:
     for model_id, seen in by_id.items():
         # One claim per model where the sources agree on the counts and on GPU vs host
         # memory (the starter plan's memory settings differ); else one per group.
-        groups: dict[tuple[tuple[int, ...], bool], list[tuple[Source, dict[str, Any], list[int]]]] = {}
+        groups: dict[tuple[tuple[int, ...], bool], list[tuple[Source, JsonObject, list[int]]]] = {}
         for item in seen:
             groups.setdefault((tuple(item[2]), item[0].backend in GPU_BACKENDS), []).append(item)
         for group in groups.values():

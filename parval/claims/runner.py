@@ -24,6 +24,7 @@ from typing import Any
 from parval.claims.combination import Combination, run_dir_name
 from parval.claims.inputs import Action, check_run_dir, run_state, set_aside
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE, PlanError
+from parval.framework.jsontypes import JsonObject
 from parval.plan.load import Plan
 from parval.rundir.layout import EVIDENCE
 
@@ -100,7 +101,8 @@ def _verdict(run_dir: Path) -> tuple[int, str]:
     return int(ev["verdict"]["exit_code"]), str(ev["verdict"]["line"])
 
 
-Listen = Callable[[], tuple[Callable[[dict[str, Any]], None], Callable[[dict[str, Any]], None]]]
+# (the event listener, what is handed the evidence once judged), made afresh for each run
+Listen = Callable[[], tuple[Callable[[JsonObject], None], Callable[[JsonObject], None]]]
 
 
 def run_one(

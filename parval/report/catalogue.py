@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from parval.errors import RunDirError
+from parval.framework.jsontypes import JsonObject
+from parval.report.catalogue_row import CatalogueRow
+from parval.report.history import HistoricalRow
 from parval.rundir.layout import MANIFEST
 
 
@@ -26,7 +29,7 @@ def blocking(ev: dict[str, Any]) -> list[str]:
     return [f"{a['id']} {a['status']}" for a in items]
 
 
-def catalogue_rows(root: Path) -> list[dict[str, Any]]:
+def catalogue_rows(root: Path) -> list[CatalogueRow]:
     """One row per run under `root`, every run directory verified before it is read (one
     modified directory refuses the whole catalogue, naming it: exit 2)."""
     from parval.rundir.verified import TamperedRunError, verified
@@ -42,7 +45,7 @@ def catalogue_rows(root: Path) -> list[dict[str, Any]]:
             f"{root}: {len(refused)} run director(y/ies) modified after judging: " + " | ".join(refused[:5]),
             hint="`parval verify RUN` lists every difference of a run",
         )
-    rows: list[dict[str, Any]] = []
+    rows: list[CatalogueRow] = []
     for d in find_runs(root):
         try:
             ev = json.loads((d / "evidence.json").read_text("utf-8"))
@@ -73,22 +76,23 @@ def catalogue_rows(root: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _manifest_provenance(run_dir: Path) -> Any:
+def _manifest_provenance(run_dir: Path) -> JsonObject | None:
     try:
-        return json.loads((run_dir / MANIFEST).read_text("utf-8")).get("provenance")
+        provenance: JsonObject | None = json.loads((run_dir / MANIFEST).read_text("utf-8")).get("provenance")
+        return provenance
     except (OSError, ValueError, AttributeError):
         return None
 
 
-def mark_superseded(rows: list[dict[str, Any]]) -> None:
+def mark_superseded(rows: list[CatalogueRow]) -> None:
     """A run is superseded by a newer run of the same model, backend, task, mode, shard and
     provenance (local and CI stay apart): both are kept, only the newest is current."""
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[CatalogueRow]] = {}
     for r in rows:
         if "error" in r:
             continue
         key = json.dumps(
-            [r.get(k) for k in ("model", "family", "task", "backend", "mode", "shard")]
+            [r.get("model"), r.get("family"), r.get("task"), r.get("backend"), r.get("mode"), r.get("shard")]
             + [(r.get("provenance") or {}).get("kind")],
             sort_keys=True,
         )
@@ -100,7 +104,7 @@ def mark_superseded(rows: list[dict[str, Any]]) -> None:
             r["superseded_by"] = None if r is newest else newest["dir"]
 
 
-def catalogue_exit(rows: list[dict[str, Any]]) -> int:
+def catalogue_exit(rows: list[CatalogueRow]) -> int:
     """0 every current run admitted · 1 any current run has a FAIL (or unreadable evidence) ·
     3 otherwise. Superseded runs are kept and shown, but judged by their replacements."""
     rows = [r for r in rows if not r.get("superseded_by")]
@@ -135,7 +139,7 @@ def render_catalogue(root: Path, fmt: str) -> tuple[str, int]:
     return render_catalogue_markdown(str(root), rows, history), code
 
 
-def _render_history_only(root: Path, fmt: str, history: list[dict[str, Any]]) -> str:
+def _render_history_only(root: Path, fmt: str, history: list[HistoricalRow]) -> str:
     """Only historical records under DIR: listed, never an admission (exit 3)."""
     if fmt == "json":
         return json.dumps({"catalogue": str(root), "runs": [], "historical": history}, indent=2, sort_keys=True) + "\n"

@@ -3,8 +3,8 @@ imported historical records, each in its own table so nothing historical reads a
 
 from __future__ import annotations
 
-from typing import Any
-
+from parval.report.catalogue_row import CatalogueRow
+from parval.report.history import HistoricalRow
 from parval.report.md_base import esc, short
 from parval.rundir.provenance import label
 
@@ -15,9 +15,7 @@ CATALOGUE_HEAD = [
 ]
 
 
-def render_catalogue_markdown(
-    root: str, rows: list[dict[str, Any]], history: list[dict[str, Any]] | None = None
-) -> str:
+def render_catalogue_markdown(root: str, rows: list[CatalogueRow], history: list[HistoricalRow] | None = None) -> str:
     """Current runs; then superseded runs and historical records, each apart (never current)."""
     current = [r for r in rows if not r.get("superseded_by")]
     superseded = [r for r in rows if r.get("superseded_by")]
@@ -51,7 +49,7 @@ def render_catalogue_markdown(
     return "\n".join(out) + "\n"
 
 
-def _history_row(h: dict[str, Any]) -> str:
+def _history_row(h: HistoricalRow) -> str:
     if "error" in h:
         return f"| `{esc(h['dir'])}` | ❌ {esc(h['error'])} | | | | | | | |"
     failures = h["failures"]
@@ -63,7 +61,7 @@ def _history_row(h: dict[str, Any]) -> str:
     )
 
 
-def _catalogue_rows(rows: list[dict[str, Any]]) -> list[str]:
+def _catalogue_rows(rows: list[CatalogueRow]) -> list[str]:
     out: list[str] = []
     for r in rows:
         if "error" in r:
@@ -72,7 +70,7 @@ def _catalogue_rows(rows: list[dict[str, Any]]) -> list[str]:
         block = r["blocking"]
         shown = ", ".join(block[:3]) + (f" (+{len(block) - 3} more)" if len(block) > 3 else "")
         counts = ", ".join(map(str, r["admitted_counts"])) or "none"
-        shard = f" (shard {r['shard'][0]}/{r['shard'][1]})" if r.get("shard") else ""
+        shard = f" (shard {s[0]}/{s[1]})" if (s := r.get("shard")) else ""
         made = f" ({esc(label(r['provenance']))})" if r.get("provenance") else ""
         out.append(
             f"| `{esc(r['dir'])}`{shard}{made} | {esc(r['model'])} | {esc(r['family'])} "

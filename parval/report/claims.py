@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 from xml.etree import ElementTree as ET
 
 from parval.claims.disclosure import Disclosure, State, disclose
 
 
-def claims_json(d: Disclosure) -> dict[str, Any]:
+def claims_json(d: Disclosure) -> dict[str, object]:
     from parval.report.claims_md import comparison_rows, verdict_line
 
     return {

@@ -5,12 +5,13 @@ across the catalogue with the model and framework verdicts beside the speed figu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from parval.claims.disclosure import CombinationDisclosure, CountRow, Disclosure, State
+from parval.framework.jsontypes import JsonValue
 from parval.gates.performance import TABLE_COLUMNS
 from parval.report.md_base import esc, short
-from parval.report.performance_md import pct_cell, time_cell
+from parval.report.performance_md import TimeStats, pct_cell, time_cell
 
 STATE_ICON = {
     State.ADMITTED: "✅",
@@ -22,6 +23,27 @@ STATE_ICON = {
     State.HISTORICAL: "📜",
 }
 SHOWN = 4
+
+
+class ComparisonRow(TypedDict):
+    """One backend/model/count of the comparison across the catalogue (P5 figures beside
+    the verdicts; the figures None without current evidence)."""
+
+    combination: str
+    backend_model: str
+    count: int
+    state: str
+    admitted: bool
+    model_checks: str | None
+    framework_checks: str | None
+    framework_record: JsonValue
+    memory: str | None
+    base_one_request: TimeStats | None
+    candidate_one_slot: TimeStats | None
+    one_request_saved_pct: float | None
+    base_n_serial: TimeStats | None
+    candidate_n_slots: TimeStats | None
+    n_saved_pct: float | None
 
 
 def verdict_line(d: Disclosure) -> str:
@@ -140,9 +162,9 @@ def _framework_section(d: Disclosure) -> list[str]:
     return out if records else ["No current evidence references a framework record."]
 
 
-def comparison_rows(d: Disclosure) -> list[dict[str, Any]]:
+def comparison_rows(d: Disclosure) -> list[ComparisonRow]:
     """One row per backend/model/count with the verdicts beside the P5 figures."""
-    out: list[dict[str, Any]] = []
+    out: list[ComparisonRow] = []
     for c in d.combinations:
         perf = c.performance_rows()
         memory = ((c.found.evidence or {}).get("performance") or {}).get("memory_verdict")
@@ -159,23 +181,18 @@ def comparison_rows(d: Disclosure) -> list[dict[str, Any]]:
                     "framework_checks": None if p is None else p.get("framework_checks"),
                     "framework_record": c.framework.get("record"),
                     "memory": memory if p is not None else None,
-                    **{
-                        k: None if p is None else p.get(k)
-                        for k in (
-                            "base_one_request",
-                            "candidate_one_slot",
-                            "one_request_saved_pct",
-                            "base_n_serial",
-                            "candidate_n_slots",
-                            "n_saved_pct",
-                        )
-                    },
+                    "base_one_request": None if p is None else p.get("base_one_request"),
+                    "candidate_one_slot": None if p is None else p.get("candidate_one_slot"),
+                    "one_request_saved_pct": None if p is None else p.get("one_request_saved_pct"),
+                    "base_n_serial": None if p is None else p.get("base_n_serial"),
+                    "candidate_n_slots": None if p is None else p.get("candidate_n_slots"),
+                    "n_saved_pct": None if p is None else p.get("n_saved_pct"),
                 }
             )
     return out
 
 
-def comparison_markdown(rows: list[dict[str, Any]]) -> list[str]:
+def comparison_markdown(rows: list[ComparisonRow]) -> list[str]:
     out = ["| " + " | ".join(TABLE_COLUMNS) + " |", "|" + "---|" * len(TABLE_COLUMNS)]
     for r in rows:
         state = State(r["state"])

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from parval.report.md_base import ICON, MAX_ROWS, count_sources, detailed, esc, short
+from parval.report.md_base import ICON, MAX_ROWS, ReportContext, count_sources, detailed, esc, short
 
 UNRESOLVED = ("BLOCKED", "UNSUPPORTED", "PENDING")
 _PROBLEM_LISTS = (
@@ -27,7 +28,7 @@ def _history(h: Any) -> str:
     return " → ".join(str(x) for x in h)
 
 
-def _where(m: dict[str, Any]) -> list[str]:
+def _where(m: Mapping[str, object]) -> list[str]:
     return [
         esc(m.get("run", "–")),
         f"{esc(m.get('phase', '–'))} · {m.get('wave', '–')}",
@@ -37,12 +38,12 @@ def _where(m: dict[str, Any]) -> list[str]:
     ]
 
 
-def _more(items: list[dict[str, Any]], total: int) -> list[str]:
+def _more(items: Sequence[object], total: int) -> list[str]:
     shown = min(len(items), MAX_ROWS)
     return ["", f"… {total - shown} more in evidence.json."] if total > shown else []
 
 
-def mismatch_table(items: list[dict[str, Any]], total: int) -> list[str]:
+def mismatch_table(items: Sequence[Mapping[str, object]], total: int) -> list[str]:
     rows = [
         "| # | run | phase · wave | request | slot | slot history "
         "| got (canonical sha256) | reference (canonical sha256) |",
@@ -54,7 +55,7 @@ def mismatch_table(items: list[dict[str, Any]], total: int) -> list[str]:
     return rows + _more(items, total)
 
 
-def error_table(items: list[dict[str, Any]], total: int, what: str) -> list[str]:
+def error_table(items: Sequence[Mapping[str, object]], total: int, what: str) -> list[str]:
     rows = [
         f"{what}:",
         "",
@@ -68,7 +69,7 @@ def error_table(items: list[dict[str, Any]], total: int, what: str) -> list[str]
     return rows + _more(items, total)
 
 
-def generic_evidence(evidence: dict[str, Any]) -> list[str]:
+def generic_evidence(evidence: Mapping[str, object]) -> list[str]:
     """Lists of records as small tables, scalars as one line: for FAILs without mismatches."""
     lines: list[str] = []
     scalars = []
@@ -103,7 +104,7 @@ def campaign_command(ev: dict[str, Any], count: int | None) -> str:
 
 
 def reproduce_block(
-    a: dict[str, Any], first: dict[str, Any] | None, ev: dict[str, Any], context: dict[str, Any], count: int | None
+    a: dict[str, Any], first: dict[str, Any] | None, ev: dict[str, Any], context: ReportContext, count: int | None
 ) -> list[str]:
     cmds: list[str | None] = [
         "# the whole campaign, as parval ran it:",
@@ -143,7 +144,7 @@ def reproduce_block(
     return ["Reproduce:", "", "```sh", *lines, "```", ""]
 
 
-def explain_failure(count: int | None, a: dict[str, Any], ev: dict[str, Any], context: dict[str, Any]) -> list[str]:
+def explain_failure(count: int | None, a: dict[str, Any], ev: dict[str, Any], context: ReportContext) -> list[str]:
     where = f" at count {count}" if count is not None else ""
     lines = [f"#### ❌ {a['id']}{where}", "", esc(a.get("reason", "")), ""]
     e = a.get("evidence") or {}
@@ -176,7 +177,7 @@ def explain_failure(count: int | None, a: dict[str, Any], ev: dict[str, Any], co
     return lines
 
 
-def _audio(info: dict[str, Any]) -> str:
+def _audio(info: Mapping[str, object]) -> str:
     parts = []
     for name, v in info.items():
         if isinstance(v, dict):

@@ -25,13 +25,15 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import yaml
 
 from parval import PROCEDURE_VERSION, __version__
 from parval.errors import InputFileError, RunDirError, UsageError
+from parval.framework.jsontypes import JsonValue
 from parval.procedure.catalogue import all_ids
 
 HISTORICAL = "historical.json"
@@ -46,7 +48,7 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _read(path: Path) -> Any:
+def _read(path: Path) -> object:
     try:
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -57,8 +59,50 @@ def _read(path: Path) -> Any:
         raise UsageError(f"{path}: not valid JSON/YAML: {str(exc).splitlines()[0]}") from exc
 
 
-def _mapping(value: Any) -> dict[str, Any]:
+def _mapping(value: object) -> dict[str, object]:
     return value if isinstance(value, dict) else {}
+
+
+class HistoricalEntry(TypedDict):
+    """One old finding as the historical record lists it."""
+
+    original_id: str
+    maps_to: list[str]
+    original_status: str
+    original_reason: str
+    status: str
+    reason: str
+    counts: list[int]
+    procedure_version: str
+    tested: Mapping[str, object]
+    source: str
+
+
+class HistoricalVerdict(TypedDict):
+    line: str
+    admitted_counts: list[int]
+
+
+class HistoricalRecord(TypedDict):
+    """historical.json (see the module docstring)."""
+
+    kind: str
+    schema_version: int
+    historical: bool
+    record_id: str
+    imported_at: str
+    parval_version: str
+    procedure_version: str
+    current_procedure_version: str
+    source: dict[str, object]
+    identity: dict[str, object]
+    tested: dict[str, object]
+    entries: list[HistoricalEntry]
+    failures: list[str]
+    limitations: list[str]
+    admission_ready: bool
+    counts_toward_admission: bool
+    verdict: HistoricalVerdict
 
 
 def _known(id_: str) -> bool:
@@ -80,11 +124,11 @@ def _entry(
     maps_to: list[str],
     original: str,
     version: str,
-    tested: dict[str, Any],
+    tested: Mapping[str, object],
     counts: list[int] | None = None,
     source: str = "",
     reason: str = "",
-) -> dict[str, Any]:
+) -> HistoricalEntry:
     status, why = _standing(original, version)
     return {
         "original_id": original_id,
@@ -105,7 +149,7 @@ def _from_evidence(ev: dict[str, Any], run_dir: Path | None, version: str) -> di
     ident = _mapping(ev.get("identity"))
     tested = {k: ident.get(k) for k in TESTED_KEYS}
     limitations: list[str] = []
-    entries: list[dict[str, Any]] = []
+    entries: list[HistoricalEntry] = []
     for a in ev.get("assertions") or []:
         if not isinstance(a, dict) or "id" not in a:
             continue
@@ -134,12 +178,12 @@ def _from_evidence(ev: dict[str, Any], run_dir: Path | None, version: str) -> di
 
 
 def _imported(
-    ident: dict[str, Any],
-    tested: dict[str, Any],
-    entries: list[dict[str, Any]],
+    ident: Mapping[str, object],
+    tested: Mapping[str, object],
+    entries: list[HistoricalEntry],
     limitations: list[str],
     fmt: str,
-    source: dict[str, Any] | None = None,
+    source: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
     """The body of a historical record, whichever format it was read from."""
     return {
@@ -160,7 +204,7 @@ def _from_mapping(data: dict[str, Any], base: Path, version: str) -> dict[str, A
     findings = data.get("findings")
     if not isinstance(findings, list) or not findings:
         raise UsageError("mapping file: `findings` must be a non-empty list")
-    entries: list[dict[str, Any]] = []
+    entries: list[HistoricalEntry] = []
     limitations = [str(x) for x in data.get("limitations") or []]
     for i, f in enumerate(findings, 1):
         if not isinstance(f, dict):
@@ -188,7 +232,7 @@ def _from_mapping(data: dict[str, Any], base: Path, version: str) -> dict[str, A
     if not data.get("slot_histories"):
         limitations.append("slot histories not available: Q4/M3.history cannot be re-checked")
     report = data.get("report")
-    source: dict[str, Any] = {}
+    source: dict[str, str | None] = {}
     if report:
         rp = Path(str(report))
         rp = rp if rp.is_absolute() else base / rp
@@ -199,7 +243,7 @@ def _from_mapping(data: dict[str, Any], base: Path, version: str) -> dict[str, A
 
 
 # -- the record -----------------------------------------------------------------------------
-def build_historical(old: Path, version: str, *, candidate_sha256: str | None = None) -> dict[str, Any]:
+def build_historical(old: Path, version: str, *, candidate_sha256: str | None = None) -> HistoricalRecord:
     """The historical record for OLD (see the module docstring)."""
     if not version.strip():
         raise UsageError("--procedure: give the procedure version OLD was made under")
@@ -276,7 +320,7 @@ def build_historical(old: Path, version: str, *, candidate_sha256: str | None = 
     }
 
 
-def write_historical(record: dict[str, Any], out: Path) -> Path:
+def write_historical(record: HistoricalRecord, out: Path) -> Path:
     """Write into a new directory; an existing record or run is never overwritten."""
     if (out / HISTORICAL).exists() or (out / "evidence.json").exists() or (out / "events.jsonl").exists():
         raise RunDirError(
@@ -292,8 +336,26 @@ def write_historical(record: dict[str, Any], out: Path) -> Path:
 
 
 # -- catalogue ------------------------------------------------------------------------------
-def historical_rows(root: Path) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
+class HistoricalRow(TypedDict, total=False):
+    """One historical record of the catalogue: `dir` and `error` when unreadable, else the rest."""
+
+    dir: str
+    error: str
+    record_id: JsonValue
+    model: JsonValue
+    backend: JsonValue
+    mode: JsonValue
+    procedure_version: JsonValue
+    candidate_sha256: JsonValue
+    entries: int
+    failures: list[str]
+    limitations: int
+    imported_at: JsonValue
+    admission_ready: bool
+
+
+def historical_rows(root: Path) -> list[HistoricalRow]:
+    rows: list[HistoricalRow] = []
     for p in sorted(root.rglob(HISTORICAL)):
         d = p.parent
         rel = str(d.relative_to(root)) if d != root else "."

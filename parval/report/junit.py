@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from parval.report.catalogue_row import CatalogueRow
 from parval.report.failures_md import campaign_command
 from parval.report.md_base import detailed
 
@@ -92,7 +93,7 @@ def render_junit(ev: dict[str, Any]) -> str:
     return _xml(root)
 
 
-def render_catalogue_junit(rows: list[dict[str, Any]]) -> str:
+def render_catalogue_junit(rows: list[CatalogueRow]) -> str:
     """One test case per run directory: admitted passes, a FAIL fails, the rest is skipped."""
     root = ET.Element("testsuites", name="parval catalogue")
     suite = ET.SubElement(

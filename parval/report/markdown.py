@@ -14,7 +14,7 @@ from typing import Any
 
 from parval.procedure.catalogue import group_of
 from parval.report.failures_md import explain_failure, unresolved_lines
-from parval.report.md_base import ICON, detailed, esc, short
+from parval.report.md_base import ICON, ReportContext, detailed, esc, short
 from parval.report.performance_md import performance_table_markdown
 from parval.rundir.provenance import label
 from parval.status import Status, combine
@@ -175,7 +175,7 @@ def framework_lines(ev: dict[str, Any]) -> list[str]:
 
 
 # -- the whole report ----------------------------------------------------------------------
-def _provenance(ev: dict[str, Any], ctx: dict[str, Any]) -> Any:
+def _provenance(ev: dict[str, Any], ctx: ReportContext) -> object:
     """Where the evidence was made: the evidence's own record, else the one run's manifest."""
     prov = (ev.get("run") or {}).get("provenance")
     dirs = ctx.get("run_dirs") or []
@@ -188,7 +188,7 @@ def _provenance(ev: dict[str, Any], ctx: dict[str, Any]) -> Any:
     return prov
 
 
-def _header(ev: dict[str, Any], ctx: dict[str, Any] | None = None) -> list[str]:
+def _header(ev: dict[str, Any], ctx: ReportContext | None = None) -> list[str]:
     ident = ev["identity"]
     v = ev["verdict"]
     out = [
@@ -236,7 +236,7 @@ def render_markdown(
     *,
     plots: list[tuple[str, str]] | None = None,
     plot_note: str | None = None,
-    context: dict[str, Any] | None = None,
+    context: ReportContext | None = None,
 ) -> str:
     ctx = context or {}
     top = _header(ev, ctx)

@@ -4,19 +4,30 @@ render the same evidence the same way."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
+
+from parval.framework.jsontypes import JsonObject
 
 ICON = {"PASS": "✅", "FAIL": "❌", "PENDING": "⏳", "BLOCKED": "⛔", "UNSUPPORTED": "🚫", "NOT_APPLICABLE": "➖"}
 MAX_ROWS = 10
 
 
-def esc(text: Any) -> str:
+class ReportContext(TypedDict, total=False):
+    """What the markdown needs beyond the evidence (`parval.report.render.report_context`)."""
+
+    argv: dict[str, list[str]]  # each server's command line, by run name
+    requests: JsonObject  # the request bodies, by request name (the manifest's)
+    run_dirs: list[str]  # the run directories read
+    integrity: list[str]  # what was verified of each before it was read
+
+
+def esc(text: object) -> str:
     """Safe inside a table cell; `<` outside code spans is escaped (GitHub hides unknown tags)."""
     parts = str(text).replace("|", "\\|").replace("\n", " ").split("`")
     return "`".join(p if i % 2 else p.replace("<", "&lt;") for i, p in enumerate(parts))
 
 
-def short(h: Any, n: int = 16) -> str:
+def short(h: object, n: int = 16) -> str:
     """A hash cut to `n` characters in a code span (a dash when there is none)."""
     return f"`{str(h)[:n]}…`" if h else "–"
 

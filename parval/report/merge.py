@@ -32,13 +32,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from parval import PROCEDURE_VERSION, __version__
 from parval.errors import RunDirError, UsageError
+from parval.framework.jsontypes import JsonObject
 from parval.gates import admission as adm
 from parval.gates import shape
 from parval.gates.masking import COMPARISON_IDS
@@ -86,7 +87,7 @@ class LoadedRun:
         return any(u == prefix or u.startswith(prefix + "-") for u in self.units)
 
 
-def _plan_snapshot(path: Path) -> dict[str, Any] | None:
+def _plan_snapshot(path: Path) -> JsonObject | None:
     """The run's plan snapshot; None when absent or unreadable (the merge is then refused)."""
     try:
         data = json.loads(path.read_text("utf-8"))
@@ -96,14 +97,14 @@ def _plan_snapshot(path: Path) -> dict[str, Any] | None:
 
 
 # -- identity -----------------------------------------------------------------------------
-def _by_content(value: Any) -> Any:
+def _by_content(value: object) -> object:
     """A {path: sha256} mapping compared by file name and content, not by absolute path."""
     if isinstance(value, dict):
         return sorted(f"{Path(k).name}:{v}" for k, v in value.items())
     return value
 
 
-def merge_identity(manifest: dict[str, Any], evidence: dict[str, Any]) -> dict[str, Any]:
+def merge_identity(manifest: dict[str, Any], evidence: Mapping[str, object]) -> dict[str, object]:
     from parval.rundir.manifest import identity_fields
 
     fields = {k: _by_content(v) for k, v in identity_fields(manifest).items()}
@@ -144,7 +145,7 @@ PLAN_FIELDS: tuple[str, ...] = (
 _ABSENT = object()
 
 
-def _dotted(data: Any, path: str) -> Any:
+def _dotted(data: object, path: str) -> object:
     for part in path.split("."):
         if not isinstance(data, dict) or part not in data:
             return _ABSENT
@@ -152,7 +153,7 @@ def _dotted(data: Any, path: str) -> Any:
     return data
 
 
-def plan_identity(plan: dict[str, Any] | None) -> dict[str, Any]:
+def plan_identity(plan: Mapping[str, object] | None) -> dict[str, object]:
     """The output-affecting plan fields of one run (`plan.json`), by dotted name."""
     if plan is None:
         return {}
@@ -194,13 +195,13 @@ def check_mergeable(runs: list[LoadedRun]) -> None:
                 )
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
 # -- merging ------------------------------------------------------------------------------
-def _results(items: list[dict[str, Any]], count: int | None = None) -> list[Result]:
+def _results(items: Iterable[JsonObject], count: int | None = None) -> list[Result]:
     out = []
     for item in items:
         r = Result.from_json(item)
@@ -394,7 +395,7 @@ def merge_evidence(runs: list[LoadedRun]) -> dict[str, Any]:
     }
 
 
-def _as_list(value: Any) -> list[Any]:
+def _as_list(value: object) -> list[object]:
     if value is None:
         return []
     return value if isinstance(value, list) else [value]
@@ -416,9 +417,9 @@ def _count_pending(id_: str, n: int, why: str | None = None) -> Result:
     )
 
 
-def _performance_inputs(runs: list[LoadedRun]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _performance_inputs(runs: list[LoadedRun]) -> tuple[list[JsonObject], list[JsonObject]]:
     """Performance series: each (series, count) from a run that ran that count (else the first)."""
-    chosen: dict[tuple[str, int], dict[str, Any]] = {}
+    chosen: dict[tuple[str, int], JsonObject] = {}
     for r in runs:
         for s in r.ev.get("performance", {}).get("samples", []):
             key = (str(s.get("series")), int(s.get("count") or 0))
@@ -426,7 +427,7 @@ def _performance_inputs(runs: list[LoadedRun]) -> tuple[list[dict[str, Any]], li
             if better:
                 chosen[key] = {**s, "_covers": key[1] in r.counts}
     series = [{k: v for k, v in s.items() if k not in ("_covers", "sample_count")} for s in chosen.values()]
-    rejections: list[dict[str, Any]] = []
+    rejections: list[JsonObject] = []
     seen: set[int] = set()
     for r in runs:
         for p in r.ev.get("performance", {}).get("rejection_latency", []):

@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from parval.framework.jsontypes import JsonObject
+from parval.report.md_base import ReportContext
 from parval.rundir.events import iter_events
 from parval.rundir.files import atomic_write
 from parval.rundir.layout import EVENTS, MANIFEST
@@ -42,12 +44,12 @@ def _plots(run_dir: Path, evidence: dict[str, Any]) -> tuple[list[tuple[str, str
     return plots, note
 
 
-def report_context(run_dirs: list[Path], integrity: list[str] | None = None) -> dict[str, Any]:
+def report_context(run_dirs: list[Path], integrity: list[str] | None = None) -> ReportContext:
     """What the markdown needs beyond the evidence to explain a failure: each server's
     command line (by run name), the request bodies (by request name), where each run's
     artifacts are, and what was verified of each run directory before it was read."""
     argv: dict[str, list[str]] = {}
-    requests: dict[str, Any] = {}
+    requests: JsonObject = {}
     for d in run_dirs:
         if (d / EVENTS).exists():
             for e in iter_events(d / EVENTS):
