@@ -70,6 +70,11 @@ REDUNDANT = {
     for key in ("admission", "order", "trace_confirmed", "retry")
 }
 
+# Fields read only to rule a FAIL out or to word a verdict that is not a PASS: how many tries
+# an unload probe was allowed decides whether barging was reproduced on every try and whether
+# an unshown order is BLOCKED or PENDING; a PASS (the order shown) never rests on it.
+NOT_PASS_EVIDENCE = {(kind, "max_tries") for kind in ("m4_targeted_unload", "m4_all_unload")}
+
 
 @dataclass
 class Run:
@@ -341,6 +346,7 @@ def pieces(run: Run, key: str) -> list[tuple[str, Any]]:
         if k in run.events[i]
         and emptied(run.events[i][k]) is not None
         and (aid, run.events[i].get("kind"), k) not in REDUNDANT
+        and (run.events[i].get("kind"), k) not in NOT_PASS_EVIDENCE
         and not (k == "role" and run.events[i].get("role") not in DISPATCHED_ROLES)
         and not (k in ("status", "all_in_flight") and i in repeated)
     ]
