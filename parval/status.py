@@ -102,19 +102,19 @@ class Result:
         )
 
 
-def passed(id_: str, reason: str, **evidence: Any) -> Result:
+def passed(id_: str, reason: str, **evidence: object) -> Result:
     return Result(id_, Status.PASS, reason, dict(evidence))
 
 
-def failed(id_: str, reason: str, **evidence: Any) -> Result:
+def failed(id_: str, reason: str, **evidence: object) -> Result:
     return Result(id_, Status.FAIL, reason, dict(evidence))
 
 
-def pending(id_: str, reason: str, **evidence: Any) -> Result:
+def pending(id_: str, reason: str, **evidence: object) -> Result:
     return Result(id_, Status.PENDING, reason, dict(evidence))
 
 
-def blocked(id_: str, reason: str, **evidence: Any) -> Result:
+def blocked(id_: str, reason: str, **evidence: object) -> Result:
     return Result(id_, Status.BLOCKED, reason, dict(evidence))
 
 

@@ -62,8 +62,8 @@ class Records:
     def waves(self, run: str) -> list[dict[str, Any]]:
         return [e for e in self.by_run.get(run, []) if e["kind"] == "wave"]
 
-    def set_aside_status(self, run: str, attempt: Any) -> str:
-        entry = self.set_aside.get((run, attempt)) if isinstance(attempt, int) else None
+    def set_aside_status(self, run: object, attempt: object) -> str:
+        entry = self.set_aside.get((run, attempt)) if isinstance(run, str) and isinstance(attempt, int) else None
         return str(entry["status"]) if entry else "unknown"
 
     def set_aside_requests(
