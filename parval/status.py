@@ -74,8 +74,8 @@ class Result:
             if not self.reason:
                 raise ValueError(f"{self.id}: NOT_APPLICABLE needs a reason")
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
             "id": self.id,
             "status": str(self.status),
             "applicable": self.applicable,

@@ -58,7 +58,7 @@ def m2_starts(ctx: Context, n: int) -> Result:
     complete = complete_starts(ctx, n)
     crashed = [c for c in rec.crashes if c["run"] in runs]
     stops = [f for f in rec.failures if str(f.get("run", f.get("unit", ""))).startswith(f"count{n}-")]
-    ev: dict[str, Any] = {"starts": runs, "complete": complete}
+    ev: dict[str, object] = {"starts": runs, "complete": complete}
     if crashed:
         c = crashed[0]
         return shape.failed(

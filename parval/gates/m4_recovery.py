@@ -143,7 +143,7 @@ def lease_problem(drained: dict[str, Any] | None) -> str | None:
     return f"lease left held: active_slots {drained.get('active')}, queued_requests {drained.get('queued')}"
 
 
-def lease_unshown(id_: str, drained: dict[str, Any] | None, **evidence: Any) -> Result | None:
+def lease_unshown(id_: str, drained: dict[str, Any] | None, **evidence: object) -> Result | None:
     """Where the lease release cannot be judged: PENDING when the drain check was not
     recorded, UNSUPPORTED when the server publishes no slot counters (a missing
     precondition, never a FAIL). None when the counters were read (drained or held)."""

@@ -130,7 +130,7 @@ def q2_volatile_fields(ctx: Context, results: list[Result]) -> Result:
         if not ctx.rec.complete(run) or got != {(q, p) for q in ctx.request_names for p in REF_PHASES}:
             problems.append(f"{run} is not recorded whole (every request cold, warm and repeated warm, raw replies)")
     measured = [{**volatility(groups, v["path"]), "justification": v["justification"]} for v in vol]
-    ev: dict[str, Any] = {
+    ev: dict[str, object] = {
         "volatile_fields": measured,
         "identical_request_groups": len(groups),
         "raw_responses": "artifacts/",
