@@ -18,6 +18,7 @@ from parval.gates.count_starts import complete_starts, schedule_missing, starts_
 from parval.gates.exactness import Tally
 from parval.gates.m2_evidence import (
     MIN_POLLS_IN_FLIGHT,
+    UnloadRow,
     active_violations,
     client_overlap,
     drain_row,
@@ -310,14 +311,14 @@ def m2_unload_reload(ctx: Context, n: int) -> Result:
     if reload_result.status is Status.FAIL:
         return reload_result
     states = [(run, p, unload_state(ctx, run, p)) for run, p, aside in probes if aside is None]
-    routeless = [
+    routeless: list[UnloadRow] = [
         {"run": run, "cycle": p.get("cycle"), "what": unload_observed(state, p)}
         for run, p, state in states
         if state == "missing_route"
     ]
     if routeless:
         return shape.unsupported(id_, "unload/reload cannot be shown: " + grouped(routeless), starts=routeless)
-    unseen = [
+    unseen: list[UnloadRow] = [
         {"run": run, "cycle": p.get("cycle"), "what": unload_observed(state, p)}
         for run, p, state in states
         if state in ("unseen", "no_loaded")

@@ -25,7 +25,7 @@ LIMITATIONS = [
 ]
 
 
-def _num(x: Any) -> str:
+def _num(x: object) -> str:
     return f"{x:.0f}" if isinstance(x, int | float) else "?"
 
 

@@ -13,7 +13,7 @@ another (measured); `estimate: true` marks an N x one-request figure, always lab
 from __future__ import annotations
 
 import statistics
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 MIN_WARM_REPEATS = 3
 
@@ -60,14 +60,45 @@ def saved_pct(base: float | None, candidate: float | None) -> float | None:
     return round(100.0 * (base - candidate) / base, 1)
 
 
-def _stats(record: dict[str, Any] | None) -> dict[str, Any] | None:
+class LatencyStats(TypedDict):
+    n: int
+    min: float
+    median: float
+    max: float
+
+
+class SeriesStats(TypedDict):
+    """One series' warm figures at one count, as a performance row shows them."""
+
+    n: int
+    failed_repeats: int
+    failed_requests: int
+    estimate: bool
+    cold_s: object
+    median_s: float | None
+    min_s: float | None
+    max_s: float | None
+    latency_s: LatencyStats | None
+    blocked: NotRequired[str]
+
+
+class RejectionStats(TypedDict):
+    count: object
+    n: int
+    median_ms: float | None
+    min_ms: float | None
+    max_ms: float | None
+    latencies_ms: list[float]
+
+
+def _stats(record: dict[str, Any] | None) -> SeriesStats | None:
     if record is None:
         return None
     repeats = list(record.get("repeats") or [])
     clean = [r for r in repeats if not r.get("failures")]
     times = [float(r["batch_s"]) for r in clean]
     lat = [float(x) for r in clean for x in r.get("latencies_s") or []]
-    out: dict[str, Any] = {
+    out: SeriesStats = {
         "n": len(times),
         "failed_repeats": len(repeats) - len(clean),
         "failed_requests": sum(int(r.get("failures") or 0) for r in repeats),
@@ -123,7 +154,7 @@ def _row(series: list[dict[str, Any]], count: int, verdicts: dict[str, Any]) -> 
 
     independent = _stats(_find(series, INDEPENDENT, count))
     if independent is None:
-        indep: dict[str, Any] | str = "not measured"
+        indep: dict[str, object] | str = "not measured"
     elif independent.get("blocked"):
         indep = f"memory blocked: {independent['blocked']}"
     else:
@@ -142,7 +173,7 @@ def _row(series: list[dict[str, Any]], count: int, verdicts: dict[str, Any]) -> 
     }
 
 
-def _rejection(probe: dict[str, Any]) -> dict[str, Any]:
+def _rejection(probe: dict[str, Any]) -> RejectionStats:
     lat = [float(x) for x in probe.get("latencies_ms") or []]
     return {
         "count": probe.get("count"),

@@ -5,7 +5,7 @@ only, and no intermittent mismatch hidden by later repeats or set-aside attempts
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -240,7 +240,7 @@ def q4_history_refs(ctx: Context, results: list[Result]) -> Result:
     return Result("Q4", st, "see M3.history")
 
 
-def lifecycle_aside(ctx: Context, count: int | None) -> list[dict[str, Any]]:
+def lifecycle_aside(ctx: Context, count: int | None) -> list[Mapping[str, object]]:
     """Lifecycle violations seen in attempts parval set aside, in one Q5 scope: at a count,
     its starts' waves and unloads; at model level (None), the recovery start's probes."""
     if count is None:
@@ -253,7 +253,7 @@ def lifecycle_aside(ctx: Context, count: int | None) -> list[dict[str, Any]]:
     return [r for r in rows if "set_aside" in r]
 
 
-def comparison_scope(scoped: list[Result]) -> tuple[list[dict[str, Any]], list[Result], list[Result], int]:
+def comparison_scope(scoped: list[Result]) -> tuple[list[dict[str, object]], list[Result], list[Result], int]:
     """Of one Q5 scope's comparison verdicts: (their recorded mismatches, the verdicts that
     apply, those of them not PASS, how many outputs they compared). Shared by the judge and
     by a merge, which judges Q5 again over the merged verdicts."""
