@@ -13,6 +13,7 @@ another (measured); `estimate: true` marks an N x one-request figure, always lab
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
 MIN_WARM_REPEATS = 3
@@ -91,7 +92,7 @@ class RejectionStats(TypedDict):
     latencies_ms: list[float]
 
 
-def _stats(record: dict[str, Any] | None) -> SeriesStats | None:
+def _stats(record: Mapping[str, Any] | None) -> SeriesStats | None:
     if record is None:
         return None
     repeats = list(record.get("repeats") or [])
@@ -121,14 +122,14 @@ def _stats(record: dict[str, Any] | None) -> SeriesStats | None:
     return out
 
 
-def _find(series: list[dict[str, Any]], name: str, count: int) -> dict[str, Any] | None:
+def _find(series: Sequence[Mapping[str, Any]], name: str, count: int) -> Mapping[str, Any] | None:
     for rec in series:
         if rec.get("series") == name and int(rec.get("count", 0)) == count:
             return rec
     return None
 
 
-def _row(series: list[dict[str, Any]], count: int, verdicts: dict[str, Any]) -> dict[str, Any]:
+def _row(series: Sequence[Mapping[str, Any]], count: int, verdicts: dict[str, Any]) -> dict[str, Any]:
     """One N's figures; `verdicts` (backend/model and the checks, the same for every N) lead."""
     figures = {
         "base_one_request": _stats(_find(series, BASE, 1)),
@@ -173,7 +174,7 @@ def _row(series: list[dict[str, Any]], count: int, verdicts: dict[str, Any]) -> 
     }
 
 
-def _rejection(probe: dict[str, Any]) -> RejectionStats:
+def _rejection(probe: Mapping[str, Any]) -> RejectionStats:
     lat = [float(x) for x in probe.get("latencies_ms") or []]
     return {
         "count": probe.get("count"),
@@ -186,8 +187,8 @@ def _rejection(probe: dict[str, Any]) -> RejectionStats:
 
 
 def build_performance(
-    series: list[dict[str, Any]],
-    rejections: list[dict[str, Any]],
+    series: Sequence[Mapping[str, Any]],
+    rejections: Sequence[Mapping[str, Any]],
     *,
     model_label: str,
     model_checks: str,
