@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypedDict
@@ -283,7 +284,7 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
     return evidence
 
 
-def procedure_versions(manifest: dict[str, Any]) -> tuple[str, list[str]]:
+def procedure_versions(manifest: Mapping[str, object]) -> tuple[str, list[str]]:
     """The procedure version a run was made under (its manifest's), and a warning when
     this parval judges under another one."""
     made = manifest.get("procedure_version")

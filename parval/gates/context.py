@@ -101,7 +101,7 @@ class Context:
             declared_tolerance=self.declared_tolerance,
         )
 
-    def set_aside_scope(self, count: int | None) -> tuple[Tally, list[dict[str, Any]]]:
+    def set_aside_scope(self, count: int | None) -> tuple[Tally, list[dict[str, object]]]:
         """Failures in set-aside attempts for one Q5 scope: count starts at `count`, or
         (None) every other start of the executable under test. (tally, crashes)"""
 

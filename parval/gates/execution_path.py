@@ -5,7 +5,7 @@ meaning capacity one, and one flagged process resizes across one with outputs un
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -25,7 +25,7 @@ def _form(value: object) -> str:
     return json.dumps(value)  # 1, false and "4" stay distinct (1 == True in Python)
 
 
-def _untried_forms(probes: list[dict[str, Any]]) -> list[str]:
+def _untried_forms(probes: Sequence[Mapping[str, object]]) -> list[str]:
     tried = {_form(p.get("value")) for p in probes}
     return [_form(v) for v in X1_FORMS if _form(v) not in tried]
 

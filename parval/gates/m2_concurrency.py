@@ -8,9 +8,8 @@ an attempt parval set aside is never proof of a PASS, but what it showed fails."
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
 
 from parval.gates import shape
 from parval.gates.context import Context, exact_result
@@ -43,7 +42,7 @@ def _first_run(ctx: Context, n: int) -> str | None:
     return runs[0] if runs else None
 
 
-def _stop_text(stop: dict[str, Any]) -> str:
+def _stop_text(stop: Mapping[str, object]) -> str:
     attempt = stop.get("attempt")
     which = "(before its server started)" if attempt is None else f"attempt {attempt}"
     return f"{stop['run']} {which}: {stop['kind']}: {stop['reason']}"

@@ -4,6 +4,7 @@ M2 judges (and Q5) FAIL on, and the rows they explain the rest with."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 
 from parval.gates.context import Context
@@ -147,7 +148,7 @@ def drain_violations(ctx: Context, n: int, *, standing: bool = True) -> list[dic
     ]
 
 
-def loaded_published(ctx: Context, run: str, probe: dict[str, Any]) -> bool:
+def loaded_published(ctx: Context, run: str, probe: Mapping[str, object]) -> bool:
     """Did this process publish `loaded` in /v1/models (recorded with the probe; for older
     runs: did any wave summary see a loaded lease)?"""
     if "loaded_field" in probe:

@@ -114,7 +114,7 @@ def warmup_problem(ctx: Context) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _ref_pcm(ctx: Context, key: Any) -> str | None:
+def _ref_pcm(ctx: Context, key: object) -> str | None:
     """The PCM sha256 of the upstream reference `key` (its first audio output)."""
     ref = ctx.rec.refs.get(key) if isinstance(key, str) else None
     audio = ((ref or {}).get("output") or {}).get("audio") or {}
@@ -216,7 +216,7 @@ def m6_streaming(ctx: Context) -> Result:
     return _streaming(ctx, evs[-1]) if evs else not_recorded(ctx, "M6.streaming")
 
 
-def _batch_ref_canon(ctx: Context, key: Any, cache: dict[str, str | None]) -> str | None:
+def _batch_ref_canon(ctx: Context, key: object, cache: dict[str, str | None]) -> str | None:
     """The upstream reference of `key`, canonicalised as a batch result is (no timing)."""
     if not isinstance(key, str):
         return None
@@ -327,7 +327,7 @@ def judge_m6(ctx: Context) -> list[Result]:
     return run_judges(ctx, JUDGES, "modes")
 
 
-def batch_result_canon(result: Any, volatile: list[str]) -> str | None:
+def batch_result_canon(result: object, volatile: list[str]) -> str | None:
     """How the campaign canonicalises one batch result (None when it is not a valid one)."""
     out = canonicalize(json.dumps(result).encode(), [*volatile, *BATCH_EXCLUDED])
     return out.canon if out.valid else None
