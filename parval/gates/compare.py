@@ -20,9 +20,10 @@ import io
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
+import numpy.typing as npt
 import soundfile as sf
 
 from parval.gates.canonical_hash import canonical_sha256
@@ -88,7 +89,7 @@ class Pcm:
     """Decoded audio at its own precision: `samples` (frames x channels), `subtype` (the
     file's sample format), `lsb16`: the size of one unit of `samples` in 16-bit LSB."""
 
-    samples: np.ndarray[Any, Any]
+    samples: npt.NDArray[np.generic]
     rate: int
     subtype: str
     lsb16: float
@@ -122,7 +123,7 @@ def decode_pcm(value: object) -> tuple[Pcm | None, str]:
     return Pcm(data, int(rate), str(subtype), lsb16), ""
 
 
-def decode_wav_b64(value: object) -> tuple[np.ndarray[Any, Any] | None, int, str]:
+def decode_wav_b64(value: object) -> tuple[npt.NDArray[np.generic] | None, int, str]:
     """(samples at the file's own sample format, sample rate, problem): int16 for 8/16-bit
     PCM, int32 for 24/32-bit PCM, float for float files (never rounded to 16 bits)."""
     pcm, problem = decode_pcm(value)

@@ -71,8 +71,8 @@ def content_digest(ctx: Context, e: dict[str, Any] | None, cache: dict[str, str 
     return digest
 
 
-def _content_value(key: str, value: Any) -> Any:
-    def audio(v: Any) -> Any:
+def _content_value(key: str, value: object) -> object:
+    def audio(v: object) -> object:
         samples, rate, _ = decode_wav_b64(v)
         if samples is None:
             return v

@@ -131,7 +131,7 @@ def _aside(ctx: Context, kind: str) -> list[dict[str, Any]]:
     ]
 
 
-def lease_problem(drained: dict[str, Any] | None) -> str | None:
+def lease_problem(drained: Mapping[str, object] | None) -> str | None:
     """What the counters showed after the work: None when they drained. A server that
     publishes no counters is named as such (the candidate must publish them)."""
     if not drained:
@@ -143,7 +143,7 @@ def lease_problem(drained: dict[str, Any] | None) -> str | None:
     return f"lease left held: active_slots {drained.get('active')}, queued_requests {drained.get('queued')}"
 
 
-def lease_unshown(id_: str, drained: dict[str, Any] | None, **evidence: object) -> Result | None:
+def lease_unshown(id_: str, drained: Mapping[str, object] | None, **evidence: object) -> Result | None:
     """Where the lease release cannot be judged: PENDING when the drain check was not
     recorded, UNSUPPORTED when the server publishes no slot counters (a missing
     precondition, never a FAIL). None when the counters were read (drained or held)."""
@@ -158,7 +158,7 @@ def lease_unshown(id_: str, drained: dict[str, Any] | None, **evidence: object) 
     )
 
 
-def lease_held(drained: dict[str, Any] | None) -> bool:
+def lease_held(drained: Mapping[str, object] | None) -> bool:
     """An observed violation: counters published and still non-zero after the work."""
     return bool(
         drained and not drained.get("ok") and drained.get("active") is not None and drained.get("queued") is not None

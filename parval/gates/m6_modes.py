@@ -13,7 +13,7 @@ naming the crash; one parval stopped blocks every mode it did not record."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from parval.gates import shape
@@ -122,7 +122,7 @@ def _ref_pcm(ctx: Context, key: object) -> str | None:
     return str(first["sha256"]) if isinstance(first, dict) and first.get("sha256") else None
 
 
-def _drain_problem(drained: dict[str, Any]) -> tuple[str | None, str | None]:
+def _drain_problem(drained: Mapping[str, object]) -> tuple[str | None, str | None]:
     """(violation, missing) of a drain check after the mode's work."""
     if drained.get("ok"):
         return None, None

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
 
 from parval.gates import shape
 from parval.gates.context import REF_PHASES, Context
@@ -83,10 +82,10 @@ def q1_settings(ctx: Context, results: list[Result]) -> Result:
     )
 
 
-def _baseline_groups(ctx: Context) -> tuple[dict[str, list[Any]], list[str]]:
+def _baseline_groups(ctx: Context) -> tuple[dict[str, list[object]], list[str]]:
     """Raw replies of the recorded serial baseline repeats, grouped by identical request
     (same request, same history: its reference key). (groups, problems)"""
-    groups: dict[str, list[Any]] = {}
+    groups: dict[str, list[object]] = {}
     problems: list[str] = []
     if ctx.run_dir is None:
         return groups, ["no run directory: raw replies unavailable"]
