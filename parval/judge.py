@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from parval import PROCEDURE_VERSION, __version__
 from parval.gates import admission as adm
@@ -103,12 +104,34 @@ def memory_results(rec: Records, run_dir: Path, plan: dict[str, Any], counts: li
     return results
 
 
-def _new_series(name: str, count: int) -> dict[str, Any]:
+class Repeat(TypedDict):
+    batch_s: float
+    latencies_s: list[float]
+    failures: int
+
+
+class Series(TypedDict):
+    """One performance series at one count, as `build_performance` reads it."""
+
+    series: str
+    count: int
+    cold_s: float | None
+    repeats: list[Repeat]
+    estimate: bool
+
+
+class Rejection(TypedDict):
+    count: int
+    latencies_ms: list[float]
+    statuses: object
+
+
+def _new_series(name: str, count: int) -> Series:
     return {"series": name, "count": count, "cold_s": None, "repeats": [], "estimate": False}
 
 
-def performance_series(rec: Records) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    series: dict[tuple[str, int], dict[str, Any]] = {}
+def performance_series(rec: Records) -> tuple[list[Series], list[Rejection]]:
+    series: dict[tuple[str, int], Series] = {}
     for e in rec.kind("perf"):
         s = series.setdefault((e["series"], e["count"]), _new_series(e["series"], e["count"]))
         s["repeats"].append({"batch_s": e["batch_s"], "latencies_s": e["latencies_s"], "failures": e["failures"]})
@@ -138,7 +161,7 @@ def performance_series(rec: Records) -> tuple[list[dict[str, Any]], list[dict[st
                 s["cold_s"] = w["batch_s"]
             elif w["phase"] == "warm_wave":
                 s["repeats"].append({"batch_s": w["batch_s"], "latencies_s": lat, "failures": fails})
-    rejections = [
+    rejections: list[Rejection] = [
         {"count": e["count"], "latencies_ms": e["latencies_ms"], "statuses": e.get("statuses")}
         for e in rec.kind("rejection_latency")
     ]
@@ -261,7 +284,7 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
     return evidence
 
 
-def procedure_versions(manifest: dict[str, Any]) -> tuple[str, list[str]]:
+def procedure_versions(manifest: Mapping[str, object]) -> tuple[str, list[str]]:
     """The procedure version a run was made under (its manifest's), and a warning when
     this parval judges under another one."""
     made = manifest.get("procedure_version")

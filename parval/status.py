@@ -74,8 +74,8 @@ class Result:
             if not self.reason:
                 raise ValueError(f"{self.id}: NOT_APPLICABLE needs a reason")
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
             "id": self.id,
             "status": str(self.status),
             "applicable": self.applicable,
@@ -102,19 +102,19 @@ class Result:
         )
 
 
-def passed(id_: str, reason: str, **evidence: Any) -> Result:
+def passed(id_: str, reason: str, **evidence: object) -> Result:
     return Result(id_, Status.PASS, reason, dict(evidence))
 
 
-def failed(id_: str, reason: str, **evidence: Any) -> Result:
+def failed(id_: str, reason: str, **evidence: object) -> Result:
     return Result(id_, Status.FAIL, reason, dict(evidence))
 
 
-def pending(id_: str, reason: str, **evidence: Any) -> Result:
+def pending(id_: str, reason: str, **evidence: object) -> Result:
     return Result(id_, Status.PENDING, reason, dict(evidence))
 
 
-def blocked(id_: str, reason: str, **evidence: Any) -> Result:
+def blocked(id_: str, reason: str, **evidence: object) -> Result:
     return Result(id_, Status.BLOCKED, reason, dict(evidence))
 
 

@@ -104,7 +104,7 @@ def q6(counts: list[int], verdicts: dict[int, Status], admitted: list[int]) -> R
     gaps = skipped_counts(counts)
     rule = admitted_counts(counts, verdicts)
     lim = [f"counts {gaps} were not tested and are never enabled"] if gaps else []
-    ev: dict[str, Any] = {"per_count": per, "admitted": admitted, "rule_admits": rule, "never_tested": gaps}
+    ev: dict[str, object] = {"per_count": per, "admitted": admitted, "rule_admits": rule, "never_tested": gaps}
     not_admitted = [n for n in sorted(counts) if n not in admitted]
     if admitted != rule:
         return shape.pending("Q6", f"the reported admission {admitted} is not what the rule gives ({rule})", **ev)
@@ -182,7 +182,7 @@ def aggregate(results: list[Result]) -> Result:
     return Result(first.id, st, reason, evidence, worst.reproduction, lim, applicable=st is not Status.NOT_APPLICABLE)
 
 
-def as_json(results: list[Result]) -> list[dict[str, Any]]:
+def as_json(results: list[Result]) -> list[dict[str, object]]:
     return [r.to_json() for r in results]
 
 
@@ -198,7 +198,7 @@ class Decision:
     line: str
     exit_code: int
 
-    def verdict_json(self, line: str | None = None) -> dict[str, Any]:
+    def verdict_json(self, line: str | None = None) -> dict[str, object]:
         """The evidence's `verdict` block; `line` replaces the verdict line (merged runs say so)."""
         return {
             "line": self.line if line is None else line,
@@ -260,9 +260,9 @@ def model_checks_block(
     model_level: list[Result],
     per_count: dict[int, list[Result]],
     sources: dict[int, list[str]] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The evidence's `model_checks` statuses: overall, by group, per count, model-level."""
-    counts: dict[str, Any] = {}
+    counts: dict[str, dict[str, object]] = {}
     for n, rs in per_count.items():
         counts[str(n)] = {
             "status": str(combine(r.status for r in rs)),

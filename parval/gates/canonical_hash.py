@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from typing import Any
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -23,11 +23,11 @@ MIN_SET_ASIDE_CHARS = 1024
 _NONCE = secrets.token_hex(16)  # per process: no reply can guess a placeholder
 
 
-def canonical_json(data: Any) -> str:
+def canonical_json(data: object) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
-def canonical_sha256(data: Any) -> str:
+def canonical_sha256(data: object) -> str:
     """sha256 hex of `canonical_json(data).encode()`: the same digest, computed faster for
     long plain strings among the values of a dict (at the top, or in a top-level list)."""
     set_aside: list[bytes] = []
@@ -60,7 +60,7 @@ def _placeholder(i: int) -> str:
     return f"@@{_NONCE}:{i}@@"
 
 
-def _plain_ascii(value: Any) -> bytes | None:
+def _plain_ascii(value: object) -> bytes | None:
     """`value` as ASCII bytes when `json.dumps(value) == '"' + value + '"'` (ensure_ascii
     escapes a quote, a backslash and everything outside space..~), else None."""
     if not isinstance(value, str) or len(value) < MIN_SET_ASIDE_CHARS or not value.isascii():
@@ -72,7 +72,7 @@ def _plain_ascii(value: Any) -> bytes | None:
     return raw if codes.min() >= 0x20 and codes.max() <= 0x7E else None
 
 
-def _aside(value: Any, set_aside: list[bytes]) -> Any:
+def _aside(value: object, set_aside: list[bytes]) -> object:
     raw = _plain_ascii(value)
     if raw is None:
         return value
@@ -80,16 +80,16 @@ def _aside(value: Any, set_aside: list[bytes]) -> Any:
     return _placeholder(len(set_aside) - 1)
 
 
-def _dict_aside(node: dict[Any, Any], set_aside: list[bytes]) -> dict[Any, Any]:
+def _dict_aside(node: Mapping[object, object], set_aside: list[bytes]) -> dict[object, object]:
     return {k: _aside(v, set_aside) for k, v in node.items()}
 
 
-def _with_placeholders(data: Any, set_aside: list[bytes]) -> Any:
+def _with_placeholders(data: object, set_aside: list[bytes]) -> object:
     """A shallow copy with long plain strings replaced, in an order that does not matter
     (each placeholder is found by its own number); the input is not changed."""
     if not isinstance(data, dict):
         return data
-    out: dict[Any, Any] = {}
+    out: dict[object, object] = {}
     for key, value in data.items():
         if isinstance(value, list):
             out[key] = [_dict_aside(item, set_aside) if isinstance(item, dict) else item for item in value]

@@ -18,14 +18,18 @@ import functools
 import hashlib
 import io
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
+import numpy.typing as npt
 import soundfile as sf
 
 from parval.gates.canonical_hash import canonical_sha256
 from parval.gates.wav import read_plain_pcm
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -33,11 +37,11 @@ class Output:
     valid: bool
     canon: str = ""
     problem: str = ""
-    audio: dict[str, dict[str, Any]] = field(default_factory=dict)
+    audio: dict[str, dict[str, object]] = field(default_factory=dict)
     text: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"valid": self.valid, "canon": self.canon}
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"valid": self.valid, "canon": self.canon}
         if self.problem:
             out["problem"] = self.problem
         if self.audio:
@@ -47,14 +51,14 @@ class Output:
         return out
 
 
-def remove_volatile(data: Any, paths: list[str]) -> Any:
+def remove_volatile(data: T, paths: list[str]) -> T:
     out = copy.deepcopy(data)
     for path in paths:
         _remove(out, path.split("."))
     return out
 
 
-def _remove(node: Any, parts: list[str]) -> None:
+def _remove(node: object, parts: list[str]) -> None:
     if isinstance(node, list):
         for item in node:
             _remove(item, parts)
@@ -85,13 +89,13 @@ class Pcm:
     """Decoded audio at its own precision: `samples` (frames x channels), `subtype` (the
     file's sample format), `lsb16`: the size of one unit of `samples` in 16-bit LSB."""
 
-    samples: np.ndarray[Any, Any]
+    samples: npt.NDArray[np.generic]
     rate: int
     subtype: str
     lsb16: float
 
 
-def _b64_bytes(value: Any) -> tuple[bytes | None, str]:
+def _b64_bytes(value: object) -> tuple[bytes | None, str]:
     if not isinstance(value, str) or not value:
         return None, "not a non-empty base64 string"
     raw_text = value.split(",", 1)[1] if value.startswith("data:") else value
@@ -101,7 +105,7 @@ def _b64_bytes(value: Any) -> tuple[bytes | None, str]:
         return None, "invalid base64"
 
 
-def decode_pcm(value: Any) -> tuple[Pcm | None, str]:
+def decode_pcm(value: object) -> tuple[Pcm | None, str]:
     """(audio at the file's own sample format, problem). Accepts a data: URI prefix."""
     raw, problem = _b64_bytes(value)
     if raw is None:
@@ -119,7 +123,7 @@ def decode_pcm(value: Any) -> tuple[Pcm | None, str]:
     return Pcm(data, int(rate), str(subtype), lsb16), ""
 
 
-def decode_wav_b64(value: Any) -> tuple[np.ndarray[Any, Any] | None, int, str]:
+def decode_wav_b64(value: object) -> tuple[npt.NDArray[np.generic] | None, int, str]:
     """(samples at the file's own sample format, sample rate, problem): int16 for 8/16-bit
     PCM, int32 for 24/32-bit PCM, float for float files (never rounded to 16 bits)."""
     pcm, problem = decode_pcm(value)
@@ -128,8 +132,8 @@ def decode_wav_b64(value: Any) -> tuple[np.ndarray[Any, Any] | None, int, str]:
     return pcm.samples, pcm.rate, ""
 
 
-def _audio_fields(data: dict[str, Any]) -> list[tuple[str, Any]]:
-    fields: list[tuple[str, Any]] = []
+def _audio_fields(data: Mapping[str, object]) -> list[tuple[str, object]]:
+    fields: list[tuple[str, object]] = []
     if "audio" in data:
         fields.append(("audio", data["audio"]))
     named = data.get("named_audio_outputs")
@@ -150,7 +154,7 @@ class _Undecodable(Exception):
     """Not cached: a failure is decoded again (and described) each time, as before."""
 
 
-def _audio_summary(value: Any) -> tuple[dict[str, Any] | None, str]:
+def _audio_summary(value: object) -> tuple[dict[str, object] | None, str]:
     """(what the canonical form records of one audio field, problem)."""
     try:
         if isinstance(value, str) and len(value) <= _SUMMARY_MAX_CHARS:
@@ -161,11 +165,11 @@ def _audio_summary(value: Any) -> tuple[dict[str, Any] | None, str]:
 
 
 @functools.lru_cache(maxsize=_SUMMARIES_KEPT)
-def _summary_of_string(value: str) -> tuple[tuple[str, Any], ...]:
+def _summary_of_string(value: str) -> tuple[tuple[str, object], ...]:
     return _summary(value)
 
 
-def _summary(value: Any) -> tuple[tuple[str, Any], ...]:
+def _summary(value: object) -> tuple[tuple[str, object], ...]:
     pcm, problem = decode_pcm(value)
     if pcm is None:
         raise _Undecodable(problem)
@@ -190,7 +194,7 @@ def canonicalize(body: bytes, volatile: list[str]) -> Output:
         return Output(False, problem=f"reply is a JSON {type(data).__name__}, not an object")
     if "error" in data:
         return Output(False, problem="reply carries an error object")
-    audio: dict[str, dict[str, Any]] = {}
+    audio: dict[str, dict[str, object]] = {}
     for name, value in _audio_fields(data):
         summary, problem = _audio_summary(value)
         if summary is None:
@@ -211,10 +215,10 @@ def same(a: str, b: str) -> bool:
     return bool(a) and a == b
 
 
-def _paired_audio(data: dict[str, Any]) -> tuple[dict[str, Any], str]:
+def _paired_audio(data: Mapping[str, object]) -> tuple[dict[str, object], str]:
     """Audio fields keyed for pairing: `audio`, and each named output by its `id` (never by
     position). A named output without a unique string id cannot be paired: (.., problem)."""
-    fields: dict[str, Any] = {}
+    fields: dict[str, object] = {}
     if "audio" in data:
         fields["audio"] = data["audio"]
     named = data.get("named_audio_outputs")
@@ -232,7 +236,7 @@ def _paired_audio(data: dict[str, Any]) -> tuple[dict[str, Any], str]:
     return fields, ""
 
 
-def _without_audio(data: dict[str, Any]) -> str:
+def _without_audio(data: Mapping[str, object]) -> str:
     """Everything but the PCM payloads, as canonical JSON; named outputs keyed by id so
     their order does not matter (they are paired by id)."""
     rest = {k: v for k, v in data.items() if k != "audio"}
@@ -242,7 +246,7 @@ def _without_audio(data: dict[str, Any]) -> str:
     return json.dumps(rest, sort_keys=True, separators=(",", ":"))
 
 
-def _load_pair(a_body: bytes, b_body: bytes, volatile: list[str]) -> tuple[Any, Any] | None:
+def _load_pair(a_body: bytes, b_body: bytes, volatile: list[str]) -> tuple[dict[str, object], dict[str, object]] | None:
     try:
         a = remove_volatile(json.loads(a_body), volatile)
         b = remove_volatile(json.loads(b_body), volatile)
@@ -251,7 +255,9 @@ def _load_pair(a_body: bytes, b_body: bytes, volatile: list[str]) -> tuple[Any, 
     return (a, b) if isinstance(a, dict) and isinstance(b, dict) else None
 
 
-def _pcm_pairs(a: dict[str, Any], b: dict[str, Any]) -> tuple[list[tuple[str, Pcm, Pcm]], dict[str, Any]]:
+def _pcm_pairs(
+    a: Mapping[str, object], b: Mapping[str, object]
+) -> tuple[list[tuple[str, Pcm, Pcm]], dict[str, object]]:
     """Decoded audio paired by field/id, or the first structural difference (frames,
     channels, sample rate or sample format)."""
     fa, pa = _paired_audio(a)
@@ -293,7 +299,7 @@ def lsb16_diff(a: Pcm, b: Pcm) -> float:
     return int(worst) if worst.is_integer() else worst
 
 
-def first_difference(a_body: bytes, b_body: bytes, volatile: list[str]) -> dict[str, Any]:
+def first_difference(a_body: bytes, b_body: bytes, volatile: list[str]) -> dict[str, object]:
     """Where two outputs differ: audio field (paired by id), first differing frame, max abs
     sample diff; else which non-audio fields differ."""
     loaded = _load_pair(a_body, b_body, volatile)
@@ -315,7 +321,7 @@ def first_difference(a_body: bytes, b_body: bytes, volatile: list[str]) -> dict[
     return {"where": "fields", "fields": _changed_fields(a, b)}
 
 
-def _changed_fields(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+def _changed_fields(a: Mapping[str, object], b: Mapping[str, object]) -> list[str]:
     keys = sorted(set(a) | set(b))
     changed = [k for k in keys if k not in ("audio", "named_audio_outputs") and a.get(k) != b.get(k)]
     if _without_audio(a) != _without_audio(b) and not changed:
@@ -323,7 +329,9 @@ def _changed_fields(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return changed
 
 
-def within_tolerance(a_body: bytes, b_body: bytes, volatile: list[str], tolerance: int) -> tuple[bool, dict[str, Any]]:
+def within_tolerance(
+    a_body: bytes, b_body: bytes, volatile: list[str], tolerance: int
+) -> tuple[bool, dict[str, object]]:
     """Does a declared PCM tolerance cover the difference between two replies?
 
     A tolerance covers PCM sample values and nothing else: every non-audio field (after the

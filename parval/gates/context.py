@@ -101,12 +101,13 @@ class Context:
             declared_tolerance=self.declared_tolerance,
         )
 
-    def set_aside_scope(self, count: int | None) -> tuple[Tally, list[dict[str, Any]]]:
+    def set_aside_scope(self, count: int | None) -> tuple[Tally, list[dict[str, object]]]:
         """Failures in set-aside attempts for one Q5 scope: count starts at `count`, or
         (None) every other start of the executable under test. (tally, crashes)"""
 
         def in_scope(run: str, attempt: Any) -> bool:
-            start = (self.rec.set_aside.get((run, attempt)) or {}).get("run_start") or {}
+            entry = self.rec.set_aside.get((run, attempt))
+            start = (entry.get("run_start") if entry else None) or {}
             own = start.get("count") if start.get("role") == "count" else None
             return bool(own == count)
 
@@ -140,7 +141,7 @@ class Context:
         return bool(self.plan["model"].get("cache_sensitive"))
 
 
-def _scope_key(e: dict[str, Any]) -> tuple[Any, ...]:
+def _scope_key(e: dict[str, Any]) -> tuple[object, ...]:
     return (e.get("run"), e.get("phase"), bool(e.get("reversed")))
 
 

@@ -5,6 +5,7 @@ parval set aside (abandoned, superseded) are judged too, but only their failures
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,13 +19,14 @@ class Tally:
     compared: int = 0
     exact: int = 0
     tolerated: int = 0
-    mismatches: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[dict[str, Any]] = field(default_factory=list)
-    indeterminate: list[dict[str, Any]] = field(default_factory=list)
-    malformed: list[dict[str, Any]] = field(default_factory=list)
+    mismatches: list[dict[str, object]] = field(default_factory=list)
+    errors: list[dict[str, object]] = field(default_factory=list)
+    indeterminate: list[dict[str, object]] = field(default_factory=list)
+    malformed: list[dict[str, object]] = field(default_factory=list)
+    # Read back by `problem` as recorded (its history's membership test is the event's own).
     no_reference: list[dict[str, Any]] = field(default_factory=list)
     # Refused for memory (503 insufficient_memory): a resource result, never an output one.
-    resource: list[dict[str, Any]] = field(default_factory=list)
+    resource: list[dict[str, object]] = field(default_factory=list)
 
     def merge(self, other: Tally) -> None:
         self.compared += other.compared
@@ -44,7 +46,7 @@ class Tally:
         """Every mismatch lies within the declared tolerance (which was not applied)."""
         return bool(self.mismatches) and all(m.get("within_declared_tolerance") for m in self.mismatches)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         return {
             "compared": self.compared,
             "exact": self.exact,
@@ -96,7 +98,7 @@ class Tally:
         return ", ".join(parts)
 
 
-def _where(e: dict[str, Any]) -> dict[str, Any]:
+def _where(e: Mapping[str, object]) -> dict[str, object]:
     return {
         "run": e["run"],
         "attempt": e.get("attempt"),
@@ -109,7 +111,7 @@ def _where(e: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def failure_key(m: dict[str, Any]) -> tuple[Any, ...]:
+def failure_key(m: Mapping[str, object]) -> tuple[object, ...]:
     """Identity of one recorded failure (the same request judged by two assertions)."""
     return (
         m.get("run"),
@@ -193,11 +195,12 @@ def judge_requests(
             t.exact += 1
             continue
         diff: float | None = None
-        found: dict[str, Any] | None = None
+        found: dict[str, object] | None = None
         check = tolerance if tolerance is not None else declared_tolerance
         if check is not None:
             found = tolerance_check(run_dir, e, ref, volatile or [], check)
-            diff = found.get("max_abs_sample_diff")
+            measured = found.get("max_abs_sample_diff")
+            diff = measured if isinstance(measured, int | float) else None
             if found.get("covered") and tolerance is not None:
                 t.tolerated += 1
                 continue
@@ -221,7 +224,7 @@ def judge_requests(
 
 def tolerance_check(
     run_dir: Path | None, e: dict[str, Any], ref: dict[str, Any], volatile: list[str], tolerance: int
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Does the declared tolerance cover the difference between two recorded requests'
     raw replies? {"covered": bool, "why"/"max_abs_sample_diff": ...}"""
     if run_dir is None or not e.get("artifact") or not ref.get("artifact"):

@@ -5,7 +5,7 @@ meaning capacity one, and one flagged process resizes across one with outputs un
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -18,14 +18,14 @@ LEGACY = "ref-candidate-legacy"
 CAP1 = "ref-candidate-cap1"
 
 # Every explicit slots form the legacy path must reject, at startup and on registration.
-X1_FORMS: tuple[Any, ...] = (1, 2, None, False, "4")
+X1_FORMS: tuple[object, ...] = (1, 2, None, False, "4")
 
 
-def _form(value: Any) -> str:
+def _form(value: object) -> str:
     return json.dumps(value)  # 1, false and "4" stay distinct (1 == True in Python)
 
 
-def _untried_forms(probes: list[dict[str, Any]]) -> list[str]:
+def _untried_forms(probes: Sequence[Mapping[str, object]]) -> list[str]:
     tried = {_form(p.get("value")) for p in probes}
     return [_form(v) for v in X1_FORMS if _form(v) not in tried]
 
@@ -54,7 +54,7 @@ def x1_legacy_path(ctx: Context) -> Result:
     fields = (rec.ends.get(LEGACY) or {}).get("status_fields")
     if isinstance(fields, dict) and fields.get("slot_fields"):
         problems.append("/v1/models shows slot fields on the legacy runtime")
-    ev: dict[str, Any] = {"config_probes": probes, "registration_probes": regs}
+    ev: dict[str, object] = {"config_probes": probes, "registration_probes": regs}
     untried = _untried_forms(probes)
     if problems:
         return shape.failed("X1", "; ".join(problems), violation=problems, **ev)
@@ -136,7 +136,7 @@ def x2_flagged_capacity_one(ctx: Context) -> Result:
     )
 
 
-def _reply_status(step: dict[str, Any]) -> Any:
+def _reply_status(step: dict[str, Any]) -> object:
     return (step.get("reply") or {}).get("status")
 
 

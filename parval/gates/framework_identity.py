@@ -6,6 +6,7 @@ parval.gates.framework_ref, which turns a problem into PENDING framework entries
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,7 @@ def integrity_problems(path: Path) -> list[str]:
     return []
 
 
-def reuse_problem(reuse: ReuseDecision, recorded: Any, commit: str | None, cand: Any) -> str | None:
+def reuse_problem(reuse: ReuseDecision, recorded: object, commit: str | None, cand: object) -> str | None:
     """Under an accepted reuse the record is for another executable by design; what ties it
     to this binary instead: the record names the reviewed record commit, the plan names the
     candidate commit the review diffed to, and the reviewer stated which executable that
@@ -87,13 +88,14 @@ def reuse_problem(reuse: ReuseDecision, recorded: Any, commit: str | None, cand:
     return None
 
 
-def machine_of(manifest: dict[str, Any]) -> Any:
+def machine_of(manifest: dict[str, Any]) -> object:
     return manifest.get("platform", {}).get("machine")
 
 
-def other_machine(ident: dict[str, Any], manifest: dict[str, Any]) -> str | None:
+def other_machine(ident: Mapping[str, object], manifest: dict[str, Any]) -> str | None:
     """The record's machine architecture when both sides name one and they differ."""
-    recorded = (ident.get("platform") or {}).get("machine") if isinstance(ident.get("platform"), dict) else None
+    platform = ident.get("platform")
+    recorded = (platform or {}).get("machine") if isinstance(platform, dict) else None
     here = machine_of(manifest)
     if recorded and here and recorded != here:
         return str(recorded)
@@ -127,13 +129,13 @@ def unnamed_device(ident: dict[str, Any], manifest: dict[str, Any]) -> str | Non
     return None
 
 
-def gpu_names(gpu: Any) -> list[str] | None:
+def gpu_names(gpu: object) -> list[str] | None:
     if not isinstance(gpu, dict) or not gpu.get("available") or not isinstance(gpu.get("devices"), list):
         return None
     return [str(d.get("name")) for d in gpu["devices"] if isinstance(d, dict)]
 
 
-def provenance_note(ident: dict[str, Any], manifest: dict[str, Any]) -> str | None:
+def provenance_note(ident: Mapping[str, object], manifest: Mapping[str, object]) -> str | None:
     """Local and CI results are distinct: said when the record and this run differ."""
     from parval.rundir.provenance import label
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -237,7 +238,7 @@ def coverage(record: dict[str, Any], run_counts: list[int]) -> tuple[list[int], 
 
 
 # -- candidate source commit ----------------------------------------------------------------
-def candidate_commit(plan: dict[str, Any] | None, manifest: dict[str, Any]) -> str | None:
+def candidate_commit(plan: Mapping[str, object] | None, manifest: Mapping[str, object]) -> str | None:
     """`identity.candidate.source_commit` from the plan snapshot (or the manifest's copy)."""
     for source in (plan, manifest):
         ident = source.get("identity") if isinstance(source, dict) else None
@@ -250,7 +251,7 @@ def candidate_commit(plan: dict[str, Any] | None, manifest: dict[str, Any]) -> s
 
 # -- X4 -------------------------------------------------------------------------------------
 @shape.judge("X4")
-def x4_result(protected: dict[str, Any] | None, commit: str | None) -> Result:
+def x4_result(protected: Mapping[str, object] | None, commit: str | None) -> Result:
     if protected is None:
         return pending(
             "X4",
@@ -340,7 +341,7 @@ def x4_from_protected(data: dict[str, Any]) -> Result:
         found = f"{len(data.get('checked_paths') or [])} protected path(s) identical to upstream"
     legacy = data.get("legacy_runtime") or {}
     reason = f"{found}; legacy runtime {legacy.get('path')}: {legacy.get('reason')}"
-    evidence: dict[str, Any] = dict(data)
+    evidence: dict[str, object] = dict(data)
     if status is Status.PASS:
         evidence["rests_on"] = {"checked protected paths": len(data.get("checked_paths") or [])}
     else:

@@ -46,7 +46,7 @@ def manifest_gaps(ctx: Context) -> list[str]:
             node = node.get(part) if isinstance(node, dict) else None
         return node
 
-    def blank(value: Any) -> bool:
+    def blank(value: object) -> bool:
         # a list (build_flags may be one) declares something only if one item is non-blank
         if isinstance(value, list):
             return all(blank(item) for item in value)
@@ -76,7 +76,7 @@ def m1_manifest(ctx: Context, serial: SerialVerdict) -> Result:
     man = ctx.manifest
     missing = manifest_gaps(ctx)
     platform = {k: v for k, v in (man.get("platform") or {}).items() if k != "gpu"}
-    ev: dict[str, Any] = {
+    ev: dict[str, object] = {
         "missing": missing,
         "identity": man.get("identity") or {},
         "fixtures": len(man.get("fixtures") or {}),
@@ -171,7 +171,7 @@ def m1_cold_warm_refs(ctx: Context, serial: SerialVerdict) -> Result:
         if lacking:
             return shape.pending("M1.cold_warm_refs", f"no reference recorded for {', '.join(lacking[:6])}")
 
-    def canon(key: str) -> Any:
+    def canon(key: str) -> object:
         return (refs.get(key, {}).get("output") or {}).get("canon")
 
     same = [k.split("|")[0] for k in colds if k.endswith("|cold") and canon(k) == canon(k.replace("|cold", "|warm"))]

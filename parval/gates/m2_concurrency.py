@@ -8,9 +8,8 @@ an attempt parval set aside is never proof of a PASS, but what it showed fails."
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
 
 from parval.gates import shape
 from parval.gates.context import Context, exact_result
@@ -18,6 +17,7 @@ from parval.gates.count_starts import complete_starts, schedule_missing, starts_
 from parval.gates.exactness import Tally
 from parval.gates.m2_evidence import (
     MIN_POLLS_IN_FLIGHT,
+    UnloadRow,
     active_violations,
     client_overlap,
     drain_row,
@@ -42,7 +42,7 @@ def _first_run(ctx: Context, n: int) -> str | None:
     return runs[0] if runs else None
 
 
-def _stop_text(stop: dict[str, Any]) -> str:
+def _stop_text(stop: Mapping[str, object]) -> str:
     attempt = stop.get("attempt")
     which = "(before its server started)" if attempt is None else f"attempt {attempt}"
     return f"{stop['run']} {which}: {stop['kind']}: {stop['reason']}"
@@ -58,7 +58,7 @@ def m2_starts(ctx: Context, n: int) -> Result:
     complete = complete_starts(ctx, n)
     crashed = [c for c in rec.crashes if c["run"] in runs]
     stops = [f for f in rec.failures if str(f.get("run", f.get("unit", ""))).startswith(f"count{n}-")]
-    ev: dict[str, Any] = {"starts": runs, "complete": complete}
+    ev: dict[str, object] = {"starts": runs, "complete": complete}
     if crashed:
         c = crashed[0]
         return shape.failed(
@@ -310,14 +310,14 @@ def m2_unload_reload(ctx: Context, n: int) -> Result:
     if reload_result.status is Status.FAIL:
         return reload_result
     states = [(run, p, unload_state(ctx, run, p)) for run, p, aside in probes if aside is None]
-    routeless = [
+    routeless: list[UnloadRow] = [
         {"run": run, "cycle": p.get("cycle"), "what": unload_observed(state, p)}
         for run, p, state in states
         if state == "missing_route"
     ]
     if routeless:
         return shape.unsupported(id_, "unload/reload cannot be shown: " + grouped(routeless), starts=routeless)
-    unseen = [
+    unseen: list[UnloadRow] = [
         {"run": run, "cycle": p.get("cycle"), "what": unload_observed(state, p)}
         for run, p, state in states
         if state in ("unseen", "no_loaded")

@@ -4,7 +4,8 @@ M2 judges (and Q5) FAIL on, and the rows they explain the rest with."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NotRequired, TypedDict
 
 from parval.gates.context import Context
 from parval.gates.slot_counters import counters_seen
@@ -14,6 +15,16 @@ from parval.gates.unload_evidence import unload_check
 # requests of a wave in flight (last send to first reply): with fewer, the poller cannot
 # show that N leases were never held together (the campaign repeats such a wave).
 MIN_POLLS_IN_FLIGHT = 5
+
+
+class UnloadRow(TypedDict):
+    """One start's unload/reload cycle that was not shown, in words (`what`)."""
+
+    run: str
+    what: str
+    cycle: NotRequired[object]
+    state: NotRequired[str]
+    set_aside: NotRequired[str]
 
 
 def client_overlap(reqs: list[dict[str, Any]]) -> bool:
@@ -88,7 +99,7 @@ def set_aside_requests(ctx: Context, n: int) -> list[tuple[str, list[dict[str, A
     return set_aside_count_events(ctx, n, "request")
 
 
-def active_violations(ctx: Context, n: int, *, standing: bool = True) -> list[dict[str, Any]]:
+def active_violations(ctx: Context, n: int, *, standing: bool = True) -> list[dict[str, object]]:
     """Waves (standing attempts unless `standing` is False, and set-aside attempts) that
     showed fewer than n leases while all n requests were in flight, with enough samples in
     that window to show it."""
@@ -105,7 +116,7 @@ def active_violations(ctx: Context, n: int, *, standing: bool = True) -> list[di
     return out
 
 
-def drain_row(run: str, w: dict[str, Any]) -> dict[str, Any]:
+def drain_row(run: str, w: dict[str, Any]) -> dict[str, object]:
     return {
         "run": run,
         "attempt": w.get("attempt"),
@@ -116,7 +127,7 @@ def drain_row(run: str, w: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def drain_violations(ctx: Context, n: int, *, standing: bool = True) -> list[dict[str, Any]]:
+def drain_violations(ctx: Context, n: int, *, standing: bool = True) -> list[dict[str, object]]:
     """Waves (standing attempts unless `standing` is False, and set-aside attempts) after
     which the counters stayed non-zero."""
     runs = ctx.rec.count_runs(n) if standing else []
@@ -137,7 +148,7 @@ def drain_violations(ctx: Context, n: int, *, standing: bool = True) -> list[dic
     ]
 
 
-def loaded_published(ctx: Context, run: str, probe: dict[str, Any]) -> bool:
+def loaded_published(ctx: Context, run: str, probe: Mapping[str, object]) -> bool:
     """Did this process publish `loaded` in /v1/models (recorded with the probe; for older
     runs: did any wave summary see a loaded lease)?"""
     if "loaded_field" in probe:
@@ -201,23 +212,23 @@ def unload_probes(ctx: Context, n: int) -> list[tuple[str, dict[str, Any], str |
     return out
 
 
-def unload_violations(ctx: Context, n: int, *, standing: bool = True) -> list[dict[str, Any]]:
+def unload_violations(ctx: Context, n: int, *, standing: bool = True) -> list[UnloadRow]:
     """Unload probes (standing attempts unless `standing` is False, and set-aside attempts)
     observed to fail: an error reply other than the 404 of a route the build lacks, or the
     model still loaded in enough samples after a 200. A missing route or an unpublished
     `loaded` is a missing precondition (`unload_unsupported`, `M2.unload_reload`), never one."""
-    out = []
+    out: list[UnloadRow] = []
     for run, p, aside in unload_probes(ctx, n):
         if aside is None and not standing:
             continue
         state = unload_state(ctx, run, p)
         if state in ("error", "stayed"):
-            row = {"run": run, "cycle": p.get("cycle"), "state": state, "what": unload_observed(state, p)}
+            row: UnloadRow = {"run": run, "cycle": p.get("cycle"), "state": state, "what": unload_observed(state, p)}
             out.append(row if aside is None else {**row, "set_aside": aside})
     return out
 
 
-def grouped(bad: list[dict[str, Any]]) -> str:
+def grouped(bad: list[UnloadRow]) -> str:
     by_what: dict[str, list[str]] = {}
     for b in bad:
         label = b["run"] + (f" (set aside: {b['set_aside']})" if "set_aside" in b else "")

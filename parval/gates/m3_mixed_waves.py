@@ -11,7 +11,7 @@ from typing import Any
 from parval.gates import shape
 from parval.gates.context import Context, exact_result
 from parval.gates.count_starts import complete_starts, schedule_missing, starts_missing
-from parval.gates.m3_variation import content_digest, m3_variation, mixed_outputs, variation_effects
+from parval.gates.m3_variation import VariationEffect, content_digest, m3_variation, mixed_outputs, variation_effects
 from parval.gates.slot_counters import NO_COUNTERS, counters_seen
 from parval.plan.waves import TEN_WAVES, mixed_waves
 from parval.status import Result, Status
@@ -37,7 +37,7 @@ def _order_observed(w: dict[str, Any]) -> bool:
 
 
 @shape.judge("M3.reversed")
-def m3_reversed(ctx: Context, n: int, effects: list[dict[str, Any]]) -> Result:
+def m3_reversed(ctx: Context, n: int, effects: list[VariationEffect]) -> Result:
     """M3.reversed: some request pair was observed admitted in both orders, and the
     outputs of those waves are exact."""
     id_ = "M3.reversed"
@@ -112,7 +112,7 @@ def mixed_wave_counts(ctx: Context, n: int) -> dict[str, int]:
 
 
 @shape.judge("M3.ten_waves")
-def m3_ten_waves(ctx: Context, n: int, effects: list[dict[str, Any]]) -> Result:
+def m3_ten_waves(ctx: Context, n: int, effects: list[VariationEffect]) -> Result:
     """M3.ten_waves: ten or more mixed warm waves in each of three starts at the largest
     admitted count. Judged at every count: where each start ran ten, the count can be the
     largest admitted; where it did not, it can be admitted only below a larger admitted
@@ -153,7 +153,7 @@ def m3_ten_waves(ctx: Context, n: int, effects: list[dict[str, Any]]) -> Result:
 
 
 @shape.judge("M3.history")
-def m3_history(ctx: Context, n: int, effects: list[dict[str, Any]]) -> Result:
+def m3_history(ctx: Context, n: int, effects: list[VariationEffect]) -> Result:
     """M3.history: for a cache-sensitive model, mixed-wave outputs equal same-history
     single-slot replays, with the slot histories known from ordered admission."""
     id_ = "M3.history"
@@ -191,7 +191,7 @@ def m3_history(ctx: Context, n: int, effects: list[dict[str, Any]]) -> Result:
     return r
 
 
-JUDGES: dict[str, Callable[[Context, int, list[dict[str, Any]]], Result]] = {
+JUDGES: dict[str, Callable[[Context, int, list[VariationEffect]], Result]] = {
     "M3.variation": m3_variation,
     "M3.reversed": m3_reversed,
     "M3.ten_waves": m3_ten_waves,
@@ -199,6 +199,6 @@ JUDGES: dict[str, Callable[[Context, int, list[dict[str, Any]]], Result]] = {
 }
 
 
-def judge_m3(ctx: Context, n: int, effects: list[dict[str, Any]]) -> list[Result]:
+def judge_m3(ctx: Context, n: int, effects: list[VariationEffect]) -> list[Result]:
     """Every M3 assertion at count n, given the run's `variation_effects`."""
     return [replace(judge(ctx, n, effects), count=n) for judge in JUDGES.values()]

@@ -9,7 +9,7 @@ import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import soundfile as sf
 
@@ -71,8 +71,8 @@ def content_digest(ctx: Context, e: dict[str, Any] | None, cache: dict[str, str 
     return digest
 
 
-def _content_value(key: str, value: Any) -> Any:
-    def audio(v: Any) -> Any:
+def _content_value(key: str, value: object) -> object:
+    def audio(v: object) -> object:
         samples, rate, _ = decode_wav_b64(v)
         if samples is None:
             return v
@@ -104,7 +104,22 @@ def _length_of(ctx: Context, e: dict[str, Any] | None, field_: str, request: dic
     return frames or None
 
 
-def variation_effects(ctx: Context) -> list[dict[str, Any]]:
+class VariationEffect(TypedDict):
+    """What one declared variation changed: the request field, the output content, the
+    effective length (a length variation), the reply; None where it could not be told."""
+
+    variation: str
+    field: str
+    kind: str
+    input_changed: bool
+    output_changed: bool | None
+    length_changed: bool | None
+    reply_changed: bool | None
+    applied: object
+    audio: object
+
+
+def variation_effects(ctx: Context) -> list[VariationEffect]:
     """For each declared variation: its kind, and does it change the request field, the
     content of the output (not merely echoed metadata) and, for a length variation, the
     effective length?"""
@@ -112,7 +127,7 @@ def variation_effects(ctx: Context) -> list[dict[str, Any]]:
     base_req = ctx.plan["requests"]["base"]
     base_ref = refs.get("base|cold") or refs.get("hist:base")
     base_content = content_digest(ctx, base_ref)
-    out = []
+    out: list[VariationEffect] = []
     for v in ctx.plan["requests"].get("variations", []):
         field_, name = v["changes"], v["name"]
         ref = refs.get(f"{name}|cold") or refs.get(f"hist:{name}")
@@ -154,7 +169,7 @@ def _kinds_text(ctx: Context) -> tuple[list[str], str]:
 
 
 @shape.judge("M3.variation")
-def m3_variation(ctx: Context, n: int, effects: list[dict[str, Any]]) -> Result:
+def m3_variation(ctx: Context, n: int, effects: list[VariationEffect]) -> Result:
     """M3.variation: every declared variation changes the effective input and the output
     content, on the reference server and on the candidate, covering the kinds the task
     supports (an omitted kind needs the plan's reason, which the result shows)."""

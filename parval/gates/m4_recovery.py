@@ -8,7 +8,7 @@ BLOCKED with the reason. Violations seen in a set-aside recovery attempt count t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -99,17 +99,17 @@ def _tries(ctx: Context, kind: str) -> list[dict[str, Any]]:
 
 def _aside_tries(ctx: Context, kind: str) -> list[list[dict[str, Any]]]:
     """The tries of this probe in each set-aside recovery attempt."""
-    groups: dict[Any, list[dict[str, Any]]] = {}
+    groups: dict[object, list[dict[str, Any]]] = {}
     for e in _aside(ctx, kind):
         groups.setdefault(e.get("attempt"), []).append(e)
     return list(groups.values())
 
 
-def _aside_unload_violations(ctx: Context, which: str) -> list[tuple[str, str, Any]]:
+def _aside_unload_violations(ctx: Context, which: str) -> list[tuple[str, str, object]]:
     """(set-aside status, violation in words, evidence) of every set-aside recovery attempt's
     unload probe: a violation in any try, or barging seen on every try."""
     kind = f"m4_{which}_unload"
-    out: list[tuple[str, str, Any]] = [
+    out: list[tuple[str, str, object]] = [
         (a["set_aside"], why, a) for a in _aside(ctx, kind) if (why := unload_violation(a, which)) is not None
     ]
     out += [
@@ -131,7 +131,7 @@ def _aside(ctx: Context, kind: str) -> list[dict[str, Any]]:
     ]
 
 
-def lease_problem(drained: dict[str, Any] | None) -> str | None:
+def lease_problem(drained: Mapping[str, object] | None) -> str | None:
     """What the counters showed after the work: None when they drained. A server that
     publishes no counters is named as such (the candidate must publish them)."""
     if not drained:
@@ -143,7 +143,7 @@ def lease_problem(drained: dict[str, Any] | None) -> str | None:
     return f"lease left held: active_slots {drained.get('active')}, queued_requests {drained.get('queued')}"
 
 
-def lease_unshown(id_: str, drained: dict[str, Any] | None, **evidence: Any) -> Result | None:
+def lease_unshown(id_: str, drained: Mapping[str, object] | None, **evidence: object) -> Result | None:
     """Where the lease release cannot be judged: PENDING when the drain check was not
     recorded, UNSUPPORTED when the server publishes no slot counters (a missing
     precondition, never a FAIL). None when the counters were read (drained or held)."""
@@ -158,7 +158,7 @@ def lease_unshown(id_: str, drained: dict[str, Any] | None, **evidence: Any) -> 
     )
 
 
-def lease_held(drained: dict[str, Any] | None) -> bool:
+def lease_held(drained: Mapping[str, object] | None) -> bool:
     """An observed violation: counters published and still non-zero after the work."""
     return bool(
         drained and not drained.get("ok") and drained.get("active") is not None and drained.get("queued") is not None
@@ -423,10 +423,10 @@ def judge_m4(ctx: Context) -> list[Result]:
     return [replace(r, limitations=[*r.limitations, note]) if r.id in ON_RECOVERY else r for r in out]
 
 
-def aside_violations(ctx: Context) -> list[dict[str, Any]]:
+def aside_violations(ctx: Context) -> list[Mapping[str, object]]:
     """Lifecycle violations in set-aside recovery attempts (Q5 at model level): a lease left
     held, an unload that did not wait, barged or left the model loaded."""
-    out: list[dict[str, Any]] = []
+    out: list[Mapping[str, object]] = []
     for kind in ("m4_invalid_alongside", "m4_load_failure"):
         out += [
             {"run": RUN, "kind": kind, **e}

@@ -7,9 +7,9 @@ applies to an old run on `parval report --rejudge`.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 from parval.gates import shape
 from parval.gates.m5_rules import CountInputs, StabilisationRule
@@ -18,6 +18,7 @@ from parval.gates.m5_samples import (
     METRICS,
     REQUIRED_GROUPS,
     StartMemory,
+    StartSummary,
     gpu_unavailable,
     phase_group,
     round3,
@@ -31,17 +32,17 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.1f} MiB"
 
 
-def _missing_groups(summary: dict[str, Any], kind: str) -> list[str]:
+def _missing_groups(summary: StartSummary, kind: str) -> list[str]:
     present = {phase_group(p) for p in summary["phases_sampled"][kind]}
     return [g for g in REQUIRED_GROUPS if g not in present]
 
 
-def _interval_text(sums: list[dict[str, Any]]) -> str:
+def _interval_text(sums: list[StartSummary]) -> str:
     iv = sums[0]["interval"]
     parts = []
     for kind in ("host", "gpu"):
         conf = iv.get(f"{kind}_interval_s", iv.get(kind))
-        got = [s["achieved_interval_s"][kind]["median_s"] for s in sums if s["achieved_interval_s"][kind]]
+        got = [a["median_s"] for s in sums if (a := s["achieved_interval_s"][kind])]
         text = f"{kind} every {conf * 1000:.0f} ms" if conf is not None else f"{kind} interval not recorded"
         if got:
             text += f" (achieved median {statistics.median(got) * 1000:.1f} ms)"
@@ -124,7 +125,7 @@ def m5_peaks(inp: CountInputs) -> Result:
         for m in wanted:
             ms = s["metrics"][m]
             if ms is not None:
-                retained = ms["retained_after_unload"] or {}
+                retained: Mapping[str, object] = ms["retained_after_unload"] or {}
                 row[m] = {
                     "first_request_peak_mib": ms["first_request_peak_mib"],
                     "idle_baseline_mib": ms["idle_baseline_mib"],
@@ -163,20 +164,24 @@ def m5_peaks(inp: CountInputs) -> Result:
     )
 
 
-def _aggregate(sums: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+HeadlineKey = Literal["idle_baseline_mib", "first_request_peak_mib", "warm_steady_state_mib"]
+_HEADLINE: tuple[HeadlineKey, ...] = ("idle_baseline_mib", "first_request_peak_mib", "warm_steady_state_mib")
+
+
+def _aggregate(sums: list[StartSummary]) -> dict[str, dict[str, float | None]]:
     """Median over starts of the headline figures of each metric."""
     agg: dict[str, dict[str, float | None]] = {}
     for m in METRICS:
-        rows = [s["metrics"][m] for s in sums if s["metrics"][m]]
+        rows = [ms for s in sums if (ms := s["metrics"][m])]
         if not rows:
             continue
         fig: dict[str, float | None] = {}
-        for key in ("idle_baseline_mib", "first_request_peak_mib", "warm_steady_state_mib"):
-            vals = [r[key] for r in rows if r[key] is not None]
+        for key in _HEADLINE:
+            vals = [v for r in rows if (v := r[key]) is not None]
             fig[key] = round3(statistics.median(vals)) if vals else None
-        res = [r["retained_after_unload"]["residue_mib"] for r in rows if r["retained_after_unload"]]
-        res = [v for v in res if v is not None]
-        fig["residue_mib"] = round3(statistics.median(res)) if res else None
+        res = [ret["residue_mib"] for r in rows if (ret := r["retained_after_unload"])]
+        measured = [v for v in res if v is not None]
+        fig["residue_mib"] = round3(statistics.median(measured)) if measured else None
         agg[m] = fig
     return agg
 
@@ -211,7 +216,7 @@ def m5_baseline(inp: CountInputs) -> Result:
     if empty_starts:
         return shape.pending("M5.baseline", f"start(s) {empty_starts} recorded no host memory samples at count {count}")
     cand, ref = _aggregate(sums), _aggregate(base)
-    compare: dict[str, Any] = {}
+    compare: dict[str, dict[str, dict[str, float | None]]] = {}
     for m in cand.keys() & ref.keys():
         compare[m] = {
             key: {

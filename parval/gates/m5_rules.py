@@ -8,9 +8,9 @@ per-wave peak over repeated-use waves, and the residue left after each unload/re
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
-from parval.gates.m5_samples import METRICS, StartMemory, is_repeat_wave, round3
+from parval.gates.m5_samples import METRICS, StartMemory, StartSummary, is_repeat_wave, round3
 
 MIN_UNLOAD_CYCLES = 2
 
@@ -37,7 +37,7 @@ class CountInputs:
     """What every M5 judge sees at one count: the summarised starts and the plan's terms."""
 
     count: int
-    sums: list[dict[str, Any]]  # summarise_start() of each start, in start order
+    sums: list[StartSummary]  # summarise_start() of each start, in start order
     rule: StabilisationRule | None
     gpu_required: bool
     baseline: list[StartMemory] | None
@@ -47,7 +47,7 @@ class CountInputs:
     expected_starts: int = 0
 
 
-def wave_growth(sums: list[dict[str, Any]], metric: str, k: int | None) -> list[dict[str, Any]]:
+def wave_growth(sums: list[StartSummary], metric: str, k: int | None) -> list[dict[str, Any]]:
     """Per start: the repeated-use wave peaks, their wave-to-wave change, and the growth over
     the last `k` waves (all of them when k is None)."""
     out = []
@@ -93,7 +93,25 @@ def tested_range(growth: list[dict[str, Any]], count: int) -> str:
     return f"tested range at count {count}: " + "; ".join(parts)
 
 
-def retention(sums: list[dict[str, Any]], metric: str, bound: float | None) -> dict[str, Any]:
+class RetentionRow(TypedDict):
+    start_index: int
+    cycles: int
+    residues_mib: list[float]
+    growth_per_cycle_mib: list[float]
+
+
+class Retention(TypedDict):
+    """The retained-after-unload verdict of one metric (`status`: pending, unjudged, pass,
+    fail) with its text, over the starts' rows."""
+
+    metric: str
+    bound_mib: float | None
+    starts: list[RetentionRow]
+    status: NotRequired[str]
+    text: NotRequired[str]
+
+
+def retention(sums: list[StartSummary], metric: str, bound: float | None) -> Retention:
     """Idle level after each unload against the idle level before the first load.
 
     An allocator that keeps freed weights cached shows a residue that may step up once and
@@ -102,11 +120,12 @@ def retention(sums: list[dict[str, Any]], metric: str, bound: float | None) -> d
     PASS, reported with its size; growth beyond the bound on every cycle of every start,
     over at least three cycles, is FAIL; anything between stays PENDING with the
     diagnostic. Fewer than two cycles cannot tell them apart (PENDING)."""
-    rows = []
+    rows: list[RetentionRow] = []
     for s in sums:
         ms = s["metrics"][metric]
-        episodes = ((ms or {}).get("retained_after_unload") or {}).get("episodes") or []
-        residues = [float(e["residue_mib"]) for e in episodes if e.get("residue_mib") is not None]
+        retained = ms.get("retained_after_unload") if ms else None
+        episodes = (retained.get("episodes") if retained else None) or []
+        residues = [float(residue) for e in episodes if (residue := e.get("residue_mib")) is not None]
         deltas = [round(b - a, 3) for a, b in zip(residues, residues[1:], strict=False)]
         rows.append(
             {
@@ -116,7 +135,7 @@ def retention(sums: list[dict[str, Any]], metric: str, bound: float | None) -> d
                 "growth_per_cycle_mib": deltas,
             }
         )
-    out: dict[str, Any] = {"metric": metric, "bound_mib": bound, "starts": rows}
+    out: Retention = {"metric": metric, "bound_mib": bound, "starts": rows}
     short = [r for r in rows if r["cycles"] < MIN_UNLOAD_CYCLES]
     if short:
         out["status"] = "pending"
@@ -136,7 +155,7 @@ def retention(sums: list[dict[str, Any]], metric: str, bound: float | None) -> d
         + " unload/reload cycles"
     )
 
-    def listing(r: dict[str, Any]) -> str:
+    def listing(r: RetentionRow) -> str:
         residues = ", ".join(f"{x:+.1f}" for x in r["residues_mib"])
         return f"start {r['start_index']} residues {residues} MiB"
 
@@ -177,7 +196,7 @@ def retention(sums: list[dict[str, Any]], metric: str, bound: float | None) -> d
     return out
 
 
-def retention_metrics(sums: list[dict[str, Any]], rule: StabilisationRule | None) -> list[str]:
+def retention_metrics(sums: list[StartSummary], rule: StabilisationRule | None) -> list[str]:
     """The rule's metric, plus per-process (else device-wide) GPU memory where sampled."""
     first = rule.metric if rule else "host_rss"
     metrics = [first] if all(s["metrics"][first] for s in sums) else []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, overload
 
 # metric name -> (sample kind, sample key)
 METRICS: dict[str, tuple[str, str]] = {
@@ -32,6 +32,54 @@ INCLUDES: dict[str, str] = {
 _IDLE = {"startup", "idle", "idle_after_unload", "idle-after-unload"}
 _COLD = {"cold_load", "cold_wave"}
 REQUIRED_GROUPS = ("idle", "cold", "warm", "unload", "reload")
+
+
+class WavePeak(TypedDict):
+    phase: str
+    peak_mib: float
+
+
+class Episode(TypedDict):
+    """One unload's settled level (of the idle phase after it, where there is one)."""
+
+    source_phase: str
+    value_mib: float
+    residue_mib: float | None  # over the idle baseline (None without one)
+
+
+class Retained(Episode):
+    """The first unload's episode, with every episode."""
+
+    episodes: list[Episode]
+
+
+class MetricSummary(TypedDict):
+    """One sampled metric of one start (`summarise_start`), in MiB."""
+
+    samples: int
+    idle_baseline_mib: float | None
+    first_request_peak_mib: float | None
+    first_request_over_idle_mib: float | None
+    phase_peaks_mib: dict[str, float]
+    wave_peaks: list[WavePeak]
+    warm_steady_state_mib: float | None
+    retained_after_unload: Retained | None
+
+
+class StartSummary(TypedDict):
+    """`summarise_start` of one start: what every M5 judge reads."""
+
+    count: int
+    start_index: int
+    gpu_info: str
+    gpu_available: bool
+    interval: dict[str, float]
+    achieved_interval_s: dict[str, dict[str, float] | None]
+    samples: dict[str, int]
+    phases_sampled: dict[str, list[str]]
+    metrics: dict[str, MetricSummary | None]  # None: the metric was not sampled
+    guard_stop: dict[str, Any] | None
+    sampler_recorded: bool
 
 
 @dataclass
@@ -89,11 +137,17 @@ def _gpu_available(gpu_info: str) -> bool:
     return not gpu_info.startswith("unavailable")
 
 
-def gpu_unavailable(sums: list[dict[str, Any]]) -> list[str]:
+def gpu_unavailable(sums: list[StartSummary]) -> list[str]:
     """The distinct sampler explanations of starts without GPU samples."""
     return sorted({s["gpu_info"] for s in sums if not s["gpu_available"]})
 
 
+@overload
+def round3(x: float) -> float: ...
+@overload
+def round3(x: None) -> None: ...
+@overload
+def round3(x: float | None) -> float | None: ...
 def round3(x: float | None) -> float | None:
     """MiB figures are reported to three decimals."""
     return None if x is None else round(x, 3)
@@ -129,7 +183,7 @@ def _settled(values: list[float]) -> float:
 # --- per-start summary -----------------------------------------------------------------
 
 
-def _metric_summary(points: list[tuple[float, str, float]]) -> dict[str, Any] | None:
+def _metric_summary(points: list[tuple[float, str, float]]) -> MetricSummary | None:
     if not points:
         return None
     segs = _segments(points)
@@ -154,10 +208,10 @@ def _metric_summary(points: list[tuple[float, str, float]]) -> dict[str, Any] | 
     first_peak = max(cold) if cold else None
     # dict order = first appearance in time, so waves come out in the order they ran
     wave_items = [(ph, peak) for ph, peak in phase_peaks.items() if phase_base(ph).endswith("_wave")]
-    waves = [{"phase": ph, "peak_mib": round3(peak)} for ph, peak in wave_items]
+    waves: list[WavePeak] = [{"phase": ph, "peak_mib": round3(peak)} for ph, peak in wave_items]
     repeat = [peak for ph, peak in wave_items if is_repeat_wave(ph)]
 
-    episodes: list[dict[str, Any]] = []
+    episodes: list[Episode] = []
     for i, (phase, values) in enumerate(segs):
         if not is_unload(phase):
             continue
@@ -172,7 +226,7 @@ def _metric_summary(points: list[tuple[float, str, float]]) -> dict[str, Any] | 
                 "residue_mib": None if idle is None else round3(value - idle),
             }
         )
-    retained = None
+    retained: Retained | None = None
     if episodes:
         retained = {**episodes[0], "episodes": episodes}
     return {
@@ -195,7 +249,7 @@ def _achieved_interval(samples: list[dict[str, Any]], kind: str) -> dict[str, fl
     return {"median_s": round(statistics.median(gaps), 6), "max_s": round(max(gaps), 6)}
 
 
-def summarise_start(start: StartMemory) -> dict[str, Any]:
+def summarise_start(start: StartMemory) -> StartSummary:
     """Idle baseline, first-request peak, per-phase and per-wave peaks, warm steady state
     and retained-after-unload residue, for every metric that was sampled."""
     phases: dict[str, list[str]] = {}

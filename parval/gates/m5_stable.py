@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from parval.gates import shape
-from parval.gates.m5_rules import CountInputs, retention, retention_metrics, tested_range, wave_growth
+from parval.gates.m5_rules import CountInputs, Retention, retention, retention_metrics, tested_range, wave_growth
 from parval.gates.m5_samples import METRICS, gpu_unavailable
 from parval.gates.shape import blocked, pending
 from parval.status import Result, Status
@@ -25,11 +25,11 @@ LIMITATIONS = [
 ]
 
 
-def _num(x: Any) -> str:
+def _num(x: object) -> str:
     return f"{x:.0f}" if isinstance(x, int | float) else "?"
 
 
-def _with_retention(r: Result, found: list[dict[str, Any]]) -> Result:
+def _with_retention(r: Result, found: list[Retention]) -> Result:
     """Combine the per-wave verdict with the retained-after-unload one."""
     if not found:
         return r
@@ -49,9 +49,9 @@ def _evidence(inp: CountInputs, diagnostics: dict[str, list[dict[str, Any]]]) ->
     rule, sums = inp.rule, inp.sums
     residue = {
         m: [
-            {"start_index": s["start_index"], **(s["metrics"][m]["retained_after_unload"] or {})}
+            {"start_index": s["start_index"], **(ms["retained_after_unload"] or {})}
             for s in sums
-            if s["metrics"][m]
+            if (ms := s["metrics"][m])
         ]
         for m in diagnostics
     }
@@ -84,11 +84,11 @@ def m5_stable(inp: CountInputs) -> Result:
 
     guards = [s for s in sums if s["guard_stop"]]
     if guards:
-        g = guards[0]["guard_stop"]
+        g = guards[0]["guard_stop"] or {}  # never empty: guards have one
         used = g.get("device_used_mib")
         limit = g.get("guard_mib", guards[0]["interval"].get("guard_mib"))
         why = g.get("reason") or f"memory guard: {_num(used)} MiB >= {_num(limit)} MiB"
-        evidence["guard_stops"] = [{"start_index": s["start_index"], **s["guard_stop"]} for s in guards]
+        evidence["guard_stops"] = [{"start_index": s["start_index"], **(s["guard_stop"] or {})} for s in guards]
         return out(
             blocked(
                 "M5.stable",

@@ -13,7 +13,7 @@ naming the crash; one parval stopped blocks every mode it did not record."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from parval.gates import shape
@@ -114,7 +114,7 @@ def warmup_problem(ctx: Context) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _ref_pcm(ctx: Context, key: Any) -> str | None:
+def _ref_pcm(ctx: Context, key: object) -> str | None:
     """The PCM sha256 of the upstream reference `key` (its first audio output)."""
     ref = ctx.rec.refs.get(key) if isinstance(key, str) else None
     audio = ((ref or {}).get("output") or {}).get("audio") or {}
@@ -122,7 +122,7 @@ def _ref_pcm(ctx: Context, key: Any) -> str | None:
     return str(first["sha256"]) if isinstance(first, dict) and first.get("sha256") else None
 
 
-def _drain_problem(drained: dict[str, Any]) -> tuple[str | None, str | None]:
+def _drain_problem(drained: Mapping[str, object]) -> tuple[str | None, str | None]:
     """(violation, missing) of a drain check after the mode's work."""
     if drained.get("ok"):
         return None, None
@@ -216,7 +216,7 @@ def m6_streaming(ctx: Context) -> Result:
     return _streaming(ctx, evs[-1]) if evs else not_recorded(ctx, "M6.streaming")
 
 
-def _batch_ref_canon(ctx: Context, key: Any, cache: dict[str, str | None]) -> str | None:
+def _batch_ref_canon(ctx: Context, key: object, cache: dict[str, str | None]) -> str | None:
     """The upstream reference of `key`, canonicalised as a batch result is (no timing)."""
     if not isinstance(key, str):
         return None
@@ -327,7 +327,7 @@ def judge_m6(ctx: Context) -> list[Result]:
     return run_judges(ctx, JUDGES, "modes")
 
 
-def batch_result_canon(result: Any, volatile: list[str]) -> str | None:
+def batch_result_canon(result: object, volatile: list[str]) -> str | None:
     """How the campaign canonicalises one batch result (None when it is not a valid one)."""
     out = canonicalize(json.dumps(result).encode(), [*volatile, *BATCH_EXCLUDED])
     return out.canon if out.valid else None

@@ -13,7 +13,8 @@ another (measured); `estimate: true` marks an N x one-request figure, always lab
 from __future__ import annotations
 
 import statistics
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NotRequired, TypedDict
 
 MIN_WARM_REPEATS = 3
 
@@ -60,14 +61,45 @@ def saved_pct(base: float | None, candidate: float | None) -> float | None:
     return round(100.0 * (base - candidate) / base, 1)
 
 
-def _stats(record: dict[str, Any] | None) -> dict[str, Any] | None:
+class LatencyStats(TypedDict):
+    n: int
+    min: float
+    median: float
+    max: float
+
+
+class SeriesStats(TypedDict):
+    """One series' warm figures at one count, as a performance row shows them."""
+
+    n: int
+    failed_repeats: int
+    failed_requests: int
+    estimate: bool
+    cold_s: object
+    median_s: float | None
+    min_s: float | None
+    max_s: float | None
+    latency_s: LatencyStats | None
+    blocked: NotRequired[str]
+
+
+class RejectionStats(TypedDict):
+    count: object
+    n: int
+    median_ms: float | None
+    min_ms: float | None
+    max_ms: float | None
+    latencies_ms: list[float]
+
+
+def _stats(record: Mapping[str, Any] | None) -> SeriesStats | None:
     if record is None:
         return None
     repeats = list(record.get("repeats") or [])
     clean = [r for r in repeats if not r.get("failures")]
     times = [float(r["batch_s"]) for r in clean]
     lat = [float(x) for r in clean for x in r.get("latencies_s") or []]
-    out: dict[str, Any] = {
+    out: SeriesStats = {
         "n": len(times),
         "failed_repeats": len(repeats) - len(clean),
         "failed_requests": sum(int(r.get("failures") or 0) for r in repeats),
@@ -90,14 +122,14 @@ def _stats(record: dict[str, Any] | None) -> dict[str, Any] | None:
     return out
 
 
-def _find(series: list[dict[str, Any]], name: str, count: int) -> dict[str, Any] | None:
+def _find(series: Sequence[Mapping[str, Any]], name: str, count: int) -> Mapping[str, Any] | None:
     for rec in series:
         if rec.get("series") == name and int(rec.get("count", 0)) == count:
             return rec
     return None
 
 
-def _row(series: list[dict[str, Any]], count: int, verdicts: dict[str, Any]) -> dict[str, Any]:
+def _row(series: Sequence[Mapping[str, Any]], count: int, verdicts: dict[str, Any]) -> dict[str, Any]:
     """One N's figures; `verdicts` (backend/model and the checks, the same for every N) lead."""
     figures = {
         "base_one_request": _stats(_find(series, BASE, 1)),
@@ -123,7 +155,7 @@ def _row(series: list[dict[str, Any]], count: int, verdicts: dict[str, Any]) -> 
 
     independent = _stats(_find(series, INDEPENDENT, count))
     if independent is None:
-        indep: dict[str, Any] | str = "not measured"
+        indep: dict[str, object] | str = "not measured"
     elif independent.get("blocked"):
         indep = f"memory blocked: {independent['blocked']}"
     else:
@@ -142,7 +174,7 @@ def _row(series: list[dict[str, Any]], count: int, verdicts: dict[str, Any]) -> 
     }
 
 
-def _rejection(probe: dict[str, Any]) -> dict[str, Any]:
+def _rejection(probe: Mapping[str, Any]) -> RejectionStats:
     lat = [float(x) for x in probe.get("latencies_ms") or []]
     return {
         "count": probe.get("count"),
@@ -155,8 +187,8 @@ def _rejection(probe: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_performance(
-    series: list[dict[str, Any]],
-    rejections: list[dict[str, Any]],
+    series: Sequence[Mapping[str, Any]],
+    rejections: Sequence[Mapping[str, Any]],
     *,
     model_label: str,
     model_checks: str,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-from typing import Any
 
 import soundfile as sf
 
@@ -25,7 +24,7 @@ def _flip_wav_b64(value: str) -> str:
 _ROW_BOUNDARIES = ("end_sample", "start_sample", "end", "start")
 
 
-def _move_one_boundary(rows: Any) -> bool:
+def _move_one_boundary(rows: object) -> bool:
     if not isinstance(rows, list):
         return False
     for row in rows:

@@ -5,9 +5,8 @@ only, and no intermittent mismatch hidden by later repeats or set-aside attempts
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
 
 from parval.gates import shape
 from parval.gates.context import REF_PHASES, Context
@@ -83,10 +82,10 @@ def q1_settings(ctx: Context, results: list[Result]) -> Result:
     )
 
 
-def _baseline_groups(ctx: Context) -> tuple[dict[str, list[Any]], list[str]]:
+def _baseline_groups(ctx: Context) -> tuple[dict[str, list[object]], list[str]]:
     """Raw replies of the recorded serial baseline repeats, grouped by identical request
     (same request, same history: its reference key). (groups, problems)"""
-    groups: dict[str, list[Any]] = {}
+    groups: dict[str, list[object]] = {}
     problems: list[str] = []
     if ctx.run_dir is None:
         return groups, ["no run directory: raw replies unavailable"]
@@ -130,7 +129,7 @@ def q2_volatile_fields(ctx: Context, results: list[Result]) -> Result:
         if not ctx.rec.complete(run) or got != {(q, p) for q in ctx.request_names for p in REF_PHASES}:
             problems.append(f"{run} is not recorded whole (every request cold, warm and repeated warm, raw replies)")
     measured = [{**volatility(groups, v["path"]), "justification": v["justification"]} for v in vol]
-    ev: dict[str, Any] = {
+    ev: dict[str, object] = {
         "volatile_fields": measured,
         "identical_request_groups": len(groups),
         "raw_responses": "artifacts/",
@@ -240,7 +239,7 @@ def q4_history_refs(ctx: Context, results: list[Result]) -> Result:
     return Result("Q4", st, "see M3.history")
 
 
-def lifecycle_aside(ctx: Context, count: int | None) -> list[dict[str, Any]]:
+def lifecycle_aside(ctx: Context, count: int | None) -> list[Mapping[str, object]]:
     """Lifecycle violations seen in attempts parval set aside, in one Q5 scope: at a count,
     its starts' waves and unloads; at model level (None), the recovery start's probes."""
     if count is None:
@@ -253,7 +252,7 @@ def lifecycle_aside(ctx: Context, count: int | None) -> list[dict[str, Any]]:
     return [r for r in rows if "set_aside" in r]
 
 
-def comparison_scope(scoped: list[Result]) -> tuple[list[dict[str, Any]], list[Result], list[Result], int]:
+def comparison_scope(scoped: list[Result]) -> tuple[list[dict[str, object]], list[Result], list[Result], int]:
     """Of one Q5 scope's comparison verdicts: (their recorded mismatches, the verdicts that
     apply, those of them not PASS, how many outputs they compared). Shared by the judge and
     by a merge, which judges Q5 again over the merged verdicts."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from parval.rundir.event_fields import check_read
 from parval.rundir.events import read_events
@@ -25,6 +25,16 @@ REF_PHASES = ("ref_cold", "ref_warm", "ref_warm2")
 STOPPED_KINDS = ("start_failed", "start_aborted", "start_timeout", "wave_timeout", "memory_guard")
 
 
+class SetAside(TypedDict):
+    """An attempt that does not stand: its start, why it was set aside (superseded or
+    abandoned), its events, and whether it ran the executable under test."""
+
+    run_start: dict[str, Any]
+    status: str
+    events: list[dict[str, Any]]
+    candidate: bool
+
+
 @dataclass
 class Records:
     events: list[dict[str, Any]]
@@ -36,8 +46,8 @@ class Records:
     # (run, attempt) -> the first STOPPED_KINDS event of that attempt
     stopped: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     refs: dict[str, dict[str, Any]] = field(default_factory=dict)  # ref key -> request event
-    # Attempts that do not stand: (run, attempt) -> {"run_start", "status", "events"}.
-    set_aside: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    # Attempts that do not stand: (run, attempt) -> its start, status and events.
+    set_aside: dict[tuple[str, int], SetAside] = field(default_factory=dict)
 
     def kind(self, kind: str) -> list[dict[str, Any]]:
         """Events of one kind from complete attempts (or not tied to a start)."""
@@ -62,8 +72,8 @@ class Records:
     def waves(self, run: str) -> list[dict[str, Any]]:
         return [e for e in self.by_run.get(run, []) if e["kind"] == "wave"]
 
-    def set_aside_status(self, run: str, attempt: Any) -> str:
-        entry = self.set_aside.get((run, attempt)) if isinstance(attempt, int) else None
+    def set_aside_status(self, run: object, attempt: object) -> str:
+        entry = self.set_aside.get((run, attempt)) if isinstance(run, str) and isinstance(attempt, int) else None
         return str(entry["status"]) if entry else "unknown"
 
     def set_aside_requests(

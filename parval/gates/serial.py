@@ -17,7 +17,7 @@ from parval.status import Status
 # What serial repeats of the baseline showed: status, reason, evidence. The evidence says
 # whether variation was measured (`measured`), seen (`varies`) and whether the declared
 # tolerance applies (`tolerance_applies`: repeats varied, within it).
-SerialVerdict = tuple[Status, str, dict[str, Any]]
+SerialVerdict = tuple[Status, str, dict[str, object]]
 
 BASELINES = ("ref-baseline-a", "ref-baseline-b")
 
@@ -26,7 +26,7 @@ def _outputs(rec: Records, run: str) -> dict[tuple[str, str], dict[str, Any]]:
     return {(e["req"], e["phase"]): e for e in rec.requests(run, REF_PHASES)}
 
 
-def _unmeasured(status: Status, reason: str, **evidence: Any) -> SerialVerdict:
+def _unmeasured(status: Status, reason: str, **evidence: object) -> SerialVerdict:
     return status, reason, {"measured": False, "varies": False, "tolerance_applies": False, **evidence}
 
 
@@ -64,10 +64,10 @@ def serial_variation(
                 f"{run} recorded no {', '.join(f'{r}/{p}' for r, p in lacking[:6])}: serial repeat variation not "
                 "measured for every request",
             )
-    diffs: list[dict[str, Any]] = []
-    tolerated: list[dict[str, Any]] = []
+    diffs: list[dict[str, object]] = []
+    tolerated: list[dict[str, object]] = []
 
-    def differ(x: dict[str, Any], y: dict[str, Any], where: dict[str, Any], labels: tuple[str, str]) -> None:
+    def differ(x: dict[str, Any], y: dict[str, Any], where: dict[str, object], labels: tuple[str, str]) -> None:
         cx, cy = (x.get("output") or {}).get("canon"), (y.get("output") or {}).get("canon")
         if cx == cy:
             return
@@ -92,7 +92,7 @@ def serial_variation(
                 w = outs.get((req, "ref_warm"))
                 if w:
                     differ(w, e, {"req": req, "run": run}, ("warm", "warm2"))
-    ev: dict[str, Any] = {
+    ev: dict[str, object] = {
         "outputs_compared": len(a),
         "differences": diffs,
         "measured": True,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, ParamSpec
+from typing import ParamSpec
 
 # PENDING, BLOCKED and NOT_APPLICABLE carry only their reason: the plain builders serve.
 from parval.status import Result, Status
@@ -32,7 +32,7 @@ P = ParamSpec("P")
 JudgeFn = Callable[..., Result]
 
 
-def empty(value: Any) -> bool:
+def empty(value: object) -> bool:
     """No evidence: None, False, zero, or an empty string or collection."""
     if value is None or value is False:
         return True
@@ -43,14 +43,14 @@ def empty(value: Any) -> bool:
     return False
 
 
-def _size(value: Any) -> Any:
+def _size(value: object) -> object:
     """How the evidence a PASS rests on is shown: its size, or the value itself."""
     if isinstance(value, list | tuple | dict | set | frozenset):
         return len(value)
     return value
 
 
-def passed(id_: str, reason: str, rests_on: Mapping[str, Any], **evidence: Any) -> Result:
+def passed(id_: str, reason: str, rests_on: Mapping[str, object], **evidence: object) -> Result:
     """A PASS that names each piece of evidence it rests on (checked by `judge`)."""
     shown = {k: _size(v) for k, v in rests_on.items()}
     gaps = sorted(k for k, v in rests_on.items() if empty(v))
@@ -58,12 +58,12 @@ def passed(id_: str, reason: str, rests_on: Mapping[str, Any], **evidence: Any) 
     return Result(id_, Status.PASS, reason, {**evidence, "rests_on": shown, **empty_evidence})
 
 
-def failed(id_: str, reason: str, violation: Any, **evidence: Any) -> Result:
+def failed(id_: str, reason: str, violation: object, **evidence: object) -> Result:
     """A FAIL that carries the violation it observed (checked by `judge`)."""
     return Result(id_, Status.FAIL, reason, {**evidence, "violation": violation})
 
 
-def unsupported(id_: str, reason: str, **evidence: Any) -> Result:
+def unsupported(id_: str, reason: str, **evidence: object) -> Result:
     """The server lacks what the check needs (a route, a field): `reason` names it."""
     return Result(id_, Status.UNSUPPORTED, reason, dict(evidence))
 
@@ -121,7 +121,7 @@ def judge(id_: str) -> Callable[[Callable[P, Result]], Callable[P, Result]]:
     return wrap
 
 
-def judged_id(fn: Callable[..., Any]) -> str | None:
+def judged_id(fn: Callable[..., object]) -> str | None:
     """The assertion a function was registered to judge with `@judge`, or None."""
     value = getattr(fn, "judges", None)
     return value if isinstance(value, str) else None

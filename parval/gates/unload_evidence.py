@@ -5,6 +5,7 @@ request sent while it waited."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 # Successful status samples after an unload that a "stayed loaded" claim needs.
@@ -49,7 +50,7 @@ def returned_early(e: dict[str, Any]) -> bool:
     return bool(float(e["unload_done"]) < min(done) - 0.5 * min(lat))
 
 
-def unloaded_state(e: dict[str, Any]) -> str:
+def unloaded_state(e: Mapping[str, object]) -> str:
     """Did the model end unloaded, as /v1/models showed it (never the reply's list, which
     names every known id): ok, stayed (observed loaded after the unload), no_loaded,
     unseen, or error (see `slot_counters.unload_check`)."""
@@ -106,18 +107,18 @@ def missing_route(e: dict[str, Any]) -> str | None:
     return _answered(reply)
 
 
-def _answered(reply: dict[str, Any]) -> str:
+def _answered(reply: Mapping[str, object]) -> str:
     """A recorded reply in words: its status and the start of its error text."""
     return f"answered {reply.get('status')}: {str(reply.get('error') or '')[:120]}".rstrip(": ")
 
 
-def unload_reply(e: dict[str, Any]) -> dict[str, Any]:
+def unload_reply(e: Mapping[str, object]) -> dict[str, object]:
     """The reply to the probe's unload itself, as recorded ({} when it was not)."""
     reply = e.get("unload")
     return reply if isinstance(reply, dict) else {}
 
 
-def unload_refused(e: dict[str, Any], which: str) -> str | None:
+def unload_refused(e: Mapping[str, object], which: str) -> str | None:
     """The probe's unload answered with an error status: a violation, since the bulk unload
     routes wait without a timeout and answer 200 (a 404 is a missing route instead)."""
     reply = unload_reply(e)
@@ -126,7 +127,7 @@ def unload_refused(e: dict[str, Any], which: str) -> str | None:
     return f"the {which} unload {_answered(reply)}"
 
 
-def unload_unanswered(e: dict[str, Any]) -> str | None:
+def unload_unanswered(e: Mapping[str, object]) -> str | None:
     """Why a PASS cannot rest on the probe's unload: its 200 was not recorded (None when it was)."""
     reply = unload_reply(e)
     if reply.get("status") == 200:

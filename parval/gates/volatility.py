@@ -5,17 +5,16 @@ in gates/compare.py walks them)."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 
-def leaves_at(data: Any, path: str) -> dict[str, str] | None:
+def leaves_at(data: object, path: str) -> dict[str, str] | None:
     """Every leaf under the nodes a dotted volatile `path` names (through lists, as
     `remove_volatile` walks them): leaf path -> canonical JSON of its value. None when the
     path names nothing in this reply. Empty objects and lists are leaves themselves."""
     out: dict[str, str] = {}
     found = False
 
-    def collect(node: Any, where: str) -> None:
+    def collect(node: object, where: str) -> None:
         if isinstance(node, dict) and node:
             for k, v in node.items():
                 collect(v, f"{where}.{k}")
@@ -25,7 +24,7 @@ def leaves_at(data: Any, path: str) -> dict[str, str] | None:
         else:
             out[where] = json.dumps(node, sort_keys=True)
 
-    def walk(node: Any, parts: list[str], where: str) -> None:
+    def walk(node: object, parts: list[str], where: str) -> None:
         nonlocal found
         if isinstance(node, list):
             for i, item in enumerate(node):
@@ -47,7 +46,7 @@ def leaves_at(data: Any, path: str) -> dict[str, str] | None:
 _ABSENT = "\0absent"
 
 
-def volatility(groups: dict[str, list[Any]], path: str) -> dict[str, Any]:
+def volatility(groups: dict[str, list[object]], path: str) -> dict[str, object]:
     """Is an excluded path measured to vary? `groups` holds parsed replies to identical
     requests (one group per request and history). A leaf varies when it differs within some
     group; it is stable when it was seen in a group of two or more replies and never

@@ -13,9 +13,9 @@ from __future__ import annotations
 import struct
 import sys
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 _WAVE_FORMAT_PCM = 1
 # bits per sample -> (soundfile subtype, the dtype soundfile reads it as without loss)
@@ -27,7 +27,7 @@ _HEADER = struct.Struct("<4sI4s4sIHHIIHH4sI")  # RIFF, size, WAVE, fmt , 16, fmt
 
 @dataclass(frozen=True)
 class PlainPcm:
-    samples: np.ndarray[Any, Any]  # frames x channels, writable, native byte order
+    samples: npt.NDArray[np.generic]  # frames x channels, writable, native byte order
     rate: int
     subtype: str
 
