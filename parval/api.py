@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 
-from parval.framework.jsontypes import JsonObject
+from parval.jsontypes import JsonObject
 from parval.judge import judge_run
 from parval.plan.load import Plan
 from parval.report.render import write_reports

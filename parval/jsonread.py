@@ -2,7 +2,7 @@
 
 Each reader does what the plain operation does on the expected value and raises the same
 exception type on any other value, so callers that catch or report errors behave as
-before. (The JSON value types are parval.framework.jsontypes.)"""
+before. (The JSON value types are parval.jsontypes.)"""
 
 from __future__ import annotations
 

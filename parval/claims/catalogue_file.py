@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from parval.errors import PlanError
-from parval.framework.jsontypes import JsonObject
+from parval.jsontypes import JsonObject
 from parval.plan.load import parse_plan_text, resolve_executable
 from parval.plan.schemas import fill_defaults, load_schema, schema_errors
 

@@ -29,7 +29,7 @@ from typing import Any, TypedDict
 from parval.claims.combination import Catalogue, Combination
 from parval.claims.evidence_found import Attributed, attribute, find_evidence
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE, RunDirError
-from parval.framework.jsontypes import JsonObject, JsonValue
+from parval.jsontypes import JsonObject, JsonValue
 from parval.report.load import run_problems
 from parval.report.performance_md import PerformanceRow
 

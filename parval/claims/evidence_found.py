@@ -20,7 +20,7 @@ from typing import Any, TypedDict
 
 from parval.claims.combination import Combination
 from parval.errors import ParvalError
-from parval.framework.jsontypes import JsonValue
+from parval.jsontypes import JsonValue
 from parval.report.catalogue import find_runs
 from parval.report.history import HistoricalRow, historical_rows
 from parval.report.merge import LoadedRun, MergeRefused, check_mergeable, merge_evidence

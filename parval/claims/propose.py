@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from parval.errors import InputFileError, UsageError
-from parval.framework.jsontypes import JsonObject
+from parval.jsontypes import JsonObject
 from parval.plan.load import GPU_BACKENDS
 from parval.plan.starter import BACKENDS, PLACEHOLDER, advertised_counts, read_server_config, starter_plan
 

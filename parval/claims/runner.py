@@ -24,7 +24,7 @@ from typing import Any
 from parval.claims.combination import Combination, run_dir_name
 from parval.claims.inputs import Action, check_run_dir, run_state, set_aside
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE, PlanError
-from parval.framework.jsontypes import JsonObject
+from parval.jsontypes import JsonObject
 from parval.plan.load import Plan
 from parval.rundir.layout import EVIDENCE
 

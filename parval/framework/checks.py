@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from parval.framework import contract
-from parval.framework.jsontypes import JsonObject
+from parval.jsontypes import JsonObject
 from parval.status import Result, Status, combine
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from parval.framework.jsontypes import JsonValue
 from parval.framework.settings import Timing
+from parval.jsontypes import JsonValue
 
 Facts = dict[str, Any]
 INF = float("inf")

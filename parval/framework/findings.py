@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 from parval.framework.checks import Check
 from parval.framework.facts import Facts
-from parval.framework.jsontypes import JsonObject
 from parval.framework.judges import run_judge
+from parval.jsontypes import JsonObject
 from parval.procedure.catalogue import FRAMEWORK_GATE
 from parval.rundir.files import dumps
 from parval.status import Status

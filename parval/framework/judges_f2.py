@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from parval.framework.checks import Verdict
 from parval.framework.facts import Facts, FlightFact, flight, listed, named, stalled
-from parval.framework.jsontypes import JsonObject
 from parval.framework.observed import STALLED, all_ok, margin_s, ms, outputs_match, unloaded_ids, waits
 from parval.framework.observed import judge as register
+from parval.jsontypes import JsonObject
 
 SLOTS_RANGE_TEXT = "model slots must be an integer between 1 and 16"
 BARGED = (

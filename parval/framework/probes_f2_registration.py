@@ -6,11 +6,11 @@ parval.framework.judges_f2 judges. `Reconf` builds the registration bodies the F
 from __future__ import annotations
 
 from parval.framework.facts import Obs
-from parval.framework.jsontypes import JsonValue
 from parval.framework.poller import Snapshot
 from parval.framework.preconditions import COUNTERS
 from parval.framework.rig import Flight, Rig
 from parval.framework.scenarios import model_count, references, timing
+from parval.jsontypes import JsonValue
 from parval.status import Status
 
 INVALID_SLOTS: list[JsonValue] = [0, 17, 1.5, "2", None, True]

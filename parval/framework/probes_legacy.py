@@ -10,12 +10,12 @@ import anyio
 from parval.errors import ServerStartError
 from parval.framework.context import Context
 from parval.framework.facts import Facts, Obs
-from parval.framework.jsontypes import JsonValue
 from parval.framework.judges_legacy import LEGACY_SLOTS_TEXT
 from parval.framework.preconditions import BULK_UNLOAD, LOADED, MANAGEMENT, Capabilities, route_absent
 from parval.framework.probes_timeouts import bulk_ceiling_ms, timeout_checks, timeout_models
 from parval.framework.rig import Rig, open_rig
 from parval.framework.scenarios import attempts, model_count, own_references, reset, timing
+from parval.jsontypes import JsonValue
 from parval.server.process import spawn, wait_ready
 from parval.status import Status
 

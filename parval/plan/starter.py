@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 
 from parval.errors import InputFileError, UsageError
-from parval.framework.jsontypes import JsonObject, JsonValue
 from parval.jsonread import as_int, iterate
+from parval.jsontypes import JsonObject, JsonValue
 from parval.plan.load import GPU_BACKENDS
 
 PLACEHOLDER = "EDIT-ME"

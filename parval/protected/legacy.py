@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from parval.errors import InputFileError
-from parval.framework.jsontypes import JsonObject
+from parval.jsontypes import JsonObject
 from parval.protected.hunks import bound, join_diff
 from parval.status import Status
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from parval import __version__
-from parval.framework.jsontypes import JsonObject
+from parval.jsontypes import JsonObject
 from parval.protected.git import ChangeKind
 from parval.protected.legacy import LegacyRuntimeCheck
 from parval.status import Status

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from parval.errors import RunDirError
-from parval.framework.jsontypes import JsonObject
+from parval.jsontypes import JsonObject
 from parval.report.catalogue_row import CatalogueRow
 from parval.report.history import HistoricalRow
 from parval.rundir.layout import MANIFEST

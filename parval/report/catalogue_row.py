@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from parval.framework.jsontypes import JsonObject, JsonValue
+from parval.jsontypes import JsonObject, JsonValue
 
 
 class CatalogueRow(TypedDict, total=False):

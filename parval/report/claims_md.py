@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import TypedDict
 
 from parval.claims.disclosure import CombinationDisclosure, CountRow, Disclosure, State
-from parval.framework.jsontypes import JsonValue
 from parval.gates.performance import TABLE_COLUMNS
+from parval.jsontypes import JsonValue
 from parval.report.md_base import esc, short
 from parval.report.performance_md import TimeStats, pct_cell, time_cell
 

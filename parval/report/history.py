@@ -33,7 +33,7 @@ import yaml
 
 from parval import PROCEDURE_VERSION, __version__
 from parval.errors import InputFileError, RunDirError, UsageError
-from parval.framework.jsontypes import JsonValue
+from parval.jsontypes import JsonValue
 from parval.procedure.catalogue import all_ids
 
 HISTORICAL = "historical.json"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from parval.framework.jsontypes import JsonObject
+from parval.jsontypes import JsonObject
 
 ICON = {"PASS": "✅", "FAIL": "❌", "PENDING": "⏳", "BLOCKED": "⛔", "UNSUPPORTED": "🚫", "NOT_APPLICABLE": "➖"}
 MAX_ROWS = 10

@@ -39,11 +39,11 @@ from typing import Any
 
 from parval import PROCEDURE_VERSION, __version__
 from parval.errors import RunDirError, UsageError
-from parval.framework.jsontypes import JsonObject
 from parval.gates import admission as adm
 from parval.gates import shape
 from parval.gates.masking import COMPARISON_IDS
 from parval.gates.quality import comparison_scope
+from parval.jsontypes import JsonObject
 from parval.plan.load import shard_counts
 from parval.procedure.catalogue import group_of
 from parval.rundir.events import read_events

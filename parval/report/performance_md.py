@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from parval.framework.jsontypes import JsonObject
 from parval.gates.campaign_cost import describe_overhead
 from parval.gates.performance import MIN_WARM_REPEATS, TABLE_COLUMNS
+from parval.jsontypes import JsonObject
 
 
 class TimeStats(TypedDict, total=False):

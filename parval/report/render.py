@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from parval.framework.jsontypes import JsonObject
+from parval.jsontypes import JsonObject
 from parval.report.md_base import ReportContext
 from parval.rundir.events import iter_events
 from parval.rundir.files import atomic_write

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from parval.framework.jsontypes import JsonObject
 from parval.jsonread import as_int, get, item, iterate, opt_int
+from parval.jsontypes import JsonObject
 
 _START = re.compile(r"count(\d+)-s(\d+)")
 
