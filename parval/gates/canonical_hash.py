@@ -33,20 +33,20 @@ def canonical_sha256(data: object) -> str:
     set_aside: list[bytes] = []
     shallow = _with_placeholders(data, set_aside)
     if not set_aside:
-        return hashlib.sha256(canonical_json(data).encode()).hexdigest()
+        return _encoded_sha256(data)
     text = canonical_json(shallow)
     spans: list[tuple[int, int, bytes]] = []  # (start, end, the string it stands for)
     for i, value in enumerate(set_aside):
         quoted = json.dumps(_placeholder(i))
         where = text.find(quoted)
         if where < 0 or text.find(quoted, where + 1) >= 0:  # not exactly once: no splice
-            return hashlib.sha256(canonical_json(data).encode()).hexdigest()
+            return _encoded_sha256(data)
         spans.append((where, where + len(quoted), value))
     digest = hashlib.sha256()
     at = 0
-    for start, end, value in sorted(spans):  # in the order the encoder wrote them
-        if start < at:
-            return hashlib.sha256(canonical_json(data).encode()).hexdigest()
+    # in the order the encoder wrote them; each placeholder found exactly once and holding no
+    # quote, so the spans never overlap
+    for start, end, value in sorted(spans):
         digest.update(text[at:start].encode())
         digest.update(b'"')
         digest.update(value)
@@ -54,6 +54,10 @@ def canonical_sha256(data: object) -> str:
         at = end
     digest.update(text[at:].encode())
     return digest.hexdigest()
+
+
+def _encoded_sha256(data: object) -> str:
+    return hashlib.sha256(canonical_json(data).encode()).hexdigest()
 
 
 def _placeholder(i: int) -> str:

@@ -56,5 +56,6 @@ def read_plain_pcm(raw: bytes) -> PlainPcm | None:
     ):
         return None
     subtype, dtype = plain
-    samples = np.frombuffer(bytearray(raw[_HEADER.size :]), dtype=dtype).reshape(-1, channels)
+    # one copy: writable and in native order, as soundfile returns it
+    samples = np.frombuffer(raw, dtype=dtype, offset=_HEADER.size).copy().reshape(-1, channels)
     return PlainPcm(samples, rate, subtype)
