@@ -49,6 +49,7 @@ def rejudge_observation(event: dict[str, Any]) -> Check:
 def rejudge_framework(run_dir: Path) -> dict[str, object]:
     """The record rebuilt from `run_dir/events.jsonl`; RunDirError when it lacks the events."""
     # every event with the fields its kind declares: a missing one is named, never a KeyError
+    # (format-2 logs; a format-1 log predates the framework kinds' declarations)
     events = check_read(read_events(run_dir / EVENTS), str(run_dir / EVENTS))
     last: dict[str, dict[str, object]] = {}
     checks: list[Check] = []
