@@ -19,8 +19,8 @@ from typing import Any
 from parval.gates import shape
 from parval.gates.compare import canonicalize
 from parval.gates.context import Context, run_judges
+from parval.gates.m2_concurrency import NO_COUNTERS
 from parval.gates.records import COUNT_PHASES
-from parval.gates.slot_counters import NO_COUNTERS
 from parval.status import Result, Status
 
 # Batch results carry `timing: null` by contract (aggregate timing is in the done event),

@@ -11,7 +11,7 @@ from dataclasses import replace
 from parval.gates import shape
 from parval.gates.context import REF_PHASES, Context
 from parval.gates.exactness import failure_key
-from parval.gates.m2_evidence import active_violations, drain_violations, unload_violations
+from parval.gates.m2_concurrency import active_violations, drain_violations, unload_violations
 from parval.gates.m4_recovery import aside_violations
 from parval.gates.masking import COMPARISON_IDS
 from parval.gates.volatility import volatility

@@ -53,7 +53,7 @@ def returned_early(e: dict[str, Any]) -> bool:
 def unloaded_state(e: Mapping[str, object]) -> str:
     """Did the model end unloaded, as /v1/models showed it (never the reply's list, which
     names every known id): ok, stayed (observed loaded after the unload), no_loaded,
-    unseen, or error (see `slot_counters.unload_check`)."""
+    unseen, or error (see `unload_check`)."""
     if e.get("unloaded_seen"):
         return "ok"
     check = e.get("unload_check")
