@@ -27,6 +27,7 @@ from parval.gates.masking import mask_comparisons, negative_control_caught
 from parval.gates.performance import build_performance
 from parval.gates.quality import judge_quality, q5_intermittent
 from parval.gates.records import Records, load_records
+from parval.jsontypes import JsonValue
 from parval.rundir.events import campaign_shard
 from parval.rundir.files import sha256_file, write_json
 from parval.rundir.layout import EVENTS, EVIDENCE, MANIFEST
@@ -40,7 +41,7 @@ def load_json(path: Path) -> dict[str, Any]:
 
 class Repeat(TypedDict):
     batch_s: float
-    latencies_s: list[float]
+    latencies_s: list[JsonValue]  # as recorded (a perf event's are checked only as a list)
     failures: int
 
 
@@ -48,7 +49,7 @@ class Series(TypedDict):
     """One performance series at one count, as `build_performance` reads it."""
 
     series: str
-    count: int
+    count: int | None  # a count start's run_start may record none
     cold_s: float | None
     repeats: list[Repeat]
     estimate: bool
@@ -56,16 +57,16 @@ class Series(TypedDict):
 
 class Rejection(TypedDict):
     count: int
-    latencies_ms: list[float]
+    latencies_ms: list[JsonValue]
     statuses: object
 
 
-def _new_series(name: str, count: int) -> Series:
+def _new_series(name: str, count: int | None) -> Series:
     return {"series": name, "count": count, "cold_s": None, "repeats": [], "estimate": False}
 
 
 def performance_series(rec: Records) -> tuple[list[Series], list[Rejection]]:
-    series: dict[tuple[str, int], Series] = {}
+    series: dict[tuple[str, int | None], Series] = {}
     for e in rec.kind("perf"):
         s = series.setdefault((e["series"], e["count"]), _new_series(e["series"], e["count"]))
         s["repeats"].append({"batch_s": e["batch_s"], "latencies_s": e["latencies_s"], "failures": e["failures"]})
@@ -77,19 +78,19 @@ def performance_series(rec: Records) -> tuple[list[Series], list[Rejection]]:
         if cold:
             s["cold_s"] = round(cold[0]["t_done"] - cold[0]["t_send"], 6)
     for run, start in rec.runs.items():
-        if start.get("role") != "count" or run not in rec.ends:
+        if start["role"] != "count" or run not in rec.ends:
             continue
         n = start["count"]
         s = series.setdefault(("candidate_n_slots", n), _new_series("candidate_n_slots", n))
         reqs = rec.requests(run)
         for w in rec.waves(run):
-            lat = [
+            lat: list[JsonValue] = [
                 round(r["t_done"] - r["t_send"], 6) for r in reqs if r["phase"] == w["phase"] and r["wave"] == w["wave"]
             ]
             fails = sum(
                 1
                 for r in reqs
-                if r["phase"] == w["phase"] and r["wave"] == w["wave"] and (r.get("reply") or {}).get("outcome") != "ok"
+                if r["phase"] == w["phase"] and r["wave"] == w["wave"] and r["reply"].get("outcome") != "ok"
             )
             if w["phase"] == "cold_wave" and s["cold_s"] is None:
                 s["cold_s"] = w["batch_s"]

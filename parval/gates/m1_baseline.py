@@ -172,7 +172,8 @@ def m1_cold_warm_refs(ctx: Context, serial: SerialVerdict) -> Result:
             return shape.pending("M1.cold_warm_refs", f"no reference recorded for {', '.join(lacking[:6])}")
 
     def canon(key: str) -> object:
-        return (refs.get(key, {}).get("output") or {}).get("canon")
+        ref = refs.get(key)
+        return ((ref["output"] if ref else None) or {}).get("canon")
 
     same = [k.split("|")[0] for k in colds if k.endswith("|cold") and canon(k) == canon(k.replace("|cold", "|warm"))]
     return shape.passed(

@@ -8,17 +8,19 @@ an attempt parval set aside is never proof of a PASS, but what it showed fails."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 from parval.gates import shape
 from parval.gates.context import Context, exact_result
 from parval.gates.count_starts import complete_starts, schedule_missing, starts_missing
 from parval.gates.exactness import Tally
-from parval.gates.records import COUNT_PHASES
+from parval.gates.records import COUNT_PHASES, typed
 from parval.gates.unload_evidence import unload_check
+from parval.jsontypes import JsonObject
 from parval.plan.waves import UNLOAD_CYCLES
+from parval.rundir.event_types import ProbeEvent, RequestEvent, WaveEvent
 from parval.status import Result, Status
 
 __all__ = ["JUDGES", "MIN_POLLS_IN_FLIGHT", "client_overlap", "judge_m2"]
@@ -29,7 +31,7 @@ __all__ = ["JUDGES", "MIN_POLLS_IN_FLIGHT", "client_overlap", "judge_m2"]
 NO_COUNTERS = "the server publishes no slot counters"
 
 
-def counters_seen(waves: list[dict[str, Any]]) -> str:
+def counters_seen(waves: Sequence[WaveEvent]) -> str:
     """What the status poller saw of the slot counters during these wave attempts:
     'present', 'absent' (/v1/models listed the model without active_slots) or 'no_answer'."""
     answered = False
@@ -60,10 +62,10 @@ class UnloadRow(TypedDict):
     set_aside: NotRequired[str]
 
 
-def client_overlap(reqs: list[dict[str, Any]]) -> bool:
+def client_overlap(reqs: list[RequestEvent]) -> bool:
     """Were all of a wave's requests in flight together as the client saw it (every send
     before the first reply)? Retried attempts of a wave are judged separately."""
-    by_attempt: dict[int, list[dict[str, Any]]] = {}
+    by_attempt: dict[int, list[RequestEvent]] = {}
     for r in reqs:
         by_attempt.setdefault(int(r.get("retry", 0)), []).append(r)
     return any(
@@ -72,19 +74,38 @@ def client_overlap(reqs: list[dict[str, Any]]) -> bool:
     )
 
 
-def in_flight_polls(w: dict[str, Any]) -> int:
+def in_flight_polls(w: WaveEvent) -> int:
     """Successful status samples wholly inside the window in which all the wave's requests
     were in flight (0 when the runner recorded no such window)."""
     return int((w.get("all_in_flight") or {}).get("polls") or 0)
 
 
-def not_active(n: int, run: str, waves: list[dict[str, Any]], reqs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+class NotActive(TypedDict):
+    """A concurrent wave in which no attempt showed n loaded leases, with what each
+    attempt showed (lists: one entry per attempt)."""
+
+    run: str
+    attempt: int
+    phase: str
+    wave: int
+    max_active_loaded: list[int | None]
+    attempts: int
+    client_overlap: bool
+    max_active: list[int | None]
+    in_flight_max_active: list[int | None]
+    in_flight_polls: list[int]
+    in_flight_ms: list[float | None]
+    counters: str
+    set_aside: NotRequired[str]
+
+
+def not_active(n: int, run: str, waves: list[WaveEvent], reqs: list[RequestEvent]) -> list[NotActive]:
     """The concurrent waves (of these events) in which no attempt showed n loaded leases."""
-    attempts: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    attempts: dict[tuple[str, int], list[WaveEvent]] = {}
     for w in waves:
         if w["mode"] != "serial":
             attempts.setdefault((w["phase"], w["wave"]), []).append(w)
-    bad = []
+    bad: list[NotActive] = []
     for (phase, wave), tries in attempts.items():
         seen = [(t.get("status") or {}).get("max_active_loaded") for t in tries]
         if any(x is not None and x >= n for x in seen):
@@ -93,7 +114,7 @@ def not_active(n: int, run: str, waves: list[dict[str, Any]], reqs: list[dict[st
         bad.append(
             {
                 "run": run,
-                "attempt": tries[0].get("attempt"),
+                "attempt": tries[0]["attempt"],
                 "phase": phase,
                 "wave": wave,
                 "max_active_loaded": seen,
@@ -109,7 +130,7 @@ def not_active(n: int, run: str, waves: list[dict[str, Any]], reqs: list[dict[st
     return bad
 
 
-def serial_despite_overlap(w: dict[str, Any], n: int) -> bool:
+def serial_despite_overlap(w: NotActive, n: int) -> bool:
     """An observed violation: some attempt had all n requests in flight from the client
     with enough successful samples inside that window, every one below n active."""
     for polls, top in zip(w["in_flight_polls"], w["in_flight_max_active"], strict=True):
@@ -118,21 +139,25 @@ def serial_despite_overlap(w: dict[str, Any], n: int) -> bool:
     return False
 
 
-def set_aside_count_events(ctx: Context, n: int, kind: str) -> list[tuple[str, list[dict[str, Any]]]]:
-    """(run, events of `kind`) of each set-aside attempt of a count-n start."""
+def set_aside_count_events(ctx: Context, n: int) -> list[tuple[str, list[JsonObject]]]:
+    """(run, events) of each set-aside attempt of a count-n start (`typed` picks a kind)."""
     out = []
     for (run, _attempt), entry in ctx.rec.set_aside.items():
         start = entry["run_start"]
-        if start.get("role") == "count" and start.get("count") == n:
-            out.append((run, [e for e in entry["events"] if e.get("kind") == kind]))
+        if start["role"] == "count" and start["count"] == n:
+            out.append((run, entry["events"]))
     return out
 
 
-def set_aside_requests(ctx: Context, n: int) -> list[tuple[str, list[dict[str, Any]]]]:
-    return set_aside_count_events(ctx, n, "request")
+def set_aside_requests(ctx: Context, n: int) -> list[tuple[str, list[RequestEvent]]]:
+    return [(run, typed(events, "request")) for run, events in set_aside_count_events(ctx, n)]
 
 
-def active_violations(ctx: Context, n: int, *, standing: bool = True) -> list[dict[str, object]]:
+def set_aside_waves(ctx: Context, n: int) -> list[tuple[str, list[WaveEvent]]]:
+    return [(run, typed(events, "wave")) for run, events in set_aside_count_events(ctx, n)]
+
+
+def active_violations(ctx: Context, n: int, *, standing: bool = True) -> list[NotActive]:
     """Waves (standing attempts unless `standing` is False, and set-aside attempts) that
     showed fewer than n leases while all n requests were in flight, with enough samples in
     that window to show it."""
@@ -142,17 +167,17 @@ def active_violations(ctx: Context, n: int, *, standing: bool = True) -> list[di
             if w["counters"] == "present" and w["client_overlap"] and serial_despite_overlap(w, n):
                 out.append(w)
     aside_reqs = dict(set_aside_requests(ctx, n))
-    for run, waves in set_aside_count_events(ctx, n, "wave"):
+    for run, waves in set_aside_waves(ctx, n):
         for w in not_active(n, run, waves, aside_reqs.get(run, [])):
             if w["counters"] == "present" and w["client_overlap"] and serial_despite_overlap(w, n):
-                out.append({**w, "set_aside": ctx.rec.set_aside_status(run, w.get("attempt"))})
+                out.append({**w, "set_aside": ctx.rec.set_aside_status(run, w["attempt"])})
     return out
 
 
-def drain_row(run: str, w: dict[str, Any]) -> dict[str, object]:
+def drain_row(run: str, w: WaveEvent) -> dict[str, object]:
     return {
         "run": run,
-        "attempt": w.get("attempt"),
+        "attempt": w["attempt"],
         "phase": w["phase"],
         "wave": w["wave"],
         **(w.get("drained") or {}),
@@ -166,8 +191,8 @@ def drain_violations(ctx: Context, n: int, *, standing: bool = True) -> list[dic
     runs = ctx.rec.count_runs(n) if standing else []
     rows = [drain_row(run, w) for run in runs for w in ctx.rec.waves(run) if not w["drained"].get("ok")]
     rows += [
-        {**drain_row(run, w), "set_aside": ctx.rec.set_aside_status(run, w.get("attempt"))}
-        for run, waves in set_aside_count_events(ctx, n, "wave")
+        {**drain_row(run, w), "set_aside": ctx.rec.set_aside_status(run, w["attempt"])}
+        for run, waves in set_aside_waves(ctx, n)
         for w in waves
         if not (w.get("drained") or {}).get("ok")
     ]
@@ -189,14 +214,14 @@ def loaded_published(ctx: Context, run: str, probe: Mapping[str, object]) -> boo
     return any((w.get("status") or {}).get("max_active_loaded") is not None for w in ctx.rec.waves(run))
 
 
-def unload_state(ctx: Context, run: str, p: dict[str, Any]) -> str:
+def unload_state(ctx: Context, run: str, p: ProbeEvent) -> str:
     """What one per-start unload probe showed (see `unload_evidence.unload_check`)."""
     if p["reply"].get("status") == 200 and p.get("loaded_false"):
         return "ok"
     return unload_check(p, loaded_field=loaded_published(ctx, run, p))
 
 
-def unload_observed(state: str, probe: dict[str, Any] | None) -> str:
+def unload_observed(state: str, probe: ProbeEvent | None) -> str:
     """What the per-start unload probe showed, in words (M2.unload_reload)."""
     if probe is None:
         return "no unload was recorded"
@@ -228,18 +253,18 @@ def unload_observed(state: str, probe: dict[str, Any] | None) -> str:
     )
 
 
-def unload_probes(ctx: Context, n: int) -> list[tuple[str, dict[str, Any], str | None]]:
+def unload_probes(ctx: Context, n: int) -> list[tuple[str, ProbeEvent, str | None]]:
     """(run, unload probe, set-aside status or None) of every start at count n."""
-    out: list[tuple[str, dict[str, Any], str | None]] = [
+    out: list[tuple[str, ProbeEvent, str | None]] = [
         (run, e, None)
         for run in ctx.rec.count_runs(n)
-        for e in ctx.rec.by_run.get(run, [])
-        if e["kind"] == "probe" and e["name"] == "unload"
+        for e in typed(ctx.rec.by_run.get(run, []), "probe")
+        if e["name"] == "unload"
     ]
     out += [
-        (run, e, ctx.rec.set_aside_status(run, e.get("attempt")))
-        for run, events in set_aside_count_events(ctx, n, "probe")
-        for e in events
+        (run, e, ctx.rec.set_aside_status(run, e["attempt"]))
+        for run, events in set_aside_count_events(ctx, n)
+        for e in typed(events, "probe")
         if e["name"] == "unload"
     ]
     return out

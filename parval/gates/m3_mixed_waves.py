@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import soundfile as sf
 
@@ -18,6 +18,7 @@ from parval.gates.compare import decode_wav_b64, remove_volatile
 from parval.gates.context import Context, exact_result
 from parval.gates.count_starts import complete_starts, schedule_missing, starts_missing
 from parval.gates.m2_concurrency import NO_COUNTERS, counters_seen
+from parval.jsonread import get
 from parval.plan.variations import (
     VARIATION_KINDS,
     omitted_kinds,
@@ -26,16 +27,17 @@ from parval.plan.variations import (
     variation_kind,
 )
 from parval.plan.waves import TEN_WAVES, mixed_waves
+from parval.rundir.event_types import RequestEvent, WaveEvent
 from parval.status import Result, Status
 
 __all__ = ["JUDGES", "content_digest", "judge_m3", "m3_variation", "variation_effects"]
 
 
-def _mixed_waves(ctx: Context, n: int) -> list[dict[str, Any]]:
+def _mixed_waves(ctx: Context, n: int) -> list[WaveEvent]:
     return [w for r in ctx.rec.count_runs(n) for w in ctx.rec.waves(r) if w["phase"] == "mixed_wave"]
 
 
-def _order_observed(w: dict[str, Any]) -> bool:
+def _order_observed(w: WaveEvent) -> bool:
     """Was this wave's admission order observed: the poller saw each request take its slot
     before the next was sent and none finished early, or an observer trace confirmed it."""
     if not isinstance(w.get("order"), list) or w.get("trace_confirmed") is False:
@@ -69,7 +71,7 @@ def m3_reversed(ctx: Context, n: int, effects: list[VariationEffect]) -> Result:
             "wave(s) (a request was not seen taking its slot before the next was sent, "
             "or one finished before the last was admitted)",
         )
-    before: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    before: dict[tuple[str, str], list[WaveEvent]] = {}
     for w in observed:
         order = [str(x) for x in w["order"]]
         for i, a in enumerate(order):
@@ -202,7 +204,7 @@ def m3_history(ctx: Context, n: int, effects: list[VariationEffect]) -> Result:
 # --- M3.variation: each declared variation changes the output's content ------------
 
 
-def mixed_outputs(ctx: Context, n: int) -> list[dict[str, Any]]:
+def mixed_outputs(ctx: Context, n: int) -> list[RequestEvent]:
     """The candidate's mixed-wave request events at count n."""
     return [e for r in ctx.rec.count_runs(n) for e in ctx.rec.requests(r, ("mixed_wave",))]
 
@@ -221,7 +223,7 @@ CONTENT_KEYS = (
 )
 
 
-def content_digest(ctx: Context, e: dict[str, Any] | None, cache: dict[str, str | None] | None = None) -> str | None:
+def content_digest(ctx: Context, e: RequestEvent | None, cache: dict[str, str | None] | None = None) -> str | None:
     """Hash of a recorded reply's content (decoded audio samples, text, structured outputs,
     artifact payloads) from its raw body; None when the body or any content is missing."""
     if e is None or not (e.get("output") or {}).get("valid") or not e.get("artifact") or ctx.run_dir is None:
@@ -262,7 +264,7 @@ def _content_value(key: str, value: object) -> object:
     return value
 
 
-def _length_of(ctx: Context, e: dict[str, Any] | None, field_: str, request: dict[str, Any]) -> Any:
+def _length_of(ctx: Context, e: RequestEvent | None, field_: str, request: Mapping[str, object]) -> object:
     """The effective length a request had: its output audio's frames (text-to-audio tasks)
     or its input audio file's frames (audio-input tasks); None when unknown."""
     if field_ in ("audio", "file"):
@@ -274,8 +276,8 @@ def _length_of(ctx: Context, e: dict[str, Any] | None, field_: str, request: dic
             return int(sf.info(str(p)).frames)
         except (OSError, RuntimeError, TypeError, ValueError):
             return None
-    audio = ((e or {}).get("output") or {}).get("audio") or {}
-    frames = [a.get("frames") for a in audio.values()] if isinstance(audio, dict) else []
+    audio = ((e["output"] if e else None) or {}).get("audio") or {}
+    frames = [get(a, "frames") for a in audio.values()] if isinstance(audio, dict) else []
     return frames or None
 
 

@@ -58,7 +58,8 @@ def _missing(ctx: Context, id_: str) -> Result | None:
     rec = ctx.rec
     if rec.complete(RUN):
         return None
-    largest = (rec.runs.get(RUN) or {}).get("count") or max(ctx.counts)
+    start = rec.runs.get(RUN)
+    largest = (start["count"] if start else None) or max(ctx.counts)
     if RUN not in rec.runs:
         stop = next((f for f in rec.failures if f.get("run") == RUN), None)
         if stop is not None:

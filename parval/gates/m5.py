@@ -17,11 +17,13 @@ import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict, overload
+from typing import Literal, NotRequired, TypedDict, overload
 
 from parval.gates import shape
 from parval.gates.records import Records
 from parval.gates.shape import blocked, pending
+from parval.jsonread import as_float, as_int, get, item
+from parval.jsontypes import JsonObject, JsonValue
 from parval.status import Result, Status
 from parval.status import pending as pending_result
 
@@ -87,12 +89,12 @@ class StartSummary(TypedDict):
     start_index: int
     gpu_info: str
     gpu_available: bool
-    interval: dict[str, float]
+    interval: dict[str, JsonValue]  # the sampler's configured intervals (s), as recorded
     achieved_interval_s: dict[str, dict[str, float] | None]
     samples: dict[str, int]
     phases_sampled: dict[str, list[str]]
     metrics: dict[str, MetricSummary | None]  # None: the metric was not sampled
-    guard_stop: dict[str, Any] | None
+    guard_stop: JsonObject | None
     sampler_recorded: bool
 
 
@@ -102,10 +104,10 @@ class StartMemory:
 
     count: int
     start_index: int
-    samples: list[dict[str, Any]]  # as emitted by MemorySampler
+    samples: list[JsonObject]  # memory.jsonl, as emitted by MemorySampler
     gpu_info: str  # sampler info()["gpu"]
-    interval: dict[str, float]
-    guard_stop: dict[str, Any] | None = None  # sample that tripped the guard
+    interval: dict[str, JsonValue]
+    guard_stop: JsonObject | None = None  # sample that tripped the guard
     # Whether the sampler's own record (intervals, GPU info, guard) came with the start's end:
     # without it the interval cannot be reported, nor a guard stop ruled out.
     sampler_recorded: bool = True
@@ -167,10 +169,10 @@ def round3(x: float | None) -> float | None:
     return None if x is None else round(x, 3)
 
 
-def _points(samples: list[dict[str, Any]], metric: str) -> list[tuple[float, str, float]]:
+def _points(samples: list[JsonObject], metric: str) -> list[tuple[float, str, float]]:
     kind, key = METRICS[metric]
     pts = [
-        (float(s["t"]), str(s["phase"]), float(s[key]))
+        (as_float(s["t"]), str(s["phase"]), as_float(s[key]))
         for s in samples
         if s.get("kind") == kind and s.get(key) is not None
     ]
@@ -255,8 +257,8 @@ def _metric_summary(points: list[tuple[float, str, float]]) -> MetricSummary | N
     }
 
 
-def _achieved_interval(samples: list[dict[str, Any]], kind: str) -> dict[str, float] | None:
-    ts = sorted(float(s["t"]) for s in samples if s.get("kind") == kind)
+def _achieved_interval(samples: list[JsonObject], kind: str) -> dict[str, float] | None:
+    ts = sorted(as_float(s["t"]) for s in samples if s.get("kind") == kind)
     gaps = [b - a for a, b in zip(ts, ts[1:], strict=False)]
     if not gaps:
         return None
@@ -323,10 +325,24 @@ class CountInputs:
     expected_starts: int = 0
 
 
-def wave_growth(sums: list[StartSummary], metric: str, k: int | None) -> list[dict[str, Any]]:
+class Growth(TypedDict):
+    """One start's repeated-use wave peaks of one metric and how they grew (MiB)."""
+
+    start_index: int
+    waves: int
+    first_wave: str | None
+    last_wave: str | None
+    wave_peaks_mib: list[float]
+    growth_per_wave_mib: list[float]
+    window_waves: int
+    window_growth_mib: float | None  # None with fewer than two waves in the window
+    window_growth_per_wave_mib: float | None
+
+
+def wave_growth(sums: list[StartSummary], metric: str, k: int | None) -> list[Growth]:
     """Per start: the repeated-use wave peaks, their wave-to-wave change, and the growth over
     the last `k` waves (all of them when k is None)."""
-    out = []
+    out: list[Growth] = []
     for s in sums:
         ms = s["metrics"][metric]
         waves = [w for w in (ms["wave_peaks"] if ms else []) if is_repeat_wave(str(w["phase"]))]
@@ -350,7 +366,7 @@ def wave_growth(sums: list[StartSummary], metric: str, k: int | None) -> list[di
     return out
 
 
-def tested_range(growth: list[dict[str, Any]], count: int) -> str:
+def tested_range(growth: list[Growth], count: int) -> str:
     """How many starts, waves and requests the verdict rests on."""
     shapes = {(g["waves"], g["first_wave"], g["last_wave"]) for g in growth}
     if len(shapes) == 1:
@@ -498,6 +514,14 @@ LIMITATIONS = [
 ]
 
 
+def _window_growth(g: Growth) -> float:
+    """The growth over the last K waves of a start that had K (at least two)."""
+    grew = g["window_growth_mib"]
+    if grew is None:
+        raise TypeError("'>=' not supported between instances of 'NoneType' and 'float'")
+    return grew
+
+
 def _num(x: object) -> str:
     return f"{x:.0f}" if isinstance(x, int | float) else "?"
 
@@ -518,7 +542,7 @@ def _with_retention(r: Result, found: list[Retention]) -> Result:
     return replace(r, reason=f"{r.reason}; {texts}")
 
 
-def _evidence(inp: CountInputs, diagnostics: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def _evidence(inp: CountInputs, diagnostics: dict[str, list[Growth]]) -> dict[str, object]:
     rule, sums = inp.rule, inp.sums
     residue = {
         m: [
@@ -613,9 +637,11 @@ def m5_stable(inp: CountInputs) -> Result:
             )
         )
     bound = rule.max_growth_mib
-    over = [g for g in growth if g["window_growth_mib"] >= bound]
+    # Every start has K >= 2 waves here, so a window growth each.
+    window = [(g, _window_growth(g)) for g in growth]
+    over = [g for g, grew in window if grew >= bound]
     if not over:
-        worst = max(g["window_growth_mib"] for g in growth)
+        worst = max(grew for _, grew in window)
         return out(
             shape.passed(
                 "M5.stable",
@@ -665,13 +691,20 @@ def _missing_groups(summary: StartSummary, kind: str) -> list[str]:
     return [g for g in REQUIRED_GROUPS if g not in present]
 
 
+def _per_ms(seconds: JsonValue) -> str:
+    """A recorded interval (s) in whole milliseconds."""
+    if isinstance(seconds, int | float):
+        return f"{seconds * 1000:.0f}"
+    raise TypeError(f"unsupported operand type(s) for *: '{type(seconds).__name__}' and 'int'")
+
+
 def _interval_text(sums: list[StartSummary]) -> str:
     iv = sums[0]["interval"]
     parts = []
     for kind in ("host", "gpu"):
         conf = iv.get(f"{kind}_interval_s", iv.get(kind))
         got = [a["median_s"] for s in sums if (a := s["achieved_interval_s"][kind])]
-        text = f"{kind} every {conf * 1000:.0f} ms" if conf is not None else f"{kind} interval not recorded"
+        text = f"{kind} every {_per_ms(conf)} ms" if conf is not None else f"{kind} interval not recorded"
         if got:
             text += f" (achieved median {statistics.median(got) * 1000:.1f} ms)"
         parts.append(text)
@@ -740,6 +773,16 @@ def m5_sampled(inp: CountInputs) -> Result:
     return replace(result, limitations=limitations)
 
 
+class PeakFigures(TypedDict):
+    """One metric's first-request figures of one start (M5.peaks), in MiB."""
+
+    first_request_peak_mib: float | None
+    idle_baseline_mib: float | None
+    first_request_over_idle_mib: float | None
+    retained_after_unload_mib: object
+    residue_mib: object
+
+
 @shape.judge("M5.peaks")
 def m5_peaks(inp: CountInputs) -> Result:
     """The first-request peak is reported for every required metric, with what it includes."""
@@ -747,24 +790,26 @@ def m5_peaks(inp: CountInputs) -> Result:
     if len(sums) < inp.expected_starts:
         return shape.pending("M5.peaks", f"{len(sums)} start(s) with memory samples, {inp.expected_starts} needed")
     wanted = ["host_rss", "host_pss"] + (["gpu_device", "gpu_process"] if gpu_required else [])
-    per_start = []
+    per_start: list[dict[str, object]] = []
+    start_figures: list[dict[str, PeakFigures]] = []  # per start: metric -> its figures
     for s in sums:
-        row: dict[str, Any] = {"start_index": s["start_index"]}
+        found: dict[str, PeakFigures] = {}
         for m in wanted:
             ms = s["metrics"][m]
             if ms is not None:
                 retained: Mapping[str, object] = ms["retained_after_unload"] or {}
-                row[m] = {
+                found[m] = {
                     "first_request_peak_mib": ms["first_request_peak_mib"],
                     "idle_baseline_mib": ms["idle_baseline_mib"],
                     "first_request_over_idle_mib": ms["first_request_over_idle_mib"],
                     "retained_after_unload_mib": retained.get("value_mib"),
                     "residue_mib": retained.get("residue_mib"),
                 }
-        per_start.append(row)
+        start_figures.append(found)
+        per_start.append({"start_index": s["start_index"], **found})
 
     def peaks(metric: str) -> list[float | None]:
-        return [r.get(metric, {}).get("first_request_peak_mib") for r in per_start]
+        return [f[metric]["first_request_peak_mib"] if metric in f else None for f in start_figures]
 
     summary = {m: max(v for v in peaks(m) if v is not None) for m in wanted if any(v is not None for v in peaks(m))}
     evidence = {
@@ -920,7 +965,9 @@ def _start_memory(rec: Records, run_dir: Path, run: str, n: int, i: int) -> Star
         return None
     directory = run_dir / "servers" / f"{run}-{start['attempt']}"
     path = directory / "memory.jsonl"
-    samples = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    samples: list[JsonObject] = (
+        [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    )
     info = end.get("memory") or {}
     gpu = str(info.get("gpu", "unavailable: not sampled"))
     return StartMemory(
@@ -929,21 +976,31 @@ def _start_memory(rec: Records, run_dir: Path, run: str, n: int, i: int) -> Star
         samples,
         gpu,
         {"gpu_interval_s": info.get("gpu_interval_s", 0.0), "host_interval_s": info.get("host_interval_s", 0.0)},
-        guard_stop=info.get("guard_stop"),
+        guard_stop=_guard_stop(info.get("guard_stop")),
         sampler_recorded=bool(info),
     )
 
 
-def memory_results(rec: Records, run_dir: Path, plan: dict[str, Any], counts: list[int]) -> list[Result]:
-    mem = plan["memory"]
-    declared = mem.get("baseline_comparison") or None
+def _guard_stop(value: JsonValue) -> JsonObject | None:
+    """The recorded sample that tripped the memory guard (None when none did); the judges
+    read it as an object (`.get`)."""
+    if isinstance(value, dict):
+        return value
+    if value:
+        raise AttributeError(f"'{type(value).__name__}' object has no attribute 'get'")
+    return None
+
+
+def memory_results(rec: Records, run_dir: Path, plan: Mapping[str, object], counts: list[int]) -> list[Result]:
+    mem = item(plan, "memory")
+    declared = get(mem, "baseline_comparison") or None
     baseline = [
         m
         for n in counts
         for run, start in rec.runs.items()
         if declared
-        and start.get("role") == "membase"
-        and start.get("count") == n
+        and start["role"] == "membase"
+        and start["count"] == n
         and (m := _start_memory(rec, run_dir, run, n, 1)) is not None
     ]
     starts = [
@@ -952,10 +1009,12 @@ def memory_results(rec: Records, run_dir: Path, plan: dict[str, Any], counts: li
         for i, run in enumerate(rec.count_runs(n), start=1)
         if (m := _start_memory(rec, run_dir, run, n, i)) is not None
     ]
-    rule_raw = mem.get("stabilisation")
+    rule_raw = get(mem, "stabilisation")
     rule = (
         StabilisationRule(
-            int(rule_raw["last_k_waves"]), float(rule_raw["max_growth_mib"]), str(rule_raw.get("metric", "host_rss"))
+            as_int(item(rule_raw, "last_k_waves")),
+            as_float(item(rule_raw, "max_growth_mib")),
+            str(get(rule_raw, "metric", "host_rss")),
         )
         if rule_raw
         else None
@@ -963,10 +1022,10 @@ def memory_results(rec: Records, run_dir: Path, plan: dict[str, Any], counts: li
     results = assess_m5(
         starts,
         rule,
-        gpu_required=bool(mem.get("gpu_required", True)),
+        gpu_required=bool(get(mem, "gpu_required", True)),
         baseline=baseline if declared else None,
-        baseline_reason=str(declared["reason"]) if declared else None,
-        expected_starts=max(3, int(plan.get("starts_per_count", 3))),
+        baseline_reason=str(item(declared, "reason")) if declared else None,
+        expected_starts=max(3, as_int(plan.get("starts_per_count", 3))),
     )
     have = {r.count for r in results}
     for n in counts:
