@@ -11,7 +11,7 @@ from pathlib import Path
 
 from parval.gates.compare import within_tolerance
 from parval.gates.records import Records
-from parval.jsonread import contains
+from parval.jsonread import contains, get
 from parval.rundir.event_types import RequestEvent
 
 
@@ -112,17 +112,9 @@ def _where(e: Mapping[str, object]) -> dict[str, object]:
     }
 
 
-def failure_key(m: Mapping[str, object]) -> tuple[object, ...]:
+def failure_key(m: object) -> tuple[object, ...]:
     """Identity of one recorded failure (the same request judged by two assertions)."""
-    return (
-        m.get("run"),
-        m.get("attempt"),
-        m.get("phase"),
-        m.get("wave"),
-        m.get("req"),
-        m.get("slot"),
-        m.get("artifact"),
-    )
+    return tuple(get(m, key) for key in ("run", "attempt", "phase", "wave", "req", "slot", "artifact"))
 
 
 def set_aside_failures(rec: Records, judged: Tally) -> Tally:

@@ -593,7 +593,7 @@ def m2_unload_reload(ctx: Context, n: int) -> Result:
         return shape.pending(id_, "unload not shown: " + grouped(unseen), starts=unseen)
     if reload_result.status is Status.PASS:
         unloads = [p for _, p, aside in probes if aside is None]
-        rests_on = {**reload_result.evidence["rests_on"], "unloads shown": len(unloads)}
+        rests_on = {**shape.rests_on(reload_result), "unloads shown": len(unloads)}
         return replace(reload_result, evidence={**reload_result.evidence, "rests_on": rests_on})
     return reload_result
 

@@ -105,7 +105,7 @@ def m3_reversed(ctx: Context, n: int, effects: list[VariationEffect]) -> Result:
         "mixed_waves": len(waves),
     }
     if r.status is Status.PASS:
-        evidence["rests_on"] = {**evidence["rests_on"], "reversed pairs": len(both)}
+        evidence["rests_on"] = {**shape.rests_on(r), "reversed pairs": len(both)}
     r = replace(r, evidence=evidence)
     if r.status is Status.PASS:
         if len(reqs) < len(keys) * n:

@@ -202,7 +202,7 @@ def m4_invalid_alongside(ctx: Context) -> Result:
     if r.status is Status.PASS:
         if status is None:
             return shape.pending(id_, "the invalid request's reply was not recorded", invalid=inv)
-        rests_on = {**r.evidence["rests_on"], "rejected invalid request": status}
+        rests_on = {**shape.rests_on(r), "rejected invalid request": status}
         r = replace(r, evidence={**r.evidence, "rests_on": rests_on})
     return r
 
@@ -337,7 +337,7 @@ def _unload(ctx: Context, which: str, id_: str) -> Result:
             + ("(the server publishes no `loaded`)" if state == "no_loaded" else "(too few status samples)"),
             **e,
         )
-    rests_on = {**r.evidence["rests_on"], "unload waited": True, "later request queued behind": True, "unloaded": True}
+    rests_on = {**shape.rests_on(r), "unload waited": True, "later request queued behind": True, "unloaded": True}
     return replace(
         r, evidence={**r.evidence, "rests_on": rests_on, "probe": e}, limitations=[*r.limitations, *not_reproduced]
     )
@@ -393,7 +393,7 @@ def m4_unload_during_first_load(ctx: Context) -> Result:
     ended = e.get("ended_unloaded") if "unload_check" not in e else unload_check(e["unload_check"]) == "ok"
     if not ended:
         return shape.pending(id_, "the model was not shown unloaded after the unload (too few status samples)", **e)
-    rests_on = {**r.evidence["rests_on"], "unload waited for the load": True, "unloaded": True}
+    rests_on = {**shape.rests_on(r), "unload waited for the load": True, "unloaded": True}
     return replace(r, evidence={**r.evidence, "rests_on": rests_on})
 
 
