@@ -124,7 +124,7 @@ M5_ENTRIES = (
     ),
     _m5(
         "M5.stable",
-        "parval.gates.m5_stable:m5_stable",
+        f"{M5}:m5_stable",
         (
             MEMORY + ": per-wave peaks of the repeated-use waves and the idle level after each unload/reload cycle",
             PLAN + ": memory.stabilisation (last_k_waves, max_growth_mib, metric)",

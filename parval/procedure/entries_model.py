@@ -259,7 +259,7 @@ M3_ENTRIES = (
     Entry(
         "M3.variation",
         "count",
-        "parval.gates.m3_variation:m3_variation",
+        "parval.gates.m3_mixed_waves:m3_variation",
         (
             PLAN + ": requests.base, requests.variations, model.variation_kinds, model.variation_kinds_justification",
             REFS + ": content digest of each variation's reference vs the base request's",
@@ -269,7 +269,7 @@ M3_ENTRIES = (
         ("ignore_seed",),
         notes=(
             MASKED,
-            "the variation effects are measured once per run by parval.gates.m3_variation:variation_effects",
+            "the variation effects are measured once per run by parval.gates.m3_mixed_waves:variation_effects",
             "PENDING when the plan declares no variations or no model.variation_kinds, when it leaves out a "
             "kind its task supports (tts, clon: length, seed, reference; asr, vad, diar, sep, align, spk: length, "
             "content) without a reason, when a length variation does not change the effective length, or when "
