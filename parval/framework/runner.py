@@ -28,16 +28,13 @@ from parval.framework.ctest import DEFAULT_SANITIZERS, CTestRun
 from parval.framework.findings import Findings
 from parval.framework.judges_f6 import assess_f6
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, LOADED, MANAGEMENT, first_missing
-from parval.framework.probes_f1 import cap1_probe, fifo_probe, overdue_probe
-from parval.framework.probes_f2 import reconfigure_probe, unload_load_probe
-from parval.framework.probes_f2_callback import callback_probe
+from parval.framework.probes_f1 import cap1_probe, fifo_probe, flagged_timeouts_probe, overdue_probe, unsupported_probe
+from parval.framework.probes_f2 import callback_probe, reconfigure_probe, unload_load_probe
 from parval.framework.probes_f3 import CTEST_EVIDENCE, attach_ctest, failures_probe
 from parval.framework.probes_f4 import disconnect_probe, shutdown_probe, stalled_io_probe
 from parval.framework.probes_f5 import bulk_probe, limit_probe
 from parval.framework.probes_f6 import ctest_runs
 from parval.framework.probes_legacy import legacy_probe
-from parval.framework.probes_timeouts import flagged_timeouts_probe
-from parval.framework.probes_unsupported import unsupported_probe
 from parval.framework.settings import ProbeOptions
 from parval.procedure.catalogue import FRAMEWORK_GATE, group_of
 from parval.server.groups import real_error
