@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from parval.framework.checks import Verdict
-from parval.framework.facts import Facts, FlightFact, flight, listed, named, samples, stalled, timing_of
+from parval.framework.facts import Facts, FlightFact, StatusReads, flight, listed, named, samples, stalled, timing_of
 from parval.framework.observed import STALLED, Judge, all_ok, margin_s, ms, outputs_match, unloaded_ids, waits
 from parval.framework.preconditions import route_absent
 
@@ -183,7 +183,7 @@ def retiring(f: Facts) -> Verdict:
     v = Verdict()
     incoming = flight(f, "incoming")
     if not f["teardown_window"]:
-        registry = f.get("registry")
+        registry: StatusReads | None = f.get("registry")
         if isinstance(registry, dict) and stalled(registry):
             v.block(STALLED.format(what="the unload of the retiring model"))
         else:
@@ -223,8 +223,8 @@ def ready_first(f: Facts) -> Verdict:
     if still is None or float(still) < bulk.t_send + timing_of(f).tol_s:
         v.not_forced("B's load was not seen still in progress a margin after the bulk unload was sent")
         return v
-    registry = f.get("registry") or {}
-    if registry.get("still_waiting") and stalled(registry):
+    reads: StatusReads = f.get("registry") or {}
+    if reads.get("still_waiting") and stalled(reads):
         v.block(STALLED.format(what="the bulk unload"))
     v.require(bool(f["settled"]), "everything completed (no deadlock)")
     all_ok(v, [cold, bulk], "the first request and the bulk unload")

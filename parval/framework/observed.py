@@ -15,10 +15,9 @@ This module and the `judges*` modules import nothing that talks to a server.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from parval.framework.checks import Verdict
-from parval.framework.facts import INF, Facts, FlightFact, flights, named, stalled, timing_of
+from parval.framework.facts import INF, Facts, FlightFact, Stagger, flights, named, stalled, timing_of
 
 Judge = Callable[[Facts], Verdict]
 
@@ -67,7 +66,7 @@ def waits(v: Verdict, facts: Facts, *, managers: tuple[str, ...] = ()) -> None:
             v.require(True, f"{s['what']} was still waiting for older work after the stagger")
 
 
-def _finished_early(v: Verdict, facts: Facts, s: dict[str, Any]) -> None:
+def _finished_early(v: Verdict, facts: Facts, s: Stagger) -> None:
     """A manager seen finished after its stagger: did it skip older work still running?"""
     manager = named(facts, str(s["manager"]))[0]
     behind = named(facts, *s["behind"])

@@ -643,7 +643,7 @@ async def unsupported_probe(ctx: Context) -> None:
     else:
         entries = [ctx.entry(model), ctx.entry(over, slots=cap + 1)]
     async with open_rig(
-        ctx, "f1-unsupported", ctx.launch_spec(entries, flagged=True), [e["id"] for e in entries]
+        ctx, "f1-unsupported", ctx.launch_spec(entries, flagged=True), [str(e["id"]) for e in entries]
     ) as rig:
         if len(entries) == 2 and not ctx.unmet("F1.unsupported", "count_over_capacity", COUNTERS, LOADED):
             await over_capacity(rig, over, cap)

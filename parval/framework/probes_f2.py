@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from dataclasses import dataclass, field
 
 import anyio
 
@@ -38,7 +38,9 @@ from parval.framework.scenarios import (
     stagger_manager,
     timing,
 )
+from parval.jsonread import get, iterate
 from parval.jsontypes import JsonValue
+from parval.server.client import Reply
 from parval.status import Status
 
 NEEDS_UI = "needs server.ui_management (403 dynamic model management is disabled)"
@@ -406,7 +408,7 @@ async def same_id(rig: Rig) -> None:
     obs["models_before"] = model_count(before)
     obs["models_after"] = model_count(after)
     listing = (await rig.call("models", "GET", "/v1/models")).json()
-    obs["listed_ids"] = [e.get("id") for e in listing.get("data", [])] if isinstance(listing, dict) else []
+    obs["listed_ids"] = [get(e, "id") for e in iterate(listing.get("data", []))] if isinstance(listing, dict) else []
     ctx.findings.observe(
         "F2.same_id",
         "concurrent_same_id",
@@ -421,10 +423,10 @@ async def same_id(rig: Rig) -> None:
         "reconfigure-missing", "POST", "/v1/models/load", ctx.registration(ctx.entry(sid, path=missing))
     )
     listing = (await rig.call("models", "GET", "/v1/models")).json()
-    entry: dict[str, object] = {}
+    entry: object = {}
     if isinstance(listing, dict):
-        entry = next((e for e in listing.get("data", []) if e.get("id") == sid), {})
-    obs["entry_loaded"] = entry.get("loaded")
+        entry = next((e for e in iterate(listing.get("data", [])) if get(e, "id") == sid), {})
+    obs["entry_loaded"] = get(entry, "loaded")
     failing = await rig.run("request-while-broken", sid)
     obs["drained"] = await rig.drained([sid], t.slack_s)
     fixed = await rig.call("reconfigure-good", "POST", "/v1/models/load", body)
@@ -435,11 +437,21 @@ async def same_id(rig: Rig) -> None:
         "post_commit_failure",
         "f2.post_commit_failure",
         rig.observed(obs, [broken, failing, fixed, ok]),
-        registered_path=entry.get("path"),
+        registered_path=get(entry, "path"),
     )
 
 
 # -- F2.callback_lease: a native batch holds its lease until the exchange ends -------------------
+
+
+@dataclass
+class _Exchange:
+    """One native batch exchange as it went: when it was sent, and its reply and events once
+    the stream ended (none when it never did)."""
+
+    t_send: float | None = None
+    reply: Reply | None = None
+    events: list[object] = field(default_factory=list)
 
 
 async def callback_probe(ctx: Context) -> None:
@@ -466,13 +478,13 @@ async def callback_probe(ctx: Context) -> None:
             """A batch in flight, then an unload; the exchange's end is awaited (bounded)
             before anything is judged, then a batch dropped after one event."""
             obs = Obs(model=model, attempt=i)
-            done: dict[str, Any] = {}
+            done = _Exchange()
             finished = anyio.Event()
 
             async def batch() -> None:
-                done["t_send"] = time.monotonic()
+                done.t_send = time.monotonic()
                 try:
-                    done["reply"], done["events"] = await rig.client.sse("/v1/tasks/batch", body)
+                    done.reply, done.events = await rig.client.sse("/v1/tasks/batch", body)
                 finally:
                     finished.set()
 
@@ -484,12 +496,10 @@ async def callback_probe(ctx: Context) -> None:
             with anyio.move_on_after(t.slack_s):
                 await finished.wait()
             obs["settled"] = await rig.settle([manager], t.slack_s) and finished.is_set()
-            reply = done.get("reply")
-            obs["batch_t_send"] = rig.rel(done["t_send"]) if "t_send" in done else None
+            reply = done.reply
+            obs["batch_t_send"] = rig.rel(done.t_send) if done.t_send is not None else None
             obs["batch_t_done"] = rig.rel(reply.t_done) if reply is not None else None
-            obs["events"] = [
-                {"type": e.get("type")} if isinstance(e, dict) else str(e)[:200] for e in done.get("events", [])
-            ]
+            obs["events"] = [{"type": e.get("type")} if isinstance(e, dict) else str(e)[:200] for e in done.events]
             dropped, _ = await rig.client.sse("/v1/tasks/batch", body, stop_after_events=1)
             obs["dropped"] = dropped.summary()
             obs["drained"] = await rig.drained([model], t.slack_s)

@@ -15,12 +15,13 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from parval.framework.poller import ModelsPoller, Snapshot
+from parval.jsontypes import JsonValue
 from parval.server.client import Client, Reply
 from parval.server.process import LaunchSpec, ServerProcess, spawn, wait_ready
 
@@ -53,7 +54,7 @@ class Flight:
     def status(self) -> int | None:
         return self.reply.status if self.reply is not None else None
 
-    def json(self) -> Any:
+    def json(self) -> JsonValue:
         return self.reply.json() if self.reply is not None else None
 
     def message(self) -> str:
