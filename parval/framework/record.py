@@ -13,7 +13,7 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import Literal, NotRequired, TypedDict, get_args
 
 from parval import PROCEDURE_VERSION, __version__
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE
@@ -21,6 +21,7 @@ from parval.framework import contract
 from parval.framework.checks import Check
 from parval.framework.context import Context
 from parval.framework.ctest import CTestRun
+from parval.framework.runner import ProbeOutcome
 from parval.plan.schemas import schema_errors
 from parval.procedure.catalogue import FRAMEWORK_GATE, group_of
 from parval.rundir.files import sha256_file, write_json
@@ -32,7 +33,59 @@ RECORD = "record.json"
 SCHEMA_VERSION = 1
 
 
-def identity(ctx: Context, source_commit: str | None) -> dict[str, object]:
+class Identity(TypedDict):
+    """The scope a record speaks for (`identity`): one source/build/platform/backend, and the
+    flagged counts it covers (`counts`, added when the results are judged)."""
+
+    candidate_sha256: str
+    candidate_path: str
+    candidate_name: str
+    candidate_args: list[str]
+    source_commit: str | None
+    backend: str
+    counts: NotRequired[list[int]]
+    device: int
+    threads: int
+    platform: dict[str, object]
+    driver: object
+    gpu: dict[str, object]
+    provenance: dict[str, object]
+    plan_sha256: str
+    plan_path: str
+    plan_name: str
+    probes_file: dict[str, str | None]
+
+
+class RecordInputs(TypedDict, total=False):
+    """What a record states besides the judged results (the `record_inputs` event;
+    `assemble` names a field an old or damaged record lacks, by a KeyError)."""
+
+    identity: Identity
+    created_at: str
+    procedure_version: str
+    parval_version: str
+    elapsed_s: float
+    scope: dict[str, object]
+    contract: dict[str, object]
+    probes: list[ProbeOutcome]
+    reproduction: str
+
+
+RecordInputField = Literal[
+    "identity",
+    "created_at",
+    "procedure_version",
+    "parval_version",
+    "elapsed_s",
+    "scope",
+    "contract",
+    "probes",
+    "reproduction",
+]
+RECORD_INPUT_FIELDS: tuple[RecordInputField, ...] = get_args(RecordInputField)
+
+
+def identity(ctx: Context, source_commit: str | None) -> Identity:
     """The scope this record speaks for: one source/build/platform/backend."""
     spec = ctx.plan.candidate
     server = ctx.plan.server
@@ -82,7 +135,7 @@ def covered_counts(checks: list[Check]) -> list[int]:
     return sorted(counts)
 
 
-def record_id(ident: dict[str, Any], stamp: str) -> str:
+def record_id(ident: Identity, stamp: str) -> str:
     digest = hashlib.sha256(json.dumps({**ident, "stamp": stamp}, sort_keys=True).encode()).hexdigest()
     return f"fw-{stamp}-{ident['candidate_sha256'][:8]}-{digest[:8]}"
 
@@ -137,13 +190,13 @@ def verdict(results: list[Result]) -> dict[str, object]:
 
 
 def assemble(
-    inputs: dict[str, Any], results: list[Result], runs: list[CTestRun], checks: list[Check]
+    inputs: RecordInputs, results: list[Result], runs: list[CTestRun], checks: list[Check]
 ) -> dict[str, object]:
     """The record from its recorded inputs and the judged results (also for --rejudge)."""
     missing = [a for a in FRAMEWORK_GATE if a not in {r.id for r in results}]
     if missing:
         raise RuntimeError(f"framework record lacks {missing}")
-    ident = {**inputs["identity"], "counts": covered_counts(checks)}
+    ident: Identity = {**inputs["identity"], "counts": covered_counts(checks)}
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "parval-framework-record",
@@ -168,11 +221,11 @@ def record_inputs(
     ctx: Context,
     *,
     started: float,
-    outcomes: list[dict[str, object]],
+    outcomes: list[ProbeOutcome],
     selection: list[str],
     source_commit: str | None,
     argv: list[str],
-) -> dict[str, object]:
+) -> RecordInputs:
     """What the record states besides judged results, fixed when the probes end."""
     ident = identity(ctx, source_commit)
     ident.pop("counts")
