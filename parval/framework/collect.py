@@ -86,4 +86,5 @@ def run_framework(
     # runs referencing this record check it against.
     write_json(run_dir / MANIFEST, build_manifest(plan))
     write_listing(run_dir, first=True)
-    return run_dir, record
+    # As a plain dict: parval.commands.framework reads the assertion rows untyped.
+    return run_dir, dict(record)

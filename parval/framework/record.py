@@ -85,6 +85,47 @@ RecordInputField = Literal[
 RECORD_INPUT_FIELDS: tuple[RecordInputField, ...] = get_args(RecordInputField)
 
 
+class GroupSummary(TypedDict):
+    """One F group's line in the record (`groups`)."""
+
+    status: str
+    assertions: list[str]
+    coverage: str  # full or partial
+    blanket_pass: bool
+    partial_areas: list[str]
+    summary: str
+
+
+class RecordVerdict(TypedDict):
+    """The record's verdict and the exit code `parval framework` ends with."""
+
+    status: str
+    exit_code: int
+    line: str
+
+
+class FrameworkRecord(TypedDict):
+    """record.json (schemas/framework.schema.json); `assertions` and `ctest_runs` hold
+    Result.to_json and CTestRun.to_json rows."""
+
+    schema_version: int
+    kind: str
+    record_id: str
+    procedure_version: str
+    parval_version: str
+    created_at: str
+    elapsed_s: float
+    identity: Identity
+    scope: dict[str, object]
+    contract: dict[str, object]
+    assertions: list[dict[str, object]]
+    groups: dict[str, GroupSummary]
+    probes: list[ProbeOutcome]
+    ctest_runs: list[dict[str, object]]
+    verdict: RecordVerdict
+    reproduction: str
+
+
 def identity(ctx: Context, source_commit: str | None) -> Identity:
     """The scope this record speaks for: one source/build/platform/backend."""
     spec = ctx.plan.candidate
@@ -140,8 +181,8 @@ def record_id(ident: Identity, stamp: str) -> str:
     return f"fw-{stamp}-{ident['candidate_sha256'][:8]}-{digest[:8]}"
 
 
-def groups(results: list[Result]) -> dict[str, object]:
-    out: dict[str, object] = {}
+def groups(results: list[Result]) -> dict[str, GroupSummary]:
+    out: dict[str, GroupSummary] = {}
     for g in sorted({group_of(r.id) for r in results}):
         members = [r for r in results if group_of(r.id) == g]
         status = combine(r.status for r in members)
@@ -175,7 +216,7 @@ def groups(results: list[Result]) -> dict[str, object]:
     return out
 
 
-def verdict(results: list[Result]) -> dict[str, object]:
+def verdict(results: list[Result]) -> RecordVerdict:
     applicable = [r for r in results if r.applicable]
     status = combine(r.status for r in applicable)
     if status is Status.PASS:
@@ -189,9 +230,7 @@ def verdict(results: list[Result]) -> dict[str, object]:
     return {"status": str(status), "exit_code": code, "line": line}
 
 
-def assemble(
-    inputs: RecordInputs, results: list[Result], runs: list[CTestRun], checks: list[Check]
-) -> dict[str, object]:
+def assemble(inputs: RecordInputs, results: list[Result], runs: list[CTestRun], checks: list[Check]) -> FrameworkRecord:
     """The record from its recorded inputs and the judged results (also for --rejudge)."""
     missing = [a for a in FRAMEWORK_GATE if a not in {r.id for r in results}]
     if missing:
@@ -259,7 +298,7 @@ def record_inputs(
     }
 
 
-def write_record(run_dir: Path, record: dict[str, object]) -> Path:
+def write_record(run_dir: Path, record: FrameworkRecord) -> Path:
     errors = schema_errors(record, "framework")
     if errors:
         raise RuntimeError("framework record does not validate: " + "; ".join(errors[:5]))

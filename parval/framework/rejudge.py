@@ -12,14 +12,16 @@ judge or to those rules applies to an existing record without a server.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypedDict, get_args
 
 from parval.errors import RunDirError
 from parval.framework.checks import Check
 from parval.framework.ctest import CTestRun
+from parval.framework.facts import Facts
 from parval.framework.judges import run_judge
-from parval.framework.record import RECORD, RECORD_INPUT_FIELDS, RecordInputs, assemble
+from parval.framework.record import RECORD, RECORD_INPUT_FIELDS, FrameworkRecord, RecordInputs, assemble
 from parval.framework.runner import JUDGE_INPUT_FIELDS, JudgeInputs, judge
+from parval.jsontypes import JsonObject
 from parval.rundir.event_fields import check_read
 from parval.rundir.events import read_events
 from parval.rundir.layout import EVENTS
@@ -29,7 +31,22 @@ def is_framework_run(path: Path) -> bool:
     return path.is_dir() and (path / RECORD).is_file() and (path / EVENTS).is_file()
 
 
-def rejudge_observation(event: dict[str, Any]) -> Check:
+class ObservationEvent(TypedDict, total=False):
+    """An `observation` event's fields (written by parval.framework.findings.Findings.observe)."""
+
+    seq: int
+    assertion: str
+    name: str
+    judge: str
+    facts: Facts
+    evidence: JsonObject
+
+
+ObservationField = Literal["seq", "assertion", "name", "judge", "facts", "evidence"]
+OBSERVATION_FIELDS: tuple[ObservationField, ...] = get_args(ObservationField)
+
+
+def rejudge_observation(event: ObservationEvent) -> Check:
     """The sub-check the registered judge gives for one recorded observation."""
     facts = dict(event["facts"])
     try:
@@ -40,7 +57,7 @@ def rejudge_observation(event: dict[str, Any]) -> Check:
     return Check(str(event["assertion"]), str(event["name"]), verdict.status, verdict.detail(), evidence)
 
 
-def rejudge_framework(run_dir: Path) -> dict[str, object]:
+def rejudge_framework(run_dir: Path) -> FrameworkRecord:
     """The record rebuilt from `run_dir/events.jsonl`; RunDirError when it lacks the events."""
     # every event with the fields its kind declares: a missing one is named, never a KeyError
     # (format-2 logs; a format-1 log predates the framework kinds' declarations)
@@ -51,7 +68,11 @@ def rejudge_framework(run_dir: Path) -> dict[str, object]:
     for e in events:
         kind = e.get("kind")
         if kind == "observation":
-            checks.append(rejudge_observation(e))
+            observation: ObservationEvent = {}
+            for part in OBSERVATION_FIELDS:
+                if part in e:
+                    observation[part] = e[part]
+            checks.append(rejudge_observation(observation))
         elif kind == "ctest_run":
             runs.append(CTestRun.from_json(e["run"]))
         elif kind == "judge_inputs":
