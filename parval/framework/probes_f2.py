@@ -97,7 +97,7 @@ async def unload_during_load_once(
     obs["in_progress"] = during is not None and not first.finished
     unload = await rig.start("unload", method, path, body)
     await anyio.sleep(t.gap_s)
-    # Status reads while the unload still waits (observed.stalled judges them).
+    # Status reads while the unload still waits (facts.stalled judges them).
     obs["stall"] = (
         None
         if unload.finished
