@@ -221,9 +221,6 @@ class Obs:
     def __getitem__(self, key: str) -> Any:
         return self.facts[key]
 
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.facts.get(key, default)
-
 
 def stalled(stagger: StatusReads) -> bool:
     """From the status canaries read while a manager waited: True when a read could only be
