@@ -7,7 +7,9 @@ before. (The JSON value types are parval.jsontypes.)"""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import SupportsIndex, SupportsInt
+from typing import SupportsFloat, SupportsIndex, SupportsInt
+
+from parval.jsontypes import JsonObject
 
 
 def get(value: object, key: str, default: object = None) -> object:
@@ -61,3 +63,18 @@ def contains(container: object, value: object) -> bool:
     if isinstance(container, Iterable):
         return value in container
     raise TypeError(f"argument of type '{type(container).__name__}' is not iterable")
+
+
+def as_float(value: object) -> float:
+    """`float(value)`."""
+    if isinstance(value, (str, bytes, bytearray, SupportsFloat, SupportsIndex)):
+        return float(value)
+    raise TypeError(f"float() argument must be a string or a real number, not '{type(value).__name__}'")
+
+
+def as_object(value: object, attribute: str) -> JsonObject:
+    """A JSON object (a dict) whose method `attribute` is called next; any other value raises
+    the AttributeError that call would."""
+    if isinstance(value, dict):
+        return value
+    raise AttributeError(f"'{type(value).__name__}' object has no attribute '{attribute}'")
