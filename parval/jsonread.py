@@ -37,13 +37,6 @@ def as_int(value: object) -> int:
     )
 
 
-def as_float(value: object) -> float:
-    """`float(value)` of a JSON value (a number, or a string as float() reads it)."""
-    if isinstance(value, str | int | float):
-        return float(value)
-    raise TypeError(f"float() argument must be a string or a real number, not '{type(value).__name__}'")
-
-
 def opt_int(value: object) -> int | None:
     """An integer or None, as it is (a process id)."""
     if value is None or isinstance(value, int):
@@ -66,7 +59,7 @@ def contains(container: object, value: object) -> bool:
 
 
 def as_float(value: object) -> float:
-    """`float(value)`."""
+    """`float(value)`: a number, or a string or bytes as float() reads them."""
     if isinstance(value, (str, bytes, bytearray, SupportsFloat, SupportsIndex)):
         return float(value)
     raise TypeError(f"float() argument must be a string or a real number, not '{type(value).__name__}'")

@@ -22,10 +22,12 @@ from parval.framework.checks import Check
 from parval.framework.context import Context
 from parval.framework.ctest import CTestRun
 from parval.framework.runner import ProbeOutcome
+from parval.jsontypes import JsonObject
 from parval.plan.schemas import schema_errors
 from parval.procedure.catalogue import FRAMEWORK_GATE, group_of
 from parval.rundir.files import sha256_file, write_json
-from parval.rundir.manifest import driver_version, gpu_info, host_platform
+from parval.rundir.manifest import HostPlatform, driver_version, gpu_info, host_platform
+from parval.rundir.provenance import Provenance
 from parval.rundir.provenance import detect as detect_provenance
 from parval.status import Result, Status, combine
 
@@ -46,10 +48,10 @@ class Identity(TypedDict):
     counts: NotRequired[list[int]]
     device: int
     threads: int
-    platform: dict[str, object]
+    platform: HostPlatform
     driver: object
-    gpu: dict[str, object]
-    provenance: dict[str, object]
+    gpu: JsonObject
+    provenance: Provenance
     plan_sha256: str
     plan_path: str
     plan_name: str
