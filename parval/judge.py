@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from parval import PROCEDURE_VERSION, __version__
-from parval.gates import admission as adm
+from parval.gates import admission_verdict as adm
 from parval.gates.campaign_cost import campaign_overhead
-from parval.gates.context import Context
+from parval.gates.context import JudgeContext
 from parval.gates.execution_path import judge_execution_path
 from parval.gates.framework_ref import framework_checks
 from parval.gates.m1_baseline import judge_m1
@@ -108,7 +108,7 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
     plan_snapshot = load_json(run_dir / "plan.json")
     rec = load_records(run_dir)
     plan_path = manifest["plan"]["path"]
-    ctx = Context(rec, plan_snapshot, manifest, run_dir, plan_path)
+    ctx = JudgeContext(rec, plan_snapshot, manifest, run_dir, plan_path)
     counts = ctx.counts
     serial = ctx.serial
     model_level: list[Result] = [*judge_execution_path(ctx), *judge_m1(ctx, serial), *judge_m4(ctx), *judge_m6(ctx)]

@@ -11,7 +11,7 @@ import anyio
 
 from parval.bench.util import MODEL_ID, median, model_entry, percentile, rnd, running_standin
 from parval.server.client import OK, Client
-from parval.server.status import StatusPoller
+from parval.server.status_poller import StatusPoller
 
 ROUTE = "/v1/tasks/run"
 MODES: dict[str, float | None] = {"off": None, "10ms": 0.010, "5ms": 0.005}

@@ -32,7 +32,7 @@ from parval.bench.util import (
     tcp_listen_counters,
 )
 from parval.server.client import OK, Client
-from parval.server.status import StatusPoller
+from parval.server.status_poller import StatusPoller
 from parval.server.waves import release_together
 
 ROUTE = "/v1/tasks/run"

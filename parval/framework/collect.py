@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 
 from parval.errors import RunDirError
-from parval.framework.context import Context
+from parval.framework.context import FrameworkContext
 from parval.framework.ctest import CTestRun
 from parval.framework.record import RECORD, assemble, record_inputs, write_record
 from parval.framework.runner import ProbeOutcome, check_options, judge, judge_inputs, parse_selection, run_probes
@@ -56,7 +56,7 @@ def run_framework(
     log = EventLog(run_dir / EVENTS)
     started = time.time()
     try:
-        ctx = Context(plan, run_dir, log, options)
+        ctx = FrameworkContext(plan, run_dir, log, options)
         log.append("framework_start", plan=plan.name, plan_sha256=plan.sha256, only=only, selection=sorted(selected))
 
         async def main() -> tuple[list[ProbeOutcome], list[CTestRun]]:

@@ -19,7 +19,7 @@ from parval.server.process import LaunchSpec
 from parval.status import Status
 
 
-class Context:
+class FrameworkContext:
     def __init__(self, plan: Plan, run_dir: Path, log: EventLog, options: ProbeOptions) -> None:
         self.plan = plan
         self.run_dir = run_dir

@@ -10,7 +10,7 @@ import anyio
 import httpx
 
 from parval.procedure.server_facts import ROUTE_MODELS
-from parval.server.status import PollLoop, StatusSample, parse_models
+from parval.server.status_poller import PollLoop, StatusSample, parse_models
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ import time
 
 import anyio
 
-from parval.framework.context import Context
+from parval.framework.context import FrameworkContext
 from parval.framework.facts import Facts, Obs
 from parval.framework.judges import run_judge
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, LOADED, MANAGEMENT, route_absent
@@ -48,7 +48,7 @@ from parval.status import Status
 PROVISIONAL = Timing(service_s=1.0, load_s=5.0, teardown_s=1.0)
 
 
-def tested_counts(ctx: Context) -> list[int]:
+def tested_counts(ctx: FrameworkContext) -> list[int]:
     """Plan counts the advertised capacity allows (capacity 1 leaves only count 1)."""
     cap = ctx.capacity or 1
     return [n for n in ctx.plan.counts if n <= cap]
@@ -213,7 +213,7 @@ async def request_only_queue(rig: Rig, model: str, n: int) -> Facts:
 # -- rigs ------------------------------------------------------------------------------------
 
 
-async def cap1_probe(ctx: Context) -> None:
+async def cap1_probe(ctx: FrameworkContext) -> None:
     """Capacity one (slots omitted, flagged): first pool, calibration, forced order."""
     model = ctx.model_id
     ctx.timing = PROVISIONAL
@@ -253,7 +253,7 @@ async def cap1_probe(ctx: Context) -> None:
             )
 
 
-async def fifo_probe(ctx: Context) -> None:
+async def fifo_probe(ctx: FrameworkContext) -> None:
     """At every tested count >= 2: first pool, forced order and request-only queue."""
     counts = [n for n in tested_counts(ctx) if n >= 2]
     model = ctx.model_id
@@ -277,7 +277,7 @@ async def fifo_probe(ctx: Context) -> None:
         )
 
 
-async def overdue_probe(ctx: Context) -> None:
+async def overdue_probe(ctx: FrameworkContext) -> None:
     """Overdue work fails fast even with spare slots or waiting managers; a healthy slot
     permits bounded waiting."""
     if ctx.too_short("F1.overdue", "overdue"):
@@ -390,7 +390,7 @@ def legacy_timeout_text(ceiling_ms: int) -> str:
     return f"timed out after {ceiling_ms} ms waiting for the inference lock"
 
 
-def timeout_models(ctx: Context) -> tuple[str, str, str]:
+def timeout_models(ctx: FrameworkContext) -> tuple[str, str, str]:
     """A (the short ceiling), Z (ceiling 0: unbounded) and B (a shorter ceiling still, for
     the bulk unload that must wait beyond it)."""
     return ctx.model_id, ctx.derived_id("t0"), ctx.derived_id("tb")
@@ -555,7 +555,7 @@ async def bulk_ignores_ceiling(rig: Rig, model: str, n: int, runtime: str, ceili
     ctx.findings.observe("F1.timeouts", f"bulk_unbounded@{runtime}", "timeouts.bulk_unbounded", facts)
 
 
-async def flagged_timeouts_probe(ctx: Context) -> None:
+async def flagged_timeouts_probe(ctx: FrameworkContext) -> None:
     t = ctx.timing
     assert t is not None
     if ctx.too_short("F1.timeouts", "timeouts@flagged"):
@@ -629,7 +629,7 @@ async def unsupported_mode(rig: Rig, model: str) -> None:
     )
 
 
-async def unsupported_probe(ctx: Context) -> None:
+async def unsupported_probe(ctx: FrameworkContext) -> None:
     cap = ctx.capacity or 1
     model, over = ctx.model_id, ctx.derived_id("over")
     if cap + 1 > 16:

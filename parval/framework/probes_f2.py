@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from parval.framework.context import Context
+from parval.framework.context import FrameworkContext
 from parval.framework.facts import Facts, Obs
 from parval.framework.poller import Snapshot
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, MANAGEMENT
@@ -49,7 +49,7 @@ NEEDS_UI = "needs server.ui_management (403 dynamic model management is disabled
 # -- unload during the first load --------------------------------------------------------------
 
 
-async def unload_load_probe(ctx: Context) -> None:
+async def unload_load_probe(ctx: FrameworkContext) -> None:
     t = ctx.timing
     assert t is not None
     n = max(tested_counts(ctx))
@@ -121,7 +121,7 @@ async def unload_during_load_once(
 # -- reconfiguration ---------------------------------------------------------------------------
 
 
-async def reconfigure_probe(ctx: Context) -> None:
+async def reconfigure_probe(ctx: FrameworkContext) -> None:
     t = ctx.timing
     assert t is not None
     n = max(tested_counts(ctx))
@@ -454,7 +454,7 @@ class _Exchange:
     events: list[object] = field(default_factory=list)
 
 
-async def callback_probe(ctx: Context) -> None:
+async def callback_probe(ctx: FrameworkContext) -> None:
     """Native batch responses hold their lease until the exchange completes or is dropped."""
     t = ctx.timing
     assert t is not None

@@ -6,7 +6,7 @@ record; parval.framework.judges_f3 judges."""
 
 from __future__ import annotations
 
-from parval.framework.context import Context
+from parval.framework.context import FrameworkContext
 from parval.framework.ctest import CTestRun
 from parval.framework.facts import Obs
 from parval.framework.judges_f3 import CTEST_EVIDENCE, CTestEvidence
@@ -20,7 +20,7 @@ from parval.status import Status
 __all__ = ["CTEST_EVIDENCE", "CTestEvidence", "attach_ctest", "failures_probe"]
 
 
-async def failures_probe(ctx: Context) -> None:
+async def failures_probe(ctx: FrameworkContext) -> None:
     t = ctx.timing
     assert t is not None
     n = max(tested_counts(ctx))
@@ -126,7 +126,7 @@ async def invalid_alongside(rig: Rig, model: str, n: int) -> None:
     )
 
 
-def attach_ctest(ctx: Context, runs: list[CTestRun], selected: set[str] | None = None) -> None:
+def attach_ctest(ctx: FrameworkContext, runs: list[CTestRun], selected: set[str] | None = None) -> None:
     """The half of F2/F3/F5 only the server's CTests can show, from the default CTest run
     (judged by judges_f3.ctest_evidence against the tests ctest_coverage.json names, or the
     probes file's `ctest_coverage`): PENDING naming the tests when there is none, so HTTP

@@ -16,7 +16,7 @@ import time
 import anyio
 import anyio.abc
 
-from parval.framework.context import Context
+from parval.framework.context import FrameworkContext
 from parval.framework.facts import Facts, Obs, flight, named
 from parval.framework.judges_f4 import drain_policy
 from parval.framework.probes_f1 import tested_counts
@@ -26,7 +26,7 @@ from parval.server import reaper
 from parval.server.process import ServerProcess
 
 
-async def disconnect_probe(ctx: Context) -> None:
+async def disconnect_probe(ctx: FrameworkContext) -> None:
     if ctx.too_short("F4.disconnect", "disconnect"):
         return
     n = max(tested_counts(ctx))
@@ -120,7 +120,7 @@ async def init_disconnect(rig: Rig, model: str, n: int) -> None:
     )
 
 
-async def shutdown_probe(ctx: Context) -> None:
+async def shutdown_probe(ctx: FrameworkContext) -> None:
     """SIGTERM with n running requests and one queued: finite work drains, exit 0 (judged by
     judges_f4.sigterm_inflight)."""
     t = ctx.timing
@@ -191,7 +191,7 @@ async def stop_after_drain(rig: Rig, work: list[Flight], grace_s: float) -> tupl
     return info, unanswered
 
 
-async def stalled_io_probe(ctx: Context) -> None:
+async def stalled_io_probe(ctx: FrameworkContext) -> None:
     """SIGTERM with a stalled header and a stalled body connection and no finite work: the
     listener must cancel socket I/O and exit by itself (judged by judges_f4.stalled_socket_io).
 
@@ -211,7 +211,7 @@ async def stalled_io_probe(ctx: Context) -> None:
     ctx.findings.observe("F4.shutdown", "stalled_socket_io", "f4.stalled_socket_io", facts, stop=stop)
 
 
-async def _stalled_io_attempt(ctx: Context, bound: float, *, final: bool) -> Facts:
+async def _stalled_io_attempt(ctx: FrameworkContext, bound: float, *, final: bool) -> Facts:
     """One attempt of the stalled-I/O shutdown with `bound` seconds of grace before the
     stalled sockets are closed (and a control connection stalled as long before SIGTERM)."""
     model = ctx.model_id

@@ -14,7 +14,7 @@ import time
 
 import anyio
 
-from parval.framework.context import Context
+from parval.framework.context import FrameworkContext
 from parval.framework.facts import Facts, Obs
 from parval.framework.probes_f1 import tested_counts
 from parval.framework.rig import Flight, Rig, open_rig
@@ -24,7 +24,7 @@ from parval.status import Status
 Models = list[tuple[str, int | None, str]]
 
 
-def five_models(ctx: Context) -> Models:
+def five_models(ctx: FrameworkContext) -> Models:
     """(id, distinct session_options index, reference tag) for A, B and M."""
     return [(ctx.model_id, None, "base"), (ctx.derived_id("b"), 2, "opt2"), (ctx.derived_id("m"), 1, "opt1")]
 
@@ -59,7 +59,7 @@ def _labels(flights: list[Flight]) -> list[str]:
     return [f.label for f in flights]
 
 
-async def limit_probe(ctx: Context, limit: int) -> None:
+async def limit_probe(ctx: FrameworkContext, limit: int) -> None:
     t = ctx.timing
     assert t is not None
     n = max(tested_counts(ctx))
@@ -229,7 +229,7 @@ def polls_during(rig: Rig, manager: Flight) -> dict[str, object] | None:
     return {"canaries": [read], "manager_t_done": rig.rel(manager.t_done)}
 
 
-async def bulk_probe(ctx: Context) -> None:
+async def bulk_probe(ctx: FrameworkContext) -> None:
     t = ctx.timing
     assert t is not None
     n = max(tested_counts(ctx))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import anyio
 
-from parval.framework.context import Context
+from parval.framework.context import FrameworkContext
 from parval.framework.ctest import DEFAULT_LABEL, STRESS_LABEL, CTestRun
 from parval.framework.ctest_run import run_ctest
 
@@ -40,7 +40,7 @@ def sanitize_flags(build_dir: Path) -> tuple[list[str] | None, list[str]]:
     return (sorted(found) if read else None), read
 
 
-async def ctest_runs(ctx: Context) -> list[CTestRun]:
+async def ctest_runs(ctx: FrameworkContext) -> list[CTestRun]:
     fw = ctx.plan.framework
     regex = fw.get("ctest_regex")
     build = fw.get("ctest_build_dir")

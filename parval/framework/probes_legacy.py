@@ -8,7 +8,7 @@ from __future__ import annotations
 import anyio
 
 from parval.errors import ServerStartError
-from parval.framework.context import Context
+from parval.framework.context import FrameworkContext
 from parval.framework.facts import Facts, Obs
 from parval.framework.judges_f1 import LEGACY_SLOTS_TEXT
 from parval.framework.preconditions import BULK_UNLOAD, LOADED, MANAGEMENT, Capabilities, route_absent
@@ -22,7 +22,7 @@ from parval.status import Status
 SLOTS_FORMS: list[JsonValue] = [1, 2, None, False, "4"]
 
 
-async def legacy_probe(ctx: Context) -> None:
+async def legacy_probe(ctx: FrameworkContext) -> None:
     t = ctx.timing
     assert t is not None
     a, z, b = timeout_models(ctx)
@@ -243,7 +243,7 @@ async def runtime_kept(rig: Rig) -> None:
     )
 
 
-async def config_forms(ctx: Context) -> None:
+async def config_forms(ctx: FrameworkContext) -> None:
     """An unflagged start with an explicit slots field in the config fails with the text
     (judged by judges_f1.config_forms)."""
     seen = []

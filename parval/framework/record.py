@@ -19,7 +19,7 @@ from parval import PROCEDURE_VERSION, __version__
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE
 from parval.framework import contract
 from parval.framework.checks import Check
-from parval.framework.context import Context
+from parval.framework.context import FrameworkContext
 from parval.framework.ctest import CTestRun
 from parval.framework.runner import ProbeOutcome
 from parval.jsontypes import JsonObject
@@ -128,7 +128,7 @@ class FrameworkRecord(TypedDict):
     reproduction: str
 
 
-def identity(ctx: Context, source_commit: str | None) -> Identity:
+def identity(ctx: FrameworkContext, source_commit: str | None) -> Identity:
     """The scope this record speaks for: one source/build/platform/backend."""
     spec = ctx.plan.candidate
     server = ctx.plan.server
@@ -155,7 +155,7 @@ def identity(ctx: Context, source_commit: str | None) -> Identity:
     }
 
 
-def plan_commit(ctx: Context) -> str | None:
+def plan_commit(ctx: FrameworkContext) -> str | None:
     ident = ctx.plan.raw.get("identity")
     cand = ident.get("candidate") if isinstance(ident, dict) else None
     value = cand.get("source_commit") if isinstance(cand, dict) else None
@@ -259,7 +259,7 @@ def assemble(inputs: RecordInputs, results: list[Result], runs: list[CTestRun], 
 
 
 def record_inputs(
-    ctx: Context,
+    ctx: FrameworkContext,
     *,
     started: float,
     outcomes: list[ProbeOutcome],

@@ -26,7 +26,7 @@ from parval.server.client import Client, Reply
 from parval.server.process import LaunchSpec, ServerProcess, spawn, wait_ready
 
 if TYPE_CHECKING:
-    from parval.framework.context import Context
+    from parval.framework.context import FrameworkContext
     from parval.framework.facts import Facts, Obs
 
 
@@ -76,7 +76,7 @@ class Flight:
 class Rig:
     """One fresh candidate server of a probe, its client, poller and flights."""
 
-    ctx: Context
+    ctx: FrameworkContext
     name: str
     server: ServerProcess
     client: Client
@@ -305,7 +305,7 @@ def _write_status(path: Path, rig: Rig) -> None:
 
 
 @asynccontextmanager
-async def open_rig(ctx: Context, name: str, spec: LaunchSpec, model_ids: list[str]) -> AsyncIterator[Rig]:
+async def open_rig(ctx: FrameworkContext, name: str, spec: LaunchSpec, model_ids: list[str]) -> AsyncIterator[Rig]:
     """Launch, wait for /health, poll, yield; always stop the server and record the end."""
     directory: Path = ctx.run_dir / "servers" / name
     ctx.log.append("rig_start", rig=name, flagged=spec.flagged, config=spec.config, ui_management=spec.ui_management)

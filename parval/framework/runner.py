@@ -23,7 +23,7 @@ import anyio
 from parval.errors import ServerStartError, UsageError
 from parval.framework import contract
 from parval.framework.checks import Check, assertion_result
-from parval.framework.context import Context
+from parval.framework.context import FrameworkContext
 from parval.framework.ctest import DEFAULT_SANITIZERS, CTestRun
 from parval.framework.findings import Findings
 from parval.framework.judges_f6 import assess_f6
@@ -45,17 +45,17 @@ from parval.status import Result, Status
 class Probe:
     name: str
     assertions: tuple[str, ...]
-    run: Callable[[Context], Awaitable[None]]
+    run: Callable[[FrameworkContext], Awaitable[None]]
     # Preconditions every scenario of the probe rests on (parval.framework.preconditions);
     # probes with mixed needs check them per scenario instead.
     needs: tuple[str, ...] = ()
 
 
-async def _limit2(ctx: Context) -> None:
+async def _limit2(ctx: FrameworkContext) -> None:
     await limit_probe(ctx, 2)
 
 
-async def _limit1(ctx: Context) -> None:
+async def _limit1(ctx: FrameworkContext) -> None:
     await limit_probe(ctx, 1)
 
 
@@ -157,7 +157,7 @@ JudgeInputField = Literal[
 JUDGE_INPUT_FIELDS: tuple[JudgeInputField, ...] = get_args(JudgeInputField)
 
 
-async def run_probes(ctx: Context, selected: set[str]) -> tuple[list[ProbeOutcome], list[CTestRun]]:
+async def run_probes(ctx: FrameworkContext, selected: set[str]) -> tuple[list[ProbeOutcome], list[CTestRun]]:
     """Run every probe the selection needs; returns per-probe outcomes and CTest runs."""
     outcomes: list[ProbeOutcome] = []
     calibrated = True
@@ -204,7 +204,7 @@ async def run_probes(ctx: Context, selected: set[str]) -> tuple[list[ProbeOutcom
     return outcomes, runs
 
 
-async def _run_one(ctx: Context, probe: Probe) -> ProbeOutcome:
+async def _run_one(ctx: FrameworkContext, probe: Probe) -> ProbeOutcome:
     t0 = time.monotonic()
     ctx.log.append("probe_begin", probe=probe.name)
     error = ""
@@ -237,7 +237,7 @@ async def _run_one(ctx: Context, probe: Probe) -> ProbeOutcome:
     }
 
 
-def judge_inputs(ctx: Context, selected: set[str], only: str | None) -> JudgeInputs:
+def judge_inputs(ctx: FrameworkContext, selected: set[str], only: str | None) -> JudgeInputs:
     """Everything besides the sub-checks and CTest runs that judging reads (recorded as an
     event, so `parval report --rejudge` needs nothing else)."""
     return {
@@ -258,7 +258,7 @@ def _unavailable(raw: object) -> dict[str, str]:
     return {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
 
 
-def results(ctx: Context, selected: set[str], runs: list[CTestRun], only: str | None) -> list[Result]:
+def results(ctx: FrameworkContext, selected: set[str], runs: list[CTestRun], only: str | None) -> list[Result]:
     return judge(ctx.findings.checks, runs, judge_inputs(ctx, selected, only))
 
 

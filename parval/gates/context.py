@@ -16,10 +16,10 @@ from parval.gates.serial import SerialVerdict, serial_variation
 from parval.rundir.event_types import RequestEvent, ServerReadyEvent
 from parval.status import Result
 
-__all__ = ["REF_PHASES", "Context", "SerialVerdict", "exact_result", "run_judges"]
+__all__ = ["REF_PHASES", "JudgeContext", "SerialVerdict", "exact_result", "run_judges"]
 
 
-class Context:
+class JudgeContext:
     """One run as the model-gate judges see it, with the plan's comparison rules applied."""
 
     def __init__(
@@ -147,7 +147,7 @@ def _scope_key(e: RequestEvent) -> tuple[object, ...]:
 
 
 def exact_result(
-    id_: str, tally: Tally, what: str, ctx: Context, run: str | None = None, count: int | None = None
+    id_: str, tally: Tally, what: str, ctx: JudgeContext, run: str | None = None, count: int | None = None
 ) -> Result:
     """The verdict of an output comparison. A FAIL says what it rests on (`failure_kind`):
     "output" (mismatches only: what serial variation or an uncaught negative control may
@@ -198,7 +198,7 @@ def exact_result(
 
 
 def run_judges(
-    ctx: Context, judges: Mapping[str, Callable[[Context], Result]], start: str | Callable[[str], str]
+    ctx: JudgeContext, judges: Mapping[str, Callable[[JudgeContext], Result]], start: str | Callable[[str], str]
 ) -> list[Result]:
     """Every judge of a group's table, each result reproducible from the start it was judged
     on: `start` names it, or maps an assertion id to it."""

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from parval.gates import shape
-from parval.gates.context import Context, exact_result, run_judges
+from parval.gates.context import JudgeContext, exact_result, run_judges
 from parval.gates.records import required_starts
 from parval.jsonread import as_int, get, item
 from parval.jsontypes import JsonValue
@@ -32,7 +32,7 @@ def _untried_forms(probes: Sequence[Mapping[str, object]]) -> list[str]:
 
 
 @shape.judge("X1")
-def x1_legacy_path(ctx: Context) -> Result:
+def x1_legacy_path(ctx: JudgeContext) -> Result:
     """X1: without --parallel-jobs no warning, no slot fields, and every explicit slots
     form rejected with the legacy text at startup and on registration."""
     rec = ctx.rec
@@ -83,13 +83,13 @@ def x1_legacy_path(ctx: Context) -> Result:
     )
 
 
-def _status_fields(ctx: Context, run: str) -> JsonValue:
+def _status_fields(ctx: JudgeContext, run: str) -> JsonValue:
     """The /v1/models fields a start recorded at its end (None when it did not)."""
     end = ctx.rec.ends.get(run)
     return end.get("status_fields") if end else None
 
 
-def campaign_counts(ctx: Context) -> list[int]:
+def campaign_counts(ctx: JudgeContext) -> list[int]:
     """The counts this run's campaign covered (its --shard share), else the plan's."""
     for e in ctx.rec.events:
         counts = e.get("counts")
@@ -99,7 +99,7 @@ def campaign_counts(ctx: Context) -> list[int]:
 
 
 @shape.judge("X2")
-def x2_flagged_capacity_one(ctx: Context) -> Result:
+def x2_flagged_capacity_one(ctx: JudgeContext) -> Result:
     """X2: every flagged start prints the warning, and omitted slots mean capacity one; a
     PASS needs the capacity-one start's /v1/models fields and, at every count the campaign
     covered, the planned flagged starts, each with its readiness record."""
@@ -149,7 +149,7 @@ def _reply_status(step: object) -> object:
 
 
 @shape.judge("X3")
-def x3_resize_across_one(ctx: Context) -> Result:
+def x3_resize_across_one(ctx: JudgeContext) -> Result:
     """X3: resized across one (2→1→2→1) on one flagged process, status fields kept, and the
     first output after every resize equal to the cold reference."""
     resize = ctx.rec.kind("x3_resize_probe")
@@ -211,13 +211,13 @@ def x3_resize_across_one(ctx: Context) -> Result:
     return replace(r, evidence={**r.evidence, "steps": steps})
 
 
-JUDGES: dict[str, Callable[[Context], Result]] = {
+JUDGES: dict[str, Callable[[JudgeContext], Result]] = {
     "X1": x1_legacy_path,
     "X2": x2_flagged_capacity_one,
     "X3": x3_resize_across_one,
 }
 
 
-def judge_execution_path(ctx: Context) -> list[Result]:
+def judge_execution_path(ctx: JudgeContext) -> list[Result]:
     """X1-X3, each reproducible from the start it was judged on."""
     return run_judges(ctx, JUDGES, lambda id_: LEGACY if id_ == "X1" else CAP1)

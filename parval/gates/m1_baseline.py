@@ -8,7 +8,7 @@ from collections.abc import Callable, Sized
 from dataclasses import replace
 
 from parval.gates import shape
-from parval.gates.context import REF_PHASES, Context, SerialVerdict, exact_result
+from parval.gates.context import REF_PHASES, JudgeContext, SerialVerdict, exact_result
 from parval.gates.serial import serial_variation
 from parval.status import Result, Status
 
@@ -34,7 +34,7 @@ MANIFEST_ITEMS = (
 )
 
 
-def manifest_gaps(ctx: Context) -> list[str]:
+def manifest_gaps(ctx: JudgeContext) -> list[str]:
     """Each item the procedure's manifest needs (M1.manifest) that this run's manifest lacks.
     What parval cannot discover comes from the plan's `identity` block."""
     man = ctx.manifest
@@ -72,7 +72,7 @@ def manifest_gaps(ctx: Context) -> list[str]:
 
 
 @shape.judge("M1.manifest")
-def m1_manifest(ctx: Context, serial: SerialVerdict) -> Result:
+def m1_manifest(ctx: JudgeContext, serial: SerialVerdict) -> Result:
     """M1.manifest: the run's manifest identifies everything the comparison rests on."""
     man = ctx.manifest
     missing = manifest_gaps(ctx)
@@ -97,7 +97,7 @@ def m1_manifest(ctx: Context, serial: SerialVerdict) -> Result:
 
 
 @shape.judge("M1.serial_repeat")
-def m1_serial_repeat(ctx: Context, serial: SerialVerdict) -> Result:
+def m1_serial_repeat(ctx: JudgeContext, serial: SerialVerdict) -> Result:
     """M1.serial_repeat: the verdict of `serial_variation`, judged once per run."""
     status, reason, evidence = serial
     if status is Status.PASS:
@@ -107,7 +107,7 @@ def m1_serial_repeat(ctx: Context, serial: SerialVerdict) -> Result:
     return Result("M1.serial_repeat", status, reason, dict(evidence))
 
 
-def _parity(id_: str, run: str, ctx: Context) -> Result:
+def _parity(id_: str, run: str, ctx: JudgeContext) -> Result:
     """A candidate reference start against upstream legacy: every request cold, warm and
     repeated warm. A start whose server crashed fails what it was collecting; one parval
     stopped is BLOCKED naming why; a PASS needs every planned output."""
@@ -145,19 +145,19 @@ def _parity(id_: str, run: str, ctx: Context) -> Result:
 
 
 @shape.judge("M1.legacy_parity")
-def m1_legacy_parity(ctx: Context, serial: SerialVerdict) -> Result:
+def m1_legacy_parity(ctx: JudgeContext, serial: SerialVerdict) -> Result:
     """M1.legacy_parity: the unflagged candidate matches upstream legacy."""
     return _parity("M1.legacy_parity", "ref-candidate-legacy", ctx)
 
 
 @shape.judge("M1.cap1_parity")
-def m1_cap1_parity(ctx: Context, serial: SerialVerdict) -> Result:
+def m1_cap1_parity(ctx: JudgeContext, serial: SerialVerdict) -> Result:
     """M1.cap1_parity: the flagged candidate at capacity one matches upstream legacy."""
     return _parity("M1.cap1_parity", "ref-candidate-cap1", ctx)
 
 
 @shape.judge("M1.cold_warm_refs")
-def m1_cold_warm_refs(ctx: Context, serial: SerialVerdict) -> Result:
+def m1_cold_warm_refs(ctx: JudgeContext, serial: SerialVerdict) -> Result:
     """M1.cold_warm_refs: cold and warm/history references recorded and kept apart (for a
     stateless model: a cold and a warm reference of every request)."""
     refs = ctx.rec.refs
@@ -186,7 +186,7 @@ def m1_cold_warm_refs(ctx: Context, serial: SerialVerdict) -> Result:
     )
 
 
-JUDGES: dict[str, Callable[[Context, SerialVerdict], Result]] = {
+JUDGES: dict[str, Callable[[JudgeContext, SerialVerdict], Result]] = {
     "M1.manifest": m1_manifest,
     "M1.serial_repeat": m1_serial_repeat,
     "M1.legacy_parity": m1_legacy_parity,
@@ -195,6 +195,6 @@ JUDGES: dict[str, Callable[[Context, SerialVerdict], Result]] = {
 }
 
 
-def judge_m1(ctx: Context, serial: SerialVerdict) -> list[Result]:
+def judge_m1(ctx: JudgeContext, serial: SerialVerdict) -> list[Result]:
     """M1, given the run's serial-variation verdict (see `serial_variation`)."""
     return [judge(ctx, serial) for judge in JUDGES.values()]

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import NotRequired, TypedDict
 
 from parval.gates import shape
-from parval.gates.context import Context, exact_result
+from parval.gates.context import JudgeContext, exact_result
 from parval.gates.exactness import Tally
 from parval.gates.records import COUNT_PHASES, complete_starts, schedule_missing, starts_missing, typed
 from parval.gates.unload_evidence import unload_check
@@ -138,7 +138,7 @@ def serial_despite_overlap(w: NotActive, n: int) -> bool:
     return False
 
 
-def set_aside_count_events(ctx: Context, n: int) -> list[tuple[str, list[JsonObject]]]:
+def set_aside_count_events(ctx: JudgeContext, n: int) -> list[tuple[str, list[JsonObject]]]:
     """(run, events) of each set-aside attempt of a count-n start (`typed` picks a kind)."""
     out = []
     for (run, _attempt), entry in ctx.rec.set_aside.items():
@@ -148,15 +148,15 @@ def set_aside_count_events(ctx: Context, n: int) -> list[tuple[str, list[JsonObj
     return out
 
 
-def set_aside_requests(ctx: Context, n: int) -> list[tuple[str, list[RequestEvent]]]:
+def set_aside_requests(ctx: JudgeContext, n: int) -> list[tuple[str, list[RequestEvent]]]:
     return [(run, typed(events, "request")) for run, events in set_aside_count_events(ctx, n)]
 
 
-def set_aside_waves(ctx: Context, n: int) -> list[tuple[str, list[WaveEvent]]]:
+def set_aside_waves(ctx: JudgeContext, n: int) -> list[tuple[str, list[WaveEvent]]]:
     return [(run, typed(events, "wave")) for run, events in set_aside_count_events(ctx, n)]
 
 
-def active_violations(ctx: Context, n: int, *, standing: bool = True) -> list[NotActive]:
+def active_violations(ctx: JudgeContext, n: int, *, standing: bool = True) -> list[NotActive]:
     """Waves (standing attempts unless `standing` is False, and set-aside attempts) that
     showed fewer than n leases while all n requests were in flight, with enough samples in
     that window to show it."""
@@ -184,7 +184,7 @@ def drain_row(run: str, w: WaveEvent) -> dict[str, object]:
     }
 
 
-def drain_violations(ctx: Context, n: int, *, standing: bool = True) -> list[dict[str, object]]:
+def drain_violations(ctx: JudgeContext, n: int, *, standing: bool = True) -> list[dict[str, object]]:
     """Waves (standing attempts unless `standing` is False, and set-aside attempts) after
     which the counters stayed non-zero."""
     runs = ctx.rec.count_runs(n) if standing else []
@@ -205,7 +205,7 @@ def drain_violations(ctx: Context, n: int, *, standing: bool = True) -> list[dic
     ]
 
 
-def loaded_published(ctx: Context, run: str, probe: Mapping[str, object]) -> bool:
+def loaded_published(ctx: JudgeContext, run: str, probe: Mapping[str, object]) -> bool:
     """Did this process publish `loaded` in /v1/models (recorded with the probe; for older
     runs: did any wave summary see a loaded lease)?"""
     if "loaded_field" in probe:
@@ -213,7 +213,7 @@ def loaded_published(ctx: Context, run: str, probe: Mapping[str, object]) -> boo
     return any((w.get("status") or {}).get("max_active_loaded") is not None for w in ctx.rec.waves(run))
 
 
-def unload_state(ctx: Context, run: str, p: ProbeEvent) -> str:
+def unload_state(ctx: JudgeContext, run: str, p: ProbeEvent) -> str:
     """What one per-start unload probe showed (see `unload_evidence.unload_check`)."""
     if p["reply"].get("status") == 200 and p.get("loaded_false"):
         return "ok"
@@ -252,7 +252,7 @@ def unload_observed(state: str, probe: ProbeEvent | None) -> str:
     )
 
 
-def unload_probes(ctx: Context, n: int) -> list[tuple[str, ProbeEvent, str | None]]:
+def unload_probes(ctx: JudgeContext, n: int) -> list[tuple[str, ProbeEvent, str | None]]:
     """(run, unload probe, set-aside status or None) of every start at count n."""
     out: list[tuple[str, ProbeEvent, str | None]] = [
         (run, e, None)
@@ -269,7 +269,7 @@ def unload_probes(ctx: Context, n: int) -> list[tuple[str, ProbeEvent, str | Non
     return out
 
 
-def unload_violations(ctx: Context, n: int, *, standing: bool = True) -> list[UnloadRow]:
+def unload_violations(ctx: JudgeContext, n: int, *, standing: bool = True) -> list[UnloadRow]:
     """Unload probes (standing attempts unless `standing` is False, and set-aside attempts)
     observed to fail: an error reply other than the 404 of a route the build lacks, or the
     model still loaded in enough samples after a 200. A missing route or an unpublished
@@ -298,7 +298,7 @@ def grouped(bad: list[UnloadRow]) -> str:
 # --- the M2 judges -----------------------------------------------------------------
 
 
-def _first_run(ctx: Context, n: int) -> str | None:
+def _first_run(ctx: JudgeContext, n: int) -> str | None:
     runs = ctx.rec.count_runs(n)
     return runs[0] if runs else None
 
@@ -310,7 +310,7 @@ def _stop_text(stop: Mapping[str, object]) -> str:
 
 
 @shape.judge("M2.starts")
-def m2_starts(ctx: Context, n: int) -> Result:
+def m2_starts(ctx: JudgeContext, n: int) -> Result:
     """M2.starts: three or more fresh starts at count n completed, none crashed; a start
     parval stopped (it hung, stopped answering, could not start, hit the memory guard) is
     BLOCKED with what was seen."""
@@ -344,7 +344,7 @@ def m2_starts(ctx: Context, n: int) -> Result:
 
 
 def _every_start(
-    ctx: Context, n: int, id_: str, phases: tuple[str, ...], ok: Callable[[str], bool], good: str, lacking: str
+    ctx: JudgeContext, n: int, id_: str, phases: tuple[str, ...], ok: Callable[[str], bool], good: str, lacking: str
 ) -> Result:
     """PASS when every complete start at count n recorded its planned waves of `phases`
     whole and shows `ok`; PENDING naming what is missing otherwise (a start that does not
@@ -361,7 +361,7 @@ def _every_start(
     return shape.passed(id_, good, {"starts": shown, "waves": waves}, runs=shown)
 
 
-def m2_cold_wave_ok(ctx: Context, n: int) -> Callable[[str], bool]:
+def m2_cold_wave_ok(ctx: JudgeContext, n: int) -> Callable[[str], bool]:
     def began_cold(run: str) -> bool:
         reqs = ctx.rec.requests(run)
         return (
@@ -374,7 +374,7 @@ def m2_cold_wave_ok(ctx: Context, n: int) -> Callable[[str], bool]:
 
 
 @shape.judge("M2.cold_wave")
-def m2_cold_wave(ctx: Context, n: int) -> Result:
+def m2_cold_wave(ctx: JudgeContext, n: int) -> Result:
     """M2.cold_wave: every complete start began with a concurrent cold wave of n."""
     return _every_start(
         ctx,
@@ -388,7 +388,7 @@ def m2_cold_wave(ctx: Context, n: int) -> Result:
 
 
 @shape.judge("M2.warm_waves")
-def m2_warm_waves(ctx: Context, n: int) -> Result:
+def m2_warm_waves(ctx: JudgeContext, n: int) -> Result:
     """M2.warm_waves: every complete start ran its planned warm waves, and its mixed ones
     when the plan declares variations."""
     variations = bool(ctx.plan["requests"].get("variations"))
@@ -411,7 +411,7 @@ def m2_warm_waves(ctx: Context, n: int) -> Result:
 
 
 @shape.judge("M2.observed_active")
-def m2_observed_active(ctx: Context, n: int) -> Result:
+def m2_observed_active(ctx: JudgeContext, n: int) -> Result:
     """M2.observed_active: the status poller saw n loaded leases at once in every
     concurrent wave (any attempt of it). A FAIL needs enough successful samples inside the
     window in which the client had all n requests in flight, every one below n."""
@@ -482,7 +482,7 @@ def m2_observed_active(ctx: Context, n: int) -> Result:
 
 
 @shape.judge("M2.drained")
-def m2_drained(ctx: Context, n: int) -> Result:
+def m2_drained(ctx: JudgeContext, n: int) -> Result:
     """M2.drained: active_slots == queued_requests == 0 after every wave."""
     id_ = "M2.drained"
     complete = complete_starts(ctx, n)
@@ -530,7 +530,7 @@ def m2_drained(ctx: Context, n: int) -> Result:
 
 
 @shape.judge("M2.exact")
-def m2_exact(ctx: Context, n: int) -> Result:
+def m2_exact(ctx: JudgeContext, n: int) -> Result:
     """M2.exact: every wave output at count n equals its reference."""
     runs = ctx.rec.count_runs(n)
     tally = ctx.judge([e for r in runs for e in ctx.rec.requests(r, COUNT_PHASES)])
@@ -538,7 +538,7 @@ def m2_exact(ctx: Context, n: int) -> Result:
 
 
 def _outputs_verdict(
-    ctx: Context, n: int, id_: str, tally: Tally, phases: tuple[str, ...], what: str, run: str | None = None
+    ctx: JudgeContext, n: int, id_: str, tally: Tally, phases: tuple[str, ...], what: str, run: str | None = None
 ) -> Result:
     """An output comparison at count n: a mismatch or error FAILs whatever else is missing;
     a PASS also needs every planned start and wave of `phases` recorded whole."""
@@ -552,7 +552,7 @@ def _outputs_verdict(
 
 
 @shape.judge("M2.unload_reload")
-def m2_unload_reload(ctx: Context, n: int) -> Result:
+def m2_unload_reload(ctx: JudgeContext, n: int) -> Result:
     """M2.unload_reload: every unload of every start showed the model unloaded
     (/v1/models loaded:false after it), and the outputs after each reload equal the cold
     references."""
@@ -598,7 +598,7 @@ def m2_unload_reload(ctx: Context, n: int) -> Result:
 
 
 @shape.judge("M2.serial_reuse")
-def m2_serial_reuse(ctx: Context, n: int) -> Result:
+def m2_serial_reuse(ctx: JudgeContext, n: int) -> Result:
     """M2.serial_reuse: serial requests after the concurrent waves equal their references."""
     runs = ctx.rec.count_runs(n)
     tally = ctx.judge([e for r in runs for e in ctx.rec.requests(r, ("serial_reuse",))])
@@ -607,7 +607,7 @@ def m2_serial_reuse(ctx: Context, n: int) -> Result:
     )
 
 
-JUDGES: dict[str, Callable[[Context, int], Result]] = {
+JUDGES: dict[str, Callable[[JudgeContext, int], Result]] = {
     "M2.starts": m2_starts,
     "M2.cold_wave": m2_cold_wave,
     "M2.warm_waves": m2_warm_waves,
@@ -619,6 +619,6 @@ JUDGES: dict[str, Callable[[Context, int], Result]] = {
 }
 
 
-def judge_m2(ctx: Context, n: int) -> list[Result]:
+def judge_m2(ctx: JudgeContext, n: int) -> list[Result]:
     """Every M2 assertion at count n."""
     return [replace(judge(ctx, n), count=n) for judge in JUDGES.values()]

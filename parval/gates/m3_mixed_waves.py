@@ -15,7 +15,7 @@ import soundfile as sf
 
 from parval.gates import shape
 from parval.gates.compare import decode_wav_b64, remove_volatile
-from parval.gates.context import Context, exact_result
+from parval.gates.context import JudgeContext, exact_result
 from parval.gates.m2_concurrency import NO_COUNTERS, counters_seen
 from parval.gates.records import complete_starts, schedule_missing, starts_missing
 from parval.jsonread import get
@@ -33,7 +33,7 @@ from parval.status import Result, Status
 __all__ = ["JUDGES", "content_digest", "judge_m3", "m3_variation", "variation_effects"]
 
 
-def _mixed_waves(ctx: Context, n: int) -> list[WaveEvent]:
+def _mixed_waves(ctx: JudgeContext, n: int) -> list[WaveEvent]:
     return [w for r in ctx.rec.count_runs(n) for w in ctx.rec.waves(r) if w["phase"] == "mixed_wave"]
 
 
@@ -47,7 +47,7 @@ def _order_observed(w: WaveEvent) -> bool:
 
 
 @shape.judge("M3.reversed")
-def m3_reversed(ctx: Context, n: int, effects: list[VariationEffect]) -> Result:
+def m3_reversed(ctx: JudgeContext, n: int, effects: list[VariationEffect]) -> Result:
     """M3.reversed: some request pair was observed admitted in both orders, and the
     outputs of those waves are exact."""
     id_ = "M3.reversed"
@@ -116,17 +116,17 @@ def m3_reversed(ctx: Context, n: int, effects: list[VariationEffect]) -> Result:
     return r
 
 
-def mixed_wave_counts(ctx: Context, n: int) -> dict[str, int]:
+def mixed_wave_counts(ctx: JudgeContext, n: int) -> dict[str, int]:
     """Start → distinct mixed warm waves it recorded at count n."""
     return {r: len({e["wave"] for e in ctx.rec.waves(r) if e["phase"] == "mixed_wave"}) for r in ctx.rec.count_runs(n)}
 
 
 @shape.judge("M3.ten_waves")
-def m3_ten_waves(ctx: Context, n: int, effects: list[VariationEffect]) -> Result:
+def m3_ten_waves(ctx: JudgeContext, n: int, effects: list[VariationEffect]) -> Result:
     """M3.ten_waves: ten or more mixed warm waves in each of three starts at the largest
     admitted count. Judged at every count: where each start ran ten, the count can be the
     largest admitted; where it did not, it can be admitted only below a larger admitted
-    count that did (admission applies this, `parval.gates.admission`). Too few waves is the
+    count that did (admission applies this, `parval.gates.admission_verdict`). Too few waves is the
     plan's shortfall, not the server's: never a FAIL."""
     id_ = "M3.ten_waves"
     per = mixed_wave_counts(ctx, n)
@@ -163,7 +163,7 @@ def m3_ten_waves(ctx: Context, n: int, effects: list[VariationEffect]) -> Result
 
 
 @shape.judge("M3.history")
-def m3_history(ctx: Context, n: int, effects: list[VariationEffect]) -> Result:
+def m3_history(ctx: JudgeContext, n: int, effects: list[VariationEffect]) -> Result:
     """M3.history: for a cache-sensitive model, mixed-wave outputs equal same-history
     single-slot replays, with the slot histories known from ordered admission."""
     id_ = "M3.history"
@@ -204,7 +204,7 @@ def m3_history(ctx: Context, n: int, effects: list[VariationEffect]) -> Result:
 # --- M3.variation: each declared variation changes the output's content ------------
 
 
-def mixed_outputs(ctx: Context, n: int) -> list[RequestEvent]:
+def mixed_outputs(ctx: JudgeContext, n: int) -> list[RequestEvent]:
     """The candidate's mixed-wave request events at count n."""
     return [e for r in ctx.rec.count_runs(n) for e in ctx.rec.requests(r, ("mixed_wave",))]
 
@@ -223,7 +223,7 @@ CONTENT_KEYS = (
 )
 
 
-def content_digest(ctx: Context, e: RequestEvent | None, cache: dict[str, str | None] | None = None) -> str | None:
+def content_digest(ctx: JudgeContext, e: RequestEvent | None, cache: dict[str, str | None] | None = None) -> str | None:
     """Hash of a recorded reply's content (decoded audio samples, text, structured outputs,
     artifact payloads) from its raw body; None when the body or any content is missing."""
     if e is None or not (e.get("output") or {}).get("valid") or not e.get("artifact") or ctx.run_dir is None:
@@ -264,7 +264,7 @@ def _content_value(key: str, value: object) -> object:
     return value
 
 
-def _length_of(ctx: Context, e: RequestEvent | None, field_: str, request: Mapping[str, object]) -> object:
+def _length_of(ctx: JudgeContext, e: RequestEvent | None, field_: str, request: Mapping[str, object]) -> object:
     """The effective length a request had: its output audio's frames (text-to-audio tasks)
     or its input audio file's frames (audio-input tasks); None when unknown."""
     if field_ in ("audio", "file"):
@@ -296,7 +296,7 @@ class VariationEffect(TypedDict):
     audio: object
 
 
-def variation_effects(ctx: Context) -> list[VariationEffect]:
+def variation_effects(ctx: JudgeContext) -> list[VariationEffect]:
     """For each declared variation: its kind, and does it change the request field, the
     content of the output (not merely echoed metadata) and, for a length variation, the
     effective length?"""
@@ -337,7 +337,7 @@ def variation_effects(ctx: Context) -> list[VariationEffect]:
     return out
 
 
-def _kinds_text(ctx: Context) -> tuple[list[str], str]:
+def _kinds_text(ctx: JudgeContext) -> tuple[list[str], str]:
     """The task's kinds the plan omits, with the plan's reasons (limitations to show)."""
     model = ctx.plan.get("model") or {}
     why = model.get("variation_kinds_justification") or {}
@@ -346,7 +346,7 @@ def _kinds_text(ctx: Context) -> tuple[list[str], str]:
 
 
 @shape.judge("M3.variation")
-def m3_variation(ctx: Context, n: int, effects: list[VariationEffect]) -> Result:
+def m3_variation(ctx: JudgeContext, n: int, effects: list[VariationEffect]) -> Result:
     """M3.variation: every declared variation changes the effective input and the output
     content, on the reference server and on the candidate, covering the kinds the task
     supports (an omitted kind needs the plan's reason, which the result shows)."""
@@ -474,7 +474,7 @@ def m3_variation(ctx: Context, n: int, effects: list[VariationEffect]) -> Result
     )
 
 
-JUDGES: dict[str, Callable[[Context, int, list[VariationEffect]], Result]] = {
+JUDGES: dict[str, Callable[[JudgeContext, int, list[VariationEffect]], Result]] = {
     "M3.variation": m3_variation,
     "M3.reversed": m3_reversed,
     "M3.ten_waves": m3_ten_waves,
@@ -482,6 +482,6 @@ JUDGES: dict[str, Callable[[Context, int, list[VariationEffect]], Result]] = {
 }
 
 
-def judge_m3(ctx: Context, n: int, effects: list[VariationEffect]) -> list[Result]:
+def judge_m3(ctx: JudgeContext, n: int, effects: list[VariationEffect]) -> list[Result]:
     """Every M3 assertion at count n, given the run's `variation_effects`."""
     return [replace(judge(ctx, n, effects), count=n) for judge in JUDGES.values()]

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from parval.gates import shape
-from parval.gates.context import Context, exact_result
+from parval.gates.context import JudgeContext, exact_result
 from parval.gates.unload_evidence import (
     admitted_past,
     barging_reproduced,
@@ -51,7 +51,7 @@ PROBES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-def _missing(ctx: Context, id_: str) -> Result | None:
+def _missing(ctx: JudgeContext, id_: str) -> Result | None:
     """None when the recovery start ran to its end; otherwise what that means for `id_`:
     FAIL when the server crashed during its probe, BLOCKED naming the crash or the stop
     when its probe was not reached, PENDING when the start did not run. A probe recorded
@@ -88,18 +88,18 @@ def _missing(ctx: Context, id_: str) -> Result | None:
     return (shape.blocked if stop else shape.pending)(id_, f"recovery start (count {largest}) {why}")
 
 
-def _probe(ctx: Context, kind: str) -> JsonObject | None:
+def _probe(ctx: JudgeContext, kind: str) -> JsonObject | None:
     """The recovery start's last event of this m4_* kind (its last try)."""
     found = _tries(ctx, kind)
     return found[-1] if found else None
 
 
-def _tries(ctx: Context, kind: str) -> list[JsonObject]:
+def _tries(ctx: JudgeContext, kind: str) -> list[JsonObject]:
     """Every try of this m4_* probe in the standing recovery attempt, in order."""
     return [e for e in ctx.rec.by_run.get(RUN, []) if e["kind"] == kind]
 
 
-def _aside_tries(ctx: Context, kind: str) -> list[list[JsonObject]]:
+def _aside_tries(ctx: JudgeContext, kind: str) -> list[list[JsonObject]]:
     """The tries of this probe in each set-aside recovery attempt."""
     groups: dict[object, list[JsonObject]] = {}
     for e in _aside(ctx, kind):
@@ -107,7 +107,7 @@ def _aside_tries(ctx: Context, kind: str) -> list[list[JsonObject]]:
     return list(groups.values())
 
 
-def _aside_unload_violations(ctx: Context, which: str) -> list[tuple[str, str, object]]:
+def _aside_unload_violations(ctx: JudgeContext, which: str) -> list[tuple[str, str, object]]:
     """(set-aside status, violation in words, evidence) of every set-aside recovery attempt's
     unload probe: a violation in any try, or barging seen on every try."""
     kind = f"m4_{which}_unload"
@@ -122,7 +122,7 @@ def _aside_unload_violations(ctx: Context, which: str) -> list[tuple[str, str, o
     return out
 
 
-def _aside(ctx: Context, kind: str) -> list[JsonObject]:
+def _aside(ctx: JudgeContext, kind: str) -> list[JsonObject]:
     """Events of this kind in set-aside recovery attempts (their violations count)."""
     return [
         {**e, "set_aside": entry["status"]}
@@ -187,7 +187,7 @@ def lease_held(drained: Mapping[str, object] | None) -> bool:
 
 
 @shape.judge("M4.invalid_alongside")
-def m4_invalid_alongside(ctx: Context) -> Result:
+def m4_invalid_alongside(ctx: JudgeContext) -> Result:
     """M4.invalid_alongside: an invalid request is rejected, the healthy ones next to it
     stay exact, and the leases drain."""
     id_ = "M4.invalid_alongside"
@@ -228,7 +228,7 @@ def m4_invalid_alongside(ctx: Context) -> Result:
     return r
 
 
-def judge_load_failure(ctx: Context, run: str, lf: JsonObject | None) -> Result:
+def judge_load_failure(ctx: JudgeContext, run: str, lf: JsonObject | None) -> Result:
     """M4.load_failure_retry on this start's probe: a broken load of the plan's
     registration fails cleanly while healthy work is in flight, releases its lease, and
     the retry serves exact outputs."""
@@ -277,7 +277,7 @@ def judge_load_failure(ctx: Context, run: str, lf: JsonObject | None) -> Result:
 
 
 @shape.judge("M4.load_failure_retry")
-def m4_load_failure_retry(ctx: Context) -> Result:
+def m4_load_failure_retry(ctx: JudgeContext) -> Result:
     """M4.load_failure_retry on the recovery start (see `judge_load_failure`)."""
     id_ = "M4.load_failure_retry"
     held = [e for e in _aside(ctx, "m4_load_failure") if "skipped" not in e and lease_held(_drained(e.get("drained")))]
@@ -290,7 +290,7 @@ def m4_load_failure_retry(ctx: Context) -> Result:
     return judge_load_failure(ctx, RUN, _probe(ctx, "m4_load_failure"))
 
 
-def _unload(ctx: Context, which: str, id_: str) -> Result:
+def _unload(ctx: JudgeContext, which: str, id_: str) -> Result:
     """An unload (`targeted` or `all`) issued while work was in flight waited for it,
     admitted nothing past it, left the model unloaded (/v1/models loaded:false after the
     work drained), and outputs and reload stay exact."""
@@ -366,19 +366,19 @@ def _unload(ctx: Context, which: str, id_: str) -> Result:
 
 
 @shape.judge("M4.targeted_unload")
-def m4_targeted_unload(ctx: Context) -> Result:
+def m4_targeted_unload(ctx: JudgeContext) -> Result:
     """M4.targeted_unload: unloading this model waits for its in-flight work."""
     return _unload(ctx, "targeted", "M4.targeted_unload")
 
 
 @shape.judge("M4.all_unload")
-def m4_all_unload(ctx: Context) -> Result:
+def m4_all_unload(ctx: JudgeContext) -> Result:
     """M4.all_unload: unloading every model waits for the in-flight work."""
     return _unload(ctx, "all", "M4.all_unload")
 
 
 @shape.judge("M4.unload_during_first_load")
-def m4_unload_during_first_load(ctx: Context) -> Result:
+def m4_unload_during_first_load(ctx: JudgeContext) -> Result:
     """M4.unload_during_first_load: an unload issued during the first lazy load waits for
     it, the model ends unloaded, and the reload matches the cold reference."""
     id_ = "M4.unload_during_first_load"
@@ -420,7 +420,7 @@ def m4_unload_during_first_load(ctx: Context) -> Result:
 
 
 @shape.judge("M4.adapter_overrides")
-def m4_adapter_overrides(ctx: Context) -> Result:
+def m4_adapter_overrides(ctx: JudgeContext) -> Result:
     """M4.adapter_overrides: not applicable until a plan declares adapter overrides."""
     return shape.not_applicable(
         "M4.adapter_overrides",
@@ -428,7 +428,7 @@ def m4_adapter_overrides(ctx: Context) -> Result:
     )
 
 
-JUDGES: dict[str, Callable[[Context], Result]] = {
+JUDGES: dict[str, Callable[[JudgeContext], Result]] = {
     "M4.invalid_alongside": m4_invalid_alongside,
     "M4.load_failure_retry": m4_load_failure_retry,
     "M4.targeted_unload": m4_targeted_unload,
@@ -438,7 +438,7 @@ JUDGES: dict[str, Callable[[Context], Result]] = {
 }
 
 
-def judge_m4(ctx: Context) -> list[Result]:
+def judge_m4(ctx: JudgeContext) -> list[Result]:
     """Every M4 assertion; those on the recovery start note that the per-start
     unload/reload is M2's evidence."""
     note = "reuses M2 unload/reload evidence for the per-start unload/reload"
@@ -446,7 +446,7 @@ def judge_m4(ctx: Context) -> list[Result]:
     return [replace(r, limitations=[*r.limitations, note]) if r.id in ON_RECOVERY else r for r in out]
 
 
-def aside_violations(ctx: Context) -> list[Mapping[str, object]]:
+def aside_violations(ctx: JudgeContext) -> list[Mapping[str, object]]:
     """Lifecycle violations in set-aside recovery attempts (Q5 at model level): a lease left
     held, an unload that did not wait, barged or left the model loaded."""
     out: list[Mapping[str, object]] = []

@@ -18,7 +18,7 @@ from typing import Literal
 
 from parval.gates import shape
 from parval.gates.compare import canonicalize
-from parval.gates.context import Context, run_judges
+from parval.gates.context import JudgeContext, run_judges
 from parval.gates.m2_concurrency import NO_COUNTERS
 from parval.gates.records import COUNT_PHASES
 from parval.rundir.event_types import BatchRecord, M6BatchEvent, M6StreamingEvent
@@ -36,7 +36,7 @@ PROBES: tuple[tuple[str, str, Literal["m6_streaming", "m6_batch"]], ...] = (
 )
 
 
-def not_recorded(ctx: Context, id_: str) -> Result:
+def not_recorded(ctx: JudgeContext, id_: str) -> Result:
     """The verdict of an admitted mode whose probe event the modes start did not record:
     FAIL when the server crashed while collecting it, BLOCKED naming the crash (a mode after
     the one it was collecting) or parval's stop, PENDING otherwise."""
@@ -63,12 +63,12 @@ def not_recorded(ctx: Context, id_: str) -> Result:
     return shape.pending(id_, f"no {what} evidence recorded")
 
 
-def _admits(ctx: Context) -> set[str]:
+def _admits(ctx: JudgeContext) -> set[str]:
     return set(ctx.plan["model"].get("admit_modes", ["offline"]))
 
 
 @shape.judge("M6.offline")
-def m6_offline(ctx: Context) -> Result:
+def m6_offline(ctx: JudgeContext) -> Result:
     """M6.offline: offline outputs of the count waves, shown exact at the lowest count.
 
     Offline evidence admits offline mode; whether a count is admitted is its own M2.exact
@@ -103,7 +103,7 @@ def m6_offline(ctx: Context) -> Result:
     )
 
 
-def warmup_problem(ctx: Context) -> tuple[str | None, str | None]:
+def warmup_problem(ctx: JudgeContext) -> tuple[str | None, str | None]:
     """(violation, missing) of the modes start's warm-up wave: every slot served the base
     request once before the mode outputs (so they are warm), each output equal to its cold
     reference."""
@@ -120,7 +120,7 @@ def warmup_problem(ctx: Context) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _ref_pcm(ctx: Context, key: object) -> str | None:
+def _ref_pcm(ctx: JudgeContext, key: object) -> str | None:
     """The PCM sha256 of the upstream reference `key` (its first audio output)."""
     ref = ctx.rec.refs.get(key) if isinstance(key, str) else None
     audio = ((ref["output"] if ref else None) or {}).get("audio") or {}
@@ -139,7 +139,7 @@ def _drain_problem(drained: Mapping[str, object]) -> tuple[str | None, str | Non
     return None, f"lease release not shown: {NO_COUNTERS}"
 
 
-def _streaming(ctx: Context, e: M6StreamingEvent) -> Result:
+def _streaming(ctx: JudgeContext, e: M6StreamingEvent) -> Result:
     """Concurrent streams exact vs the upstream reference of their history, overlap shown
     by the server, one stream cut by its client while the others stay exact, lease
     released."""
@@ -216,7 +216,7 @@ def _streaming(ctx: Context, e: M6StreamingEvent) -> Result:
 
 
 @shape.judge("M6.streaming")
-def m6_streaming(ctx: Context) -> Result:
+def m6_streaming(ctx: JudgeContext) -> Result:
     """M6.streaming, on the last streaming probe (see `_streaming`)."""
     if "streaming" not in _admits(ctx):
         return shape.not_applicable("M6.streaming", "the plan does not admit streaming (model.admit_modes)")
@@ -224,7 +224,7 @@ def m6_streaming(ctx: Context) -> Result:
     return _streaming(ctx, evs[-1]) if evs else not_recorded(ctx, "M6.streaming")
 
 
-def _batch_ref_canon(ctx: Context, key: object, cache: dict[str, str | None]) -> str | None:
+def _batch_ref_canon(ctx: JudgeContext, key: object, cache: dict[str, str | None]) -> str | None:
     """The upstream reference of `key`, canonicalised as a batch result is (no timing)."""
     if not isinstance(key, str):
         return None
@@ -276,7 +276,7 @@ def _in_order(batches: set[int | None]) -> list[int | None]:
 
 
 @shape.judge("M6.batch")
-def m6_batch(ctx: Context) -> Result:
+def m6_batch(ctx: JudgeContext) -> Result:
     """M6.batch: concurrent native batches give one independent result for each request
     (paired by index), each equal to the upstream reference of that request, and the
     leases drain."""
@@ -333,14 +333,14 @@ def m6_batch(ctx: Context) -> Result:
     )
 
 
-JUDGES: dict[str, Callable[[Context], Result]] = {
+JUDGES: dict[str, Callable[[JudgeContext], Result]] = {
     "M6.offline": m6_offline,
     "M6.streaming": m6_streaming,
     "M6.batch": m6_batch,
 }
 
 
-def judge_m6(ctx: Context) -> list[Result]:
+def judge_m6(ctx: JudgeContext) -> list[Result]:
     """Every M6 assertion, each reproducible from the modes start."""
     return run_judges(ctx, JUDGES, "modes")
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from parval.gates import shape
-from parval.gates.context import REF_PHASES, Context
+from parval.gates.context import REF_PHASES, JudgeContext
 from parval.gates.exactness import failure_key
 from parval.gates.m2_concurrency import active_violations, drain_violations, unload_violations
 from parval.gates.m4_recovery import aside_violations
@@ -25,7 +25,7 @@ MEANINGFUL_FIELDS = ("meta", "metadata", "artifacts", "named_audio_outputs", "au
 STARTED_BY = ("run_start", "run_end", "server_ready", "request", "wave")
 
 
-def planned_starts_unrecorded(ctx: Context) -> str:
+def planned_starts_unrecorded(ctx: JudgeContext) -> str:
     """The planned starts whose record (the settings they loaded) is missing, in words (""
     when none): the four reference starts and, at every count the campaign covered, the
     required count starts. A start that crashed or was stopped still recorded what it
@@ -49,7 +49,7 @@ def planned_starts_unrecorded(ctx: Context) -> str:
 
 
 @shape.judge("Q1")
-def q1_settings(ctx: Context, results: list[Result]) -> Result:
+def q1_settings(ctx: JudgeContext, results: list[Result]) -> Result:
     """Q1: every compared run loaded the model with the same settings (slots aside)."""
     settings = {}
     unrecorded = []
@@ -83,7 +83,7 @@ def q1_settings(ctx: Context, results: list[Result]) -> Result:
     )
 
 
-def _baseline_groups(ctx: Context) -> tuple[dict[str, list[object]], list[str]]:
+def _baseline_groups(ctx: JudgeContext) -> tuple[dict[str, list[object]], list[str]]:
     """Raw replies of the recorded serial baseline repeats, grouped by identical request
     (same request, same history: its reference key). (groups, problems)"""
     groups: dict[str, list[object]] = {}
@@ -105,7 +105,7 @@ def _baseline_groups(ctx: Context) -> tuple[dict[str, list[object]], list[str]]:
 
 
 @shape.judge("Q2")
-def q2_volatile_fields(ctx: Context, results: list[Result]) -> Result:
+def q2_volatile_fields(ctx: JudgeContext, results: list[Result]) -> Result:
     """Q2: only fields measured to be volatile may be excluded: each excluded path must
     vary across identical serial requests in the recorded baseline runs (every leaf of an
     excluded object); a stable leaf is meaningful output that the exclusion would hide."""
@@ -182,7 +182,7 @@ def q2_volatile_fields(ctx: Context, results: list[Result]) -> Result:
 
 
 @shape.judge("Q3")
-def q3_tolerance(ctx: Context, results: list[Result]) -> Result:
+def q3_tolerance(ctx: JudgeContext, results: list[Result]) -> Result:
     """Q3: a tolerance, if any, was declared in the plan (hashed in the manifest) before
     the run, and applies only where serial repeats were measured to vary."""
     tol = (ctx.plan.get("compare") or {}).get("tolerance")
@@ -213,7 +213,7 @@ def q3_tolerance(ctx: Context, results: list[Result]) -> Result:
 
 
 @shape.judge("Q4")
-def q4_history_refs(ctx: Context, results: list[Result]) -> Result:
+def q4_history_refs(ctx: JudgeContext, results: list[Result]) -> Result:
     """Q4: a cache-sensitive model's outputs are compared with same-history single-slot
     references only (M3.history at every count), never the closest reference."""
     if not ctx.cache_sensitive:
@@ -240,7 +240,7 @@ def q4_history_refs(ctx: Context, results: list[Result]) -> Result:
     return Result("Q4", st, "see M3.history")
 
 
-def lifecycle_aside(ctx: Context, count: int | None) -> list[Mapping[str, object]]:
+def lifecycle_aside(ctx: JudgeContext, count: int | None) -> list[Mapping[str, object]]:
     """Lifecycle violations seen in attempts parval set aside, in one Q5 scope: at a count,
     its starts' waves and unloads; at model level (None), the recovery start's probes."""
     if count is None:
@@ -264,7 +264,7 @@ def comparison_scope(scoped: list[Result]) -> tuple[list[object], list[Result], 
 
 
 @shape.judge("Q5")
-def q5_intermittent(ctx: Context, results: list[Result], count: int | None = None) -> Result:
+def q5_intermittent(ctx: JudgeContext, results: list[Result], count: int | None = None) -> Result:
     """Q5 for one scope (the model-level verdicts, count None, or one count's): every
     mismatch in its comparison verdicts, whatever later repeats did, and every failure seen
     in an attempt parval set aside (abandoned or redone) in that scope: those never prove
@@ -330,7 +330,7 @@ def q5_intermittent(ctx: Context, results: list[Result], count: int | None = Non
     return replace(r, count=count)
 
 
-JUDGES: dict[str, Callable[[Context, list[Result]], Result]] = {
+JUDGES: dict[str, Callable[[JudgeContext, list[Result]], Result]] = {
     "Q1": q1_settings,
     "Q2": q2_volatile_fields,
     "Q3": q3_tolerance,
@@ -339,7 +339,7 @@ JUDGES: dict[str, Callable[[Context, list[Result]], Result]] = {
 }
 
 
-def judge_quality(ctx: Context, results: list[Result]) -> list[Result]:
+def judge_quality(ctx: JudgeContext, results: list[Result]) -> list[Result]:
     """Q1-Q5 at model level, given every verdict judged so far (Q4 reads M3.history at
     each count; Q5 the model-level verdicts). Each count's own Q5 is `q5_intermittent`."""
     return [judge(ctx, results) for judge in JUDGES.values()]

@@ -325,7 +325,7 @@ def _candidate(start: RunStartEvent) -> bool:
 
 
 class JudgedRun(Protocol):
-    """What the count-start readers need of a judged run (gates.context.Context)."""
+    """What the count-start readers need of a judged run (gates.context.JudgeContext)."""
 
     @property
     def rec(self) -> Records: ...

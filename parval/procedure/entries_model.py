@@ -563,13 +563,13 @@ QUALITY_ENTRIES = (
     Entry(
         "Q6",
         "run",
-        "parval.gates.admission:q6",
+        "parval.gates.admission_verdict:q6",
         (
             "the verdict of every count (its M2, M3, M5 and Q5 results, with the model-level and framework results)",
             PLAN + ": counts",
         ),
         notes=(
-            "decided in parval.gates.admission:decide: admission stops at the first count not validated, "
+            "decided in parval.gates.admission_verdict:decide: admission stops at the first count not validated, "
             "tested or not, and ends below a count that would be the largest admitted without its ten mixed "
             "waves; PASS when what is reported is what the rule gives; PENDING when the plan skips a count "
             "(nothing above it can be admitted); with no count admitted, count 1's status",

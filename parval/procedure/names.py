@@ -13,6 +13,6 @@ HISTORY_PREFIX = "history-"  # single-slot replays of a slot's ordered history (
 MEMBASE_PREFIX = "membase-"  # the baseline build's memory start at a count (M5.baseline)
 
 
-def count_start(n: int, start: int) -> str:
+def count_start_name(n: int, start: int) -> str:
     """The unit of the start-th fresh server at count n, e.g. count2-s1."""
     return f"count{n}-s{start}"

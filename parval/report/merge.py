@@ -23,7 +23,7 @@ How merging works (documented in README, "Many runs, one verdict"):
    Model-level Q5 is judged again over the merged scope: a failure any run saw stays
    failed, otherwise the merged comparison verdicts decide.
 4. Count verdicts and admitted counts are recomputed with the same functions the judge
-   uses (`parval.gates.admission`) over the union of the plans' counts: only consecutive
+   uses (`parval.gates.admission_verdict`) over the union of the plans' counts: only consecutive
    validated counts from one upward are admitted; a count no run covered stays PENDING.
    Q6 is recomputed. A run that was interrupted makes the merged evidence incomplete.
 """
@@ -39,7 +39,7 @@ from typing import Any
 
 from parval import PROCEDURE_VERSION, __version__
 from parval.errors import RunDirError, UsageError
-from parval.gates import admission as adm
+from parval.gates import admission_verdict as adm
 from parval.gates import shape
 from parval.gates.masking import COMPARISON_IDS
 from parval.gates.quality import comparison_scope

@@ -39,7 +39,7 @@ class RequestOutput(TypedDict, total=False):
 
 
 class WaveStatus(TypedDict, total=False):
-    """What the status poller saw during one wave (parval.server.status `WindowSummary`)."""
+    """What the status poller saw during one wave (parval.server.status_poller `WindowSummary`)."""
 
     polls: int
     poll_errors: int

@@ -21,7 +21,7 @@ from parval.procedure.names import (
     REF_BASELINE_B,
     REF_CAP1,
     REF_LEGACY,
-    count_start,
+    count_start_name,
 )
 from parval.rundir.events import EventLog, read_events
 from parval.runners import phases as ph
@@ -69,7 +69,7 @@ class Campaign(CampaignContext):
         counts = self.shard_counts()
         for n in counts:
             for s in range(1, self.plan.starts_per_count + 1):
-                name = count_start(n, s)
+                name = count_start_name(n, s)
                 units.append((name, partial(ph.count_start, self, name, n, s)))
             if self.plan.cache_sensitive:
                 units.append((f"{HISTORY_PREFIX}{n}", partial(references.history_replays, self, n)))
@@ -92,14 +92,14 @@ class Campaign(CampaignContext):
         """The largest count of the consecutive prefix whose M2 assertions passed so far. A
         count the plan never tests ends the prefix ([1, 2, 4] stops at 2: 4 can never be
         admitted); a count another shard runs does not."""
-        from parval.gates.admission import largest_consecutive
-        from parval.gates.context import Context
+        from parval.gates.admission_verdict import largest_consecutive
+        from parval.gates.context import JudgeContext
         from parval.gates.m2_concurrency import judge_m2
         from parval.gates.records import build_records
         from parval.status import Status
 
         rec = build_records(read_events(self.log.path))
-        ctx = Context(rec, self.plan.raw, {}, self.run_dir, str(self.plan.path))
+        ctx = JudgeContext(rec, self.plan.raw, {}, self.run_dir, str(self.plan.path))
         best = largest_consecutive(
             self.shard_counts(), self.plan.counts, lambda n: all(r.status is Status.PASS for r in judge_m2(ctx, n))
         )
@@ -135,14 +135,14 @@ class Campaign(CampaignContext):
 
     def count_failures(self, n: int) -> list[str]:
         """The per-count assertions (M2, M3) that FAIL at count n in the evidence so far."""
-        from parval.gates.context import Context
+        from parval.gates.context import JudgeContext
         from parval.gates.m2_concurrency import judge_m2
         from parval.gates.m3_mixed_waves import judge_m3, variation_effects
         from parval.gates.records import build_records
         from parval.status import Status
 
         rec = build_records(read_events(self.log.path))
-        ctx = Context(rec, self.plan.raw, {}, self.run_dir, str(self.plan.path))
+        ctx = JudgeContext(rec, self.plan.raw, {}, self.run_dir, str(self.plan.path))
         results = [*judge_m2(ctx, n), *judge_m3(ctx, n, variation_effects(ctx))]
         return sorted({r.id for r in results if r.status is Status.FAIL})
 

@@ -20,7 +20,7 @@ from parval.runners.start import Start, StartAborted, StartSettings
 from parval.server.client import Client
 from parval.server.memory import GuardStop, MemorySample, MemorySampler, PhaseTracker
 from parval.server.process import LaunchSpec, spawn, wait_ready
-from parval.server.status import StatusPoller
+from parval.server.status_poller import StatusPoller
 
 _FIELD = {
     "active_slots": "active",

@@ -15,7 +15,7 @@ from parval.plan.load import NamedRequest
 from parval.plan.waves import UNLOAD_CYCLES, mixed_waves
 from parval.procedure.server_facts import ROUTE_BULK_UNLOAD
 from parval.runners.start import Start, StartAborted
-from parval.server.status import summarise_window
+from parval.server.status_poller import summarise_window
 
 if TYPE_CHECKING:
     from parval.runners.context import CampaignContext

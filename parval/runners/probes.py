@@ -10,7 +10,7 @@ from parval.procedure.server_facts import LEGACY_SLOTS_TEXT, ROUTE_LOAD, SLOTS_F
 from parval.runners.start import Start
 from parval.server.client import ReplySummary
 from parval.server.process import spawn, wait_ready
-from parval.server.status import StatusSample
+from parval.server.status_poller import StatusSample
 
 if TYPE_CHECKING:
     from parval.runners.context import CampaignContext

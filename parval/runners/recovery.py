@@ -13,7 +13,7 @@ import anyio
 from parval.procedure.server_facts import ROUTE_BULK_UNLOAD, ROUTE_LOAD
 from parval.runners.start import Start
 from parval.server.client import Reply
-from parval.server.status import taken_at
+from parval.server.status_poller import taken_at
 from parval.server.waves import release_together
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from parval.rundir.events import EventLog
 from parval.server.client import CONNECT_ERROR, INDETERMINATE, OK, Client, Reply, ReplySummary
 from parval.server.memory import MemoryConfig, MemorySample, MemorySampler, PhaseTracker
 from parval.server.process import ServerProcess
-from parval.server.status import StatusPoller, StatusSample, summarise_window, taken_at
+from parval.server.status_poller import StatusPoller, StatusSample, summarise_window, taken_at
 from parval.server.trace import TraceLine, read_trace
 
 

@@ -11,7 +11,7 @@ from typing import NotRequired, TypedDict
 import anyio
 
 from parval.server.client import Client, Reply
-from parval.server.status import StatusPoller, StatusSample, taken_at
+from parval.server.status_poller import StatusPoller, StatusSample, taken_at
 
 # Without counters to watch, requests of an ordered wave are sent this far apart so that
 # they arrive in order; their admission cannot be observed.

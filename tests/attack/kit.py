@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from parval.gates import admission as adm
+from parval.gates import admission_verdict as adm
 from parval.gates import execution_path as xp
 from parval.gates import m1_baseline as m1
 from parval.gates import m2_concurrency as m2
@@ -25,7 +25,7 @@ from parval.gates import m3_mixed_waves as m3
 from parval.gates import m4_recovery as m4
 from parval.gates import m6_modes as m6
 from parval.gates import quality
-from parval.gates.context import Context
+from parval.gates.context import JudgeContext
 from parval.gates.execution_path import judge_execution_path
 from parval.gates.m1_baseline import judge_m1
 from parval.gates.m2_concurrency import judge_m2
@@ -197,7 +197,7 @@ def verdict(run: Run, events: list[dict[str, Any]], key: str, *, tracked: bool =
         raise Refused(str(exc)) from exc
     finally:
         Tracked.reads = noting
-    ctx = Context(rec, run.plan, run.manifest, run.dir, str(run.dir / "plan.yaml"))
+    ctx = JudgeContext(rec, run.plan, run.manifest, run.dir, str(run.dir / "plan.yaml"))
     aid, n = split(key)
     group = aid.split(".")[0]
     # Only the assertion's own judge (and what it depends on): the reads noted are its own.
@@ -243,7 +243,7 @@ def verdict(run: Run, events: list[dict[str, Any]], key: str, *, tracked: bool =
     raise KeyError(key)
 
 
-def q6(run: Run, ctx: Context) -> Result:
+def q6(run: Run, ctx: JudgeContext) -> Result:
     """Q6 over every model-gate result (the framework record is not part of this run)."""
     model = [*judge_execution_path(ctx), *judge_m1(ctx, ctx.serial), *judge_m4(ctx), *judge_m6(ctx)]
     effects = variation_effects(ctx)

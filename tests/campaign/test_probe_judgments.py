@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from parval.gates.context import Context
+from parval.gates.context import JudgeContext
 from parval.gates.execution_path import x1_legacy_path, x3_resize_across_one
 from parval.gates.m4_recovery import judge_load_failure, judge_m4, lease_problem
 from parval.gates.records import build_records
@@ -54,8 +54,8 @@ def baseline() -> list[dict[str, Any]]:
     ]
 
 
-def ctx(events: list[dict[str, Any]]) -> Context:
-    return Context(build_records(events), PLAN, {}, None, "plan.yaml")
+def ctx(events: list[dict[str, Any]]) -> JudgeContext:
+    return JudgeContext(build_records(events), PLAN, {}, None, "plan.yaml")
 
 
 def by_id(results: list[Any], id_: str) -> Any:
@@ -167,7 +167,7 @@ def test_x3_resize_refused_for_memory_is_blocked_not_failed() -> None:
 DRAINED = {"ok": True, "active": 0, "queued": 0, "fields_present": True}
 
 
-def lf_events(outputs: list[str], retry: str = "COLD", **lf: Any) -> tuple[Context, dict[str, Any]]:
+def lf_events(outputs: list[str], retry: str = "COLD", **lf: Any) -> tuple[JudgeContext, dict[str, Any]]:
     run = "recovery"
     ev = [*baseline(), *start(run, "recovery", 2)]
     ev += [request(run, "load_failure_alongside", c) for c in outputs]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from parval.framework.context import Context
+from parval.framework.context import FrameworkContext
 from parval.framework.ctest import CTestCase, CTestRun
 from parval.framework.probes_f3 import attach_ctest
 from parval.status import Status
@@ -90,8 +90,8 @@ def test_a_sanitizer_build_without_its_flag_is_not_a_sanitizer_run(tmp_path: Pat
     assert "tsan not run: no TSan runtime here" in san["limitations"]
 
 
-def _ctx(**options: object) -> Context:
-    ctx = Context.__new__(Context)
+def _ctx(**options: object) -> FrameworkContext:
+    ctx = FrameworkContext.__new__(FrameworkContext)
     from parval.framework.findings import Findings
     from parval.framework.settings import ProbeOptions
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from parval.cli import app
 from parval.framework.checks import Check, Verdict
-from parval.framework.context import Context
+from parval.framework.context import FrameworkContext
 from parval.framework.ctest import CTestCase, CTestRun
 from parval.framework.facts import FlightFact
 from parval.framework.findings import Findings
@@ -30,7 +30,7 @@ from .helpers import run
 
 
 def bare_ctx(cache_sensitive: bool = False) -> Any:
-    ctx = Context.__new__(Context)
+    ctx = FrameworkContext.__new__(FrameworkContext)
     ctx.refs = {}
     ctx.plan = SimpleNamespace(cache_sensitive=cache_sensitive)  # type: ignore[assignment]
     ctx.findings = Findings()

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from parval import PROCEDURE_VERSION
-from parval.gates import admission as adm
+from parval.gates import admission_verdict as adm
 from parval.gates.framework_ref import COUNT_SCOPED, framework_checks
 from parval.procedure.catalogue import FRAMEWORK_GATE
 from parval.rundir.integrity import CHAIN, LISTING, seal_run, write_listing

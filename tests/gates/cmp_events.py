@@ -14,7 +14,7 @@ import numpy as np
 import soundfile as sf
 
 from parval.gates.compare import canonicalize
-from parval.gates.context import Context
+from parval.gates.context import JudgeContext
 from parval.gates.records import Records, build_records
 
 VOLATILE = ["timing.wall_ms"]
@@ -140,5 +140,5 @@ class Events:
     def records(self) -> Records:
         return build_records(self.events)
 
-    def context(self, **compare: Any) -> Context:
-        return Context(self.records(), plan(**compare), {"plan": {"sha256": "0" * 64}}, self.run_dir, "plan.yaml")
+    def context(self, **compare: Any) -> JudgeContext:
+        return JudgeContext(self.records(), plan(**compare), {"plan": {"sha256": "0" * 64}}, self.run_dir, "plan.yaml")

@@ -14,7 +14,7 @@ import numpy as np
 import soundfile as sf
 
 from parval.gates.compare import canonicalize
-from parval.gates.context import Context
+from parval.gates.context import JudgeContext
 from parval.gates.records import build_records
 
 VOLATILE = ["timing"]
@@ -141,8 +141,8 @@ class Events:
     def append(self, kind: str, **fields: Any) -> None:
         self.events.append({"kind": kind, **fields})
 
-    def context(self, plan: dict[str, Any], manifest: dict[str, Any] | None = None) -> Context:
-        return Context(build_records(self.events), plan, manifest or {}, self.run_dir, "plan.yaml")
+    def context(self, plan: dict[str, Any], manifest: dict[str, Any] | None = None) -> JudgeContext:
+        return JudgeContext(build_records(self.events), plan, manifest or {}, self.run_dir, "plan.yaml")
 
 
 def counters_status(n: int, polls: int = 40) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from parval.gates.admission import admitted_counts, verdict_line
+from parval.gates.admission_verdict import admitted_counts, verdict_line
 from parval.status import Result, Status, combine, not_applicable
 
 P, F, Pe, B, NA = Status.PASS, Status.FAIL, Status.PENDING, Status.BLOCKED, Status.NOT_APPLICABLE
@@ -64,7 +64,7 @@ def _count(n: int, status: Status, *, short: bool = False) -> list[Result]:
 
 
 def test_q6_reports_what_the_rule_gives_and_no_admission_as_its_own_verdict() -> None:
-    from parval.gates.admission import decide
+    from parval.gates.admission_verdict import decide
 
     model = [Result("M1.manifest", P, "ok", {"rests_on": {"m": 1}})]
     d = decide(
@@ -84,7 +84,7 @@ def test_the_largest_admitted_count_needs_its_ten_mixed_waves() -> None:
     """[1, 2, 4] with 4 failing: count 2 ran the plan's lower `waves.mixed`, so it cannot be
     the largest admitted count (and neither can 1): nothing is admitted, and count 2's
     M3.ten_waves says why."""
-    from parval.gates.admission import decide
+    from parval.gates.admission_verdict import decide
 
     model = [Result("M1.manifest", P, "ok", {"rests_on": {"m": 1}})]
     per = {1: _count(1, P, short=True), 2: _count(2, P, short=True), 3: _count(3, P), 4: _count(4, F)}
@@ -102,7 +102,7 @@ def test_the_largest_admitted_count_needs_its_ten_mixed_waves() -> None:
 def test_the_once_per_model_probes_stop_at_a_count_the_plan_skips() -> None:
     """M4 and M6 run at the largest count that can still be admitted: with counts [1, 2, 4]
     that is 2 even when 4 validates (3 was never tested); a count another shard runs is no gap."""
-    from parval.gates.admission import largest_consecutive
+    from parval.gates.admission_verdict import largest_consecutive
 
     def every(n: int) -> bool:
         return True

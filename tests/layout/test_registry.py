@@ -38,7 +38,7 @@ GATE_MODULES = {
     "Q5": "quality",
 }
 # Judged outside any JUDGES table: (module, function).
-DECIDED_ELSEWHERE = {"X4": ("parval.gates.framework_ref", "x4_result"), "Q6": ("parval.gates.admission", "q6")}
+DECIDED_ELSEWHERE = {"X4": ("parval.gates.framework_ref", "x4_result"), "Q6": ("parval.gates.admission_verdict", "q6")}
 # Framework judges that judge no server behaviour (skipped / not set up).
 NOT_BEHAVIOUR = {"given", "precondition"}
 # Stand-in switches that are behaviours a correct server may have, not faults.

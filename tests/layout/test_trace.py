@@ -106,7 +106,7 @@ def clean_run() -> Iterator[Path]:
 
 def m2_observed_active_path(run_dir: Path) -> Path_:
     """M2.observed_active at the run's highest count: entry, judge, evidence, report."""
-    from parval.gates.context import Context
+    from parval.gates.context import JudgeContext
     from parval.gates.records import load_records
     from parval.judge import judge_run
     from parval.report import markdown
@@ -114,7 +114,7 @@ def m2_observed_active_path(run_dir: Path) -> Path_:
 
     aid = "M2.observed_active"
     run = Run.load(run_dir)
-    ctx = Context(load_records(run_dir), run.plan, run.manifest, run_dir, str(run_dir / "plan.yaml"))
+    ctx = JudgeContext(load_records(run_dir), run.plan, run.manifest, run_dir, str(run_dir / "plan.yaml"))
     judge = entry(aid).judge_function()
     n = max(run.counts)
     evidence = judge_run(run_dir, write=False)

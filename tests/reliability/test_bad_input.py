@@ -297,7 +297,7 @@ OUTCOMES = st.sampled_from(["ok", "http_error", "indeterminate", "oversize", "co
 def test_a_malformed_or_unknown_reply_never_counts_as_exact(replies: list[tuple[Any, bytes, bool]]) -> None:
     """Whatever the replies, judging never raises, and only an ok reply whose output is
     well-formed and equal to its reference can be counted exact."""
-    from parval.gates.context import Context, exact_result
+    from parval.gates.context import JudgeContext, exact_result
     from parval.runners.start import _canonical
 
     ref_out = _canonical(json.dumps({"audio": GOOD_AUDIO}).encode(), ["timing"]).to_json()
@@ -343,7 +343,7 @@ def test_a_malformed_or_unknown_reply_never_counts_as_exact(replies: list[tuple[
     rec = build_records(events)
     tally = judge_requests(rec, rec.requests("count1-s1"))
     assert tally.exact == good
-    result = exact_result("M2.exact", tally, "test", Context(rec, SMALL_PLAN, {}, None, "plan.yaml"))
+    result = exact_result("M2.exact", tally, "test", JudgeContext(rec, SMALL_PLAN, {}, None, "plan.yaml"))
     if good < len(replies):
         assert str(result.status) != "PASS"
 

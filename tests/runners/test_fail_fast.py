@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from parval import api
-from parval.gates import admission as adm
+from parval.gates import admission_verdict as adm
 from parval.plan.load import load_plan
 from parval.report.merge import LoadedRun
 from parval.runners.campaign import Campaign, unit_count

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from parval.gates.context import Context
+from parval.gates.context import JudgeContext
 from parval.gates.m2_concurrency import m2_starts
 from parval.gates.records import load_records
 from parval.plan.load import load_plan
@@ -67,6 +67,6 @@ def test_a_guard_stop_ends_the_start_as_blocked_evidence(tmp_path: Path, monkeyp
     again.append("start_aborted", unit="count1-s1", reason=str(caught[0]))
     again.close()
     rec = load_records(run_dir)
-    r = m2_starts(Context(rec, plan.raw, {}, run_dir, "plan.yaml"), 1)
+    r = m2_starts(JudgeContext(rec, plan.raw, {}, run_dir, "plan.yaml"), 1)
     assert r.status is Status.BLOCKED and "memory guard" in r.reason
     assert (rec.ends["count1-s1"]["memory"] or {}).get("guard_stop")

@@ -19,7 +19,7 @@ from parval.runners import phases as ph
 from parval.runners.start import Start
 from parval.server.admission import ordered_admission
 from parval.server.client import OK, Reply
-from parval.server.status import StatusPoller, StatusSample
+from parval.server.status_poller import StatusPoller, StatusSample
 from parval.ui.state import ProgressState
 
 

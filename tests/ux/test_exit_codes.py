@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from parval.gates.admission import PENDING_TEXT, verdict_line
+from parval.gates.admission_verdict import PENDING_TEXT, verdict_line
 from parval.status import Result, Status
 
 from .kit import Outcome, invoke, parval, write_plan
