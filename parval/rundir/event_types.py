@@ -1,8 +1,10 @@
-"""The events the model gates read, one TypedDict per kind: the required keys are the
-fields parval.rundir.event_fields declares for the kind (checked when a log is read, so a
-judge can index them), `NotRequired` the optional ones parval's writers add and a judge
-reads with `.get`, typed as those writers record them (they are not checked on read).
-tests/rundir/test_event_types.py keeps the two tables in step.
+"""Every event kind parval writes, one TypedDict per kind (two where a probe may record that
+it was skipped): the required keys are the fields parval.rundir.event_fields declares for
+the kind (checked when a log is read, so a reader can index them), `NotRequired` the
+optional ones parval's writers add and a judge reads with `.get`, typed as those writers
+record them (they are not checked on read). tests/rundir/test_event_types.py keeps the two
+tables in step and writes one event of every kind, built through its type, to a log that
+validates against schemas/events.schema.json.
 
 The table declares a nested object (a reply, a wave's status) only as an object: the ones
 the gates read have a TypedDict below with every key optional (`total=False`: older runs
@@ -398,6 +400,299 @@ class X3ResizeProbeEvent(TypedDict):
     capacity_refused: NotRequired[JsonValue]  # the server's refusal of two slots
 
 
+# -- the kinds declared in events format 2: campaign bookkeeping and the framework record ---
+# (nothing in the gates reads them; the framework's --rejudge reads observation, ctest_run,
+# judge_inputs and record_inputs)
+
+
+class CampaignStartEvent(TypedDict):
+    kind: Literal["campaign_start"]
+    plan: str
+    plan_sha256: str
+    shard: list[JsonValue] | None
+    counts: list[JsonValue]
+    resumed: bool
+    fail_fast: bool
+
+
+class CampaignStoppedEvent(TypedDict):
+    kind: Literal["campaign_stopped"]
+    reason: str
+
+
+class CampaignInterruptedEvent(TypedDict):
+    kind: Literal["campaign_interrupted"]
+    signal: str
+    unit: str | None
+    reason: str
+
+
+class CampaignTimeoutEvent(TypedDict):
+    kind: Literal["campaign_timeout"]
+    after_s: float
+    reason: str
+
+
+class RecoveryCountEvent(TypedDict):
+    kind: Literal["recovery_count"]
+    count: int
+    reason: str
+
+
+class UnitBeginEvent(TypedDict):
+    kind: Literal["unit_begin"]
+    unit: str
+
+
+class UnitEndEvent(TypedDict):
+    kind: Literal["unit_end"]
+    unit: str
+    ok: bool
+
+
+class UnitSkippedEvent(TypedDict):
+    kind: Literal["unit_skipped"]
+    unit: str
+    reason: str
+
+
+class ServerLeftoverEvent(TypedDict):
+    kind: Literal["server_leftover"]
+    unit: str
+    server: str
+    stop: JsonObject
+    log_tail: str
+
+
+class ServerUnresponsiveEvent(TypedDict):
+    kind: Literal["server_unresponsive"]
+    run: str
+    attempt: int
+    where: str
+    requests: int
+    outcomes: list[JsonValue]
+    request_timeout_s: float
+    log_tail: str
+
+
+class WaveRepeatEvent(TypedDict):
+    kind: Literal["wave_repeat"]
+    run: str
+    attempt: int
+    count: int | None
+    phase: str
+    wave: int
+    n: int
+    retry: int
+    repeat: bool
+    reason: str
+
+
+class TornTailDiscardedEvent(TypedDict):
+    kind: Literal["torn_tail_discarded"]
+    bytes: int
+    sha256: str
+    reason: str
+
+
+class FrameworkStartEvent(TypedDict):
+    kind: Literal["framework_start"]
+    plan: str
+    plan_sha256: str
+    only: str | None
+    selection: list[JsonValue]
+
+
+class FrameworkEndEvent(TypedDict):
+    kind: Literal["framework_end"]
+    record_id: str
+    verdict: JsonObject
+
+
+class ObservationEvent(TypedDict):
+    kind: Literal["observation"]
+    assertion: str
+    name: str
+    judge: str
+    facts: JsonObject
+    evidence: JsonObject
+
+
+class CheckEvent(TypedDict):
+    kind: Literal["check"]
+    assertion: str
+    name: str
+    status: str
+    detail: str
+    evidence: JsonObject
+
+
+class CtestRunEvent(TypedDict):
+    kind: Literal["ctest_run"]
+    run: JsonObject
+
+
+class CtestEvent(TypedDict):
+    kind: Literal["ctest"]
+    label: str
+    summary: str
+    status: str
+
+
+class JudgeInputsEvent(TypedDict):
+    kind: Literal["judge_inputs"]
+    selected: list[JsonValue]
+    only: str | None
+    plan_path: str
+    required_tests: list[JsonValue]
+    default_transport_unchanged: str | None
+    sanitizers: list[JsonValue]
+    sanitizers_unavailable: JsonObject
+
+
+class RecordInputsEvent(TypedDict):
+    kind: Literal["record_inputs"]
+    procedure_version: str
+    parval_version: str
+    created_at: str
+    elapsed_s: float
+    identity: JsonObject
+    scope: JsonObject
+    contract: JsonObject
+    probes: list[JsonValue]
+    reproduction: str
+
+
+class ProbeBeginEvent(TypedDict):
+    kind: Literal["probe_begin"]
+    probe: str
+
+
+class ProbeEndEvent(TypedDict):
+    kind: Literal["probe_end"]
+    probe: str
+    ok: bool
+    elapsed_s: float
+
+
+class ProbeErrorEvent(TypedDict):
+    kind: Literal["probe_error"]
+    probe: str
+    error: str
+
+
+class ProbeSkippedEvent(TypedDict):
+    kind: Literal["probe_skipped"]
+    probe: str
+    status: str
+    reason: str
+
+
+class RigStartEvent(TypedDict):
+    kind: Literal["rig_start"]
+    rig: str
+    flagged: bool
+    config: JsonObject
+    ui_management: bool
+
+
+class RigReadyEvent(TypedDict):
+    kind: Literal["rig_ready"]
+    rig: str
+    ready_s: float
+    argv: list[JsonValue]
+
+
+class RigEndEvent(TypedDict):
+    kind: Literal["rig_end"]
+    rig: str
+    stop: JsonObject
+    polls: int
+    poll_errors: int
+    log_tail: str
+
+
+class FlightEvent(TypedDict):
+    kind: Literal["flight"]
+    rig: str
+    label: str
+    path: str
+    t_send: float
+    t_done: float | None
+    cancelled: bool
+    reply: JsonObject | None
+
+
+class CalibrationEvent(TypedDict):
+    kind: Literal["calibration"]
+    rig: str
+    timing: JsonObject
+    statuses: list[JsonValue]
+
+
+class CapabilitiesEvent(TypedDict):
+    kind: Literal["capabilities"]
+    rig: str
+    counters: bool | None
+    loaded: bool | None
+    bulk_unload: bool | None
+    bulk_status: int | None
+    management: bool | None
+    management_status: int | None
+    plan_ui_management: bool
+
+
+class FirstWaveEvent(TypedDict):
+    kind: Literal["first_wave"]
+    rig: str
+    timeline: list[JsonValue]
+    model: str
+    count: int
+    capacity: list[JsonValue]
+    sessions: list[JsonValue]
+
+
+class ForcedOrderEvent(TypedDict):
+    kind: Literal["forced_order"]
+    rig: str
+    timeline: list[JsonValue]
+    model: str
+    count: int
+
+
+class RequestOnlyQueueEvent(TypedDict):
+    kind: Literal["request_only_queue"]
+    rig: str
+    timeline: list[JsonValue]
+    model: str
+    count: int
+
+
+class HealthyPlusOverdueEvent(TypedDict):
+    kind: Literal["healthy_plus_overdue"]
+    rig: str
+    count: int
+    probe_ms: int
+
+
+class OverlappingManagersEvent(TypedDict):
+    kind: Literal["overlapping_managers"]
+    rig: str
+    timeline: list[JsonValue]
+
+
+class ReconfigureQueuedEvent(TypedDict):
+    kind: Literal["reconfigure_queued"]
+    rig: str
+    timeline: list[JsonValue]
+
+
+class UnloadNotUndoneEvent(TypedDict):
+    kind: Literal["unload_not_undone"]
+    rig: str
+    timeline: list[JsonValue]
+
+
 # kind -> its TypedDict(s): two where a probe may record that it was skipped.
 EVENT_TYPES: dict[str, tuple[type, ...]] = {
     "campaign_end": (CampaignEndEvent,),
@@ -429,4 +724,41 @@ EVENT_TYPES: dict[str, tuple[type, ...]] = {
     "x1_config_probe": (X1ConfigProbeEvent,),
     "x1_registration_probe": (X1RegistrationProbeEvent,),
     "x3_resize_probe": (X3ResizeProbeEvent,),
+    "campaign_start": (CampaignStartEvent,),
+    "campaign_stopped": (CampaignStoppedEvent,),
+    "campaign_interrupted": (CampaignInterruptedEvent,),
+    "campaign_timeout": (CampaignTimeoutEvent,),
+    "recovery_count": (RecoveryCountEvent,),
+    "unit_begin": (UnitBeginEvent,),
+    "unit_end": (UnitEndEvent,),
+    "unit_skipped": (UnitSkippedEvent,),
+    "server_leftover": (ServerLeftoverEvent,),
+    "server_unresponsive": (ServerUnresponsiveEvent,),
+    "wave_repeat": (WaveRepeatEvent,),
+    "torn_tail_discarded": (TornTailDiscardedEvent,),
+    "framework_start": (FrameworkStartEvent,),
+    "framework_end": (FrameworkEndEvent,),
+    "observation": (ObservationEvent,),
+    "check": (CheckEvent,),
+    "ctest_run": (CtestRunEvent,),
+    "ctest": (CtestEvent,),
+    "judge_inputs": (JudgeInputsEvent,),
+    "record_inputs": (RecordInputsEvent,),
+    "probe_begin": (ProbeBeginEvent,),
+    "probe_end": (ProbeEndEvent,),
+    "probe_error": (ProbeErrorEvent,),
+    "probe_skipped": (ProbeSkippedEvent,),
+    "rig_start": (RigStartEvent,),
+    "rig_ready": (RigReadyEvent,),
+    "rig_end": (RigEndEvent,),
+    "flight": (FlightEvent,),
+    "calibration": (CalibrationEvent,),
+    "capabilities": (CapabilitiesEvent,),
+    "first_wave": (FirstWaveEvent,),
+    "forced_order": (ForcedOrderEvent,),
+    "request_only_queue": (RequestOnlyQueueEvent,),
+    "healthy_plus_overdue": (HealthyPlusOverdueEvent,),
+    "overlapping_managers": (OverlappingManagersEvent,),
+    "reconfigure_queued": (ReconfigureQueuedEvent,),
+    "unload_not_undone": (UnloadNotUndoneEvent,),
 }

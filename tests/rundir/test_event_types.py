@@ -5,13 +5,19 @@ table checks on read."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Literal, get_args, get_origin, is_typeddict
 
+import jsonschema
 import pytest
 
 from parval.jsontypes import JsonObject, JsonValue
 from parval.rundir.event_fields import ANY, EVENT_FIELDS, FLAG, INT, LIST, NUMBER, OBJECT, TEXT, FieldType, OneOf
 from parval.rundir.event_types import EVENT_TYPES
+from parval.rundir.events import EventLog
+
+SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "events.schema.json"
 
 # A table type's Python type, by the value types it accepts.
 PYTHON_TYPE: dict[tuple[type, ...], object] = {
@@ -45,9 +51,8 @@ def shapes(kind: str) -> list[dict[str, FieldType]]:
     return [dict(shape.fields)] + ([dict(shape.skipped)] if shape.skipped is not None else [])
 
 
-def test_every_kind_of_the_first_events_format_has_its_typed_dict() -> None:
-    """The kinds the model gates read are the ones declared since format 1."""
-    assert set(EVENT_TYPES) == {k for k, s in EVENT_FIELDS.items() if s.since_format == 1}
+def test_every_declared_kind_has_its_typed_dict() -> None:
+    assert set(EVENT_TYPES) == set(EVENT_FIELDS)
 
 
 @pytest.mark.parametrize("kind", sorted(EVENT_TYPES))
@@ -87,3 +92,44 @@ def test_optional_keys_are_not_declared_fields() -> None:
         declared = {name for fields in shapes(kind) for name in fields}
         for cls in typed:
             assert not (cls.__optional_keys__ & declared), cls  # type: ignore[attr-defined]
+
+
+def example(hint: object) -> object:
+    """A value of an annotated type: the first of a Literal, a non-null member of a union,
+    an empty nested object (its keys are optional)."""
+    if get_origin(hint) is Literal:
+        return get_args(hint)[0]
+    args = get_args(hint)
+    if args and type(None) in args and get_origin(hint) is not list:
+        return example(next(a for a in args if a is not type(None)))
+    if is_typeddict(hint) or hint == JsonObject:
+        return {}
+    if get_origin(hint) is list:
+        return []
+    examples: dict[object, object] = {str: "text", int: 3, float: 1.5, bool: True}
+    return examples.get(hint, None)  # JsonValue: any JSON value, null among them
+
+
+def test_one_event_of_every_kind_built_through_its_type_is_written_and_validates(tmp_path: Path) -> None:
+    """Each TypedDict, filled with a value of every required key's type, is an event the log
+    accepts (EventLog.append checks the table) and the events schema validates."""
+    path = tmp_path / "events.jsonl"
+    log = EventLog(path)
+    built = 0
+    try:
+        for kind, typed in sorted(EVENT_TYPES.items()):
+            for cls in typed:
+                hints = cls.__annotations__
+                assert kind in get_args(hints["kind"]), cls
+                values = {name: example(hints[name]) for name in cls.__required_keys__ - {"kind"}}  # type: ignore[attr-defined]
+                event = cls(kind=kind, **values)
+                log.append(kind, **{k: v for k, v in event.items() if k != "kind"})
+                built += 1
+    finally:
+        log.close()
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text("utf-8")))
+    lines = path.read_text("utf-8").splitlines()
+    assert len(lines) == built >= len(EVENT_FIELDS)
+    for line in lines:
+        errors = [e.message for e in validator.iter_errors(json.loads(line))]
+        assert not errors, (line[:200], errors)
