@@ -8,8 +8,8 @@ import json
 from collections.abc import Callable
 
 from parval.framework.checks import Check
-from parval.framework.facts import Facts
 from parval.framework.judges import run_judge
+from parval.framework.observed import Facts
 from parval.jsontypes import JsonObject
 from parval.procedure.catalogue import FRAMEWORK_GATE
 from parval.rundir.files import dumps

@@ -6,9 +6,7 @@ what makes every key known), attempt by attempt, with missing evidence PENDING."
 from __future__ import annotations
 
 from parval.framework import judges_f1, judges_f2, judges_f3, judges_f4, judges_f5
-from parval.framework.checks import Verdict
-from parval.framework.facts import Facts
-from parval.framework.observed import Judge
+from parval.framework.observed import Facts, Judge, Verdict
 from parval.framework.preconditions import Capabilities, first_missing
 from parval.status import Status
 

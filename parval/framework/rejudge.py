@@ -17,8 +17,8 @@ from typing import Literal, TypedDict, get_args
 from parval.errors import RunDirError
 from parval.framework.checks import Check
 from parval.framework.ctest import CTestRun
-from parval.framework.facts import Facts
 from parval.framework.judges import run_judge
+from parval.framework.observed import Facts
 from parval.framework.record import RECORD, RECORD_INPUT_FIELDS, FrameworkRecord, RecordInputs, assemble
 from parval.framework.runner import JUDGE_INPUT_FIELDS, JudgeInputs, judge
 from parval.jsontypes import JsonObject
