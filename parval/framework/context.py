@@ -7,7 +7,7 @@ import copy
 from pathlib import Path
 
 from parval.errors import PlanError
-from parval.framework.findings import Findings
+from parval.framework.judges import Findings
 from parval.framework.observed import Timing
 from parval.framework.preconditions import Capabilities, first_missing
 from parval.framework.settings import ProbeOptions

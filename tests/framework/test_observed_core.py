@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from parval.framework import contract, judges_f1, judges_f2, judges_f3, judges_f4, judges_f5
-from parval.framework.checks import Check, assertion_result
-from parval.framework.judges import JUDGES, assemble, over_attempts, run_judge
+from parval.framework.judges import JUDGES, Check, assemble, assertion_result, over_attempts, run_judge
 from parval.framework.observed import (
     INF,
     STALLED,

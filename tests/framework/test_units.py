@@ -9,8 +9,7 @@ import pytest
 
 from parval.errors import UsageError
 from parval.framework import contract
-from parval.framework.checks import Check, assertion_result
-from parval.framework.findings import Findings
+from parval.framework.judges import Check, Findings, assertion_result
 from parval.framework.observed import Timing, Verdict
 from parval.framework.record import groups, verdict
 from parval.framework.runner import PROBES, parse_selection
