@@ -24,6 +24,8 @@ from typing import Any, Required, TypedDict, TypeVar
 from parval.jsontypes import JsonValue
 from parval.status import Status
 
+# -- what an observation holds -------------------------------------------------------------
+
 Facts = dict[str, Any]
 INF = float("inf")
 V = TypeVar("V")
@@ -317,7 +319,7 @@ def stalled(stagger: StatusReads) -> bool:
     return float(last_done) >= float(manager_done) - window
 
 
-# -- what a judge fills ------------------------------------------------------------------------
+# -- what a judge fills --------------------------------------------------------------------
 
 
 class Verdict:
