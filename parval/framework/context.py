@@ -7,9 +7,10 @@ import copy
 from pathlib import Path
 
 from parval.errors import PlanError
-from parval.framework.findings import Findings
+from parval.framework.judges import Findings
+from parval.framework.observed import Timing
 from parval.framework.preconditions import Capabilities, first_missing
-from parval.framework.settings import ProbeOptions, Timing
+from parval.framework.settings import ProbeOptions
 from parval.gates.compare import canonicalize
 from parval.plan.load import OMIT, Plan, model_entry, resolve_executable
 from parval.rundir.artifacts import ArtifactStore

@@ -19,10 +19,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import permutations
 
-from parval.framework.checks import Verdict
-from parval.framework.facts import INF, Facts, FlightFact, flight, listed, samples, timing_of
-from parval.framework.judges_f2 import SLOT_FIELDS, first_wave, queued_work_opening
-from parval.framework.observed import Judge, all_ok, margin_s, ms, no_overtaking, outputs_match, unloaded_ids, waits
+from parval.framework.judges_f2 import SLOT_FIELDS, first_wave
+from parval.framework.observed import (
+    INF,
+    Facts,
+    FlightFact,
+    Judge,
+    Verdict,
+    all_ok,
+    flight,
+    listed,
+    margin_s,
+    ms,
+    no_overtaking,
+    outputs_match,
+    queued_work_opening,
+    samples,
+    timing_of,
+    unloaded_ids,
+    waits,
+)
 from parval.framework.preconditions import route_absent
 
 # -- F1.cap1_fifo and F1.fifo: the forced order --------------------------------------------------

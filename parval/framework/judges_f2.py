@@ -7,9 +7,25 @@ observation names to its judge (a key keeps the prefix of the probe that first r
 
 from __future__ import annotations
 
-from parval.framework.checks import Verdict
-from parval.framework.facts import Facts, FlightFact, Sample, flight, listed, named, samples, stalled
-from parval.framework.observed import STALLED, Judge, all_ok, margin_s, ms, outputs_match, unloaded_ids, waits
+from parval.framework.observed import (
+    STALLED,
+    Facts,
+    FlightFact,
+    Judge,
+    Sample,
+    Verdict,
+    all_ok,
+    flight,
+    listed,
+    margin_s,
+    ms,
+    named,
+    outputs_match,
+    queued_work_opening,
+    samples,
+    stalled,
+    unloaded_ids,
+)
 from parval.jsontypes import JsonObject
 
 # The slot fields the parallel runtime adds to /v1/models (F1.legacy_admission and F2
@@ -182,19 +198,6 @@ def _reconfigured(v: Verdict, manager: FlightFact, what: str, *, body_in_text: b
         manager.status == 200 and isinstance(body, dict) and body.get("reconfigured") is True,
         f"{what} answered 200 reconfigured=true (got {got})",
     )
-
-
-def queued_work_opening(
-    f: Facts, *labels: str, managers: tuple[str, ...]
-) -> tuple[Verdict, list[FlightFact], list[FlightFact]]:
-    """What the queued-work judges share: waits honoured, `managers` staggered behind the
-    work ahead of them, the occupants and the named flights, everything settled within bound."""
-    v = Verdict()
-    waits(v, f, managers=managers)
-    occupants = listed(f, "occupants")
-    flights = [flight(f, label) for label in labels]
-    v.require(bool(f["settled"]), "everything completed within bound")
-    return v, occupants, flights
 
 
 def queued_before_barrier(f: Facts) -> Verdict:

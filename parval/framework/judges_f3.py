@@ -9,9 +9,7 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 
-from parval.framework.checks import Verdict
-from parval.framework.facts import Facts, flight, listed, named
-from parval.framework.observed import Judge, all_ok, outputs_match, waits
+from parval.framework.observed import Facts, Judge, Verdict, all_ok, flight, listed, named, outputs_match, waits
 
 
 def _error(status: int | None) -> bool:

@@ -10,9 +10,18 @@ graceful drain.
 
 from __future__ import annotations
 
-from parval.framework.checks import Verdict
-from parval.framework.facts import Facts, FlightFact, flight, listed
-from parval.framework.observed import Judge, all_ok, ms, outputs_match, waits
+from parval.framework.observed import (
+    Facts,
+    FlightFact,
+    Judge,
+    Verdict,
+    all_ok,
+    flight,
+    listed,
+    ms,
+    outputs_match,
+    waits,
+)
 
 
 def next_wave_exact(v: Verdict, f: Facts) -> None:

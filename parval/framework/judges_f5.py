@@ -7,9 +7,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from parval.framework.checks import Verdict
-from parval.framework.facts import Facts, FlightFact, StatusReads, flight, listed, named, samples, stalled, timing_of
-from parval.framework.observed import STALLED, Judge, all_ok, margin_s, ms, outputs_match, unloaded_ids, waits
+from parval.framework.observed import (
+    STALLED,
+    Facts,
+    FlightFact,
+    Judge,
+    StatusReads,
+    Verdict,
+    all_ok,
+    flight,
+    listed,
+    margin_s,
+    ms,
+    named,
+    outputs_match,
+    samples,
+    stalled,
+    timing_of,
+    unloaded_ids,
+    waits,
+)
 from parval.framework.preconditions import route_absent
 
 BUSY_LIMIT_TEXT = "every loaded model is busy"

@@ -1,13 +1,16 @@
-"""Probes record, judges decide: what the framework judges of every group share.
+"""Probes record, judges decide: what an observation holds and what the framework judges of
+every group share.
 
-A probe drives the server and writes down what it saw (an `observation` event): every
-request's send and completion times, status, error text and output hash, the status
-samples and observer-trace lines of the window, whether bounded waits saw what they waited
-for, the measured timing and the references the outputs are compared with. A judge (a pure
-function in the judges_f1 ... judges_f5 module of the assertion group it judges, listed in
-that module's `JUDGES` table and assembled by parval.framework.judges) turns those facts
-into a `Verdict`, at run time and again in `parval report --rejudge`, so a fix to a judge
-applies to an old record.
+A probe drives the server and writes down what it saw (an `observation` event, filled
+through `Obs`): every request's send and completion times, status, error text and output
+hash, the status samples and observer-trace lines of the window, whether bounded waits saw
+what they waited for, the measured timing (`Timing`, which also sets the tolerances judges
+allow) and the references the outputs are compared with. A judge (a pure function in the
+judges_f1 ... judges_f5 module of the assertion group it judges, listed in that module's
+`JUDGES` table and assembled by parval.framework.judges) reads those facts through the
+views here (flights, samples, timing) and fills a `Verdict`, with the building blocks
+below, at run time and again in `parval report --rejudge`, so a fix to a judge applies to
+an old record.
 
 This module and the `judges*` modules import nothing that talks to a server.
 """
@@ -15,9 +18,394 @@ This module and the `judges*` modules import nothing that talks to a server.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Required, TypedDict, TypeVar
 
-from parval.framework.checks import Verdict
-from parval.framework.facts import INF, Facts, FlightFact, Stagger, flights, named, stalled, timing_of
+from parval.jsontypes import JsonValue
+from parval.status import Status
+
+# -- what an observation holds -------------------------------------------------------------
+
+Facts = dict[str, Any]
+INF = float("inf")
+V = TypeVar("V")
+
+
+def _of(kind: type[V], value: object) -> V | None:
+    """`value` when it has the recorded type, else None (a fact the probe could not take)."""
+    return value if isinstance(value, kind) else None
+
+
+class FlightRecord(TypedDict, total=False):
+    """One request as parval.framework.rig.Rig.fact records it: times relative to the rig
+    start, `t_done` None while unanswered; a reply adds its time, outcome and output hash
+    (a run) or error text and small JSON body (anything else)."""
+
+    label: Required[str]
+    model: str | None
+    method: str
+    path: str
+    t_send: Required[float]
+    finished: bool
+    t_done: float | None
+    status: int | None
+    cancelled: bool
+    ms: float
+    outcome: str
+    error: str
+    artifact: str
+    output: str | None
+    wall_ms: float
+    message: str
+    json: JsonValue
+
+
+class StatusRead(TypedDict, total=False):
+    """One status read taken while a manager waited (a canary flight, or the slowest poll)."""
+
+    t_send: Required[float]
+    t_done: float | None
+    status: int | None
+
+
+class StatusReads(TypedDict, total=False):
+    """The status reads taken while a manager waited, and when the manager answered (None:
+    still waiting after the reads); judged by `stalled`."""
+
+    still_waiting: bool
+    canaries: list[StatusRead]
+    manager_t_done: float | None
+
+
+class Stagger(StatusReads, total=False):
+    """A manager staggered behind older work (parval.framework.scenarios.stagger_manager):
+    whether it still waited after the gap, and the status reads taken meanwhile."""
+
+    what: Required[str]
+    manager: Required[str]
+    behind: Required[list[str]]
+    skipped: bool
+
+
+@dataclass(frozen=True)
+class FlightFact:
+    """One request as recorded: times relative to the rig start (None: never finished)."""
+
+    raw: FlightRecord
+
+    @property
+    def label(self) -> str:
+        return str(self.raw["label"])
+
+    @property
+    def model(self) -> str | None:
+        return _of(str, self.raw.get("model"))
+
+    @property
+    def status(self) -> int | None:
+        return _of(int, self.raw.get("status"))
+
+    @property
+    def t_send(self) -> float:
+        return float(self.raw["t_send"])
+
+    @property
+    def t_done(self) -> float:
+        t = self.raw.get("t_done")
+        return INF if t is None else float(t)
+
+    @property
+    def finished(self) -> bool:
+        return self.raw.get("t_done") is not None or bool(self.raw.get("finished"))
+
+    @property
+    def elapsed_s(self) -> float | None:
+        ms = self.raw.get("ms")
+        return None if ms is None else float(ms) / 1000
+
+    @property
+    def wall_s(self) -> float | None:
+        """The server's own prepare+run time for this request (timing.wall_ms), if reported."""
+        ms = self.raw.get("wall_ms")
+        return None if ms is None else float(ms) / 1000
+
+    @property
+    def latest_run_start(self) -> float | None:
+        """The latest the server's own run can have begun (reply time minus its run; a reply
+        read late only moves the true start earlier); None without a server-side time."""
+        wall = self.wall_s
+        return None if wall is None or not self.finished else self.t_done - wall
+
+    @property
+    def message(self) -> str:
+        return str(self.raw.get("message") or "")
+
+    @property
+    def output(self) -> str | None:
+        return _of(str, self.raw.get("output"))
+
+    @property
+    def cancelled(self) -> bool:
+        return bool(self.raw.get("cancelled"))
+
+    def json(self) -> JsonValue:
+        return self.raw.get("json")
+
+
+def flights(facts: Facts, key: str = "flights") -> list[FlightFact]:
+    return [FlightFact(f) for f in facts.get(key) or []]
+
+
+def named(facts: Facts, *labels: str) -> list[FlightFact]:
+    """The recorded flights with these labels, in that order. A label the observation names
+    but holds no flight for is missing evidence (KeyError: the judge gives PENDING)."""
+    by = {f.label: f for f in flights(facts)}
+    missing = [x for x in labels if x not in by]
+    if missing:
+        raise KeyError(f"observation has no flight {', '.join(map(repr, missing))}")
+    return [by[x] for x in labels]
+
+
+def flight(facts: Facts, label: str) -> FlightFact:
+    return named(facts, label)[0]
+
+
+def listed(facts: Facts, *keys: str) -> list[FlightFact]:
+    """The flights whose labels the observation lists under `keys` (in that order); a list
+    that is absent or empty is missing evidence (KeyError: the judge gives PENDING)."""
+    labels: list[str] = []
+    for key in keys:
+        found = facts[key]
+        if not isinstance(found, list) or not found:
+            raise KeyError(f"the observation lists no {key}")
+        labels += [str(x) for x in found]
+    return named(facts, *labels)
+
+
+def with_prefix(facts: Facts, prefix: str) -> list[FlightFact]:
+    return [f for f in flights(facts) if f.label.startswith(prefix)]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Measured on the candidate: warm request, cold load and idle unload times (seconds).
+
+    Every window a probe needs is derived from these, so the same probe forces the same
+    orders on a 150 ms stand-in and a 3 s real checkpoint.
+    """
+
+    service_s: float
+    load_s: float
+    teardown_s: float
+
+    @property
+    def gap_s(self) -> float:
+        """Stagger between sends whose enqueue cannot be observed (managers)."""
+        return min(0.25, max(0.03, self.service_s / 6))
+
+    @property
+    def tol_s(self) -> float:
+        """Completion-time tolerance: a request that ran later finishes >= a service later."""
+        return self.service_s / 2
+
+    @property
+    def overdue_ms(self) -> int:
+        """Probe busy timeout for overdue checks: leaves room for the whole probe window."""
+        return max(10, int((0.9 * self.service_s - 2 * self.gap_s) * 1000 / 2.5))
+
+    @property
+    def ceiling_ms(self) -> int:
+        """Short model ceiling for timeout checks: half a request, so an occupant is still
+        young (not overdue) when a bounded caller arrives and still running when it gives up."""
+        return max(30, int(self.service_s * 1000 / 2))
+
+    @property
+    def slack_s(self) -> float:
+        """Bound for any single forced scenario to finish (deadlock detection)."""
+        return max(5.0, 8 * (self.service_s + self.load_s + self.teardown_s))
+
+    def too_short(self, min_service_ms: float) -> str | None:
+        if self.service_s * 1000 < min_service_ms:
+            return (
+                f"a warm request takes {self.service_s * 1000:.0f} ms, under min_service_ms="
+                f"{min_service_ms:g}: too short to force an order; use a longer request fixture"
+            )
+        return None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "service_ms": round(self.service_s * 1000, 2),
+            "load_ms": round(self.load_s * 1000, 2),
+            "teardown_ms": round(self.teardown_s * 1000, 2),
+            "gap_ms": round(self.gap_s * 1000, 2),
+            "tolerance_ms": round(self.tol_s * 1000, 2),
+            "overdue_probe_ms": self.overdue_ms,
+            "short_ceiling_ms": self.ceiling_ms,
+            "scenario_bound_s": round(self.slack_s, 2),
+        }
+
+
+def timing_of(facts: Facts) -> Timing:
+    t = facts["timing"]
+    return Timing(float(t["service_ms"]) / 1000, float(t["load_ms"]) / 1000, float(t["teardown_ms"]) / 1000)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One status sample of one model: [t, active, queued, loaded, max_parallel, slots]."""
+
+    t: float
+    active: int | None
+    queued: int | None
+    loaded: bool | None
+    capacity: int | None
+    slots: JsonValue
+
+
+def samples(facts: Facts, key: str = "samples") -> list[Sample]:
+    return [Sample(*row) for row in facts.get(key) or []]
+
+
+class Obs:
+    """The collector a probe fills while it forces a situation (no judgement here).
+
+    `wait` records a bounded wait and whether it saw what it waited for; a probe reads
+    `blocked` only to stop forcing a situation that can no longer be judged."""
+
+    def __init__(self, **facts: object) -> None:
+        self.facts: Facts = {"waits": [], **facts}
+
+    def wait(self, what: str, seen: bool, *, unseen: str | None = None) -> bool:
+        """A bounded wait for `what`; `unseen` is the text when it was not seen (default
+        "never observed <what>")."""
+        entry: dict[str, object] = {"what": what, "seen": bool(seen)}
+        if unseen is not None:
+            entry["unseen"] = unseen
+        self.facts["waits"].append(entry)
+        return bool(seen)
+
+    @property
+    def blocked(self) -> bool:
+        return any(not w["seen"] for w in self.facts["waits"]) or any(
+            stalled(s) for s in self.facts.get("staggers", [])
+        )
+
+    def __setitem__(self, key: str, value: object) -> None:
+        self.facts[key] = value
+
+    def __getitem__(self, key: str) -> Any:
+        return self.facts[key]
+
+
+def stalled(stagger: StatusReads) -> bool:
+    """From the status canaries read while a manager waited: True when a read could only be
+    answered once the manager finished (a registry lock held across a management wait)."""
+    canaries = stagger.get("canaries") or []
+    if not canaries:
+        return False
+    for c in canaries:
+        if c.get("t_done") is None or c.get("status") != 200:
+            return True
+    manager_done = stagger.get("manager_t_done")
+    if manager_done is None:  # still waiting after the reads: the registry answered freely
+        return False
+    last = canaries[-1]
+    last_done = last.get("t_done")
+    if last_done is None:  # not reached: every read answered (checked above)
+        return True
+    # Blocked reads are answered when the lock is released, within a few ms of the
+    # manager's own reply (either order); a free registry answers long before it.
+    window = max(0.005, 0.2 * (float(manager_done) - float(last["t_send"])))
+    return float(last_done) >= float(manager_done) - window
+
+
+# -- what a judge fills --------------------------------------------------------------------
+
+
+class Verdict:
+    """Collects what was required of one forced situation and why it could not be judged
+    (filled by a judge over recorded facts, with the building blocks below)."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.blockers: list[str] = []
+        self.unsupported_by: list[str] = []
+        self.pendings: list[str] = []
+        self.passed: list[str] = []
+        self.inapplicable: list[str] = []
+        self.unforced: list[str] = []  # blockers that say the situation was not forced
+        self.verbatim: str | None = None  # a given sub-check's own text, shown as it is
+
+    def require(self, condition: bool, text: str) -> bool:
+        (self.passed if condition else self.problems).append(text)
+        return condition
+
+    def block(self, text: str) -> None:
+        """Something else got in the way (another defect, a stalled registry): trying the
+        same situation again would meet it again."""
+        self.blockers.append(text)
+
+    def not_forced(self, text: str) -> None:
+        """The probe could not force the situation this time (the machine was too slow, the
+        load finished too fast): BLOCKED, and worth another attempt."""
+        self.blockers.append(text)
+        self.unforced.append(text)
+
+    def labelled(self, prefix: str) -> Verdict:
+        """A copy whose texts name which attempt they come from."""
+        out = Verdict()
+        for name in ("problems", "blockers", "unsupported_by", "pendings", "passed", "inapplicable", "unforced"):
+            setattr(out, name, [f"{prefix}: {x}" for x in getattr(self, name)])
+        out.verbatim = self.verbatim
+        return out
+
+    @property
+    def retry(self) -> bool:
+        """BLOCKED only because the situation was not forced: a probe tries again."""
+        return self.status is Status.BLOCKED and len(self.unforced) == len(self.blockers)
+
+    def pend(self, text: str) -> None:
+        self.pendings.append(text)
+
+    def unsupported(self, text: str) -> None:
+        """The server refuses the combination (it lacks the route or the counters)."""
+        self.unsupported_by.append(text)
+
+    def not_applicable(self, text: str) -> None:
+        """The case does not arise here (a platform or implementation reason)."""
+        self.inapplicable.append(text)
+
+    @property
+    def status(self) -> Status:
+        if self.problems:
+            return Status.FAIL
+        if self.blockers:
+            return Status.BLOCKED
+        if self.unsupported_by:
+            return Status.UNSUPPORTED
+        if self.pendings:
+            return Status.PENDING
+        if self.inapplicable and not self.passed:
+            return Status.NOT_APPLICABLE
+        if not self.passed:  # nothing was shown: no evidence is never a pass
+            return Status.PENDING
+        return Status.PASS
+
+    def detail(self) -> str:
+        if self.verbatim is not None:
+            return self.verbatim
+        if self.problems:
+            return "violated: " + "; ".join(self.problems)
+        if self.blockers:
+            return "could not be judged: " + "; ".join(self.blockers)
+        if self.unsupported_by:
+            return "; ".join(self.unsupported_by)
+        if self.pendings:
+            return "not set up: " + "; ".join(self.pendings)
+        if self.inapplicable and not self.passed:
+            return "; ".join(self.inapplicable)
+        return "; ".join(self.passed) or "not set up: the judge was shown no evidence"
+
 
 Judge = Callable[[Facts], Verdict]
 
@@ -174,3 +562,16 @@ def outputs_match(
 
 def ms(seconds: float) -> int:
     return int(seconds * 1000) if seconds not in (INF, -INF) else 10**9
+
+
+def queued_work_opening(
+    f: Facts, *labels: str, managers: tuple[str, ...]
+) -> tuple[Verdict, list[FlightFact], list[FlightFact]]:
+    """What the queued-work judges share: waits honoured, `managers` staggered behind the
+    work ahead of them, the occupants and the named flights, everything settled within bound."""
+    v = Verdict()
+    waits(v, f, managers=managers)
+    occupants = listed(f, "occupants")
+    flights = [flight(f, label) for label in labels]
+    v.require(bool(f["settled"]), "everything completed within bound")
+    return v, occupants, flights

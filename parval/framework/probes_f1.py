@@ -27,8 +27,8 @@ import time
 import anyio
 
 from parval.framework.context import FrameworkContext
-from parval.framework.facts import Facts, Obs
 from parval.framework.judges import run_judge
+from parval.framework.observed import Facts, Obs, Timing
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, LOADED, MANAGEMENT, route_absent
 from parval.framework.rig import Flight, Rig, open_rig
 from parval.framework.scenarios import (
@@ -42,7 +42,6 @@ from parval.framework.scenarios import (
     timing,
     trace_lines,
 )
-from parval.framework.settings import Timing
 from parval.status import Status
 
 PROVISIONAL = Timing(service_s=1.0, load_s=5.0, teardown_s=1.0)

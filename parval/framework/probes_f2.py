@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from parval.framework.context import FrameworkContext
-from parval.framework.facts import Facts, Obs
+from parval.framework.observed import Facts, Obs
 from parval.framework.poller import Snapshot
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, MANAGEMENT
 from parval.framework.probes_f1 import tested_counts

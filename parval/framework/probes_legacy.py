@@ -9,8 +9,8 @@ import anyio
 
 from parval.errors import ServerStartError
 from parval.framework.context import FrameworkContext
-from parval.framework.facts import Facts, Obs
 from parval.framework.judges_f1 import LEGACY_SLOTS_TEXT
+from parval.framework.observed import Facts, Obs
 from parval.framework.preconditions import BULK_UNLOAD, LOADED, MANAGEMENT, Capabilities, route_absent
 from parval.framework.probes_f1 import bulk_ceiling_ms, timeout_checks, timeout_models
 from parval.framework.rig import Rig, open_rig

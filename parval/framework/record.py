@@ -18,9 +18,9 @@ from typing import Literal, NotRequired, TypedDict, get_args
 from parval import PROCEDURE_VERSION, __version__
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE
 from parval.framework import contract
-from parval.framework.checks import Check
 from parval.framework.context import FrameworkContext
 from parval.framework.ctest import CTestRun
+from parval.framework.judges import Check
 from parval.framework.runner import ProbeOutcome
 from parval.jsontypes import JsonObject
 from parval.plan.schemas import schema_errors

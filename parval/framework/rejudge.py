@@ -15,12 +15,10 @@ from pathlib import Path
 from typing import Literal, TypedDict, get_args
 
 from parval.errors import RunDirError
-from parval.framework.checks import Check
 from parval.framework.ctest import CTestRun
-from parval.framework.facts import Facts
-from parval.framework.judges import run_judge
+from parval.framework.judges import JUDGE_INPUT_FIELDS, Check, JudgeInputs, judge, run_judge
+from parval.framework.observed import Facts
 from parval.framework.record import RECORD, RECORD_INPUT_FIELDS, FrameworkRecord, RecordInputs, assemble
-from parval.framework.runner import JUDGE_INPUT_FIELDS, JudgeInputs, judge
 from parval.jsontypes import JsonObject
 from parval.rundir.event_fields import check_read
 from parval.rundir.events import read_events
@@ -32,7 +30,7 @@ def is_framework_run(path: Path) -> bool:
 
 
 class ObservationEvent(TypedDict, total=False):
-    """An `observation` event's fields (written by parval.framework.findings.Findings.observe)."""
+    """An `observation` event's fields (written by parval.framework.judges.Findings.observe)."""
 
     seq: int
     assertion: str

@@ -27,7 +27,7 @@ from parval.server.process import LaunchSpec, ServerProcess, spawn, wait_ready
 
 if TYPE_CHECKING:
     from parval.framework.context import FrameworkContext
-    from parval.framework.facts import Facts, Obs
+    from parval.framework.observed import Facts, Obs
 
 
 @dataclass
@@ -202,7 +202,7 @@ class Rig:
         return self.ctx.canon(flight.reply.body)
 
     def fact(self, f: Flight) -> dict[str, object]:
-        """One flight as an observation records it (parval.framework.facts.FlightRecord):
+        """One flight as an observation records it (parval.framework.observed.FlightRecord):
         the raw reply body goes to the artifacts, a run reply's canonical output hash and a
         small management reply's JSON into the fact itself."""
         out: dict[str, object] = {
@@ -240,7 +240,7 @@ class Rig:
 
     def samples_of(self, model: str, t0: float, t1: float | None = None) -> list[list[object]]:
         """Status samples of `model` in a window as [t, active, queued, loaded, max_parallel,
-        slots] rows, a row only where something changed (parval.framework.facts.Sample)."""
+        slots] rows, a row only where something changed (parval.framework.observed.Sample)."""
         rows: list[list[object]] = []
         last: list[object] | None = None
         for s in self.poller.between(t0, time.monotonic() if t1 is None else t1):

@@ -5,9 +5,9 @@ A probe that cannot finish (server did not start, deadline, a parval error) leav
 assertions BLOCKED with the reason; it never turns into a PASS or a model FAIL. A probe
 whose preconditions the calibration start found missing (slot counters, bulk unload,
 management routes) is not run: its assertions are PENDING/UNSUPPORTED naming them.
-Every sub-check is a judge's verdict over a recorded observation (parval.framework.observed),
-and `judge` combines sub-checks and CTest runs without a server (`parval report --rejudge`
-re-runs the judges over the observations first).
+Every sub-check is a judge's verdict over a recorded observation, and the results come from
+parval.framework.judges.judge, which combines sub-checks and CTest runs without a server
+(`parval report --rejudge` re-runs the judges over the observations first).
 """
 
 from __future__ import annotations
@@ -15,18 +15,15 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
-from typing import Literal, NotRequired, TypedDict, get_args
+from dataclasses import dataclass
+from typing import NotRequired, TypedDict
 
 import anyio
 
 from parval.errors import ServerStartError, UsageError
-from parval.framework import contract
-from parval.framework.checks import Check, assertion_result
 from parval.framework.context import FrameworkContext
-from parval.framework.ctest import DEFAULT_SANITIZERS, CTestRun
-from parval.framework.findings import Findings
-from parval.framework.judges_f6 import assess_f6
+from parval.framework.ctest import CTestRun
+from parval.framework.judges import JudgeInputs, judge
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, LOADED, MANAGEMENT, first_missing
 from parval.framework.probes_f1 import cap1_probe, fifo_probe, flagged_timeouts_probe, overdue_probe, unsupported_probe
 from parval.framework.probes_f2 import callback_probe, reconfigure_probe, unload_load_probe
@@ -132,31 +129,6 @@ class ProbeOutcome(TypedDict):
     assertions: NotRequired[list[str]]
 
 
-class JudgeInputs(TypedDict, total=False):
-    """What judging reads besides the sub-checks and CTest runs (the `judge_inputs` event;
-    `judge` names a field an old or damaged record lacks, by a KeyError)."""
-
-    selected: list[str]
-    only: str | None
-    plan_path: str
-    required_tests: list[str]
-    default_transport_unchanged: str | None
-    sanitizers: list[str]
-    sanitizers_unavailable: dict[str, str] | str  # older records: one text
-
-
-JudgeInputField = Literal[
-    "selected",
-    "only",
-    "plan_path",
-    "required_tests",
-    "default_transport_unchanged",
-    "sanitizers",
-    "sanitizers_unavailable",
-]
-JUDGE_INPUT_FIELDS: tuple[JudgeInputField, ...] = get_args(JudgeInputField)
-
-
 async def run_probes(ctx: FrameworkContext, selected: set[str]) -> tuple[list[ProbeOutcome], list[CTestRun]]:
     """Run every probe the selection needs; returns per-probe outcomes and CTest runs."""
     outcomes: list[ProbeOutcome] = []
@@ -251,57 +223,5 @@ def judge_inputs(ctx: FrameworkContext, selected: set[str], only: str | None) ->
     }
 
 
-def _unavailable(raw: object) -> dict[str, str]:
-    """`sanitizers_unavailable` as recorded: one reason per job (older records: one text)."""
-    if isinstance(raw, str) and raw:
-        return {label: raw for label in DEFAULT_SANITIZERS}
-    return {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
-
-
 def results(ctx: FrameworkContext, selected: set[str], runs: list[CTestRun], only: str | None) -> list[Result]:
     return judge(ctx.findings.checks, runs, judge_inputs(ctx, selected, only))
-
-
-def judge(checks: list[Check], runs: list[CTestRun], inputs: JudgeInputs) -> list[Result]:
-    """One Result per F assertion, in catalogue order: a pure function of the recorded
-    sub-checks, CTest runs and judging inputs."""
-    findings = Findings()
-    findings.checks = list(checks)
-    selected = set(inputs["selected"])
-    only = inputs["only"]
-    reproduction = f"parval framework {inputs['plan_path']} --only {{id}}"
-    out: list[Result] = []
-    f6: dict[str, Result] = {}
-    if runs:
-        for r in assess_f6(
-            runs,
-            [str(t) for t in inputs.get("required_tests") or []],
-            inputs["sanitizers"],
-            _unavailable(inputs.get("sanitizers_unavailable")),
-            inputs.get("default_transport_unchanged"),
-        ):
-            f6[r.id] = replace(
-                r,
-                limitations=[*contract.limitations(r.id), *r.limitations],
-                evidence={**r.evidence, "contract": contract.coverage_json(r.id)},
-            )
-    for aid in FRAMEWORK_GATE:
-        if aid not in selected:
-            r = Result(
-                aid,
-                Status.PENDING,
-                f"not selected in this record (--only {only})",
-                {"checks": [c.to_json() for c in findings.of(aid)]},
-                reproduction.format(id=aid),
-            )
-        elif aid in f6:
-            r = f6[aid]
-        else:
-            r = assertion_result(
-                aid,
-                findings.of(aid),
-                unrun_reason="no probe produced evidence for this assertion",
-                reproduction=reproduction.format(id=aid),
-            )
-        out.append(r)
-    return out

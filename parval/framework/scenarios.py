@@ -15,11 +15,10 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from parval.framework.facts import Facts, Obs
 from parval.framework.judges import run_judge
+from parval.framework.observed import Facts, Obs, Timing
 from parval.framework.poller import Snapshot
 from parval.framework.rig import Flight, Rig
-from parval.framework.settings import Timing
 from parval.rundir.files import dumps
 from parval.server.trace import TraceLine, read_trace
 

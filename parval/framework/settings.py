@@ -1,5 +1,6 @@
-"""Framework-only settings (`--probes FILE`) and the timing every probe derives from the
-server's own measured request, load and teardown times.
+"""Framework-only settings (`--probes FILE`). The timing every probe derives from the
+server's own measured request, load and teardown times is parval.framework.observed.Timing
+(an observation records it, and judges take their tolerances from it).
 
 The plan format is shared with `parval run`; keys that only the framework gate needs
 live in this optional YAML file instead of the plan schema:
@@ -163,62 +164,3 @@ def _positive(value: object, where: str, key: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         raise UsageError(f"{where}: {key} must be a positive number")
     return float(value)
-
-
-@dataclass(frozen=True)
-class Timing:
-    """Measured on the candidate: warm request, cold load and idle unload times (seconds).
-
-    Every window a probe needs is derived from these, so the same probe forces the same
-    orders on a 150 ms stand-in and a 3 s real checkpoint.
-    """
-
-    service_s: float
-    load_s: float
-    teardown_s: float
-
-    @property
-    def gap_s(self) -> float:
-        """Stagger between sends whose enqueue cannot be observed (managers)."""
-        return min(0.25, max(0.03, self.service_s / 6))
-
-    @property
-    def tol_s(self) -> float:
-        """Completion-time tolerance: a request that ran later finishes >= a service later."""
-        return self.service_s / 2
-
-    @property
-    def overdue_ms(self) -> int:
-        """Probe busy timeout for overdue checks: leaves room for the whole probe window."""
-        return max(10, int((0.9 * self.service_s - 2 * self.gap_s) * 1000 / 2.5))
-
-    @property
-    def ceiling_ms(self) -> int:
-        """Short model ceiling for timeout checks: half a request, so an occupant is still
-        young (not overdue) when a bounded caller arrives and still running when it gives up."""
-        return max(30, int(self.service_s * 1000 / 2))
-
-    @property
-    def slack_s(self) -> float:
-        """Bound for any single forced scenario to finish (deadlock detection)."""
-        return max(5.0, 8 * (self.service_s + self.load_s + self.teardown_s))
-
-    def too_short(self, min_service_ms: float) -> str | None:
-        if self.service_s * 1000 < min_service_ms:
-            return (
-                f"a warm request takes {self.service_s * 1000:.0f} ms, under min_service_ms="
-                f"{min_service_ms:g}: too short to force an order; use a longer request fixture"
-            )
-        return None
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "service_ms": round(self.service_s * 1000, 2),
-            "load_ms": round(self.load_s * 1000, 2),
-            "teardown_ms": round(self.teardown_s * 1000, 2),
-            "gap_ms": round(self.gap_s * 1000, 2),
-            "tolerance_ms": round(self.tol_s * 1000, 2),
-            "overdue_probe_ms": self.overdue_ms,
-            "short_ceiling_ms": self.ceiling_ms,
-            "scenario_bound_s": round(self.slack_s, 2),
-        }

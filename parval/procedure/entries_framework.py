@@ -1,6 +1,6 @@
 """Registry entries of the framework assertions F1-F6 (see registry.py).
 
-F1-F5 are combined by parval.framework.checks:assertion_result from sub-checks, each one
+F1-F5 are combined by parval.framework.judges:assertion_result from sub-checks, each one
 a registered observation judge's verdict (`parts`: the judge keys the probes in
 parval/framework/probes_*.py feed into it, and "f3.ctest_evidence" where the server's own
 CTests must show half of it). F6 is judged from the CTest runs by assess_f6."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from parval.procedure.entry import CTEST, FRAMEWORK, OBS, Entry
 
-COMBINE = "parval.framework.checks:assertion_result"
+COMBINE = "parval.framework.judges:assertion_result"
 CTEST_PART = "f3.ctest_evidence"
 
 SUBCHECKS = (

@@ -92,7 +92,7 @@ def test_a_sanitizer_build_without_its_flag_is_not_a_sanitizer_run(tmp_path: Pat
 
 def _ctx(**options: object) -> FrameworkContext:
     ctx = FrameworkContext.__new__(FrameworkContext)
-    from parval.framework.findings import Findings
+    from parval.framework.judges import Findings
     from parval.framework.settings import ProbeOptions
 
     ctx.findings = Findings()

@@ -12,13 +12,11 @@ from typing import Any
 from typer.testing import CliRunner
 
 from parval.cli import app
-from parval.framework.checks import Check, Verdict
 from parval.framework.context import FrameworkContext
 from parval.framework.ctest import CTestCase, CTestRun
-from parval.framework.facts import FlightFact
-from parval.framework.findings import Findings
+from parval.framework.judges import Check, Findings
 from parval.framework.judges_f4 import shutdown_policy
-from parval.framework.observed import outputs_match
+from parval.framework.observed import FlightFact, Verdict, outputs_match
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, MANAGEMENT, Capabilities, first_missing
 from parval.framework.probes_f3 import attach_ctest
 from parval.framework.record import covered_counts

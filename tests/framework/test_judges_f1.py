@@ -205,7 +205,7 @@ def test_first_wave_without_status_samples_or_with_serial_requests_is_no_pass() 
     assert v.status is Status.BLOCKED and v.retry
     assert "never seen in progress" in v.detail() and "2 slot(s) of the pool active at once (max 1)" in v.detail()
     # Such an observation grants no count to a model record.
-    from parval.framework.checks import Check
+    from parval.framework.judges import Check
     from parval.framework.record import covered_counts
 
     check = Check("F2.first_publish", "first_publish@2", v.status, v.detail())
@@ -268,8 +268,8 @@ def test_overdue_case_judges_the_text_not_how_fast_it_came_on_a_busy_machine() -
 
 
 def test_the_load_is_seen_in_progress_only_with_a_request_admitted_before_publication() -> None:
-    from parval.framework.facts import Sample
     from parval.framework.judges_f2 import load_seen_in_progress
+    from parval.framework.observed import Sample
 
     def rows(*raw: list[Any]) -> list[Sample]:
         return [Sample(*r) for r in raw]

@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from parval.framework.ctest import CTestCase, CTestRun
-from parval.framework.findings import Findings
-from parval.framework.judges import run_judge
+from parval.framework.judges import Findings, run_judge
 from parval.framework.judges_f3 import CTEST_EVIDENCE
 from parval.framework.probes_f3 import attach_ctest
 from parval.framework.settings import ProbeOptions

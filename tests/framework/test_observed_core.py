@@ -9,10 +9,20 @@ from typing import Any
 import pytest
 
 from parval.framework import contract, judges_f1, judges_f2, judges_f3, judges_f4, judges_f5
-from parval.framework.checks import Check, Verdict, assertion_result
-from parval.framework.facts import FlightFact
-from parval.framework.judges import JUDGES, assemble, over_attempts, run_judge
-from parval.framework.observed import INF, STALLED, all_ok, margin_s, ms, no_overtaking, outputs_match, reference, waits
+from parval.framework.judges import JUDGES, Check, assemble, assertion_result, over_attempts, run_judge
+from parval.framework.observed import (
+    INF,
+    STALLED,
+    FlightFact,
+    Verdict,
+    all_ok,
+    margin_s,
+    ms,
+    no_overtaking,
+    outputs_match,
+    reference,
+    waits,
+)
 from parval.status import Status
 
 from .factkit import facts, fl, manager, stagger

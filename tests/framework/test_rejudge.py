@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from parval.errors import RunDirError
-from parval.framework.checks import Verdict
 from parval.framework.judges import JUDGES
+from parval.framework.observed import Verdict
 from parval.framework.rejudge import rejudge_framework
 from parval.framework.scenarios import ATTEMPTS
 

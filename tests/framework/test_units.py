@@ -9,11 +9,11 @@ import pytest
 
 from parval.errors import UsageError
 from parval.framework import contract
-from parval.framework.checks import Check, Verdict, assertion_result
-from parval.framework.findings import Findings
+from parval.framework.judges import Check, Findings, assertion_result
+from parval.framework.observed import Timing, Verdict
 from parval.framework.record import groups, verdict
 from parval.framework.runner import PROBES, parse_selection
-from parval.framework.settings import ProbeOptions, Timing, load_options
+from parval.framework.settings import ProbeOptions, load_options
 from parval.procedure.catalogue import FRAMEWORK_GATE
 from parval.status import Result, Status
 

@@ -147,7 +147,7 @@ def test_every_model_gate_judge_goes_through_the_verdict_shape() -> None:
 
 
 def test_framework_entries_name_their_combiner_and_judge_keys() -> None:
-    from parval.framework.checks import assertion_result
+    from parval.framework.judges import assertion_result
 
     judges = _framework_judges()
     f6 = _assess_f6()

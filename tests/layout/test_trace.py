@@ -132,11 +132,9 @@ def f1_fifo_path(run_dir: Path) -> Path_:
     FRAMEWORK_RUN`; a model run only carries the record's verdicts)."""
     import json
 
-    from parval.framework.checks import Check
-    from parval.framework.judges import run_judge
+    from parval.framework.judges import Check, JudgeInputs, judge, run_judge
     from parval.framework.record import RECORD
     from parval.framework.render import render_framework
-    from parval.framework.runner import JudgeInputs, judge
     from tests.framework.test_judges_generated import baseline
 
     aid = "F1.fifo"

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Mutation testing of the framework judges: parval/framework/judges.py (the registry and the
-# judges of unforced situations), judges_f1.py ... judges_f6.py, observed.py and checks.py,
+# Mutation testing of the framework judges: parval/framework/judges.py (the registry, the
+# judges of unforced situations, sub-checks and their combination into F results),
+# judges_f1.py ... judges_f6.py and observed.py (the recorded facts, Verdict, the shared
+# building blocks),
 # with mutmut, against the framework judge tests (the pure ones: no server).
 #
 #   tests/mutation/framework.sh            # needs mutmut: .venv/bin/pip install -e '.[mutation]'
 #   MAX_CHILDREN=2 KEEP=1 tests/mutation/framework.sh
-#   MODULES="checks observed judges_f1" tests/mutation/framework.sh   # only these modules
+#   MODULES="judges observed judges_f1" tests/mutation/framework.sh   # only these modules
 #
 # It copies the tree (tracked and untracked, not ignored files) to a temporary directory,
 # writes its own [tool.mutmut] section into that copy's pyproject.toml (so it conflicts
@@ -23,7 +25,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/parval-mutation.XXXXXX")
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
 (cd "$root" && git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$work")
 
-all_modules="judges judges_f1 judges_f2 judges_f3 judges_f4 judges_f5 judges_f6 observed checks"
+all_modules="judges judges_f1 judges_f2 judges_f3 judges_f4 judges_f5 judges_f6 observed"
 only_mutate=""
 for m in ${MODULES:-$all_modules}; do
   if [ ! -f "$root/parval/framework/$m.py" ]; then
