@@ -7,7 +7,7 @@ before. (The JSON value types are parval.jsontypes.)"""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import SupportsIndex, SupportsInt
+from typing import SupportsFloat, SupportsIndex, SupportsInt
 
 
 def get(value: object, key: str, default: object = None) -> object:
@@ -33,6 +33,13 @@ def as_int(value: object) -> int:
     raise TypeError(
         f"int() argument must be a string, a bytes-like object or a real number, not '{type(value).__name__}'"
     )
+
+
+def as_float(value: object) -> float:
+    """`float(value)`."""
+    if isinstance(value, (str, bytes, bytearray, SupportsFloat, SupportsIndex)):
+        return float(value)
+    raise TypeError(f"float() argument must be a string or a real number, not '{type(value).__name__}'")
 
 
 def opt_int(value: object) -> int | None:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, SupportsFloat, SupportsIndex
+from typing import TYPE_CHECKING
+
+from parval.jsonread import as_float
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -34,15 +36,8 @@ _HOST_LINES = (("rss_mib", "host RSS (tree)", "-", "C0"), ("pss_mib", "host PSS 
 _GPU_LINES = (("device_used_mib", "GPU device used", "-", "C2"), ("process_mib", "GPU server processes", "--", "C3"))
 
 
-def _float(value: object) -> float:
-    """`float(value)` of a sample's figure (read back from memory.jsonl)."""
-    if isinstance(value, (str, bytes, bytearray, SupportsFloat, SupportsIndex)):
-        return float(value)
-    raise TypeError(f"float() argument must be a string or a real number, not '{type(value).__name__}'")
-
-
 def _time(sample: Mapping[str, object]) -> float:
-    return _float(sample["t"])
+    return as_float(sample["t"])
 
 
 def _plot_lines(
@@ -50,7 +45,7 @@ def _plot_lines(
 ) -> None:
     """One axis: a line per sample key that has values, time measured from `t0`."""
     for key, label, style, colour in lines:
-        pts = [(_float(r["t"]) - t0, _float(r[key])) for r in rows if r.get(key) is not None]
+        pts = [(as_float(r["t"]) - t0, as_float(r[key])) for r in rows if r.get(key) is not None]
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=colour, linewidth=1.2, label=label)
     ax.set_ylabel(ylabel)
@@ -82,8 +77,8 @@ def plot_memory_timeline(
     if not samples:
         return "no memory samples to plot"
 
-    t0 = min(_float(s["t"]) for s in samples)
-    t_end = max(_float(s["t"]) for s in samples)
+    t0 = min(as_float(s["t"]) for s in samples)
+    t_end = max(as_float(s["t"]) for s in samples)
     host = sorted((s for s in samples if s.get("kind") == "host"), key=_time)
     gpu = sorted((s for s in samples if s.get("kind") == "gpu"), key=_time)
 
