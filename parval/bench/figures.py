@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
-from parval.jsontypes import JsonObject
-
 
 class BenchConfig(TypedDict):
     """How much to measure (`FULL`, `QUICK`)."""
@@ -143,7 +141,7 @@ class CampaignFigures(TypedDict):
     gap_parts_ms: dict[str, Distribution]
     per_start: dict[str, float | None]  # each start figure's median over the starts
     starts_detail: list[StartFigures]
-    overhead: JsonObject  # parval.gates.campaign_cost's, with the per-start cost taken out
+    overhead: dict[str, object]  # parval.gates.campaign_cost's, with the per-start cost taken out
     rss: RssFigures
     event_log: Growth
     artifacts: Growth

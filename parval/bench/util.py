@@ -63,7 +63,7 @@ def model_entry(
     return entry
 
 
-def standin_config(entry: JsonObject) -> JsonObject:
+def standin_config(entry: JsonObject) -> dict[str, object]:
     return {
         "host": "127.0.0.1",
         "backend": "cpu",
