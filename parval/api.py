@@ -4,7 +4,6 @@ the integrity seal), load evidence. No printing here; parval/commands/ prints.""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,15 +13,12 @@ from parval.jsontypes import JsonObject
 from parval.judge import judge_run
 from parval.plan.load import Plan
 from parval.report.render import write_reports
-from parval.rundir.events import EventLog
+from parval.rundir.events import EventListener, EventLog
 from parval.rundir.files import write_json
 from parval.rundir.integrity import seal_run
 from parval.rundir.layout import EVENTS, MANIFEST, new_run_dir
 from parval.rundir.manifest import build_manifest
 from parval.runners.campaign import Campaign
-
-# Handed each event as written to events.jsonl (a JSON object), once it is durable.
-Listener = Callable[[JsonObject], None]
 
 
 def prepare_run_dir(plan: Plan, out: Path | None, *, plan_text: str | None = None) -> Path:
@@ -45,7 +41,7 @@ def run_plan(
     *,
     out: Path | None = None,
     run_dir: Path | None = None,
-    listeners: list[Listener] | None = None,
+    listeners: list[EventListener] | None = None,
     shard: tuple[int, int] | None = None,
     skip_runs: set[str] | None = None,
     fail_fast: bool = False,
@@ -64,7 +60,7 @@ def run_plan(
     return run_dir, judge_run(run_dir, first_seal=True)
 
 
-def finalize(run_dir: Path, evidence: dict[str, Any]) -> None:
+def finalize(run_dir: Path, evidence: JsonObject) -> None:
     """report.md (and memory plots) next to the evidence, then the seal `parval verify` checks."""
     write_reports(run_dir, evidence)
     seal_run(run_dir)

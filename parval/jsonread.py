@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import SupportsFloat, SupportsIndex, SupportsInt
 
+from parval.jsontypes import JsonObject
+
 
 def get(value: object, key: str, default: object = None) -> object:
     """`value.get(key, default)` of a mapping."""
@@ -35,13 +37,6 @@ def as_int(value: object) -> int:
     )
 
 
-def as_float(value: object) -> float:
-    """`float(value)`."""
-    if isinstance(value, (str, bytes, bytearray, SupportsFloat, SupportsIndex)):
-        return float(value)
-    raise TypeError(f"float() argument must be a string or a real number, not '{type(value).__name__}'")
-
-
 def opt_int(value: object) -> int | None:
     """An integer or None, as it is (a process id)."""
     if value is None or isinstance(value, int):
@@ -61,3 +56,18 @@ def contains(container: object, value: object) -> bool:
     if isinstance(container, Iterable):
         return value in container
     raise TypeError(f"argument of type '{type(container).__name__}' is not iterable")
+
+
+def as_float(value: object) -> float:
+    """`float(value)`: a number, or a string or bytes as float() reads them."""
+    if isinstance(value, (str, bytes, bytearray, SupportsFloat, SupportsIndex)):
+        return float(value)
+    raise TypeError(f"float() argument must be a string or a real number, not '{type(value).__name__}'")
+
+
+def as_object(value: object, attribute: str) -> JsonObject:
+    """A JSON object (a dict) whose method `attribute` is called next; any other value raises
+    the AttributeError that call would."""
+    if isinstance(value, dict):
+        return value
+    raise AttributeError(f"'{type(value).__name__}' object has no attribute '{attribute}'")

@@ -21,18 +21,17 @@ from parval.gates.m1_baseline import judge_m1
 from parval.gates.m2_concurrency import judge_m2
 from parval.gates.m3_mixed_waves import judge_m3, variation_effects
 from parval.gates.m4_recovery import judge_m4
-from parval.gates.m5 import assess_m5
-from parval.gates.m5_rules import StabilisationRule
-from parval.gates.m5_samples import StartMemory
+from parval.gates.m5 import memory_results
 from parval.gates.m6_modes import judge_m6
 from parval.gates.masking import mask_comparisons, negative_control_caught
 from parval.gates.performance import build_performance
 from parval.gates.quality import judge_quality, q5_intermittent
 from parval.gates.records import Records, load_records
+from parval.jsontypes import JsonValue
 from parval.rundir.events import campaign_shard
 from parval.rundir.files import sha256_file, write_json
 from parval.rundir.layout import EVENTS, EVIDENCE, MANIFEST
-from parval.status import Result, combine, pending
+from parval.status import Result, combine
 
 
 def load_json(path: Path) -> dict[str, Any]:
@@ -40,73 +39,9 @@ def load_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _start_memory(rec: Records, run_dir: Path, run: str, n: int, i: int) -> StartMemory | None:
-    """One start's memory samples as the M5 judges read them (None before its end)."""
-    end = rec.ends.get(run)
-    start = rec.runs[run]
-    if end is None:
-        return None
-    directory = run_dir / "servers" / f"{run}-{start['attempt']}"
-    path = directory / "memory.jsonl"
-    samples = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
-    info = end.get("memory") or {}
-    gpu = str(info.get("gpu", "unavailable: not sampled"))
-    return StartMemory(
-        n,
-        i,
-        samples,
-        gpu,
-        {"gpu_interval_s": info.get("gpu_interval_s", 0.0), "host_interval_s": info.get("host_interval_s", 0.0)},
-        guard_stop=info.get("guard_stop"),
-        sampler_recorded=bool(info),
-    )
-
-
-def memory_results(rec: Records, run_dir: Path, plan: dict[str, Any], counts: list[int]) -> list[Result]:
-    mem = plan["memory"]
-    declared = mem.get("baseline_comparison") or None
-    baseline = [
-        m
-        for n in counts
-        for run, start in rec.runs.items()
-        if declared
-        and start.get("role") == "membase"
-        and start.get("count") == n
-        and (m := _start_memory(rec, run_dir, run, n, 1)) is not None
-    ]
-    starts = [
-        m
-        for n in counts
-        for i, run in enumerate(rec.count_runs(n), start=1)
-        if (m := _start_memory(rec, run_dir, run, n, i)) is not None
-    ]
-    rule_raw = mem.get("stabilisation")
-    rule = (
-        StabilisationRule(
-            int(rule_raw["last_k_waves"]), float(rule_raw["max_growth_mib"]), str(rule_raw.get("metric", "host_rss"))
-        )
-        if rule_raw
-        else None
-    )
-    results = assess_m5(
-        starts,
-        rule,
-        gpu_required=bool(mem.get("gpu_required", True)),
-        baseline=baseline if declared else None,
-        baseline_reason=str(declared["reason"]) if declared else None,
-        expected_starts=max(3, int(plan.get("starts_per_count", 3))),
-    )
-    have = {r.count for r in results}
-    for n in counts:
-        if n not in have:
-            for id_ in ("M5.sampled", "M5.peaks", "M5.stable", "M5.baseline"):
-                results.append(replace(pending(id_, f"no complete start with memory samples at count {n}"), count=n))
-    return results
-
-
 class Repeat(TypedDict):
     batch_s: float
-    latencies_s: list[float]
+    latencies_s: list[JsonValue]  # as recorded (a perf event's are checked only as a list)
     failures: int
 
 
@@ -114,7 +49,7 @@ class Series(TypedDict):
     """One performance series at one count, as `build_performance` reads it."""
 
     series: str
-    count: int
+    count: int | None  # a count start's run_start may record none
     cold_s: float | None
     repeats: list[Repeat]
     estimate: bool
@@ -122,16 +57,16 @@ class Series(TypedDict):
 
 class Rejection(TypedDict):
     count: int
-    latencies_ms: list[float]
+    latencies_ms: list[JsonValue]
     statuses: object
 
 
-def _new_series(name: str, count: int) -> Series:
+def _new_series(name: str, count: int | None) -> Series:
     return {"series": name, "count": count, "cold_s": None, "repeats": [], "estimate": False}
 
 
 def performance_series(rec: Records) -> tuple[list[Series], list[Rejection]]:
-    series: dict[tuple[str, int], Series] = {}
+    series: dict[tuple[str, int | None], Series] = {}
     for e in rec.kind("perf"):
         s = series.setdefault((e["series"], e["count"]), _new_series(e["series"], e["count"]))
         s["repeats"].append({"batch_s": e["batch_s"], "latencies_s": e["latencies_s"], "failures": e["failures"]})
@@ -143,19 +78,19 @@ def performance_series(rec: Records) -> tuple[list[Series], list[Rejection]]:
         if cold:
             s["cold_s"] = round(cold[0]["t_done"] - cold[0]["t_send"], 6)
     for run, start in rec.runs.items():
-        if start.get("role") != "count" or run not in rec.ends:
+        if start["role"] != "count" or run not in rec.ends:
             continue
         n = start["count"]
         s = series.setdefault(("candidate_n_slots", n), _new_series("candidate_n_slots", n))
         reqs = rec.requests(run)
         for w in rec.waves(run):
-            lat = [
+            lat: list[JsonValue] = [
                 round(r["t_done"] - r["t_send"], 6) for r in reqs if r["phase"] == w["phase"] and r["wave"] == w["wave"]
             ]
             fails = sum(
                 1
                 for r in reqs
-                if r["phase"] == w["phase"] and r["wave"] == w["wave"] and (r.get("reply") or {}).get("outcome") != "ok"
+                if r["phase"] == w["phase"] and r["wave"] == w["wave"] and r["reply"].get("outcome") != "ok"
             )
             if w["phase"] == "cold_wave" and s["cold_s"] is None:
                 s["cold_s"] = w["batch_s"]

@@ -60,7 +60,7 @@ class Result:
     id: str
     status: Status
     reason: str = ""
-    evidence: Mapping[str, Any] = field(default_factory=dict)
+    evidence: Mapping[str, object] = field(default_factory=dict)
     reproduction: str = ""
     limitations: Sequence[str] = ()
     applicable: bool = True

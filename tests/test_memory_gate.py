@@ -6,9 +6,7 @@ from typing import Any
 
 import pytest
 
-from parval.gates.m5 import assess_m5
-from parval.gates.m5_rules import StabilisationRule
-from parval.gates.m5_samples import StartMemory, summarise_start
+from parval.gates.m5 import StabilisationRule, StartMemory, assess_m5, summarise_start
 from parval.status import Result, Status
 
 UNAVAILABLE = "unavailable: NVML init failed: NVML Shared Library Not Found"

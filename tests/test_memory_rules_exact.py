@@ -1,4 +1,4 @@
-"""The M5 rule and its growth diagnostics exactly (parval/gates/m5_rules.py): the rule's
+"""The M5 rule and its growth diagnostics exactly (parval/gates/m5.py): the rule's
 bounds, the per-wave growth, the tested range and the residue left after each unload."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from parval.gates import m5_rules
-from parval.gates.m5_rules import StabilisationRule, retention, retention_metrics, wave_growth
+from parval.gates import m5
+from parval.gates.m5 import StabilisationRule, retention, retention_metrics, wave_growth
 
 
 def test_the_rule_refuses_what_cannot_measure_growth() -> None:
@@ -78,16 +78,15 @@ def test_wave_growth_over_the_repeated_use_waves() -> None:
 
 def test_the_tested_range_in_words() -> None:
     same = wave_growth([start(i, [("warm_wave", 1.0), ("mixed_wave", 1.0)]) for i in (1, 2, 3)], "host_rss", None)
-    assert m5_rules.tested_range(same, 4) == (
+    assert m5.tested_range(same, 4) == (
         "tested range at count 4: 3 starts x 2 repeated-use waves (warm_wave … mixed_wave) x 4 requests = 24 requests"
     )
     none = wave_growth([start(1, [])], "host_rss", None)
     assert (
-        m5_rules.tested_range(none, 2)
-        == "tested range at count 2: 1 starts x 0 repeated-use waves x 2 requests = 0 requests"
+        m5.tested_range(none, 2) == "tested range at count 2: 1 starts x 0 repeated-use waves x 2 requests = 0 requests"
     )
     mixed = wave_growth([start(1, [("warm_wave", 1.0)]), start(2, [])], "host_rss", None)
-    assert m5_rules.tested_range(mixed, 2) == (
+    assert m5.tested_range(mixed, 2) == (
         "tested range at count 2: start 1: 1 repeated-use waves (warm_wave … warm_wave), 2 requests; "
         "start 2: 0 repeated-use waves, 0 requests"
     )

@@ -7,12 +7,13 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import anyio
 import typer
 
 from parval.bench.runner import CAMPAIGN_N, FULL, QUICK, SCHEMA_VERSION, _environment, _parse_ns, _run_all
+from parval.jsonread import as_int
 
 
 def bench_command(
@@ -41,14 +42,14 @@ def bench_command(
     """
     from parval.bench.report import render, targets
 
-    cfg: dict[str, Any] = dict(QUICK if quick else FULL)
+    cfg: dict[str, object] = dict(QUICK if quick else FULL)
     if ns is not None:
         cfg["ns"] = _parse_ns(ns)
     if waves is not None:
         cfg["waves"] = waves
     if requests is not None:
         cfg["requests"] = requests
-        cfg["starts"] = max(1, min(cfg["starts"], requests // (CAMPAIGN_N * 2)))
+        cfg["starts"] = max(1, min(as_int(cfg["starts"]), requests // (CAMPAIGN_N * 2)))
     env = _environment()
 
     def log(msg: str) -> None:

@@ -13,11 +13,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from parval.framework import contract
 from parval.jsontypes import JsonObject
 from parval.status import Result, Status, combine
+
+
+class CheckJson(TypedDict):
+    """A sub-check as `Check.to_json` writes it."""
+
+    assertion: str
+    name: str
+    status: str
+    detail: str
+    evidence: NotRequired[JsonObject]
 
 
 @dataclass
@@ -38,7 +48,7 @@ class Check:
         }
 
     @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> Check:
+    def from_json(cls, raw: CheckJson) -> Check:
         return cls(
             str(raw["assertion"]),
             str(raw["name"]),

@@ -15,7 +15,7 @@ from parval.errors import RunDirError
 from parval.framework.context import Context
 from parval.framework.ctest import CTestRun
 from parval.framework.record import RECORD, assemble, record_inputs, write_record
-from parval.framework.runner import check_options, judge, judge_inputs, parse_selection, run_probes
+from parval.framework.runner import ProbeOutcome, check_options, judge, judge_inputs, parse_selection, run_probes
 from parval.framework.settings import load_options
 from parval.plan.load import load_plan
 from parval.rundir.events import EventLog
@@ -59,7 +59,7 @@ def run_framework(
         ctx = Context(plan, run_dir, log, options)
         log.append("framework_start", plan=plan.name, plan_sha256=plan.sha256, only=only, selection=sorted(selected))
 
-        async def main() -> tuple[list[dict[str, object]], list[CTestRun]]:
+        async def main() -> tuple[list[ProbeOutcome], list[CTestRun]]:
             return await run_probes(ctx, selected)
 
         outcomes, runs = anyio.run(main)
@@ -86,4 +86,5 @@ def run_framework(
     # runs referencing this record check it against.
     write_json(run_dir / MANIFEST, build_manifest(plan))
     write_listing(run_dir, first=True)
-    return run_dir, record
+    # As a plain dict: parval.commands.framework reads the assertion rows untyped.
+    return run_dir, dict(record)

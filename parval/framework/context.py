@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any
 
 from parval.errors import PlanError
 from parval.framework.findings import Findings
@@ -105,7 +104,7 @@ class Context:
 
     def entry(
         self, model_id: str | None = None, *, slots: object = OMIT, distinct: int | None = None, **overrides: object
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """A config/registration entry derived from the plan's model (only id/options vary).
 
         Entries are always lazy: first-request and first-load probes need a cold model.

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Literal, Required, TypedDict
 
 CaseStatus = Literal["passed", "failed", "skipped", "notrun"]
 RunStatus = Literal["passed", "failed", "error", "not_run"]
@@ -41,6 +41,38 @@ _SUMMARY_LINE = re.compile(
 )
 
 
+class CTestCaseJson(TypedDict, total=False):
+    """One test case as `CTestCase.to_json` records it."""
+
+    name: Required[str]
+    status: Required[CaseStatus]
+    time_s: float | None
+    message: str
+
+
+class CTestRunJson(TypedDict, total=False):
+    """One CTest run as `CTestRun.to_json` records it (older records lack some fields)."""
+
+    label: Required[str]
+    build_dir: str
+    status: Required[RunStatus]
+    reason: str
+    command: list[str]
+    reproduction: str
+    exit_code: int | None
+    duration_s: float
+    started_at: str
+    error_kind: ErrorKind
+    tests_regex: str | None
+    env: dict[str, str]
+    meta: dict[str, object]
+    parsed_from: Literal["junit", "stdout", "none"]
+    counts: dict[str, int]
+    tests: list[CTestCaseJson]
+    stdout_tail: str
+    stderr_tail: str
+
+
 @dataclass
 class CTestCase:
     name: str
@@ -52,10 +84,10 @@ class CTestCase:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CTestCase:
+    def from_json(cls, data: CTestCaseJson) -> CTestCase:
         return cls(
             name=str(data["name"]),
-            status=cast(CaseStatus, data["status"]),
+            status=data["status"],
             time_s=data.get("time_s"),
             message=str(data.get("message", "")),
         )
@@ -174,11 +206,11 @@ class CTestRun:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CTestRun:
+    def from_json(cls, data: CTestRunJson) -> CTestRun:
         return cls(
             label=str(data["label"]),
             build_dir=str(data.get("build_dir", "")),
-            status=cast(RunStatus, data["status"]),
+            status=data["status"],
             reason=str(data.get("reason", "")),
             command=[str(a) for a in data.get("command", [])],
             exit_code=data.get("exit_code"),
@@ -191,11 +223,11 @@ class CTestRun:
             env={str(k): str(v) for k, v in dict(data.get("env", {})).items()},
             meta=dict(data.get("meta", {})),
             started_at=str(data.get("started_at", "")),
-            error_kind=cast(ErrorKind, data.get("error_kind") or _error_kind(data)),
+            error_kind=data.get("error_kind") or _error_kind(data),
         )
 
 
-def _error_kind(data: Mapping[str, object]) -> ErrorKind:
+def _error_kind(data: CTestRunJson) -> ErrorKind:
     """The error kind of a run recorded before runs carried one, from its reason text."""
     if data.get("status") != "error":
         return ""

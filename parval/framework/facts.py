@@ -5,7 +5,7 @@ collector a probe fills while it forces the situation. Nothing here judges."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Required, TypedDict, TypeVar
 
 from parval.framework.settings import Timing
 from parval.jsontypes import JsonValue
@@ -20,11 +20,62 @@ def _of(kind: type[V], value: object) -> V | None:
     return value if isinstance(value, kind) else None
 
 
+class FlightRecord(TypedDict, total=False):
+    """One request as parval.framework.rig.Rig.fact records it: times relative to the rig
+    start, `t_done` None while unanswered; a reply adds its time, outcome and output hash
+    (a run) or error text and small JSON body (anything else)."""
+
+    label: Required[str]
+    model: str | None
+    method: str
+    path: str
+    t_send: Required[float]
+    finished: bool
+    t_done: float | None
+    status: int | None
+    cancelled: bool
+    ms: float
+    outcome: str
+    error: str
+    artifact: str
+    output: str | None
+    wall_ms: float
+    message: str
+    json: JsonValue
+
+
+class StatusRead(TypedDict, total=False):
+    """One status read taken while a manager waited (a canary flight, or the slowest poll)."""
+
+    t_send: Required[float]
+    t_done: float | None
+    status: int | None
+
+
+class StatusReads(TypedDict, total=False):
+    """The status reads taken while a manager waited, and when the manager answered (None:
+    still waiting after the reads); judged by `stalled`."""
+
+    still_waiting: bool
+    canaries: list[StatusRead]
+    manager_t_done: float | None
+
+
+class Stagger(StatusReads, total=False):
+    """A manager staggered behind older work (parval.framework.scenarios.stagger_manager):
+    whether it still waited after the gap, and the status reads taken meanwhile."""
+
+    what: Required[str]
+    manager: Required[str]
+    behind: Required[list[str]]
+    skipped: bool
+
+
 @dataclass(frozen=True)
 class FlightFact:
     """One request as recorded: times relative to the rig start (None: never finished)."""
 
-    raw: dict[str, Any]
+    raw: FlightRecord
 
     @property
     def label(self) -> str:
@@ -170,11 +221,8 @@ class Obs:
     def __getitem__(self, key: str) -> Any:
         return self.facts[key]
 
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.facts.get(key, default)
 
-
-def stalled(stagger: dict[str, Any]) -> bool:
+def stalled(stagger: StatusReads) -> bool:
     """From the status canaries read while a manager waited: True when a read could only be
     answered once the manager finished (a registry lock held across a management wait)."""
     canaries = stagger.get("canaries") or []
@@ -187,7 +235,10 @@ def stalled(stagger: dict[str, Any]) -> bool:
     if manager_done is None:  # still waiting after the reads: the registry answered freely
         return False
     last = canaries[-1]
+    last_done = last.get("t_done")
+    if last_done is None:  # not reached: every read answered (checked above)
+        return True
     # Blocked reads are answered when the lock is released, within a few ms of the
     # manager's own reply (either order); a free registry answers long before it.
     window = max(0.005, 0.2 * (float(manager_done) - float(last["t_send"])))
-    return float(last["t_done"]) >= float(manager_done) - window
+    return float(last_done) >= float(manager_done) - window

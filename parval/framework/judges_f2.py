@@ -1,20 +1,105 @@
-"""Judges of the F2 observations (parval.framework.probes_f2): unload during a first load,
-reconfiguration with queued work, overlapping managers (F1.fifo), invalid replacements,
-same-ID publication and deferred-callback leases. Pure functions of the recorded facts."""
+"""Judges of the F2 observations: the first published pool (F2.first_publish, both
+runtimes), unload during a first load (F2.unload_vs_load, both runtimes), reconfiguration
+with queued work, invalid replacements and runtime selection, same-ID publication and
+deferred-callback leases. Pure functions of the recorded facts; `JUDGES` maps the key each
+observation names to its judge (a key keeps the prefix of the probe that first recorded it:
+`f1.first_wave` and the `legacy.*` keys below judge F2)."""
 
 from __future__ import annotations
 
 from parval.framework.checks import Verdict
-from parval.framework.facts import Facts, FlightFact, flight, listed, named, stalled
-from parval.framework.observed import STALLED, all_ok, margin_s, ms, outputs_match, unloaded_ids, waits
-from parval.framework.observed import judge as register
+from parval.framework.facts import Facts, FlightFact, Sample, flight, listed, named, samples, stalled
+from parval.framework.observed import STALLED, Judge, all_ok, margin_s, ms, outputs_match, unloaded_ids, waits
 from parval.jsontypes import JsonObject
 
+# The slot fields the parallel runtime adds to /v1/models (F1.legacy_admission and F2
+# runtime selection check that the legacy runtime lists none).
+SLOT_FIELDS = ("slots", "active_slots", "queued_requests", "max_parallel_slots")
 SLOTS_RANGE_TEXT = "model slots must be an integer between 1 and 16"
 BARGED = (
     "the later request ran ahead of the waiting reconfiguration (FIFO barging, judged "
     "by F1.fifo), so which configuration it should bind cannot be judged here"
 )
+
+
+# -- F2.first_publish ----------------------------------------------------------------------------
+
+
+def first_labels(f: Facts) -> list[str]:
+    """The n+1 concurrent first requests a first wave sends at count n."""
+    return [f"first{i}" for i in range(int(f["count"]) + 1)]
+
+
+def load_seen_in_progress(rows: list[Sample]) -> bool:
+    """A status sample showed the first requests admitted before the pool was published."""
+    for s in rows:
+        if s.loaded:
+            return False
+        if (s.active or 0) >= 1 and s.loaded is False:
+            return True
+    return False
+
+
+def _first_pool(v: Verdict, f: Facts) -> None:
+    """What one complete first pool must show: every first request completed, the load seen
+    in progress and all n slots active in it, one capacity published once, loaded false ->
+    true once, never more than n leases or sessions."""
+    n = int(f["count"])
+    v.require(bool(f["settled"]), "every first request completed")
+    all_ok(v, named(f, *first_labels(f)), "concurrent first requests")
+    rows = samples(f)
+    if not rows:
+        raise KeyError("no status sample of the first wave was recorded")
+    if not load_seen_in_progress(rows):
+        v.not_forced("the first load was never seen in progress (no sample with a request active before publication)")
+    max_active = max((s.active or 0 for s in rows), default=0)
+    if max_active < n:
+        v.not_forced(f"the status never showed the {n} slot(s) of the pool active at once (max {max_active})")
+    else:
+        v.require(True, f"all {n} slot(s) were seen active in the first wave")
+    caps = [s.capacity for s in rows]
+    published = sorted({c for c in caps if c is not None})
+    appearances = sum(1 for a, b in zip(caps, caps[1:], strict=False) if a is None and b is not None)
+    v.require(
+        len(published) <= 1 and appearances <= 1,
+        f"max_parallel_slots appeared once with one value (seen {published}, {appearances} appearance(s))",
+    )
+    loaded = [bool(s.loaded) for s in rows]
+    flips = sum(1 for a, b in zip(loaded, loaded[1:], strict=False) if a != b)
+    v.require(flips <= 1, f"loaded went false -> true once ({flips} change(s))")
+    v.require(max_active <= n, f"never more than {n} active slot(s) (max {max_active})")
+    if f.get("traced"):
+        sessions = f.get("sessions") or []
+        v.require(len(sessions) <= n, f"{len(sessions)} distinct session(s) served {n} slot(s)")
+    if f.get("flagged"):
+        slots_field = {s.slots for s in rows}
+        v.require(slots_field == {n}, f"/v1/models reports slots={n} (saw {sorted(map(str, slots_field))})")
+
+
+def first_wave(f: Facts) -> Verdict:
+    """F2.first_publish: the pool above, and every output equals the registration's reference."""
+    v = Verdict()
+    _first_pool(v, f)
+    outputs_match(v, f, "base", named(f, *first_labels(f)), "first-wave")
+    return v
+
+
+def first_session(f: Facts) -> Verdict:
+    """F2.first_publish on the legacy path: concurrent first requests all complete with the
+    reference output and the model ends loaded (when `loaded` is published at all)."""
+    v = Verdict()
+    items = listed(f, "labels")
+    v.require(bool(f["settled"]), "every first request completed")
+    all_ok(v, items, "concurrent first requests")
+    outputs_match(v, f, "base", items, "legacy first-request")
+    if f.get("loaded_published"):
+        v.require(f.get("end_loaded") is True, "the model ended loaded")
+    else:
+        v.pend("the server publishes no `loaded` field, so the published session is not observable")
+    return v
+
+
+# -- F2.unload_vs_load ---------------------------------------------------------------------------
 
 
 def unload_during_load(f: Facts) -> Verdict:
@@ -50,7 +135,44 @@ def unload_during_load(f: Facts) -> Verdict:
     return v
 
 
-register("f2.unload_during_load", unload_during_load)
+def unpublished_skip(f: Facts) -> Verdict:
+    """F2.unload_vs_load: a bulk unload sent while the first load is in progress answers at
+    once without the unpublished model, and the load is still published afterwards."""
+    v = Verdict()
+    first = flight(f, "first")
+    bulk = flight(f, "bulk-unload")
+    model = str(f["model"])
+    if not f["loaded_published"]:
+        v.unsupported("the legacy /v1/models publishes no `loaded` field, so an unpublished load is not observable")
+        return v
+    during = f["during_loaded"]
+    if during is not False:
+        v.not_forced(
+            "the load was already published when the unload was sent"
+            if during
+            else "no status sample was taken between the first request and the unload"
+        )
+        return v
+    v.require(bool(f["settled"]), "the first request completed")
+    skipped = v.require(
+        bulk.status == 200 and model not in unloaded_ids(bulk),
+        f"bulk unload answered at once without the unpublished model (unloaded={unloaded_ids(bulk)})",
+    )
+    # The reply is the evidence: one that skipped the load but was read only as the load
+    # finished shows nothing about waiting (a busy machine reads replies late).
+    if bulk.t_done < first.t_done - margin_s(f):
+        v.require(True, "it did not wait for the load in progress")
+    elif skipped:
+        v.not_forced(
+            f"the bulk unload's reply was read {ms(bulk.t_done - first.t_done)} ms from the first request's, so "
+            "whether it answered before the load finished is unseen"
+        )
+    all_ok(v, [first], "the first request")
+    v.require(bool(f.get("ended_loaded")), "the model ended loaded (the skipped load was published)")
+    return v
+
+
+# -- F2.reconfigure_queued -----------------------------------------------------------------------
 
 
 def _reconfigured(v: Verdict, manager: FlightFact, what: str, *, body_in_text: bool = True) -> None:
@@ -62,7 +184,9 @@ def _reconfigured(v: Verdict, manager: FlightFact, what: str, *, body_in_text: b
     )
 
 
-def _opening(f: Facts, *labels: str, managers: tuple[str, ...]) -> tuple[Verdict, list[FlightFact], list[FlightFact]]:
+def queued_work_opening(
+    f: Facts, *labels: str, managers: tuple[str, ...]
+) -> tuple[Verdict, list[FlightFact], list[FlightFact]]:
     """What the queued-work judges share: waits honoured, `managers` staggered behind the
     work ahead of them, the occupants and the named flights, everything settled within bound."""
     v = Verdict()
@@ -76,7 +200,7 @@ def _opening(f: Facts, *labels: str, managers: tuple[str, ...]) -> tuple[Verdict
 def queued_before_barrier(f: Facts) -> Verdict:
     """Work queued before a reconfiguration binds the previous configuration; work after
     the barrier binds the new one."""
-    v, occupants, (older, manager, later) = _opening(
+    v, occupants, (older, manager, later) = queued_work_opening(
         f, "older", "reconfigure-base", "later", managers=("reconfigure-base",)
     )
     if not v.blockers:
@@ -91,13 +215,10 @@ def queued_before_barrier(f: Facts) -> Verdict:
     return v
 
 
-register("f2.queued_before_barrier", queued_before_barrier)
-
-
 def unload_not_undone(f: Facts) -> Verdict:
     """A request queued before a targeted unload runs first, and does not reload the model
     after the unload."""
-    v, occupants, (older, manager) = _opening(f, "older", "unload", managers=("unload",))
+    v, occupants, (older, manager) = queued_work_opening(f, "older", "unload", managers=("unload",))
     if not v.blockers:
         all_ok(v, [*occupants, older, manager], "requests and the unload")
         outputs_match(v, f, "base", [*occupants, older], "requests")
@@ -108,37 +229,7 @@ def unload_not_undone(f: Facts) -> Verdict:
     return v
 
 
-register("f2.unload_not_undone", unload_not_undone)
-
-
-def overlapping_managers(f: Facts) -> Verdict:
-    """F1.fifo: two reconfigurations queued behind work, then a request, complete in
-    enqueue order and the request binds the last manager's configuration."""
-    v, occupants, (m1, m2, later) = _opening(
-        f, "reconfigure-opt0", "reconfigure-opt1", "later", managers=("reconfigure-opt0", "reconfigure-opt1")
-    )
-    if not v.blockers:
-        all_ok(v, [*occupants, m1, m2, later], "requests and managers")
-        m = margin_s(f)
-        for first, then, what in (
-            (m1, m2, "the managers completed in enqueue order"),
-            (m2, later, "the later request ran after both managers"),
-        ):
-            if then.t_done < first.t_done - m:
-                v.require(
-                    False, f"{what} ({then.label} finished {ms(first.t_done - then.t_done)} ms before {first.label})"
-                )
-            elif then.t_done <= first.t_done:
-                v.not_forced(f"{first.label} and {then.label} finished too close together to show their order")
-            else:
-                v.require(True, what)
-        outputs_match(v, f, "base", occupants, "work admitted before the managers")
-        outputs_match(v, f, "opt1", [later], "the later request (the last manager's configuration)")
-    v.require(bool(f["drained"]), "counters drained afterwards")
-    return v
-
-
-register("f2.overlapping_managers", overlapping_managers)
+# -- F2.invalid_replacement and runtime selection ------------------------------------------------
 
 
 def _kept(v: Verdict, f: Facts, entry: JsonObject) -> None:
@@ -187,9 +278,6 @@ def unsupported_count(f: Facts) -> Verdict:
     return v
 
 
-register("f2.unsupported_count", unsupported_count)
-
-
 def invalid_metadata(f: Facts) -> Verdict:
     """An unknown task and every invalid slots value are rejected (slots: 400 with the range
     text), and the working registration is kept after each."""
@@ -209,9 +297,6 @@ def invalid_metadata(f: Facts) -> Verdict:
     return v
 
 
-register("f2.invalid_metadata", invalid_metadata)
-
-
 def valid_resize(f: Facts) -> Verdict:
     """A valid resize reconfigures, shows in /v1/models, serves, and resizes back."""
     v = Verdict()
@@ -225,9 +310,6 @@ def valid_resize(f: Facts) -> Verdict:
     back = flight(f, f"resize-{n}")
     v.require(back.status == 200, f"resize back to {n} answered 200")
     return v
-
-
-register("f2.valid_resize", valid_resize)
 
 
 def runtime_kept(f: Facts) -> Verdict:
@@ -261,7 +343,22 @@ def runtime_kept(f: Facts) -> Verdict:
     return v
 
 
-register("f2.runtime_kept", runtime_kept)
+def legacy_runtime_kept(f: Facts) -> Verdict:
+    """F2 runtime selection on the unflagged runtime: a registration without slots is served
+    and listed without slot fields (it did not switch to the parallel runtime)."""
+    v = Verdict()
+    all_ok(v, named(f, "register-omitted", "after-register-omitted", "models-after"), "the registration and a request")
+    keys = f["entry_keys"]
+    if keys is None:
+        raise KeyError("the registered entry was not listed in /v1/models")
+    if "id" not in keys:
+        raise KeyError("the listed entry has no id")
+    present = sorted(k for k in keys if k in SLOT_FIELDS)
+    v.require(not present, f"the new entry has no slot fields (found {present})")
+    return v
+
+
+# -- F2.same_id ----------------------------------------------------------------------------------
 
 
 def concurrent_same_id(f: Facts) -> Verdict:
@@ -281,9 +378,6 @@ def concurrent_same_id(f: Facts) -> Verdict:
     else:
         v.pend("GET /v1/models listed no entries, so the published entry is not observable")
     return v
-
-
-register("f2.concurrent_same_id", concurrent_same_id)
 
 
 def post_commit_failure(f: Facts) -> Verdict:
@@ -307,7 +401,7 @@ def post_commit_failure(f: Facts) -> Verdict:
     return v
 
 
-register("f2.post_commit_failure", post_commit_failure)
+# -- F2.callback_lease ---------------------------------------------------------------------------
 
 
 def native_batch(f: Facts) -> Verdict:
@@ -347,4 +441,19 @@ def native_batch(f: Facts) -> Verdict:
     return v
 
 
-register("f2.native_batch", native_batch)
+JUDGES: dict[str, Judge] = {
+    "f1.first_wave": first_wave,
+    "legacy.first_session": first_session,
+    "f2.unload_during_load": unload_during_load,
+    "legacy.unpublished_skip": unpublished_skip,
+    "f2.queued_before_barrier": queued_before_barrier,
+    "f2.unload_not_undone": unload_not_undone,
+    "f2.unsupported_count": unsupported_count,
+    "f2.invalid_metadata": invalid_metadata,
+    "f2.valid_resize": valid_resize,
+    "f2.runtime_kept": runtime_kept,
+    "legacy.runtime_kept": legacy_runtime_kept,
+    "f2.concurrent_same_id": concurrent_same_id,
+    "f2.post_commit_failure": post_commit_failure,
+    "f2.native_batch": native_batch,
+}

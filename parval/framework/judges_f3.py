@@ -11,8 +11,7 @@ from importlib import resources
 
 from parval.framework.checks import Verdict
 from parval.framework.facts import Facts, flight, listed, named
-from parval.framework.observed import all_ok, outputs_match, waits
-from parval.framework.observed import judge as register
+from parval.framework.observed import Judge, all_ok, outputs_match, waits
 
 
 def _error(status: int | None) -> bool:
@@ -36,9 +35,6 @@ def config_load_failure(f: Facts) -> Verdict:
     return v
 
 
-register("f3.config_load_failure", config_load_failure)
-
-
 def registration_retry(f: Facts) -> Verdict:
     """A registration with a missing checkpoint fails but stays registered, unloaded and
     lease-free; re-registering the good checkpoint loads and serves its own reference."""
@@ -58,9 +54,6 @@ def registration_retry(f: Facts) -> Verdict:
     return v
 
 
-register("f3.registration_retry", registration_retry)
-
-
 def invalid_alongside(f: Facts) -> Verdict:
     """An invalid request among healthy ones is rejected without holding a lease: the
     healthy ones and the next full wave answer 200 with exact outputs, counters drain."""
@@ -78,9 +71,6 @@ def invalid_alongside(f: Facts) -> Verdict:
     all_ok(v, after, "the next requests")
     outputs_match(v, f, "base", after, "the next requests")
     return v
-
-
-register("f3.invalid_alongside", invalid_alongside)
 
 
 # -- what only the server's CTests can show --------------------------------------------------
@@ -145,4 +135,9 @@ def ctest_evidence(f: Facts) -> Verdict:
     return v
 
 
-register("f3.ctest_evidence", ctest_evidence)
+JUDGES: dict[str, Judge] = {
+    "f3.config_load_failure": config_load_failure,
+    "f3.registration_retry": registration_retry,
+    "f3.invalid_alongside": invalid_alongside,
+    "f3.ctest_evidence": ctest_evidence,
+}

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from parval.framework.checks import Verdict
 from parval.framework.facts import Facts, FlightFact, flight, listed
-from parval.framework.observed import all_ok, ms, outputs_match, waits
-from parval.framework.observed import judge as register
+from parval.framework.observed import Judge, all_ok, ms, outputs_match, waits
 
 
 def next_wave_exact(v: Verdict, f: Facts) -> None:
@@ -54,9 +53,6 @@ def running_disconnect(f: Facts) -> Verdict:
     return v
 
 
-register("f4.running_disconnect", running_disconnect)
-
-
 def queued_disconnect(f: Facts) -> Verdict:
     """Clients of queued requests go away: the abandoned waiters run or are removed, the
     counters drain, the occupants are answered and the next wave gets every slot."""
@@ -71,9 +67,6 @@ def queued_disconnect(f: Facts) -> Verdict:
     all_ok(v, listed(f, "occupants"), "occupants")
     next_wave_exact(v, f)
     return v
-
-
-register("f4.queued_disconnect", queued_disconnect)
 
 
 def init_disconnect(f: Facts) -> Verdict:
@@ -91,9 +84,6 @@ def init_disconnect(f: Facts) -> Verdict:
     v.require(bool(f["drained"]), "the abandoned load finished and released its lease")
     next_wave_exact(v, f)
     return v
-
-
-register("f4.init_disconnect", init_disconnect)
 
 
 def shutdown_policy(v: Verdict, running: list[FlightFact], queued: FlightFact) -> dict[str, list[str]]:
@@ -182,9 +172,6 @@ def sigterm_inflight(f: Facts) -> Verdict:
     return v
 
 
-register("f4.sigterm_inflight", sigterm_inflight)
-
-
 def stalled_socket_io(f: Facts) -> Verdict:
     """SIGTERM with a stalled header and a stalled body connection and no finite work: the
     listener cancels socket I/O and the server exits 0 by itself. Evidence that the server
@@ -245,4 +232,10 @@ def stalled_socket_io(f: Facts) -> Verdict:
     return v
 
 
-register("f4.stalled_socket_io", stalled_socket_io)
+JUDGES: dict[str, Judge] = {
+    "f4.running_disconnect": running_disconnect,
+    "f4.queued_disconnect": queued_disconnect,
+    "f4.init_disconnect": init_disconnect,
+    "f4.sigterm_inflight": sigterm_inflight,
+    "f4.stalled_socket_io": stalled_socket_io,
+}

@@ -8,9 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from parval.framework.checks import Verdict
-from parval.framework.facts import Facts, FlightFact, flight, listed, named, samples, stalled, timing_of
-from parval.framework.observed import STALLED, all_ok, margin_s, ms, outputs_match, unloaded_ids, waits
-from parval.framework.observed import judge as register
+from parval.framework.facts import Facts, FlightFact, StatusReads, flight, listed, named, samples, stalled, timing_of
+from parval.framework.observed import STALLED, Judge, all_ok, margin_s, ms, outputs_match, unloaded_ids, waits
 from parval.framework.preconditions import route_absent
 
 BUSY_LIMIT_TEXT = "every loaded model is busy"
@@ -91,9 +90,6 @@ def together(f: Facts) -> Verdict:
     return v
 
 
-register("f5.together", together)
-
-
 def warm_during_cold(f: Facts) -> Verdict:
     """F5.two_models: a warm request to B sent during A's cold load is answered while that
     load still runs (B answered before A's publication). Over HTTP a warm request held up by
@@ -131,9 +127,6 @@ def warm_during_cold(f: Facts) -> Verdict:
     return v
 
 
-register("f5.warm_during_cold", warm_during_cold)
-
-
 def unload_together(f: Facts) -> Verdict:
     """F5.two_models: one bulk unload of both models waits for both models' admitted work,
     lists each once and leaves both unloaded and drained."""
@@ -162,9 +155,6 @@ def unload_together(f: Facts) -> Verdict:
     return v
 
 
-register("f5.unload_together", unload_together)
-
-
 def alternate(f: Facts) -> Verdict:
     """F5.two_models, limit 1: A, B, A in turn are all served with their own outputs, never
     two loaded at once, and the last load evicted the idle other model."""
@@ -187,16 +177,13 @@ def alternate(f: Facts) -> Verdict:
     return v
 
 
-register("f5.alternate", alternate)
-
-
 def retiring(f: Facts) -> Verdict:
     """F5.retiring_residency: a load sent while another model is in teardown is served with
     its own outputs, and (limit 2) the keeper stays loaded throughout."""
     v = Verdict()
     incoming = flight(f, "incoming")
     if not f["teardown_window"]:
-        registry = f.get("registry")
+        registry: StatusReads | None = f.get("registry")
         if isinstance(registry, dict) and stalled(registry):
             v.block(STALLED.format(what="the unload of the retiring model"))
         else:
@@ -221,9 +208,6 @@ def retiring(f: Facts) -> Verdict:
     return v
 
 
-register("f5.retiring", retiring)
-
-
 def ready_first(f: Facts) -> Verdict:
     """F5.bulk_ready_first: a bulk [B loading, A ready idle] frees A before B's first load
     is published (status samples of both), lists A first, and both end unloaded."""
@@ -239,8 +223,8 @@ def ready_first(f: Facts) -> Verdict:
     if still is None or float(still) < bulk.t_send + timing_of(f).tol_s:
         v.not_forced("B's load was not seen still in progress a margin after the bulk unload was sent")
         return v
-    registry = f.get("registry") or {}
-    if registry.get("still_waiting") and stalled(registry):
+    reads: StatusReads = f.get("registry") or {}
+    if reads.get("still_waiting") and stalled(reads):
         v.block(STALLED.format(what="the bulk unload"))
     v.require(bool(f["settled"]), "everything completed (no deadlock)")
     all_ok(v, [cold, bulk], "the first request and the bulk unload")
@@ -251,9 +235,6 @@ def ready_first(f: Facts) -> Verdict:
     v.require(ids == [a, b], f"reply lists the ready model first ({ids})")
     v.require(bool(f["ended_unloaded"]), "both ended unloaded with drained counters")
     return v
-
-
-register("f5.ready_first", ready_first)
 
 
 def _freed_first(v: Verdict, f: Facts, a: str, b: str, arrived: float) -> None:
@@ -319,9 +300,6 @@ def no_convoy(f: Facts) -> Verdict:
     return v
 
 
-register("f5.no_convoy", no_convoy)
-
-
 def selections(f: Facts) -> Verdict:
     """F5.bulk_selections: reversed, overlapping and duplicate selections (and unload-all)
     at once with work running all finish, list each model once, report the unknown id in
@@ -355,4 +333,13 @@ def selections(f: Facts) -> Verdict:
     return v
 
 
-register("f5.selections", selections)
+JUDGES: dict[str, Judge] = {
+    "f5.together": together,
+    "f5.warm_during_cold": warm_during_cold,
+    "f5.unload_together": unload_together,
+    "f5.alternate": alternate,
+    "f5.retiring": retiring,
+    "f5.ready_first": ready_first,
+    "f5.no_convoy": no_convoy,
+    "f5.selections": selections,
+}

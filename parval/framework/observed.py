@@ -1,81 +1,25 @@
-"""Probes record, judges decide: the registry of pure judges and what they share.
+"""Probes record, judges decide: what the framework judges of every group share.
 
 A probe drives the server and writes down what it saw (an `observation` event): every
 request's send and completion times, status, error text and output hash, the status
 samples and observer-trace lines of the window, whether bounded waits saw what they waited
 for, the measured timing and the references the outputs are compared with. A judge (a pure
-function registered here under a key) turns those facts into a `Verdict`, at run time and
-again in `parval report --rejudge`, so a fix to a judge applies to an old record.
+function in the judges_f1 ... judges_f5 module of the assertion group it judges, listed in
+that module's `JUDGES` table and assembled by parval.framework.judges) turns those facts
+into a `Verdict`, at run time and again in `parval report --rejudge`, so a fix to a judge
+applies to an old record.
 
-This module and the `judges_*` modules import nothing that talks to a server.
+This module and the `judges*` modules import nothing that talks to a server.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from parval.framework.checks import Verdict
-from parval.framework.facts import INF, Facts, FlightFact, flights, named, stalled, timing_of
-from parval.framework.preconditions import Capabilities, first_missing
-from parval.status import Status
+from parval.framework.facts import INF, Facts, FlightFact, Stagger, flights, named, stalled, timing_of
 
 Judge = Callable[[Facts], Verdict]
-JUDGES: dict[str, Judge] = {}
-
-
-def judge(key: str, fn: Judge) -> Judge:
-    """Register a pure judge of one kind of observation under `key`, right after its
-    definition (a call, not a decorator: mutation testing mutates decorated functions not)."""
-    if key in JUDGES and JUDGES[key] is not fn:
-        raise ValueError(f"judge {key} registered twice")
-    JUDGES[key] = fn
-    return fn
-
-
-def run_judge(key: str, facts: Facts) -> Verdict:
-    """The verdict of the judge `key` over one observation; an observation of several
-    attempts (a probe that tried again) is judged attempt by attempt (`over_attempts`)."""
-    fn = JUDGES.get(key)
-    if fn is None:
-        raise KeyError(f"no framework judge named {key!r} (recorded by another parval version?)")
-    attempts = facts.get("attempts") if isinstance(facts, dict) else None
-    if isinstance(attempts, list):
-        return over_attempts([judged(fn, a) for a in attempts])
-    return judged(fn, facts)
-
-
-def judged(fn: Judge, facts: Facts) -> Verdict:
-    """`fn(facts)`; facts without a field the judge reads are missing evidence: PENDING
-    naming it, never a pass and never a violation."""
-    try:
-        return fn(facts)
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-        v = Verdict()
-        v.pend(f"the observation lacks evidence this judge reads ({type(exc).__name__}: {exc})")
-        return v
-
-
-def over_attempts(verdicts: list[Verdict]) -> Verdict:
-    """Several attempts at one situation: a violation seen in any attempt stands (it is not
-    undone by a later attempt); else the first attempt that forced the situation and passed;
-    else the last attempt, saying how many were made."""
-    if not verdicts:
-        v = Verdict()
-        v.pend("no attempt was recorded")
-        return v
-    k = len(verdicts)
-    for i, v in enumerate(verdicts, 1):
-        if v.status is Status.FAIL:
-            return v.labelled(f"attempt {i} of {k}")
-    for i, v in enumerate(verdicts, 1):
-        if v.status is Status.PASS:
-            earlier = "; ".join(b for w in verdicts[: i - 1] for b in w.blockers)
-            out = v.labelled(f"attempt {i} of {k}")
-            if earlier:
-                out.passed.append(f"earlier attempt(s) not forced: {earlier}")
-            return out
-    return verdicts[-1].labelled(f"after {k} attempt(s)")
 
 
 # -- pure building blocks of judges ----------------------------------------------------------
@@ -122,7 +66,7 @@ def waits(v: Verdict, facts: Facts, *, managers: tuple[str, ...] = ()) -> None:
             v.require(True, f"{s['what']} was still waiting for older work after the stagger")
 
 
-def _finished_early(v: Verdict, facts: Facts, s: dict[str, Any]) -> None:
+def _finished_early(v: Verdict, facts: Facts, s: Stagger) -> None:
     """A manager seen finished after its stagger: did it skip older work still running?"""
     manager = named(facts, str(s["manager"]))[0]
     behind = named(facts, *s["behind"])
@@ -230,50 +174,3 @@ def outputs_match(
 
 def ms(seconds: float) -> int:
     return int(seconds * 1000) if seconds not in (INF, -INF) else 10**9
-
-
-# -- judges of situations that were not forced -----------------------------------------------
-
-
-def given(facts: Facts) -> Verdict:
-    """A sub-check that is not a judgement of server behaviour: skipped by the probes file,
-    a probe that could not finish, a too-short request, a capacity the case needs, a
-    platform reason."""
-    v = Verdict()
-    status = Status(facts["status"])
-    text = str(facts["detail"])
-    if status is Status.BLOCKED:
-        v.block(text)
-    elif status is Status.PENDING:
-        v.pend(text)
-    elif status is Status.NOT_APPLICABLE:
-        v.not_applicable(text)
-    else:
-        raise ValueError(
-            f"a given sub-check cannot be {status}: PASS, FAIL and UNSUPPORTED come from a judge over what was observed"
-        )
-    v.verbatim = text
-    return v
-
-
-judge("given", given)
-
-
-def precondition(facts: Facts) -> Verdict:
-    """What the calibration start found missing, from the recorded capabilities."""
-    v = Verdict()
-    if not facts["needs"]:
-        raise KeyError("the observation names no precondition")
-    gap = first_missing(Capabilities.from_json(facts["capabilities"]), tuple(facts["needs"]))
-    if gap is None:
-        v.require(True, "preconditions met: " + ", ".join(facts["needs"]))
-    elif gap[0] is Status.UNSUPPORTED:
-        v.unsupported(gap[1])
-        v.verbatim = gap[1]
-    else:
-        v.pend(gap[1])
-        v.verbatim = gap[1]
-    return v
-
-
-judge("precondition", precondition)

@@ -10,8 +10,8 @@ naming what is missing, so a 404 or an absent field is never read as a violation
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
 
 from parval.status import Status
 
@@ -41,9 +41,13 @@ class Capabilities:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> Capabilities:
-        known = {k: raw[k] for k in cls.__dataclass_fields__ if k in raw}
-        return cls(**known)
+    def from_json(cls, raw: Mapping[str, object]) -> Capabilities:
+        """The capabilities as recorded (`to_json`); a field not recorded keeps its default."""
+        caps = cls()
+        for known in fields(cls):
+            if known.name in raw:
+                setattr(caps, known.name, raw[known.name])
+        return caps
 
 
 def route_absent(status: int | None) -> bool:

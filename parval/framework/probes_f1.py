@@ -1,7 +1,22 @@
-"""F1 on the flagged runtime: capacity-one pool and calibration, the forced FIFO order at
-every tested count, the request-only queue, and overdue fail-fast (F1.fifo, F1.cap1_fifo,
-F1.overdue; first-wave publication evidence goes to F2.first_publish). The probes record;
-parval.framework.judges_f1 judges."""
+"""F1 on the flagged runtime: the capacity-one pool and calibration, the forced FIFO order
+at every tested count, the request-only queue, overdue fail-fast (F1.fifo,
+F1.cap1_fifo, F1.overdue; first-wave publication evidence goes to F2.first_publish), the
+timeout bounds (F1.timeouts, also run on the legacy runtime by probes_legacy) and what the
+runtime refuses (F1.unsupported). The probes record; parval.framework.judges_f1 judges
+(F2.first_publish: judges_f2).
+
+F1.timeouts: two models share one server, `A` with a short per-model `busy_timeout_ms`
+ceiling and `Z` with ceiling 0 (unbounded). Every occupant is fresh when a bounded probe
+arrives, so the probe takes the waiting path, not the overdue fail-fast path (that is
+F1.overdue): the model ceiling, a shorter request override, timeout zero (unbounded), a
+request asking for zero still getting the ceiling, a targeted manager timing out (and
+waking the request behind it), and bulk unload ignoring the ceiling.
+
+F1.unsupported: a count above the advertised capacity keeps its behaviour (a load error
+naming the capacity, nothing published, no lease held, a retry gives the same answer); an
+unsupported execution mode is refused without holding a lease; the FIFO has no queue
+capacity, so overflow is the timeout rejection recorded by F1.timeouts.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +28,20 @@ import anyio
 
 from parval.framework.context import Context
 from parval.framework.facts import Facts, Obs
-from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, LOADED, route_absent
+from parval.framework.judges import run_judge
+from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, LOADED, MANAGEMENT, route_absent
 from parval.framework.rig import Flight, Rig, open_rig
-from parval.framework.scenarios import ATTEMPTS, attempts, enqueue, occupy, reset, stagger_manager, timing, trace_lines
+from parval.framework.scenarios import (
+    ATTEMPTS,
+    attempts,
+    enqueue,
+    observe_after,
+    occupy,
+    reset,
+    stagger_manager,
+    timing,
+    trace_lines,
+)
 from parval.framework.settings import Timing
 from parval.status import Status
 
@@ -30,7 +56,7 @@ def tested_counts(ctx: Context) -> list[int]:
 
 async def first_wave(rig: Rig, model: str, n: int) -> tuple[Facts, list[Flight]]:
     """n+1 concurrent first requests on a fresh lazy model: one complete pool is published
-    (judged by judges_f1.first_wave)."""
+    (judged by judges_f2.first_wave)."""
     ctx = rig.ctx
     obs = Obs(count=n)
     offset = rig.server.stderr_size()
@@ -62,8 +88,6 @@ async def first_wave_judged(rig: Rig, model: str, n: int, first: Facts) -> Facts
     not be seen in progress (or the pool never showed all n active), the model is unloaded
     and the wave sent again, up to ATTEMPTS waves in all (needs the bulk unload)."""
     made = [{**first, "refs": rig.ctx.refs_json(), "timing": rig.timing_facts()}]
-    from parval.framework.judges import run_judge
-
     while len(made) < ATTEMPTS and run_judge("f1.first_wave", made[-1]).retry:
         if not await reset(rig, [model]):
             break
@@ -354,3 +378,273 @@ async def healthy_plus_overdue(rig: Rig, model: str, n: int, *, cold: bool = Fal
     return rig.observed(
         obs, [*old, *fresh, probe], probe_ms=probe_ms, overdue=[f.label for f in old], healthy=[f.label for f in fresh]
     )
+
+
+# -- F1.timeouts ---------------------------------------------------------------------------------
+
+
+FLAGGED_TIMEOUT = "timed out waiting for a slot"
+
+
+def legacy_timeout_text(ceiling_ms: int) -> str:
+    return f"timed out after {ceiling_ms} ms waiting for the inference lock"
+
+
+def timeout_models(ctx: Context) -> tuple[str, str, str]:
+    """A (the short ceiling), Z (ceiling 0: unbounded) and B (a shorter ceiling still, for
+    the bulk unload that must wait beyond it)."""
+    return ctx.model_id, ctx.derived_id("t0"), ctx.derived_id("tb")
+
+
+def bulk_ceiling_ms(t: Timing) -> int:
+    """B's ceiling: a third of A's, so a request's remaining run outlasts it by a margin."""
+    return max(10, t.ceiling_ms // 3)
+
+
+async def occupy_any(rig: Rig, model: str, n: int, obs: Obs, *, hold: int = 0, cold: bool = False) -> list[Flight]:
+    """Hold n slots (flagged, observed; `hold` more rounds of n queued behind them; `cold`:
+    on an unloaded model, so the leases are held through the load as well) or the one legacy
+    lock (no slot fields: a gap, and the bounded caller that follows must still find the
+    holder younger than the ceiling, or the attempt did not force the case)."""
+    t = timing(rig)
+    if rig.flagged:
+        if cold:
+            await reset(rig, [model])
+        flights = [await rig.start_run(f"occupant{i}", model) for i in range(n)]
+        seen = await rig.wait(lambda s: s.active(model) >= n and (cold or bool(s.loaded(model))), t.slack_s)
+        obs.wait(f"{n} active slot(s)", seen is not None)
+        for k in range(hold * n):
+            flights.append(await enqueue(rig, model, f"occupant{n + k}", obs))
+        return flights
+    flight = await rig.start_run("occupant0", model)
+    # Long enough for it to take the lock, short enough that it is not yet "wedged" for the
+    # ceiling-bounded caller that follows.
+    await anyio.sleep(min(t.gap_s, t.ceiling_ms / 3000))
+    age_ms = (time.monotonic() - flight.t_send) * 1000
+    obs.wait(
+        f"the holder younger than the {t.ceiling_ms} ms ceiling when the bounded caller is sent",
+        not flight.finished and age_ms < t.ceiling_ms,
+        unseen=f"the holder was {age_ms:.0f} ms old (or done) before the bounded caller could be sent",
+    )
+    return [flight]
+
+
+async def timeout_checks(rig: Rig, n: int, runtime: str) -> None:
+    ctx = rig.ctx
+    t = timing(rig)
+    a, z, b = timeout_models(ctx)
+    ceiling = t.ceiling_ms
+    text = FLAGGED_TIMEOUT if rig.flagged else legacy_timeout_text(ceiling)
+    override_text = FLAGGED_TIMEOUT if rig.flagged else legacy_timeout_text(ceiling)
+    for m in (a, z, b):
+        await rig.run(f"warm-{m}", m)
+
+    async def attempt(
+        name: str, model: str, body_timeout: int | None, expect: str | None, bound_ms: int, i: int
+    ) -> Facts:
+        """One bounded (or unbounded) probe behind fresh occupants (judged by
+        judges_f1.timeout_case)."""
+        obs = Obs(case=name, expect=expect, bound_ms=bound_ms, probe=f"probe-{name}", attempt=i)
+        occupants = await occupy_any(rig, model, n, obs)
+        probe = await rig.run(f"probe-{name}", model, busy_timeout_ms=body_timeout)
+        obs["settled"] = await rig.settle(occupants, t.slack_s)
+        if rig.flagged:
+            # A waiter that gave up must leave the queue's accounting too.
+            obs["drained"] = await rig.drained([model], t.slack_s)
+        return rig.observed(obs, [*occupants, probe], occupants=[f.label for f in occupants])
+
+    async def case(name: str, model: str, body_timeout: int | None, expect: str | None, bound_ms: int) -> None:
+        facts = await attempts("timeouts.case", functools.partial(attempt, name, model, body_timeout, expect, bound_ms))
+        ctx.findings.observe("F1.timeouts", f"{name}@{runtime}", "timeouts.case", facts)
+
+    await case("request_ceiling", a, None, text, ceiling)
+    await case("request_override", z, ceiling, override_text, ceiling)
+    await case("timeout_zero", z, None, None, 0)
+    await case("request_zero_gets_ceiling", a, 0, text, ceiling)
+    await manager_timeout(rig, a, n, runtime, text, ceiling)
+    await bulk_ignores_ceiling(rig, b, n, runtime, bulk_ceiling_ms(t))
+
+
+async def manager_timeout(rig: Rig, model: str, n: int, runtime: str, text: str, ceiling: int) -> None:
+    ctx = rig.ctx
+    if ctx.unmet("F1.timeouts", f"manager_timeout@{runtime}", MANAGEMENT):
+        return
+    made: list[Facts] = []
+
+    async def attempt(i: int) -> Facts:
+        facts = await manager_attempt(rig, model, n, text, ceiling, i)
+        made.append(facts)
+        return facts
+
+    facts = await attempts("timeouts.manager_timeout", attempt)
+    if any(x.get("forbidden") for x in made):
+        ctx.findings.add(
+            "F1.timeouts",
+            f"manager_timeout@{runtime}",
+            Status.PENDING,
+            "targeted unload needs server.ui_management (403 dynamic model management is disabled)",
+        )
+        return
+    ctx.findings.observe("F1.timeouts", f"manager_timeout@{runtime}", "timeouts.manager_timeout", facts)
+
+
+async def manager_attempt(rig: Rig, model: str, n: int, text: str, ceiling: int, attempt: int) -> Facts:
+    """A targeted unload behind occupants, with a spare slot and a request behind it on the
+    flagged runtime (judged by judges_f1.manager_timeout)."""
+    t = timing(rig)
+    spare = rig.flagged and n >= 2
+    obs = Obs(expect=text, bound_ms=ceiling, model=model, count=n, spare=spare, attempt=attempt)
+    # Cold occupants hold their slots through the load: the manager gives up well before.
+    occupants = await occupy_any(rig, model, n - 1 if spare else n, obs, cold=True)
+    manager = await rig.start("unload", "POST", "/v1/models/unload", {"id": model})
+    later: Flight | None = None
+    if spare:
+        await anyio.sleep(t.gap_s)
+        # A spare slot exists, yet the request must queue behind the waiting manager.
+        later = await rig.start_run("behind-manager", model)
+        snap = await rig.wait(lambda s: s.queued(model) >= 1 or s.active(model) >= n, t.slack_s)
+        obs.wait(
+            "the request behind the manager queued",
+            snap is not None,
+            unseen="the request behind the manager was never observed queued",
+        )
+        if snap is not None:
+            # What the sample that ended the wait showed, and whether the manager was done then.
+            obs["behind"] = {
+                "t": rig.rel(snap.t),
+                "queued": snap.queued(model),
+                "active": snap.active(model),
+                "manager_finished": manager.finished,
+            }
+    await manager.done.wait()
+    flights = [*occupants, manager, *([later] if later else [])]
+    if manager.status == 403:
+        await rig.settle(flights, t.slack_s)
+        return {"forbidden": True, "waits": obs["waits"]}
+    obs["settled"] = await rig.settle(flights, t.slack_s)
+    # The status from the manager giving up until the first occupant finished: whether the
+    # request behind it took the spare slot (judges_f1._woke).
+    first_done = min((f.t_done for f in occupants), default=float("inf"))
+    obs["after_giveup"] = rig.samples_of(model, manager.t_done, first_done) if later is not None else []
+    snap_end = rig.poller.latest
+    obs["end_sampled"] = snap_end is not None
+    obs["end_loaded"] = snap_end.loaded(model) if snap_end is not None else None
+    return rig.observed(
+        obs, flights, occupants=[f.label for f in occupants], later=later.label if later is not None else None
+    )
+
+
+async def bulk_ignores_ceiling(rig: Rig, model: str, n: int, runtime: str, ceiling: int) -> None:
+    ctx = rig.ctx
+    t = timing(rig)
+    if ctx.unmet("F1.timeouts", f"bulk_unbounded@{runtime}", BULK_UNLOAD):
+        return
+
+    async def attempt(i: int) -> Facts:
+        """Work ahead of a bulk unload that outlasts the model's ceiling: flagged, cold
+        occupants (held through the load); unflagged, a warm holder (a legacy bulk unload
+        skips a load in progress). Judged by judges_f1.bulk_unbounded."""
+        obs = Obs(bound_ms=ceiling, model=model, attempt=i)
+        await rig.run(f"warm-{model}", model)
+        occupants = await occupy_any(rig, model, n, obs, cold=rig.flagged)
+        bulk = await rig.bulk("bulk-unload", [model])
+        obs["settled"] = await rig.settle([*occupants, bulk], t.slack_s)
+        return rig.observed(obs, [*occupants, bulk], occupants=[f.label for f in occupants])
+
+    facts = await attempts("timeouts.bulk_unbounded", attempt)
+    ctx.findings.observe("F1.timeouts", f"bulk_unbounded@{runtime}", "timeouts.bulk_unbounded", facts)
+
+
+async def flagged_timeouts_probe(ctx: Context) -> None:
+    t = ctx.timing
+    assert t is not None
+    if ctx.too_short("F1.timeouts", "timeouts@flagged"):
+        return
+    n = max(tested_counts(ctx))
+    a, z, b = timeout_models(ctx)
+    models = [
+        ctx.entry(a, slots=n, busy_timeout_ms=t.ceiling_ms),
+        ctx.entry(z, slots=n, busy_timeout_ms=0),
+        ctx.entry(b, slots=n, busy_timeout_ms=bulk_ceiling_ms(t)),
+    ]
+    async with open_rig(ctx, "f1-timeouts", ctx.launch_spec(models, flagged=True), [a, z, b]) as rig:
+        await timeout_checks(rig, n, "flagged")
+
+
+# -- F1.unsupported ------------------------------------------------------------------------------
+
+
+async def over_capacity(rig: Rig, over: str, cap: int) -> None:
+    """Two requests to a registration whose count exceeds the capacity (judged by
+    judges_f1.count_over_capacity)."""
+    t = timing(rig)
+    obs = Obs(capacity=cap, model=over)
+    replies = [await rig.run(f"over-capacity{i}", over) for i in range(2)]
+    obs["drained"] = await rig.drained([over], t.slack_s)
+    snap = rig.poller.latest
+    sample = snap.get(over) if snap else None
+    # The registration as the last status sample showed it: [t, active, queued, loaded,
+    # max_parallel, slots] (None: not listed).
+    obs["end"] = (
+        None
+        if snap is None or sample is None
+        else [rig.rel(snap.t), sample.active, sample.queued, sample.loaded, sample.max_parallel, sample.slots]
+    )
+    rig.ctx.findings.observe(
+        "F1.unsupported",
+        "count_over_capacity",
+        "unsupported.count_over_capacity",
+        rig.observed(obs, replies, requests=[r.label for r in replies]),
+        messages=[r.message()[:200] for r in replies],
+    )
+
+
+async def unsupported_mode(rig: Rig, model: str) -> None:
+    """Streaming execution on an offline model, or native batching on a streaming one
+    (judged by judges_f1.unsupported_mode)."""
+    ctx = rig.ctx
+    mode = str(ctx.plan.model["mode"])
+    body: dict[str, object] = {"model": model}
+    if mode == "offline":
+        route, body["request"] = "/v1/tasks/stream", ctx.base_request()
+    else:
+        route, body["requests"] = "/v1/tasks/batch", [ctx.base_request()]
+    if ctx.unmet("F1.unsupported", "unsupported_mode", COUNTERS):
+        return
+    obs = Obs(route=route, mode=mode, model=model)
+    refused = await rig.call("unsupported-mode", "POST", route, body)
+    obs["refused_status"] = refused.status
+    check = ("F1.unsupported", "unsupported_mode", "unsupported.unsupported_mode")
+    evidence = {"route": route, "reply": refused.message()[:200]}
+    if route_absent(refused.status):  # nothing more to force: judged UNSUPPORTED
+        ctx.findings.observe(*check, rig.observed(obs, [refused]), **evidence)
+        return
+    await observe_after(rig, obs, model, "after-refusal", check, [refused], **evidence)
+    ctx.findings.add(
+        "F1.unsupported",
+        "queue_overflow",
+        Status.NOT_APPLICABLE,
+        "the per-model FIFO has no queue capacity; overflow is the timeout rejection "
+        "(503 'timed out waiting for a slot') recorded under F1.timeouts",
+    )
+
+
+async def unsupported_probe(ctx: Context) -> None:
+    cap = ctx.capacity or 1
+    model, over = ctx.model_id, ctx.derived_id("over")
+    if cap + 1 > 16:
+        ctx.findings.add(
+            "F1.unsupported",
+            "count_over_capacity",
+            Status.NOT_APPLICABLE,
+            "capacity 16 is the hard cap: no valid count exceeds it",
+        )
+        entries = [ctx.entry(model)]
+    else:
+        entries = [ctx.entry(model), ctx.entry(over, slots=cap + 1)]
+    async with open_rig(
+        ctx, "f1-unsupported", ctx.launch_spec(entries, flagged=True), [str(e["id"]) for e in entries]
+    ) as rig:
+        if len(entries) == 2 and not ctx.unmet("F1.unsupported", "count_over_capacity", COUNTERS, LOADED):
+            await over_capacity(rig, over, cap)
+        await unsupported_mode(rig, model)

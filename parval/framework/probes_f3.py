@@ -14,6 +14,7 @@ from parval.framework.preconditions import MANAGEMENT
 from parval.framework.probes_f1 import tested_counts
 from parval.framework.rig import Rig, open_rig
 from parval.framework.scenarios import references, timing
+from parval.jsonread import get, iterate
 from parval.status import Status
 
 __all__ = ["CTEST_EVIDENCE", "CTestEvidence", "attach_ctest", "failures_probe"]
@@ -73,7 +74,9 @@ async def registration_retry(rig: Rig, missing: str) -> None:
         return
     listing = (await rig.call("models", "GET", "/v1/models")).json()
     obs["entry"] = (
-        next((e for e in listing.get("data", []) if e.get("id") == rid), None) if isinstance(listing, dict) else None
+        next((e for e in iterate(listing.get("data", [])) if get(e, "id") == rid), None)
+        if isinstance(listing, dict)
+        else None
     )
     good = await rig.call(
         "register-good", "POST", "/v1/models/load", ctx.registration(ctx.entry(rid)), timeout_s=t.slack_s + 30

@@ -216,7 +216,7 @@ async def retiring_once(rig: Rig, models: Models, limit: int) -> Facts:
 
 def polls_during(rig: Rig, manager: Flight) -> dict[str, object] | None:
     """The slowest status poll sent in the first half of `manager`'s wait, as a canary read
-    (observed.stalled judges it): a registry held across the wait answers it only when the
+    (facts.stalled judges it): a registry held across the wait answers it only when the
     manager does, so the status could not show what happened meanwhile."""
     if not manager.finished:
         return None

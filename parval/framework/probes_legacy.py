@@ -1,7 +1,7 @@
 """The unflagged (legacy) runtime of the candidate: the original guard's admission, every
 explicit slots form rejected, one legacy session from concurrent first requests, the
 upstream unpublished-load skip of legacy bulk unload, and F1.timeouts on this path. The
-probes record; parval.framework.judges_legacy judges."""
+probes record; parval.framework.judges_f1 (F1) and judges_f2 (F2) judge."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import anyio
 from parval.errors import ServerStartError
 from parval.framework.context import Context
 from parval.framework.facts import Facts, Obs
-from parval.framework.judges_legacy import LEGACY_SLOTS_TEXT
+from parval.framework.judges_f1 import LEGACY_SLOTS_TEXT
 from parval.framework.preconditions import BULK_UNLOAD, LOADED, MANAGEMENT, Capabilities, route_absent
-from parval.framework.probes_timeouts import bulk_ceiling_ms, timeout_checks, timeout_models
+from parval.framework.probes_f1 import bulk_ceiling_ms, timeout_checks, timeout_models
 from parval.framework.rig import Rig, open_rig
 from parval.framework.scenarios import attempts, model_count, own_references, reset, timing
 from parval.jsontypes import JsonValue
@@ -74,7 +74,7 @@ def legacy_capabilities(rig: Rig, models: list[str]) -> Capabilities:
 
 async def first_session(rig: Rig, model: str, caps: Capabilities) -> None:
     """Concurrent first requests on the legacy path publish one session, then serve it
-    (judged by judges_legacy.first_session)."""
+    (judged by judges_f2.first_session)."""
     t = timing(rig)
     obs = Obs(model=model, loaded_published=bool(caps.loaded))
     flights = [await rig.start_run(f"first{i}", model) for i in range(3)]
@@ -89,7 +89,7 @@ async def first_session(rig: Rig, model: str, caps: Capabilities) -> None:
 
 async def unpublished_skip(rig: Rig, model: str, caps: Capabilities) -> None:
     """Legacy bulk unload keeps upstream's skip of a load that is not yet published
-    (judged by judges_legacy.unpublished_skip), tried again on a cold model while the load
+    (judged by judges_f2.unpublished_skip), tried again on a cold model while the load
     was published before the unload could be sent."""
     t = timing(rig)
     if rig.ctx.unmet("F2.unload_vs_load", "legacy_unpublished_skip", BULK_UNLOAD, LOADED, caps=caps):
@@ -121,7 +121,7 @@ async def unpublished_skip(rig: Rig, model: str, caps: Capabilities) -> None:
 
 async def guard_serializes(rig: Rig, model: str) -> None:
     """The original guard: concurrent requests to one model run one after another (judged
-    by judges_legacy.guard_serializes), tried again while replies read late leave whether
+    by judges_f1.guard_serializes), tried again while replies read late leave whether
     the runs overlapped unseen."""
     t = timing(rig)
 
@@ -139,7 +139,7 @@ async def guard_serializes(rig: Rig, model: str) -> None:
 
 async def wedged_text(rig: Rig, model: str) -> None:
     """A holder older than the caller's bound is treated as wedged: immediate 503 (judged by
-    judges_legacy.wedged_text)."""
+    judges_f1.wedged_text)."""
     t = timing(rig)
     bound = t.overdue_ms
 
@@ -157,7 +157,7 @@ async def wedged_text(rig: Rig, model: str) -> None:
 
 
 async def status_fields(rig: Rig) -> None:
-    """GET /v1/models on the legacy runtime (judged by judges_legacy.status_fields)."""
+    """GET /v1/models on the legacy runtime (judged by judges_f1.status_fields)."""
     obs = Obs()
     reply = await rig.call("models", "GET", "/v1/models")
     body = reply.json()
@@ -172,7 +172,7 @@ async def status_fields(rig: Rig) -> None:
 
 async def registration_forms(rig: Rig) -> None:
     """POST /v1/models/load with every explicit slots form: 400 and no state change (judged
-    by judges_legacy.registration_forms)."""
+    by judges_f1.registration_forms)."""
     ctx = rig.ctx
     if ctx.unmet("F1.legacy_admission", "registration_slots_forms", MANAGEMENT):
         return
@@ -209,7 +209,7 @@ async def registration_forms(rig: Rig) -> None:
 
 async def runtime_kept(rig: Rig) -> None:
     """A registration without slots on the unflagged runtime is a legacy entry: no slot
-    fields appear (judged by judges_legacy.runtime_kept)."""
+    fields appear (judged by judges_f2.legacy_runtime_kept)."""
     ctx = rig.ctx
     if ctx.unmet("F2.invalid_replacement", "runtime_immutable@legacy", MANAGEMENT):
         return
@@ -245,7 +245,7 @@ async def runtime_kept(rig: Rig) -> None:
 
 async def config_forms(ctx: Context) -> None:
     """An unflagged start with an explicit slots field in the config fails with the text
-    (judged by judges_legacy.config_forms)."""
+    (judged by judges_f1.config_forms)."""
     seen = []
     for value in (1, None):
         spec = ctx.launch_spec([ctx.entry(slots=value)], flagged=False)

@@ -13,7 +13,7 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import Literal, NotRequired, TypedDict, get_args
 
 from parval import PROCEDURE_VERSION, __version__
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE
@@ -21,10 +21,13 @@ from parval.framework import contract
 from parval.framework.checks import Check
 from parval.framework.context import Context
 from parval.framework.ctest import CTestRun
+from parval.framework.runner import ProbeOutcome
+from parval.jsontypes import JsonObject
 from parval.plan.schemas import schema_errors
 from parval.procedure.catalogue import FRAMEWORK_GATE, group_of
 from parval.rundir.files import sha256_file, write_json
-from parval.rundir.manifest import driver_version, gpu_info, host_platform
+from parval.rundir.manifest import HostPlatform, driver_version, gpu_info, host_platform
+from parval.rundir.provenance import Provenance
 from parval.rundir.provenance import detect as detect_provenance
 from parval.status import Result, Status, combine
 
@@ -32,7 +35,100 @@ RECORD = "record.json"
 SCHEMA_VERSION = 1
 
 
-def identity(ctx: Context, source_commit: str | None) -> dict[str, object]:
+class Identity(TypedDict):
+    """The scope a record speaks for (`identity`): one source/build/platform/backend, and the
+    flagged counts it covers (`counts`, added when the results are judged)."""
+
+    candidate_sha256: str
+    candidate_path: str
+    candidate_name: str
+    candidate_args: list[str]
+    source_commit: str | None
+    backend: str
+    counts: NotRequired[list[int]]
+    device: int
+    threads: int
+    platform: HostPlatform
+    driver: object
+    gpu: JsonObject
+    provenance: Provenance
+    plan_sha256: str
+    plan_path: str
+    plan_name: str
+    probes_file: dict[str, str | None]
+
+
+class RecordInputs(TypedDict, total=False):
+    """What a record states besides the judged results (the `record_inputs` event;
+    `assemble` names a field an old or damaged record lacks, by a KeyError)."""
+
+    identity: Identity
+    created_at: str
+    procedure_version: str
+    parval_version: str
+    elapsed_s: float
+    scope: dict[str, object]
+    contract: dict[str, object]
+    probes: list[ProbeOutcome]
+    reproduction: str
+
+
+RecordInputField = Literal[
+    "identity",
+    "created_at",
+    "procedure_version",
+    "parval_version",
+    "elapsed_s",
+    "scope",
+    "contract",
+    "probes",
+    "reproduction",
+]
+RECORD_INPUT_FIELDS: tuple[RecordInputField, ...] = get_args(RecordInputField)
+
+
+class GroupSummary(TypedDict):
+    """One F group's line in the record (`groups`)."""
+
+    status: str
+    assertions: list[str]
+    coverage: str  # full or partial
+    blanket_pass: bool
+    partial_areas: list[str]
+    summary: str
+
+
+class RecordVerdict(TypedDict):
+    """The record's verdict and the exit code `parval framework` ends with."""
+
+    status: str
+    exit_code: int
+    line: str
+
+
+class FrameworkRecord(TypedDict):
+    """record.json (schemas/framework.schema.json); `assertions` and `ctest_runs` hold
+    Result.to_json and CTestRun.to_json rows."""
+
+    schema_version: int
+    kind: str
+    record_id: str
+    procedure_version: str
+    parval_version: str
+    created_at: str
+    elapsed_s: float
+    identity: Identity
+    scope: dict[str, object]
+    contract: dict[str, object]
+    assertions: list[dict[str, object]]
+    groups: dict[str, GroupSummary]
+    probes: list[ProbeOutcome]
+    ctest_runs: list[dict[str, object]]
+    verdict: RecordVerdict
+    reproduction: str
+
+
+def identity(ctx: Context, source_commit: str | None) -> Identity:
     """The scope this record speaks for: one source/build/platform/backend."""
     spec = ctx.plan.candidate
     server = ctx.plan.server
@@ -82,13 +178,13 @@ def covered_counts(checks: list[Check]) -> list[int]:
     return sorted(counts)
 
 
-def record_id(ident: dict[str, Any], stamp: str) -> str:
+def record_id(ident: Identity, stamp: str) -> str:
     digest = hashlib.sha256(json.dumps({**ident, "stamp": stamp}, sort_keys=True).encode()).hexdigest()
     return f"fw-{stamp}-{ident['candidate_sha256'][:8]}-{digest[:8]}"
 
 
-def groups(results: list[Result]) -> dict[str, object]:
-    out: dict[str, object] = {}
+def groups(results: list[Result]) -> dict[str, GroupSummary]:
+    out: dict[str, GroupSummary] = {}
     for g in sorted({group_of(r.id) for r in results}):
         members = [r for r in results if group_of(r.id) == g]
         status = combine(r.status for r in members)
@@ -122,7 +218,7 @@ def groups(results: list[Result]) -> dict[str, object]:
     return out
 
 
-def verdict(results: list[Result]) -> dict[str, object]:
+def verdict(results: list[Result]) -> RecordVerdict:
     applicable = [r for r in results if r.applicable]
     status = combine(r.status for r in applicable)
     if status is Status.PASS:
@@ -136,14 +232,12 @@ def verdict(results: list[Result]) -> dict[str, object]:
     return {"status": str(status), "exit_code": code, "line": line}
 
 
-def assemble(
-    inputs: dict[str, Any], results: list[Result], runs: list[CTestRun], checks: list[Check]
-) -> dict[str, object]:
+def assemble(inputs: RecordInputs, results: list[Result], runs: list[CTestRun], checks: list[Check]) -> FrameworkRecord:
     """The record from its recorded inputs and the judged results (also for --rejudge)."""
     missing = [a for a in FRAMEWORK_GATE if a not in {r.id for r in results}]
     if missing:
         raise RuntimeError(f"framework record lacks {missing}")
-    ident = {**inputs["identity"], "counts": covered_counts(checks)}
+    ident: Identity = {**inputs["identity"], "counts": covered_counts(checks)}
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "parval-framework-record",
@@ -168,11 +262,11 @@ def record_inputs(
     ctx: Context,
     *,
     started: float,
-    outcomes: list[dict[str, object]],
+    outcomes: list[ProbeOutcome],
     selection: list[str],
     source_commit: str | None,
     argv: list[str],
-) -> dict[str, object]:
+) -> RecordInputs:
     """What the record states besides judged results, fixed when the probes end."""
     ident = identity(ctx, source_commit)
     ident.pop("counts")
@@ -206,7 +300,7 @@ def record_inputs(
     }
 
 
-def write_record(run_dir: Path, record: dict[str, object]) -> Path:
+def write_record(run_dir: Path, record: FrameworkRecord) -> Path:
     errors = schema_errors(record, "framework")
     if errors:
         raise RuntimeError("framework record does not validate: " + "; ".join(errors[:5]))

@@ -12,30 +12,41 @@ judge or to those rules applies to an existing record without a server.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypedDict, get_args
 
 from parval.errors import RunDirError
 from parval.framework.checks import Check
 from parval.framework.ctest import CTestRun
+from parval.framework.facts import Facts
 from parval.framework.judges import run_judge
-from parval.framework.record import RECORD, assemble
-from parval.framework.runner import judge
+from parval.framework.record import RECORD, RECORD_INPUT_FIELDS, FrameworkRecord, RecordInputs, assemble
+from parval.framework.runner import JUDGE_INPUT_FIELDS, JudgeInputs, judge
+from parval.jsontypes import JsonObject
 from parval.rundir.event_fields import check_read
 from parval.rundir.events import read_events
 from parval.rundir.layout import EVENTS
-
-_META = ("seq", "t", "kind")
 
 
 def is_framework_run(path: Path) -> bool:
     return path.is_dir() and (path / RECORD).is_file() and (path / EVENTS).is_file()
 
 
-def _fields(event: dict[str, object]) -> dict[str, object]:
-    return {k: v for k, v in event.items() if k not in _META}
+class ObservationEvent(TypedDict, total=False):
+    """An `observation` event's fields (written by parval.framework.findings.Findings.observe)."""
+
+    seq: int
+    assertion: str
+    name: str
+    judge: str
+    facts: Facts
+    evidence: JsonObject
 
 
-def rejudge_observation(event: dict[str, Any]) -> Check:
+ObservationField = Literal["seq", "assertion", "name", "judge", "facts", "evidence"]
+OBSERVATION_FIELDS: tuple[ObservationField, ...] = get_args(ObservationField)
+
+
+def rejudge_observation(event: ObservationEvent) -> Check:
     """The sub-check the registered judge gives for one recorded observation."""
     facts = dict(event["facts"])
     try:
@@ -46,28 +57,43 @@ def rejudge_observation(event: dict[str, Any]) -> Check:
     return Check(str(event["assertion"]), str(event["name"]), verdict.status, verdict.detail(), evidence)
 
 
-def rejudge_framework(run_dir: Path) -> dict[str, object]:
+def rejudge_framework(run_dir: Path) -> FrameworkRecord:
     """The record rebuilt from `run_dir/events.jsonl`; RunDirError when it lacks the events."""
     # every event with the fields its kind declares: a missing one is named, never a KeyError
     # (format-2 logs; a format-1 log predates the framework kinds' declarations)
     events = check_read(read_events(run_dir / EVENTS), str(run_dir / EVENTS))
-    last: dict[str, dict[str, object]] = {}
+    judge_event = record_event = None
     checks: list[Check] = []
     runs: list[CTestRun] = []
     for e in events:
         kind = e.get("kind")
         if kind == "observation":
-            checks.append(rejudge_observation(e))
+            observation: ObservationEvent = {}
+            for part in OBSERVATION_FIELDS:
+                if part in e:
+                    observation[part] = e[part]
+            checks.append(rejudge_observation(observation))
         elif kind == "ctest_run":
             runs.append(CTestRun.from_json(e["run"]))
-        elif kind in ("judge_inputs", "record_inputs"):
-            last[str(kind)] = _fields(e)
-    missing = [k for k in ("judge_inputs", "record_inputs") if k not in last]
-    if missing:
+        elif kind == "judge_inputs":
+            judge_event = e
+        elif kind == "record_inputs":
+            record_event = e
+    if judge_event is None or record_event is None:
+        missing = [k for k, e in (("judge_inputs", judge_event), ("record_inputs", record_event)) if e is None]
         raise RunDirError(
             f"{run_dir}: the framework events hold no {', '.join(missing)} "
             "(recorded by an older parval, or the run did not finish), so the record "
             "cannot be rebuilt from them"
         )
-    results = judge(checks, runs, last["judge_inputs"])
-    return assemble(last["record_inputs"], results, runs, checks)
+    # The fields each event holds (an older record may lack some; the reader names it).
+    inputs: JudgeInputs = {}
+    for key in JUDGE_INPUT_FIELDS:
+        if key in judge_event:
+            inputs[key] = judge_event[key]
+    stated: RecordInputs = {}
+    for field in RECORD_INPUT_FIELDS:
+        if field in record_event:
+            stated[field] = record_event[field]
+    results = judge(checks, runs, inputs)
+    return assemble(stated, results, runs, checks)

@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from parval.framework.record import RECORD
+from parval.framework.record import RECORD, FrameworkRecord
 from parval.rundir.provenance import label as provenance_label
 
 
-def load_framework_record(run_dir: Path, rejudge: bool) -> tuple[dict[str, Any], list[str]]:
+def load_framework_record(run_dir: Path, rejudge: bool) -> tuple[FrameworkRecord, list[str]]:
     """(record, notes): the directory verified first (a modified one is refused, exit 2),
     then the stored record, or with `rejudge` the one rebuilt from the events (a note names
     every top-level field that differs from the stored one)."""
     from parval.rundir.verified import verified
 
     check = verified(run_dir)
-    stored: dict[str, Any] = json.loads((run_dir / RECORD).read_text("utf-8"))
+    stored: FrameworkRecord = json.loads((run_dir / RECORD).read_text("utf-8"))
     if not rejudge:
         return stored, [check.line()]
     from parval.framework.rejudge import rejudge_framework
@@ -34,7 +33,7 @@ def load_framework_record(run_dir: Path, rejudge: bool) -> tuple[dict[str, Any],
     return record, notes
 
 
-def render_framework(record: dict[str, Any], fmt: str, notes: list[str]) -> str:
+def render_framework(record: FrameworkRecord, fmt: str, notes: list[str]) -> str:
     if fmt == "json":
         return json.dumps(record, indent=2, sort_keys=True) + "\n"
     if fmt == "junit":
@@ -42,7 +41,7 @@ def render_framework(record: dict[str, Any], fmt: str, notes: list[str]) -> str:
     return _markdown(record, notes)
 
 
-def _markdown(record: dict[str, Any], notes: list[str]) -> str:
+def _markdown(record: FrameworkRecord, notes: list[str]) -> str:
     ident = record["identity"]
     lines = [
         f"## Framework record {record['record_id']}",
@@ -58,21 +57,21 @@ def _markdown(record: dict[str, Any], notes: list[str]) -> str:
     lines += [f"> {n}" for n in notes]
     lines += ["", "| assertion | status | reason |", "|---|---|---|"]
     for a in record["assertions"]:
-        reason = a["reason"].replace("|", "\\|").replace("\n", " ")
+        reason = str(a["reason"]).replace("|", "\\|").replace("\n", " ")
         lines.append(f"| {a['id']} | {a['status']} | {reason[:300]} |")
     lines += ["", *[f"- {g['summary']}" for g in record["groups"].values()], ""]
     return "\n".join(lines)
 
 
-def _junit(record: dict[str, Any]) -> str:
+def _junit(record: FrameworkRecord) -> str:
     cases = []
     for a in record["assertions"]:
         body = ""
         if a["status"] == "FAIL":
-            body = f"<failure message={quoteattr(a['reason'][:500])}/>"
+            body = f"<failure message={quoteattr(str(a['reason'])[:500])}/>"
         elif a["status"] not in ("PASS", "NOT_APPLICABLE"):
-            body = f"<skipped message={quoteattr(a['status'] + ': ' + a['reason'][:500])}/>"
-        cases.append(f'  <testcase classname="framework" name={quoteattr(a["id"])}>{body}</testcase>')
+            body = f"<skipped message={quoteattr(str(a['status']) + ': ' + str(a['reason'])[:500])}/>"
+        cases.append(f'  <testcase classname="framework" name={quoteattr(str(a["id"]))}>{body}</testcase>')
     fails = sum(1 for a in record["assertions"] if a["status"] == "FAIL")
     return (
         '<?xml version="1.0" encoding="utf-8"?>\n'

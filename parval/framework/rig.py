@@ -15,12 +15,13 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from parval.framework.poller import ModelsPoller, Snapshot
+from parval.jsontypes import JsonValue
 from parval.server.client import Client, Reply
 from parval.server.process import LaunchSpec, ServerProcess, spawn, wait_ready
 
@@ -53,7 +54,7 @@ class Flight:
     def status(self) -> int | None:
         return self.reply.status if self.reply is not None else None
 
-    def json(self) -> Any:
+    def json(self) -> JsonValue:
         return self.reply.json() if self.reply is not None else None
 
     def message(self) -> str:
@@ -201,7 +202,7 @@ class Rig:
         return self.ctx.canon(flight.reply.body)
 
     def fact(self, f: Flight) -> dict[str, object]:
-        """One flight as an observation records it (parval.framework.observed.FlightFact):
+        """One flight as an observation records it (parval.framework.facts.FlightRecord):
         the raw reply body goes to the artifacts, a run reply's canonical output hash and a
         small management reply's JSON into the fact itself."""
         out: dict[str, object] = {
@@ -239,7 +240,7 @@ class Rig:
 
     def samples_of(self, model: str, t0: float, t1: float | None = None) -> list[list[object]]:
         """Status samples of `model` in a window as [t, active, queued, loaded, max_parallel,
-        slots] rows, a row only where something changed (parval.framework.observed.Sample)."""
+        slots] rows, a row only where something changed (parval.framework.facts.Sample)."""
         rows: list[list[object]] = []
         last: list[object] | None = None
         for s in self.poller.between(t0, time.monotonic() if t1 is None else t1):

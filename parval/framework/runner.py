@@ -16,7 +16,7 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Literal, NotRequired, TypedDict, get_args
 
 import anyio
 
@@ -28,16 +28,13 @@ from parval.framework.ctest import DEFAULT_SANITIZERS, CTestRun
 from parval.framework.findings import Findings
 from parval.framework.judges_f6 import assess_f6
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, LOADED, MANAGEMENT, first_missing
-from parval.framework.probes_f1 import cap1_probe, fifo_probe, overdue_probe
-from parval.framework.probes_f2 import reconfigure_probe, unload_load_probe
-from parval.framework.probes_f2_callback import callback_probe
+from parval.framework.probes_f1 import cap1_probe, fifo_probe, flagged_timeouts_probe, overdue_probe, unsupported_probe
+from parval.framework.probes_f2 import callback_probe, reconfigure_probe, unload_load_probe
 from parval.framework.probes_f3 import CTEST_EVIDENCE, attach_ctest, failures_probe
 from parval.framework.probes_f4 import disconnect_probe, shutdown_probe, stalled_io_probe
 from parval.framework.probes_f5 import bulk_probe, limit_probe
 from parval.framework.probes_f6 import ctest_runs
 from parval.framework.probes_legacy import legacy_probe
-from parval.framework.probes_timeouts import flagged_timeouts_probe
-from parval.framework.probes_unsupported import unsupported_probe
 from parval.framework.settings import ProbeOptions
 from parval.procedure.catalogue import FRAMEWORK_GATE, group_of
 from parval.server.groups import real_error
@@ -125,9 +122,44 @@ def check_skips(skip: frozenset[str]) -> None:
         raise UsageError(f"probes file skip: {CALIBRATION.name} is the calibration start; it cannot be skipped")
 
 
-async def run_probes(ctx: Context, selected: set[str]) -> tuple[list[dict[str, Any]], list[CTestRun]]:
+class ProbeOutcome(TypedDict):
+    """How one probe ended, as the record lists it (`probes`)."""
+
+    probe: str
+    outcome: str  # ok, error, skipped, blocked or precondition
+    error: NotRequired[str]
+    elapsed_s: NotRequired[float]
+    assertions: NotRequired[list[str]]
+
+
+class JudgeInputs(TypedDict, total=False):
+    """What judging reads besides the sub-checks and CTest runs (the `judge_inputs` event;
+    `judge` names a field an old or damaged record lacks, by a KeyError)."""
+
+    selected: list[str]
+    only: str | None
+    plan_path: str
+    required_tests: list[str]
+    default_transport_unchanged: str | None
+    sanitizers: list[str]
+    sanitizers_unavailable: dict[str, str] | str  # older records: one text
+
+
+JudgeInputField = Literal[
+    "selected",
+    "only",
+    "plan_path",
+    "required_tests",
+    "default_transport_unchanged",
+    "sanitizers",
+    "sanitizers_unavailable",
+]
+JUDGE_INPUT_FIELDS: tuple[JudgeInputField, ...] = get_args(JudgeInputField)
+
+
+async def run_probes(ctx: Context, selected: set[str]) -> tuple[list[ProbeOutcome], list[CTestRun]]:
     """Run every probe the selection needs; returns per-probe outcomes and CTest runs."""
-    outcomes: list[dict[str, Any]] = []
+    outcomes: list[ProbeOutcome] = []
     calibrated = True
     http = {a for p in PROBES for a in p.assertions}
     for probe in PROBES if selected & http else ():
@@ -172,7 +204,7 @@ async def run_probes(ctx: Context, selected: set[str]) -> tuple[list[dict[str, A
     return outcomes, runs
 
 
-async def _run_one(ctx: Context, probe: Probe) -> dict[str, Any]:
+async def _run_one(ctx: Context, probe: Probe) -> ProbeOutcome:
     t0 = time.monotonic()
     ctx.log.append("probe_begin", probe=probe.name)
     error = ""
@@ -205,7 +237,7 @@ async def _run_one(ctx: Context, probe: Probe) -> dict[str, Any]:
     }
 
 
-def judge_inputs(ctx: Context, selected: set[str], only: str | None) -> dict[str, Any]:
+def judge_inputs(ctx: Context, selected: set[str], only: str | None) -> JudgeInputs:
     """Everything besides the sub-checks and CTest runs that judging reads (recorded as an
     event, so `parval report --rejudge` needs nothing else)."""
     return {
@@ -219,7 +251,7 @@ def judge_inputs(ctx: Context, selected: set[str], only: str | None) -> dict[str
     }
 
 
-def _unavailable(raw: Any) -> dict[str, str]:
+def _unavailable(raw: object) -> dict[str, str]:
     """`sanitizers_unavailable` as recorded: one reason per job (older records: one text)."""
     if isinstance(raw, str) and raw:
         return {label: raw for label in DEFAULT_SANITIZERS}
@@ -230,7 +262,7 @@ def results(ctx: Context, selected: set[str], runs: list[CTestRun], only: str | 
     return judge(ctx.findings.checks, runs, judge_inputs(ctx, selected, only))
 
 
-def judge(checks: list[Check], runs: list[CTestRun], inputs: dict[str, Any]) -> list[Result]:
+def judge(checks: list[Check], runs: list[CTestRun], inputs: JudgeInputs) -> list[Result]:
     """One Result per F assertion, in catalogue order: a pure function of the recorded
     sub-checks, CTest runs and judging inputs."""
     findings = Findings()

@@ -95,7 +95,7 @@ async def enqueue(
 
 
 async def canaries(rig: Rig, manager: Flight) -> list[dict[str, object]]:
-    """Status reads while `manager` waits (judged by `observed.stalled`). Two reads a gap
+    """Status reads while `manager` waits (judged by `facts.stalled`). Two reads a gap
     apart: the first may reach the registry before the manager takes its lock (a race, not
     evidence of a free registry); a held lock stalls the second."""
     t = timing(rig)
@@ -115,7 +115,7 @@ async def attempts(key: str, scenario: Callable[[int], Awaitable[Facts]], tries:
     """Force one situation up to `tries` times: again only while the judge `key` says it was
     not forced (BLOCKED naming what), so a busy machine costs another attempt, never a
     verdict. One attempt is its own facts; several are kept together (`{"attempts": [...]}`,
-    judged by observed.over_attempts). `scenario(i)` may force harder on attempt i."""
+    judged by judges.over_attempts). `scenario(i)` may force harder on attempt i."""
     made: list[Facts] = []
     for i in range(tries):
         facts = json.loads(dumps(await scenario(i)))

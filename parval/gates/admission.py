@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from parval.gates import shape
+from parval.jsonread import as_int
 from parval.plan.waves import skipped_counts
 from parval.procedure.catalogue import all_ids, group_of
 from parval.status import Result, Status, combine, pending
@@ -208,10 +208,10 @@ class Decision:
         }
 
 
-def not_run_counts(events: list[dict[str, Any]]) -> dict[int, str]:
+def not_run_counts(events: Sequence[Mapping[str, object]]) -> dict[int, str]:
     """Counts a `--fail-fast` campaign did not run, with the reason it recorded."""
     return {
-        int(e["count"]): str(e.get("reason") or "not run (--fail-fast)")
+        as_int(e["count"]): str(e.get("reason") or "not run (--fail-fast)")
         for e in events
         if e.get("kind") == "count_not_run" and e.get("count") is not None
     }

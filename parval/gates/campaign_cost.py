@@ -8,11 +8,12 @@ time is parval's own cost (waits, polls, writing evidence) plus process start an
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+
+from parval.jsonread import as_float, as_int
 
 
-def campaign_overhead(events: Iterable[dict[str, Any]], wall_s: float | None = None) -> dict[str, Any] | None:
+def campaign_overhead(events: Iterable[Mapping[str, object]], wall_s: float | None = None) -> dict[str, object] | None:
     """{wall_s, server_s, service_s, readiness_s, starts, requests, repeated_waves,
     overhead_s, ratio, per_start_s}; None when the campaign did not end. The wall time is
     the campaign_end's unless `wall_s` is given (loops that are not whole campaigns)."""
@@ -27,12 +28,12 @@ def campaign_overhead(events: Iterable[dict[str, Any]], wall_s: float | None = N
                 service += max(0.0, float(t1) - float(t0))
                 requests += 1
         elif kind == "server_ready":
-            readiness += float(e.get("ready_s") or 0.0)
+            readiness += as_float(e.get("ready_s") or 0.0)
             starts += 1
         elif kind == "wave_repeat" and e.get("repeat"):
             repeats += 1
         elif kind == "campaign_end":
-            wall = float(e.get("elapsed_s") or 0.0)
+            wall = as_float(e.get("elapsed_s") or 0.0)
     if wall_s is not None:
         wall = wall_s
     if wall is None:
@@ -53,17 +54,17 @@ def campaign_overhead(events: Iterable[dict[str, Any]], wall_s: float | None = N
     }
 
 
-def overhead_beyond_starts_pct(o: dict[str, Any], per_start_fixed_s: float | None) -> float | None:
+def overhead_beyond_starts_pct(o: Mapping[str, object], per_start_fixed_s: float | None) -> float | None:
     """What is left of the overhead once each start's fixed cost (launch, first poll, stop)
     is taken out, as a percentage of the server's time."""
-    server = float(o.get("server_s") or 0.0)
+    server = as_float(o.get("server_s") or 0.0)
     if per_start_fixed_s is None or server <= 0:
         return None
-    rest = max(0.0, float(o["overhead_s"]) - int(o["starts"]) * per_start_fixed_s)
+    rest = max(0.0, as_float(o["overhead_s"]) - as_int(o["starts"]) * per_start_fixed_s)
     return round(100.0 * rest / server, 2)
 
 
-def describe_overhead(o: dict[str, Any] | None) -> str:
+def describe_overhead(o: Mapping[str, object] | None) -> str:
     if not o:
         return "campaign overhead: not available (the campaign did not end)"
     ratio = f"{o['ratio']}x" if o["ratio"] is not None else "n/a"

@@ -11,8 +11,9 @@ from typing import Any
 
 from parval.gates import shape
 from parval.gates.exactness import Tally, judge_requests, set_aside_failures
-from parval.gates.records import REF_PHASES, Records
+from parval.gates.records import REF_PHASES, Records, SetAsideCrash, typed
 from parval.gates.serial import SerialVerdict, serial_variation
+from parval.rundir.event_types import RequestEvent, ServerReadyEvent
 from parval.status import Result
 
 __all__ = ["REF_PHASES", "Context", "SerialVerdict", "exact_result", "run_judges"]
@@ -76,7 +77,7 @@ class Context:
             return None
         return self.declared_tolerance if self.serial[2].get("tolerance_applies") else None
 
-    def judge(self, events: list[dict[str, Any]]) -> Tally:
+    def judge(self, events: list[RequestEvent]) -> Tally:
         """Judge these requests; the same starts' and phases' requests in set-aside
         attempts are judged too, and their failures (only) join the tally."""
         t = self._judge_requests(events)
@@ -86,12 +87,12 @@ class Context:
             t.merge(self.judge_set_aside(aside))
         return t
 
-    def judge_set_aside(self, events: list[dict[str, Any]]) -> Tally:
+    def judge_set_aside(self, events: list[RequestEvent]) -> Tally:
         """Failures only, in set-aside attempts' requests that have a reference."""
         chosen = [e for e in events if e.get("ref") and not e.get("expect_error")]
         return set_aside_failures(self.rec, self._judge_requests(chosen))
 
-    def _judge_requests(self, events: list[dict[str, Any]]) -> Tally:
+    def _judge_requests(self, events: list[RequestEvent]) -> Tally:
         return judge_requests(
             self.rec,
             events,
@@ -101,30 +102,30 @@ class Context:
             declared_tolerance=self.declared_tolerance,
         )
 
-    def set_aside_scope(self, count: int | None) -> tuple[Tally, list[dict[str, object]]]:
+    def set_aside_scope(self, count: int | None) -> tuple[Tally, list[SetAsideCrash]]:
         """Failures in set-aside attempts for one Q5 scope: count starts at `count`, or
         (None) every other start of the executable under test. (tally, crashes)"""
 
-        def in_scope(run: str, attempt: Any) -> bool:
-            entry = self.rec.set_aside.get((run, attempt))
-            start = (entry.get("run_start") if entry else None) or {}
-            own = start.get("count") if start.get("role") == "count" else None
+        def in_scope(run: str, attempt: int | None) -> bool:
+            entry = self.rec.set_aside.get((run, attempt)) if attempt is not None else None
+            if entry is None:
+                return count is None
+            start = entry["run_start"]
+            own = start["count"] if start["role"] == "count" else None
             return bool(own == count)
 
         events = [e for e in self.rec.set_aside_requests() if in_scope(e["run"], e.get("attempt"))]
         crashes = [c for c in self.rec.set_aside_crashes() if in_scope(c["run"], c.get("attempt"))]
         return self.judge_set_aside(events), crashes
 
-    def ready(self, run: str) -> dict[str, Any] | None:
+    def ready(self, run: str) -> ServerReadyEvent | None:
         """The start's `server_ready` event, if it got that far."""
-        for e in self.rec.by_run.get(run, []):
-            if e["kind"] == "server_ready":
-                return e
-        return None
+        found = typed(self.rec.by_run.get(run, []), "server_ready")
+        return found[0] if found else None
 
     def argv(self, run: str) -> str:
         ready = self.ready(run)
-        return " ".join(ready.get("argv", [])) if ready else ""
+        return " ".join(str(a) for a in ready["argv"]) if ready else ""
 
     def repro(self, run: str | None = None, extra: str = "") -> str:
         cmd = f"parval run {self.plan_path}"
@@ -141,7 +142,7 @@ class Context:
         return bool(self.plan["model"].get("cache_sensitive"))
 
 
-def _scope_key(e: dict[str, Any]) -> tuple[object, ...]:
+def _scope_key(e: RequestEvent) -> tuple[object, ...]:
     return (e.get("run"), e.get("phase"), bool(e.get("reversed")))
 
 

@@ -6,10 +6,10 @@ wave; a missing one leaves it PENDING (BLOCKED when a start was stopped), never 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from parval.gates.context import Context
 from parval.plan.waves import serial_requests, wave_numbers
+from parval.rundir.event_types import RequestEvent, WaveEvent
 from parval.status import Result, Status
 
 # The procedure's minimum of fresh starts per advertised count.
@@ -44,7 +44,7 @@ def starts_missing(ctx: Context, n: int, id_: str) -> Result | None:
     return Result(id_, status, text, {"starts": runs, "complete": complete}, count=n)
 
 
-def _key(e: dict[str, Any]) -> tuple[str, int, int]:
+def _key(e: RequestEvent | WaveEvent) -> tuple[str, int, int]:
     # A serial wave's requests are numbered 0..k-1 but belong to its one wave summary.
     wave = 0 if e["phase"] == "serial_reuse" else int(e["wave"])
     return str(e["phase"]), wave, int(e.get("retry", 0))

@@ -8,10 +8,11 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from parval.gates.compare import within_tolerance
 from parval.gates.records import Records
+from parval.jsonread import contains, get
+from parval.rundir.event_types import RequestEvent
 
 
 @dataclass
@@ -24,7 +25,7 @@ class Tally:
     indeterminate: list[dict[str, object]] = field(default_factory=list)
     malformed: list[dict[str, object]] = field(default_factory=list)
     # Read back by `problem` as recorded (its history's membership test is the event's own).
-    no_reference: list[dict[str, Any]] = field(default_factory=list)
+    no_reference: list[dict[str, object]] = field(default_factory=list)
     # Refused for memory (503 insufficient_memory): a resource result, never an output one.
     resource: list[dict[str, object]] = field(default_factory=list)
 
@@ -76,7 +77,7 @@ class Tally:
             parts.append(f"{len(self.indeterminate)} indeterminate outcome(s)")
         if self.no_reference:
             text = f"{len(self.no_reference)} output(s) without a same-history reference"
-            unseen = [m for m in self.no_reference if m.get("history") is None or "?" in (m.get("history") or [])]
+            unseen = [m for m in self.no_reference if m.get("history") is None or contains(m.get("history") or [], "?")]
             if unseen:
                 # No replay can reproduce a slot history nobody saw: say why, and what helps.
                 text += (
@@ -111,17 +112,9 @@ def _where(e: Mapping[str, object]) -> dict[str, object]:
     }
 
 
-def failure_key(m: Mapping[str, object]) -> tuple[object, ...]:
+def failure_key(m: object) -> tuple[object, ...]:
     """Identity of one recorded failure (the same request judged by two assertions)."""
-    return (
-        m.get("run"),
-        m.get("attempt"),
-        m.get("phase"),
-        m.get("wave"),
-        m.get("req"),
-        m.get("slot"),
-        m.get("artifact"),
-    )
+    return tuple(get(m, key) for key in ("run", "attempt", "phase", "wave", "req", "slot", "artifact"))
 
 
 def set_aside_failures(rec: Records, judged: Tally) -> Tally:
@@ -138,7 +131,7 @@ def set_aside_failures(rec: Records, judged: Tally) -> Tally:
 MEMORY_REFUSAL = "insufficient_memory"
 
 
-def refused_for_memory(e: dict[str, Any], run_dir: Path | None) -> bool:
+def refused_for_memory(e: RequestEvent, run_dir: Path | None) -> bool:
     """Did the server refuse this request with its memory guard (503, error type
     `insufficient_memory`, as the API reference documents)? Read from the reply summary, or
     from the raw reply body for runs that did not record the error type."""
@@ -159,7 +152,7 @@ def refused_for_memory(e: dict[str, Any], run_dir: Path | None) -> bool:
 
 def judge_requests(
     rec: Records,
-    events: list[dict[str, Any]],
+    events: list[RequestEvent],
     *,
     run_dir: Path | None = None,
     tolerance: int | None = None,
@@ -223,7 +216,7 @@ def judge_requests(
 
 
 def tolerance_check(
-    run_dir: Path | None, e: dict[str, Any], ref: dict[str, Any], volatile: list[str], tolerance: int
+    run_dir: Path | None, e: RequestEvent, ref: RequestEvent, volatile: list[str], tolerance: int
 ) -> dict[str, object]:
     """Does the declared tolerance cover the difference between two recorded requests'
     raw replies? {"covered": bool, "why"/"max_abs_sample_diff": ...}"""

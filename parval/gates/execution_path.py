@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 from parval.gates import shape
 from parval.gates.context import Context, exact_result, run_judges
 from parval.gates.count_starts import required_starts
+from parval.jsonread import as_int, get, item
+from parval.jsontypes import JsonValue
 from parval.status import Result
 
 LEGACY = "ref-candidate-legacy"
@@ -51,7 +52,7 @@ def x1_legacy_path(ctx: Context) -> Result:
             problems.append(
                 f"registration slots={reg['value']!r}: got {reg['reply'].get('status')} {reg.get('message')!r}"
             )
-    fields = (rec.ends.get(LEGACY) or {}).get("status_fields")
+    fields = _status_fields(ctx, LEGACY)
     if isinstance(fields, dict) and fields.get("slot_fields"):
         problems.append("/v1/models shows slot fields on the legacy runtime")
     ev: dict[str, object] = {"config_probes": probes, "registration_probes": regs}
@@ -82,11 +83,18 @@ def x1_legacy_path(ctx: Context) -> Result:
     )
 
 
+def _status_fields(ctx: Context, run: str) -> JsonValue:
+    """The /v1/models fields a start recorded at its end (None when it did not)."""
+    end = ctx.rec.ends.get(run)
+    return end.get("status_fields") if end else None
+
+
 def campaign_counts(ctx: Context) -> list[int]:
     """The counts this run's campaign covered (its --shard share), else the plan's."""
     for e in ctx.rec.events:
-        if e.get("kind") == "campaign_start" and isinstance(e.get("counts"), list) and e["counts"]:
-            return sorted(int(c) for c in e["counts"])
+        counts = e.get("counts")
+        if e.get("kind") == "campaign_start" and isinstance(counts, list) and counts:
+            return sorted(as_int(c) for c in counts)
     return ctx.counts
 
 
@@ -102,13 +110,13 @@ def x2_flagged_capacity_one(ctx: Context) -> Result:
     problems = []
     if not cap1_ready.get("warning_marker"):
         problems.append("flagged capacity-one start printed no experimental-runtime warning")
-    fields = (rec.ends.get(CAP1) or {}).get("status_fields")
+    fields = _status_fields(ctx, CAP1)
     slots = fields.get("first_slots") if isinstance(fields, dict) else None
     if slots is not None and slots != 1:
         problems.append(f"omitted slots should mean capacity one; /v1/models slots {slots}")
     for run, start in rec.runs.items():
         ready = ctx.ready(run)
-        if start.get("role") == "count" and ready and not ready.get("warning_marker"):
+        if start["role"] == "count" and ready and not ready["warning_marker"]:
             problems.append(f"{run}: flagged start printed no warning")
     ev = {"cap1_status_fields": fields}
     if problems:
@@ -127,7 +135,7 @@ def x2_flagged_capacity_one(ctx: Context) -> Result:
             f"flagged starts with a readiness record per count {short}, {need} needed: the warning not shown",
             **ev,
         )
-    counted = [run for run, start in rec.runs.items() if start.get("role") == "count" and ctx.ready(run)]
+    counted = [run for run, start in rec.runs.items() if start["role"] == "count" and ctx.ready(run)]
     return shape.passed(
         "X2",
         "flagged runs print the warning; omitted slots = capacity one on the parallel runtime",
@@ -136,8 +144,8 @@ def x2_flagged_capacity_one(ctx: Context) -> Result:
     )
 
 
-def _reply_status(step: dict[str, Any]) -> object:
-    return (step.get("reply") or {}).get("status")
+def _reply_status(step: object) -> object:
+    return get(get(step, "reply") or {}, "status")
 
 
 @shape.judge("X3")
@@ -157,25 +165,25 @@ def x3_resize_across_one(ctx: Context) -> Result:
             "with this model",
             steps=steps,
         )
-    sizes = [s.get("slots") for s in steps]
+    sizes = [get(s, "slots") for s in steps]
     if 2 not in sizes or 1 not in sizes:
         return shape.pending("X3", f"resize steps {sizes} do not cross one (both 2 and 1 are needed)", steps=steps)
-    refused = [s for s in steps if (s.get("reply") or {}).get("error_type") == "insufficient_memory"]
+    refused = [s for s in steps if get(get(s, "reply") or {}, "error_type") == "insufficient_memory"]
     if refused:
         return shape.blocked(
             "X3",
-            f"resizing to {refused[0].get('slots')} slots was refused for memory (503 insufficient_memory): "
+            f"resizing to {get(refused[0], 'slots')} slots was refused for memory (503 insufficient_memory): "
             "resizing across one could not be exercised",
             steps=steps,
         )
-    bad = [s for s in steps if _reply_status(s) != 200 or not s.get("status_fields")]
+    bad = [s for s in steps if _reply_status(s) != 200 or not get(s, "status_fields")]
     if bad:
         return shape.failed(
             "X3",
             "resizing across one failed or lost the parallel lifecycle: "
             + "; ".join(
-                f"slots={s['slots']}: status {_reply_status(s)}, status fields "
-                f"{'kept' if s.get('status_fields') else 'missing'}"
+                f"slots={item(s, 'slots')}: status {_reply_status(s)}, status fields "
+                f"{'kept' if get(s, 'status_fields') else 'missing'}"
                 for s in bad
             ),
             violation=bad,

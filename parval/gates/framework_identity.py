@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from parval.errors import RunDirError
 from parval.gates.framework_reuse import ReuseDecision
+from parval.jsonread import get
 
 
 def record_file(path: Path) -> Path:
@@ -88,11 +88,11 @@ def reuse_problem(reuse: ReuseDecision, recorded: object, commit: str | None, ca
     return None
 
 
-def machine_of(manifest: dict[str, Any]) -> object:
-    return manifest.get("platform", {}).get("machine")
+def machine_of(manifest: Mapping[str, object]) -> object:
+    return get(manifest.get("platform", {}), "machine")
 
 
-def other_machine(ident: Mapping[str, object], manifest: dict[str, Any]) -> str | None:
+def other_machine(ident: Mapping[str, object], manifest: Mapping[str, object]) -> str | None:
     """The record's machine architecture when both sides name one and they differ."""
     platform = ident.get("platform")
     recorded = (platform or {}).get("machine") if isinstance(platform, dict) else None
@@ -102,28 +102,28 @@ def other_machine(ident: Mapping[str, object], manifest: dict[str, Any]) -> str 
     return None
 
 
-def other_device(ident: dict[str, Any], manifest: dict[str, Any]) -> str | None:
+def other_device(ident: Mapping[str, object], manifest: Mapping[str, object]) -> str | None:
     """The record's device index, driver or GPU models when both sides name them and they
     differ (None when they agree or one side cannot tell)."""
     here = manifest.get("platform") or {}
     for key, what in (("device", "device index"), ("driver", "driver")):
-        mine, theirs = ident.get(key), here.get(key)
+        mine, theirs = ident.get(key), get(here, key)
         if mine is not None and theirs is not None and mine != theirs:
             return f"{what} {mine!r} (this run: {theirs!r})"
-    names = [gpu_names(ident.get("gpu")), gpu_names(here.get("gpu"))]
+    names = [gpu_names(ident.get("gpu")), gpu_names(get(here, "gpu"))]
     if names[0] is not None and names[1] is not None and names[0] != names[1]:
         return f"GPU(s) {names[0]} (this run: {names[1]})"
     return None
 
 
-def unnamed_device(ident: dict[str, Any], manifest: dict[str, Any]) -> str | None:
+def unnamed_device(ident: Mapping[str, object], manifest: Mapping[str, object]) -> str | None:
     """What this run names of its device, driver or GPU models that the record does not
     (a record that does not say what it was made on cannot be shown to be for this one)."""
     here = manifest.get("platform") or {}
     for key, what in (("device", "device index"), ("driver", "driver")):
-        if ident.get(key) is None and here.get(key) is not None:
-            return f"{what} (this run: {here.get(key)!r})"
-    theirs = gpu_names(here.get("gpu"))
+        if ident.get(key) is None and get(here, key) is not None:
+            return f"{what} (this run: {get(here, key)!r})"
+    theirs = gpu_names(get(here, "gpu"))
     if theirs and not gpu_names(ident.get("gpu")):
         return f"GPU models (this run: {theirs})"
     return None

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sized
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from parval.gates.framework_identity import (
     unnamed_device,
 )
 from parval.gates.framework_reuse import ReuseDecision
+from parval.jsonread import get, iterate
 from parval.procedure.catalogue import FRAMEWORK_GATE
 from parval.status import Result, Status, combine, pending
 
@@ -228,12 +229,13 @@ def record_problem(
     return ""
 
 
-def coverage(record: dict[str, Any], run_counts: list[int]) -> tuple[list[int], list[int], str]:
+def coverage(record: Mapping[str, object], run_counts: list[int]) -> tuple[list[int], list[int], str]:
     """(counts the record covers, run counts it does not cover, why)."""
-    raw = (record.get("identity") or {}).get("counts")
-    if not isinstance(raw, list) or not all(isinstance(n, int) and not isinstance(n, bool) for n in raw):
+    raw = get(record.get("identity") or {}, "counts")
+    counts = [n for n in raw if isinstance(n, int) and not isinstance(n, bool)] if isinstance(raw, list) else []
+    if not isinstance(raw, list) or len(counts) != len(raw):
         return [], list(run_counts), "the record has no identity.counts, so it covers no count"
-    covered = sorted(set(raw))
+    covered = sorted(set(counts))
     return covered, [n for n in run_counts if n not in covered], f"identity.counts is {covered}"
 
 
@@ -306,12 +308,19 @@ def x4_result(protected: Mapping[str, object] | None, commit: str | None) -> Res
     return replace(x4, evidence=evidence, limitations=limitations)
 
 
-def x4_from_protected(data: dict[str, Any]) -> Result:
+def _count(value: object) -> int:
+    """`len(value)` of a recorded list."""
+    if isinstance(value, Sized):
+        return len(value)
+    raise TypeError(f"object of type '{type(value).__name__}' has no len()")
+
+
+def x4_from_protected(data: Mapping[str, object]) -> Result:
     """The X4 verdict on one schema-valid verify-protected result, which it keeps whole as
     evidence: the one builder, for `parval run`, `parval report` and the command's output."""
-    changed = [str(c.get("path")) for c in data.get("changed") or []]
-    legacy_status = (data.get("legacy_runtime") or {}).get("status")
-    checked = len(data.get("checked_paths") or [])
+    changed = [str(get(c, "path")) for c in iterate(data.get("changed") or [])]
+    legacy_status = get(data.get("legacy_runtime") or {}, "status")
+    checked = _count(data.get("checked_paths") or [])
     repo = shlex.quote(str(data.get("repo") or "."))
     again = f"parval verify-protected --repo {repo} --upstream {data.get('upstream')}"
     # A FAIL names what differed (a changed protected file, a legacy runtime beyond its
@@ -338,14 +347,14 @@ def x4_from_protected(data: dict[str, Any]) -> Result:
         more = f" (+{len(changed) - 10} more)" if len(changed) > 10 else ""
         found = f"{len(changed)} protected file(s) changed: {', '.join(changed[:10])}{more}"
     else:
-        found = f"{len(data.get('checked_paths') or [])} protected path(s) identical to upstream"
+        found = f"{_count(data.get('checked_paths') or [])} protected path(s) identical to upstream"
     legacy = data.get("legacy_runtime") or {}
-    reason = f"{found}; legacy runtime {legacy.get('path')}: {legacy.get('reason')}"
+    reason = f"{found}; legacy runtime {get(legacy, 'path')}: {get(legacy, 'reason')}"
     evidence: dict[str, object] = dict(data)
     if status is Status.PASS:
-        evidence["rests_on"] = {"checked protected paths": len(data.get("checked_paths") or [])}
+        evidence["rests_on"] = {"checked protected paths": _count(data.get("checked_paths") or [])}
     else:
-        evidence["violation"] = {"changed": changed, "legacy_runtime": legacy.get("status")}
+        evidence["violation"] = {"changed": changed, "legacy_runtime": get(legacy, "status")}
     return Result(
         "X4",
         status,

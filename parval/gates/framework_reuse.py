@@ -28,9 +28,9 @@ Only the shared F1-F6 record is ever reused; model quality evidence never crosse
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from parval.errors import ParvalError
 
@@ -106,7 +106,7 @@ class ReuseDecision:
     def model_gate_required(self) -> list[str]:
         return sorted(self.adapter_changes)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "status": self.status,
             "reused": self.reused,
@@ -206,7 +206,7 @@ def classify(
     return made(REUSED, f"{where}: no file changed up to candidate {candidate_commit[:12]}")
 
 
-def decide(reuse: dict[str, Any], base_dir: Path, family: str) -> ReuseDecision:
+def decide(reuse: Mapping[str, object], base_dir: Path, family: str) -> ReuseDecision:
     """Resolve `framework.reuse` (paths relative to the plan's directory) and diff the commits."""
     record = str(reuse.get("record") or "")
     record_commit = str(reuse.get("record_commit") or "")

@@ -4,9 +4,8 @@ references are kept apart. Serial variation also decides how comparisons are mas
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from dataclasses import replace
-from typing import Any
 
 from parval.gates import shape
 from parval.gates.context import REF_PHASES, Context, SerialVerdict, exact_result
@@ -40,8 +39,8 @@ def manifest_gaps(ctx: Context) -> list[str]:
     What parval cannot discover comes from the plan's `identity` block."""
     man = ctx.manifest
 
-    def at(path: str) -> Any:
-        node: Any = man
+    def at(path: str) -> object:
+        node: object = man
         for part in path.split("."):
             node = node.get(part) if isinstance(node, dict) else None
         return node
@@ -55,6 +54,8 @@ def manifest_gaps(ctx: Context) -> list[str]:
     gaps = [f"{path} ({what})" for path, what in MANIFEST_ITEMS if blank(at(path))]
     declared = (ctx.plan.get("model") or {}).get("auxiliary_files") or []
     hashed = at("model.auxiliary") or {}
+    if not isinstance(hashed, Sized):  # as len() would
+        raise TypeError(f"object of type '{type(hashed).__name__}' has no len()")
     if len(hashed) < len(declared):
         gaps.append(f"model.auxiliary ({len(hashed)} of {len(declared)} auxiliary files hashed)")
     if not (at("identity.quantization") or at("model.quantization")):
@@ -172,7 +173,8 @@ def m1_cold_warm_refs(ctx: Context, serial: SerialVerdict) -> Result:
             return shape.pending("M1.cold_warm_refs", f"no reference recorded for {', '.join(lacking[:6])}")
 
     def canon(key: str) -> object:
-        return (refs.get(key, {}).get("output") or {}).get("canon")
+        ref = refs.get(key)
+        return ((ref["output"] if ref else None) or {}).get("canon")
 
     same = [k.split("|")[0] for k in colds if k.endswith("|cold") and canon(k) == canon(k.replace("|cold", "|warm"))]
     return shape.passed(

@@ -8,33 +8,295 @@ an attempt parval set aside is never proof of a PASS, but what it showed fails."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import NotRequired, TypedDict
 
 from parval.gates import shape
 from parval.gates.context import Context, exact_result
 from parval.gates.count_starts import complete_starts, schedule_missing, starts_missing
 from parval.gates.exactness import Tally
-from parval.gates.m2_evidence import (
-    MIN_POLLS_IN_FLIGHT,
-    UnloadRow,
-    active_violations,
-    client_overlap,
-    drain_row,
-    drain_violations,
-    grouped,
-    not_active,
-    unload_observed,
-    unload_probes,
-    unload_state,
-    unload_violations,
-)
-from parval.gates.records import COUNT_PHASES
-from parval.gates.slot_counters import NO_COUNTERS
+from parval.gates.records import COUNT_PHASES, typed
+from parval.gates.unload_evidence import unload_check
+from parval.jsontypes import JsonObject
 from parval.plan.waves import UNLOAD_CYCLES
+from parval.rundir.event_types import ProbeEvent, RequestEvent, WaveEvent
 from parval.status import Result, Status
 
 __all__ = ["JUDGES", "MIN_POLLS_IN_FLIGHT", "client_overlap", "judge_m2"]
+
+
+# --- what the status poller saw of the slot counters (also read by M3 and M6) ------
+
+NO_COUNTERS = "the server publishes no slot counters"
+
+
+def counters_seen(waves: Sequence[WaveEvent]) -> str:
+    """What the status poller saw of the slot counters during these wave attempts:
+    'present', 'absent' (/v1/models listed the model without active_slots) or 'no_answer'."""
+    answered = False
+    for w in waves:
+        st = w.get("status") or {}
+        if st.get("fields_present", st.get("max_active") is not None):
+            return "present"
+        polls = st.get("polls") or 0
+        answered = answered or polls > (st.get("poll_errors") or 0)
+    return "absent" if answered else "no_answer"
+
+
+# --- what the starts of one count showed: the violations M2 (and Q5) FAIL on -------
+
+# Successful status samples taken wholly inside the window in which the client had all N
+# requests of a wave in flight (last send to first reply): with fewer, the poller cannot
+# show that N leases were never held together (the campaign repeats such a wave).
+MIN_POLLS_IN_FLIGHT = 5
+
+
+class UnloadRow(TypedDict):
+    """One start's unload/reload cycle that was not shown, in words (`what`)."""
+
+    run: str
+    what: str
+    cycle: NotRequired[object]
+    state: NotRequired[str]
+    set_aside: NotRequired[str]
+
+
+def client_overlap(reqs: list[RequestEvent]) -> bool:
+    """Were all of a wave's requests in flight together as the client saw it (every send
+    before the first reply)? Retried attempts of a wave are judged separately."""
+    by_attempt: dict[int, list[RequestEvent]] = {}
+    for r in reqs:
+        by_attempt.setdefault(int(r.get("retry", 0)), []).append(r)
+    return any(
+        len(group) > 1 and max(r["t_send"] for r in group) < min(r["t_done"] for r in group)
+        for group in by_attempt.values()
+    )
+
+
+def in_flight_polls(w: WaveEvent) -> int:
+    """Successful status samples wholly inside the window in which all the wave's requests
+    were in flight (0 when the runner recorded no such window)."""
+    return int((w.get("all_in_flight") or {}).get("polls") or 0)
+
+
+class NotActive(TypedDict):
+    """A concurrent wave in which no attempt showed n loaded leases, with what each
+    attempt showed (lists: one entry per attempt)."""
+
+    run: str
+    attempt: int
+    phase: str
+    wave: int
+    max_active_loaded: list[int | None]
+    attempts: int
+    client_overlap: bool
+    max_active: list[int | None]
+    in_flight_max_active: list[int | None]
+    in_flight_polls: list[int]
+    in_flight_ms: list[float | None]
+    counters: str
+    set_aside: NotRequired[str]
+
+
+def not_active(n: int, run: str, waves: list[WaveEvent], reqs: list[RequestEvent]) -> list[NotActive]:
+    """The concurrent waves (of these events) in which no attempt showed n loaded leases."""
+    attempts: dict[tuple[str, int], list[WaveEvent]] = {}
+    for w in waves:
+        if w["mode"] != "serial":
+            attempts.setdefault((w["phase"], w["wave"]), []).append(w)
+    bad: list[NotActive] = []
+    for (phase, wave), tries in attempts.items():
+        seen = [(t.get("status") or {}).get("max_active_loaded") for t in tries]
+        if any(x is not None and x >= n for x in seen):
+            continue
+        overlap = client_overlap([r for r in reqs if r["phase"] == phase and r["wave"] == wave])
+        bad.append(
+            {
+                "run": run,
+                "attempt": tries[0]["attempt"],
+                "phase": phase,
+                "wave": wave,
+                "max_active_loaded": seen,
+                "attempts": len(tries),
+                "client_overlap": overlap,
+                "max_active": [(t.get("status") or {}).get("max_active") for t in tries],
+                "in_flight_max_active": [(t.get("all_in_flight") or {}).get("max_active") for t in tries],
+                "in_flight_polls": [in_flight_polls(t) for t in tries],
+                "in_flight_ms": [(t.get("all_in_flight") or {}).get("ms") for t in tries],
+                "counters": counters_seen(tries),
+            }
+        )
+    return bad
+
+
+def serial_despite_overlap(w: NotActive, n: int) -> bool:
+    """An observed violation: some attempt had all n requests in flight from the client
+    with enough successful samples inside that window, every one below n active."""
+    for polls, top in zip(w["in_flight_polls"], w["in_flight_max_active"], strict=True):
+        if polls >= MIN_POLLS_IN_FLIGHT and top is not None and top < n:
+            return True
+    return False
+
+
+def set_aside_count_events(ctx: Context, n: int) -> list[tuple[str, list[JsonObject]]]:
+    """(run, events) of each set-aside attempt of a count-n start (`typed` picks a kind)."""
+    out = []
+    for (run, _attempt), entry in ctx.rec.set_aside.items():
+        start = entry["run_start"]
+        if start["role"] == "count" and start["count"] == n:
+            out.append((run, entry["events"]))
+    return out
+
+
+def set_aside_requests(ctx: Context, n: int) -> list[tuple[str, list[RequestEvent]]]:
+    return [(run, typed(events, "request")) for run, events in set_aside_count_events(ctx, n)]
+
+
+def set_aside_waves(ctx: Context, n: int) -> list[tuple[str, list[WaveEvent]]]:
+    return [(run, typed(events, "wave")) for run, events in set_aside_count_events(ctx, n)]
+
+
+def active_violations(ctx: Context, n: int, *, standing: bool = True) -> list[NotActive]:
+    """Waves (standing attempts unless `standing` is False, and set-aside attempts) that
+    showed fewer than n leases while all n requests were in flight, with enough samples in
+    that window to show it."""
+    out = []
+    for run in ctx.rec.count_runs(n) if standing else []:
+        for w in not_active(n, run, ctx.rec.waves(run), ctx.rec.requests(run)):
+            if w["counters"] == "present" and w["client_overlap"] and serial_despite_overlap(w, n):
+                out.append(w)
+    aside_reqs = dict(set_aside_requests(ctx, n))
+    for run, waves in set_aside_waves(ctx, n):
+        for w in not_active(n, run, waves, aside_reqs.get(run, [])):
+            if w["counters"] == "present" and w["client_overlap"] and serial_despite_overlap(w, n):
+                out.append({**w, "set_aside": ctx.rec.set_aside_status(run, w["attempt"])})
+    return out
+
+
+def drain_row(run: str, w: WaveEvent) -> dict[str, object]:
+    return {
+        "run": run,
+        "attempt": w["attempt"],
+        "phase": w["phase"],
+        "wave": w["wave"],
+        **(w.get("drained") or {}),
+        "counters": counters_seen([w]),
+    }
+
+
+def drain_violations(ctx: Context, n: int, *, standing: bool = True) -> list[dict[str, object]]:
+    """Waves (standing attempts unless `standing` is False, and set-aside attempts) after
+    which the counters stayed non-zero."""
+    runs = ctx.rec.count_runs(n) if standing else []
+    rows = [drain_row(run, w) for run in runs for w in ctx.rec.waves(run) if not w["drained"].get("ok")]
+    rows += [
+        {**drain_row(run, w), "set_aside": ctx.rec.set_aside_status(run, w["attempt"])}
+        for run, waves in set_aside_waves(ctx, n)
+        for w in waves
+        if not (w.get("drained") or {}).get("ok")
+    ]
+    return [
+        r
+        for r in rows
+        if not r.get("ok")
+        and r["counters"] == "present"
+        and r.get("active") is not None
+        and r.get("queued") is not None
+    ]
+
+
+def loaded_published(ctx: Context, run: str, probe: Mapping[str, object]) -> bool:
+    """Did this process publish `loaded` in /v1/models (recorded with the probe; for older
+    runs: did any wave summary see a loaded lease)?"""
+    if "loaded_field" in probe:
+        return bool(probe["loaded_field"])
+    return any((w.get("status") or {}).get("max_active_loaded") is not None for w in ctx.rec.waves(run))
+
+
+def unload_state(ctx: Context, run: str, p: ProbeEvent) -> str:
+    """What one per-start unload probe showed (see `unload_evidence.unload_check`)."""
+    if p["reply"].get("status") == 200 and p.get("loaded_false"):
+        return "ok"
+    return unload_check(p, loaded_field=loaded_published(ctx, run, p))
+
+
+def unload_observed(state: str, probe: ProbeEvent | None) -> str:
+    """What the per-start unload probe showed, in words (M2.unload_reload)."""
+    if probe is None:
+        return "no unload was recorded"
+    reply = probe.get("reply") or {}
+    if state == "error":
+        got = (
+            f"answered {reply['status']}"
+            if reply.get("status") is not None
+            else f"gave no answer ({reply.get('outcome')})"
+        )
+        err = f": {str(reply['error'])[:120]}" if reply.get("error") else ""
+        return f"the unload route /v1/tasks/unload_models {got}{err}"
+    if state == "missing_route":
+        err = f": {str(reply['error'])[:120]}" if reply.get("error") else ""
+        return f"this server has no /v1/tasks/unload_models route (answered 404{err})"
+    if state == "no_loaded":
+        return (
+            "/v1/models never showed the model loaded:false after the unload (no status sample of this start "
+            "showed loaded:true either: the server may publish no `loaded`)"
+        )
+    if state == "stayed":
+        return (
+            f"the unload answered 200 but /v1/models showed the model loaded in all {probe.get('polls_after')} "
+            "status samples after it"
+        )
+    return (
+        f"/v1/models did not show loaded:false after the unload ({int(probe.get('polls_after') or 0)} status "
+        "sample(s) after it: too few to tell)"
+    )
+
+
+def unload_probes(ctx: Context, n: int) -> list[tuple[str, ProbeEvent, str | None]]:
+    """(run, unload probe, set-aside status or None) of every start at count n."""
+    out: list[tuple[str, ProbeEvent, str | None]] = [
+        (run, e, None)
+        for run in ctx.rec.count_runs(n)
+        for e in typed(ctx.rec.by_run.get(run, []), "probe")
+        if e["name"] == "unload"
+    ]
+    out += [
+        (run, e, ctx.rec.set_aside_status(run, e["attempt"]))
+        for run, events in set_aside_count_events(ctx, n)
+        for e in typed(events, "probe")
+        if e["name"] == "unload"
+    ]
+    return out
+
+
+def unload_violations(ctx: Context, n: int, *, standing: bool = True) -> list[UnloadRow]:
+    """Unload probes (standing attempts unless `standing` is False, and set-aside attempts)
+    observed to fail: an error reply other than the 404 of a route the build lacks, or the
+    model still loaded in enough samples after a 200. A missing route or an unpublished
+    `loaded` is a missing precondition (`unload_unsupported`, `M2.unload_reload`), never one."""
+    out: list[UnloadRow] = []
+    for run, p, aside in unload_probes(ctx, n):
+        if aside is None and not standing:
+            continue
+        state = unload_state(ctx, run, p)
+        if state in ("error", "stayed"):
+            row: UnloadRow = {"run": run, "cycle": p.get("cycle"), "state": state, "what": unload_observed(state, p)}
+            out.append(row if aside is None else {**row, "set_aside": aside})
+    return out
+
+
+def grouped(bad: list[UnloadRow]) -> str:
+    by_what: dict[str, list[str]] = {}
+    for b in bad:
+        label = b["run"] + (f" (set aside: {b['set_aside']})" if "set_aside" in b else "")
+        labels = by_what.setdefault(b["what"], [])
+        if label not in labels:
+            labels.append(label)
+    return "; ".join(f"{what} ({len(rs)} start(s): {', '.join(rs)})" for what, rs in by_what.items())
+
+
+# --- the M2 judges -----------------------------------------------------------------
 
 
 def _first_run(ctx: Context, n: int) -> str | None:
@@ -331,7 +593,7 @@ def m2_unload_reload(ctx: Context, n: int) -> Result:
         return shape.pending(id_, "unload not shown: " + grouped(unseen), starts=unseen)
     if reload_result.status is Status.PASS:
         unloads = [p for _, p, aside in probes if aside is None]
-        rests_on = {**reload_result.evidence["rests_on"], "unloads shown": len(unloads)}
+        rests_on = {**shape.rests_on(reload_result), "unloads shown": len(unloads)}
         return replace(reload_result, evidence={**reload_result.evidence, "rests_on": rests_on})
     return reload_result
 

@@ -4,30 +4,40 @@ both orders, there are ten such waves per start, and slot history is respected."
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from pathlib import Path
+from typing import TypedDict
+
+import soundfile as sf
 
 from parval.gates import shape
+from parval.gates.compare import decode_wav_b64, remove_volatile
 from parval.gates.context import Context, exact_result
 from parval.gates.count_starts import complete_starts, schedule_missing, starts_missing
-from parval.gates.m3_variation import VariationEffect, content_digest, m3_variation, mixed_outputs, variation_effects
-from parval.gates.slot_counters import NO_COUNTERS, counters_seen
+from parval.gates.m2_concurrency import NO_COUNTERS, counters_seen
+from parval.jsonread import get
+from parval.plan.variations import (
+    VARIATION_KINDS,
+    omitted_kinds,
+    supported_kinds,
+    unjustified_omissions,
+    variation_kind,
+)
 from parval.plan.waves import TEN_WAVES, mixed_waves
+from parval.rundir.event_types import RequestEvent, WaveEvent
 from parval.status import Result, Status
 
 __all__ = ["JUDGES", "content_digest", "judge_m3", "m3_variation", "variation_effects"]
 
 
-def _mixed(ctx: Context, n: int) -> list[dict[str, Any]]:
-    return mixed_outputs(ctx, n)
-
-
-def _mixed_waves(ctx: Context, n: int) -> list[dict[str, Any]]:
+def _mixed_waves(ctx: Context, n: int) -> list[WaveEvent]:
     return [w for r in ctx.rec.count_runs(n) for w in ctx.rec.waves(r) if w["phase"] == "mixed_wave"]
 
 
-def _order_observed(w: dict[str, Any]) -> bool:
+def _order_observed(w: WaveEvent) -> bool:
     """Was this wave's admission order observed: the poller saw each request take its slot
     before the next was sent and none finished early, or an observer trace confirmed it."""
     if not isinstance(w.get("order"), list) or w.get("trace_confirmed") is False:
@@ -61,7 +71,7 @@ def m3_reversed(ctx: Context, n: int, effects: list[VariationEffect]) -> Result:
             "wave(s) (a request was not seen taking its slot before the next was sent, "
             "or one finished before the last was admitted)",
         )
-    before: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    before: dict[tuple[str, str], list[WaveEvent]] = {}
     for w in observed:
         order = [str(x) for x in w["order"]]
         for i, a in enumerate(order):
@@ -79,7 +89,7 @@ def m3_reversed(ctx: Context, n: int, effects: list[VariationEffect]) -> Result:
             one_order_pairs=one_way,
         )
     keys = {(w["run"], w["wave"], int(w.get("retry", 0))) for a, b in both for w in before[(a, b)] + before[(b, a)]}
-    reqs = [e for e in _mixed(ctx, n) if (e["run"], e["wave"], int(e.get("retry", 0))) in keys]
+    reqs = [e for e in mixed_outputs(ctx, n) if (e["run"], e["wave"], int(e.get("retry", 0))) in keys]
     pairs = ", ".join(f"{a}/{b}" for a, b in both)
     r = exact_result(
         id_,
@@ -95,7 +105,7 @@ def m3_reversed(ctx: Context, n: int, effects: list[VariationEffect]) -> Result:
         "mixed_waves": len(waves),
     }
     if r.status is Status.PASS:
-        evidence["rests_on"] = {**evidence["rests_on"], "reversed pairs": len(both)}
+        evidence["rests_on"] = {**shape.rests_on(r), "reversed pairs": len(both)}
     r = replace(r, evidence=evidence)
     if r.status is Status.PASS:
         if len(reqs) < len(keys) * n:
@@ -169,7 +179,7 @@ def m3_history(ctx: Context, n: int, effects: list[VariationEffect]) -> Result:
         for w in waves
         if not (w.get("admission") or {}).get("ordered_ok", False) or (w.get("admission") or {}).get("finished_early")
     ]
-    t = ctx.judge(_mixed(ctx, n))
+    t = ctx.judge(mixed_outputs(ctx, n))
     traced = sum(1 for w in waves if w.get("trace_confirmed"))
     r = exact_result(id_, t, "mixed-wave outputs vs same-history single-slot replays", ctx)
     r = replace(r, evidence={**r.evidence, "trace_confirmed_waves": traced, "waves": len(waves)})
@@ -189,6 +199,279 @@ def m3_history(ctx: Context, n: int, effects: list[VariationEffect]) -> Result:
         note = "no [SLOT_VALIDATION] observer trace: slot mapping from ordered admission only"
         r = replace(r, limitations=[*r.limitations, note])
     return r
+
+
+# --- M3.variation: each declared variation changes the output's content ------------
+
+
+def mixed_outputs(ctx: Context, n: int) -> list[RequestEvent]:
+    """The candidate's mixed-wave request events at count n."""
+    return [e for r in ctx.rec.count_runs(n) for e in ctx.rec.requests(r, ("mixed_wave",))]
+
+
+# Reply fields that carry what the model produced; anything else (echoed seed, options,
+# timing, per-artifact meta) is metadata and never shows that an input was effective.
+CONTENT_KEYS = (
+    "text",
+    "custom_schema_output",
+    "audio",
+    "named_audio_outputs",
+    "artifacts",
+    "segments",
+    "speaker_turns",
+    "words",
+)
+
+
+def content_digest(ctx: Context, e: RequestEvent | None, cache: dict[str, str | None] | None = None) -> str | None:
+    """Hash of a recorded reply's content (decoded audio samples, text, structured outputs,
+    artifact payloads) from its raw body; None when the body or any content is missing."""
+    if e is None or not (e.get("output") or {}).get("valid") or not e.get("artifact") or ctx.run_dir is None:
+        return None
+    key = str(e["artifact"])
+    if cache is not None and key in cache:
+        return cache[key]
+    digest: str | None = None
+    try:
+        data = json.loads((ctx.run_dir / "artifacts" / f"{key}.json").read_bytes())
+    except (OSError, ValueError, RecursionError):
+        data = None
+    if isinstance(data, dict):
+        vol = [str(v["path"]) for v in (ctx.plan.get("compare") or {}).get("volatile_fields", [])]
+        data = remove_volatile(data, vol)
+        content = {k: _content_value(k, data[k]) for k in CONTENT_KEYS if k in data}
+        if content:
+            blob = json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
+            digest = hashlib.sha256(blob).hexdigest()
+    if cache is not None:
+        cache[key] = digest
+    return digest
+
+
+def _content_value(key: str, value: object) -> object:
+    def audio(v: object) -> object:
+        samples, rate, _ = decode_wav_b64(v)
+        if samples is None:
+            return v
+        return {"pcm_sha256": hashlib.sha256(samples.tobytes()).hexdigest(), "rate": rate, "shape": list(samples.shape)}
+
+    if key == "audio":
+        return audio(value)
+    if key == "named_audio_outputs" and isinstance(value, list):
+        return [{"id": o.get("id"), "audio": audio(o.get("audio"))} if isinstance(o, dict) else o for o in value]
+    if key == "artifacts" and isinstance(value, list):
+        return [{k: o.get(k) for k in ("id", "kind", "payload")} if isinstance(o, dict) else o for o in value]
+    return value
+
+
+def _length_of(ctx: Context, e: RequestEvent | None, field_: str, request: Mapping[str, object]) -> object:
+    """The effective length a request had: its output audio's frames (text-to-audio tasks)
+    or its input audio file's frames (audio-input tasks); None when unknown."""
+    if field_ in ("audio", "file"):
+        path = request.get(field_)
+        if not isinstance(path, str) or path.startswith("data:"):
+            return None
+        p = Path(path) if Path(path).is_absolute() else Path(ctx.plan_path).parent / path
+        try:
+            return int(sf.info(str(p)).frames)
+        except (OSError, RuntimeError, TypeError, ValueError):
+            return None
+    audio = ((e["output"] if e else None) or {}).get("audio") or {}
+    frames = [get(a, "frames") for a in audio.values()] if isinstance(audio, dict) else []
+    return frames or None
+
+
+class VariationEffect(TypedDict):
+    """What one declared variation changed: the request field, the output content, the
+    effective length (a length variation), the reply; None where it could not be told."""
+
+    variation: str
+    field: str
+    kind: str
+    input_changed: bool
+    output_changed: bool | None
+    length_changed: bool | None
+    reply_changed: bool | None
+    applied: object
+    audio: object
+
+
+def variation_effects(ctx: Context) -> list[VariationEffect]:
+    """For each declared variation: its kind, and does it change the request field, the
+    content of the output (not merely echoed metadata) and, for a length variation, the
+    effective length?"""
+    refs = ctx.rec.refs
+    base_req = ctx.plan["requests"]["base"]
+    base_ref = refs.get("base|cold") or refs.get("hist:base")
+    base_content = content_digest(ctx, base_ref)
+    out: list[VariationEffect] = []
+    for v in ctx.plan["requests"].get("variations", []):
+        field_, name = v["changes"], v["name"]
+        ref = refs.get(f"{name}|cold") or refs.get(f"hist:{name}")
+        changed_input = base_req.get(field_) != v["request"].get(field_)
+        changed_output = None
+        content = content_digest(ctx, ref)
+        if content and base_content:
+            changed_output = content != base_content
+        canon_changed = None
+        if ref and base_ref:
+            canon_changed = (ref.get("output") or {}).get("canon") != (base_ref.get("output") or {}).get("canon")
+        kind = variation_kind(v)
+        length_changed = None
+        if kind == "length":
+            a, b = _length_of(ctx, base_ref, field_, base_req), _length_of(ctx, ref, field_, v["request"])
+            length_changed = None if a is None or b is None else a != b
+        out.append(
+            {
+                "variation": name,
+                "field": field_,
+                "kind": kind,
+                "input_changed": changed_input,
+                "output_changed": changed_output,
+                "length_changed": length_changed,
+                "reply_changed": canon_changed,
+                "applied": v["request"],
+                "audio": (ref.get("output") or {}).get("audio") if ref else None,
+            }
+        )
+    return out
+
+
+def _kinds_text(ctx: Context) -> tuple[list[str], str]:
+    """The task's kinds the plan omits, with the plan's reasons (limitations to show)."""
+    model = ctx.plan.get("model") or {}
+    why = model.get("variation_kinds_justification") or {}
+    omitted = omitted_kinds(model)
+    return omitted, "; ".join(f"{k}: {why.get(k) or '(no reason given)'}" for k in omitted)
+
+
+@shape.judge("M3.variation")
+def m3_variation(ctx: Context, n: int, effects: list[VariationEffect]) -> Result:
+    """M3.variation: every declared variation changes the effective input and the output
+    content, on the reference server and on the candidate, covering the kinds the task
+    supports (an omitted kind needs the plan's reason, which the result shows)."""
+    id_ = "M3.variation"
+    model = ctx.plan.get("model") or {}
+    declared = model.get("variation_kinds")
+    omitted, omitted_text = _kinds_text(ctx)
+    limitations = [f"variation kinds the task supports but the plan leaves out: {omitted_text}"] if omitted else []
+
+    def out(r: Result) -> Result:
+        return replace(r, limitations=[*r.limitations, *limitations])
+
+    unjustified = unjustified_omissions(model)
+    if declared is not None and not declared:
+        if unjustified or supported_kinds(str(model.get("task", ""))) is None:
+            return out(
+                shape.pending(
+                    id_,
+                    "model.variation_kinds is empty: the plan declares no variation kind the model supports "
+                    + (f"and gives no reason for {', '.join(unjustified)} " if unjustified else "")
+                    + "(model.variation_kinds_justification)",
+                )
+            )
+        return out(shape.not_applicable(id_, f"the plan says the model supports no variation kind: {omitted_text}"))
+    if not effects:
+        need = f" (supported kinds: {', '.join(declared)})" if declared else ""
+        return out(shape.pending(id_, f"the plan declares no request variations{need}"))
+    mixed = mixed_outputs(ctx, n)
+    # The candidate's own outputs at this count too: a variation whose output contents are
+    # all among the base request's was ignored by the server under test.
+    cache: dict[str, str | None] = {}
+    contents: dict[str, set[str]] = {}
+    undigested = 0
+    for e in mixed:
+        if (d := content_digest(ctx, e, cache)) is not None:
+            contents.setdefault(e["req"], set()).add(d)
+        elif (e.get("reply") or {}).get("outcome") == "ok":
+            undigested += 1
+    ignored_by_candidate = [
+        e
+        for e in effects
+        if e["output_changed"]
+        and contents.get(e["variation"])
+        and contents.get("base")
+        and contents[e["variation"]] <= contents["base"]
+    ]
+    if ignored_by_candidate:
+        names = ", ".join(f"{e['variation']} ({e['field']})" for e in ignored_by_candidate)
+        return out(
+            shape.failed(
+                id_,
+                f"the candidate ignores {names}: its output content at count {n} never differs from the base "
+                "request's, while the upstream reference's does",
+                violation=ignored_by_candidate,
+                effects=effects,
+            )
+        )
+    defects = [e for e in effects if e["output_changed"] is False or not e["input_changed"]]
+    wrong_length = [e for e in effects if e["length_changed"] is False]
+    unknown = [e["variation"] for e in effects if e["output_changed"] is None]
+    unknown_length = [e["variation"] for e in effects if e["kind"] == "length" and e["length_changed"] is None]
+    used = {e["req"] for e in mixed}
+    unused = [e["variation"] for e in effects if e["variation"] not in used]
+    strangers = sorted(used - set(ctx.request_names))
+    shown = {
+        e["kind"]
+        for e in effects
+        if e["output_changed"] and e["variation"] in used and e not in wrong_length and e in effects
+    }
+    problems = []
+    if defects:
+        problems.append(
+            "plan defect: "
+            + ", ".join(f"{e['variation']} ({e['field']})" for e in defects)
+            + " does not change the output content even on the upstream reference (choose an input the model uses)"
+        )
+    if wrong_length:
+        problems.append(
+            "labelled length but the effective length did not change: "
+            + ", ".join(f"{e['variation']} ({e['field']})" for e in wrong_length)
+        )
+    if declared is None:
+        problems.append(
+            "the plan does not declare which variation kinds the model supports "
+            f"(model.variation_kinds, any of {', '.join(VARIATION_KINDS)})"
+        )
+    else:
+        missing = [k for k in declared if k not in shown]
+        if missing:
+            problems.append(f"no effective variation of supported kind(s) {', '.join(missing)} in the mixed waves")
+        if unjustified:
+            problems.append(
+                f"the task supports {', '.join(unjustified)} but the plan neither varies nor gives a reason "
+                "(model.variation_kinds_justification)"
+            )
+    if unknown:
+        problems.append(f"output content unknown for {unknown} (no raw reply with content fields recorded)")
+    if undigested:
+        problems.append(
+            f"{undigested} mixed-wave output(s) at count {n} without a readable raw reply: whether the candidate "
+            "ignored a variation is not known for them"
+        )
+    if unknown_length:
+        problems.append(f"effective length unknown for {unknown_length}")
+    if unused:
+        problems.append(f"not used in mixed waves: {unused}")
+    if strangers:
+        problems.append(f"mixed-wave outputs of requests the plan does not name: {strangers}")
+    if not problems:
+        for gap in (starts_missing(ctx, n, id_), schedule_missing(ctx, n, id_, ("mixed_wave",))):
+            if gap is not None:
+                return out(gap)
+    if problems:
+        return out(shape.pending(id_, "; ".join(problems), effects=effects))
+    kinds = f" covering {', '.join(declared)}" if declared else ""
+    return out(
+        shape.passed(
+            id_,
+            f"{len(effects)} variation(s){kinds} each change the effective "
+            "input and the output content: "
+            + ", ".join(f"{e['variation']} ({e['kind']}: {e['field']})" for e in effects),
+            {"variations": effects, "mixed-wave outputs": [e for e in mixed if e["req"] != "base"]},
+            effects=effects,
+        )
+    )
 
 
 JUDGES: dict[str, Callable[[Context, int, list[VariationEffect]], Result]] = {

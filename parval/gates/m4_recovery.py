@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
 
 from parval.gates import shape
 from parval.gates.context import Context, exact_result
@@ -25,6 +24,8 @@ from parval.gates.unload_evidence import (
     unload_violation,
     unloaded_state,
 )
+from parval.jsonread import as_int, get, opt_int
+from parval.jsontypes import JsonObject, JsonValue
 from parval.procedure.server_facts import ROUTE_BULK_UNLOAD
 
 __all__ = ["JUDGES", "judge_load_failure", "judge_m4", "lease_problem"]
@@ -58,7 +59,8 @@ def _missing(ctx: Context, id_: str) -> Result | None:
     rec = ctx.rec
     if rec.complete(RUN):
         return None
-    largest = (rec.runs.get(RUN) or {}).get("count") or max(ctx.counts)
+    start = rec.runs.get(RUN)
+    largest = (start["count"] if start else None) or max(ctx.counts)
     if RUN not in rec.runs:
         stop = next((f for f in rec.failures if f.get("run") == RUN), None)
         if stop is not None:
@@ -86,20 +88,20 @@ def _missing(ctx: Context, id_: str) -> Result | None:
     return (shape.blocked if stop else shape.pending)(id_, f"recovery start (count {largest}) {why}")
 
 
-def _probe(ctx: Context, kind: str) -> dict[str, Any] | None:
+def _probe(ctx: Context, kind: str) -> JsonObject | None:
     """The recovery start's last event of this m4_* kind (its last try)."""
     found = _tries(ctx, kind)
     return found[-1] if found else None
 
 
-def _tries(ctx: Context, kind: str) -> list[dict[str, Any]]:
+def _tries(ctx: Context, kind: str) -> list[JsonObject]:
     """Every try of this m4_* probe in the standing recovery attempt, in order."""
     return [e for e in ctx.rec.by_run.get(RUN, []) if e["kind"] == kind]
 
 
-def _aside_tries(ctx: Context, kind: str) -> list[list[dict[str, Any]]]:
+def _aside_tries(ctx: Context, kind: str) -> list[list[JsonObject]]:
     """The tries of this probe in each set-aside recovery attempt."""
-    groups: dict[object, list[dict[str, Any]]] = {}
+    groups: dict[object, list[JsonObject]] = {}
     for e in _aside(ctx, kind):
         groups.setdefault(e.get("attempt"), []).append(e)
     return list(groups.values())
@@ -110,17 +112,17 @@ def _aside_unload_violations(ctx: Context, which: str) -> list[tuple[str, str, o
     unload probe: a violation in any try, or barging seen on every try."""
     kind = f"m4_{which}_unload"
     out: list[tuple[str, str, object]] = [
-        (a["set_aside"], why, a) for a in _aside(ctx, kind) if (why := unload_violation(a, which)) is not None
+        (str(a["set_aside"]), why, a) for a in _aside(ctx, kind) if (why := unload_violation(a, which)) is not None
     ]
     out += [
-        (group[-1]["set_aside"], why, group)
+        (str(group[-1]["set_aside"]), why, group)
         for group in _aside_tries(ctx, kind)
         if (why := barging_reproduced(group, which)) is not None
     ]
     return out
 
 
-def _aside(ctx: Context, kind: str) -> list[dict[str, Any]]:
+def _aside(ctx: Context, kind: str) -> list[JsonObject]:
     """Events of this kind in set-aside recovery attempts (their violations count)."""
     return [
         {**e, "set_aside": entry["status"]}
@@ -129,6 +131,25 @@ def _aside(ctx: Context, kind: str) -> list[dict[str, Any]]:
         for e in entry["events"]
         if e.get("kind") == kind
     ]
+
+
+def _object(value: JsonValue) -> JsonObject:
+    """A recorded object (a probe's `drained`, `invalid`, `unload_check`): read as one."""
+    if isinstance(value, dict):
+        return value
+    raise AttributeError(f"'{type(value).__name__}' object has no attribute 'get'")
+
+
+def _drained(value: JsonValue) -> JsonObject | None:
+    """A probe's drain check (None when it recorded none)."""
+    return _object(value) if value else None
+
+
+def _items(value: JsonValue) -> list[JsonValue]:
+    """A recorded list (the probe's reply times), to count."""
+    if isinstance(value, list):
+        return value
+    raise TypeError(f"object of type '{type(value).__name__}' has no len()")
 
 
 def lease_problem(drained: Mapping[str, object] | None) -> str | None:
@@ -170,7 +191,7 @@ def m4_invalid_alongside(ctx: Context) -> Result:
     """M4.invalid_alongside: an invalid request is rejected, the healthy ones next to it
     stay exact, and the leases drain."""
     id_ = "M4.invalid_alongside"
-    held = [e for e in _aside(ctx, "m4_invalid_alongside") if "skipped" not in e and lease_held(e["drained"])]
+    held = [e for e in _aside(ctx, "m4_invalid_alongside") if "skipped" not in e and lease_held(_drained(e["drained"]))]
     if held:
         return shape.failed(
             id_, f"lease left held in a set-aside recovery attempt ({held[0]['set_aside']})", violation=held
@@ -179,19 +200,20 @@ def m4_invalid_alongside(ctx: Context) -> Result:
         return missing
     inv = _probe(ctx, "m4_invalid_alongside")
     if inv is None or inv.get("skipped"):
-        return shape.pending(id_, (inv or {}).get("skipped", "not recorded"))
+        return shape.pending(id_, str((inv or {}).get("skipped", "not recorded")))
     t = ctx.judge(ctx.rec.requests(RUN, ("invalid_alongside",)))
     problems = []
-    status = inv["invalid"].get("status")
+    status = opt_int(get(inv["invalid"], "status"))
     if status is not None and status < 400:
         problems.append(f"invalid request answered {status}")
     elif status is None and not inv["rejected"]:
-        problems.append(f"invalid request got no answer ({inv['invalid'].get('outcome')})")
-    if lease_held(inv["drained"]):
-        problems.append(str(lease_problem(inv["drained"])))
+        problems.append(f"invalid request got no answer ({get(inv['invalid'], 'outcome')})")
+    drained = _drained(inv["drained"])
+    if lease_held(drained):
+        problems.append(str(lease_problem(drained)))
     r = exact_result(id_, t, "healthy outputs next to an invalid request", ctx, RUN)
     if not problems and r.status is not Status.FAIL:
-        unshown = lease_unshown(id_, inv["drained"], invalid=inv, **t.summary())
+        unshown = lease_unshown(id_, drained, invalid=inv, **t.summary())
         if unshown is not None:
             return unshown
     if problems:
@@ -201,22 +223,22 @@ def m4_invalid_alongside(ctx: Context) -> Result:
     if r.status is Status.PASS:
         if status is None:
             return shape.pending(id_, "the invalid request's reply was not recorded", invalid=inv)
-        rests_on = {**r.evidence["rests_on"], "rejected invalid request": status}
+        rests_on = {**shape.rests_on(r), "rejected invalid request": status}
         r = replace(r, evidence={**r.evidence, "rests_on": rests_on})
     return r
 
 
-def judge_load_failure(ctx: Context, run: str, lf: dict[str, Any] | None) -> Result:
+def judge_load_failure(ctx: Context, run: str, lf: JsonObject | None) -> Result:
     """M4.load_failure_retry on this start's probe: a broken load of the plan's
     registration fails cleanly while healthy work is in flight, releases its lease, and
     the retry serves exact outputs."""
     id_ = "M4.load_failure_retry"
     if lf is None or lf.get("skipped"):
-        return shape.pending(id_, (lf or {}).get("skipped", "not recorded"))
+        return shape.pending(id_, str((lf or {}).get("skipped", "not recorded")))
     if not lf["failed"] or not lf["retried"]:
         return shape.failed(
             id_,
-            f"broken load answered {lf['failure'].get('status')}, retry {lf['retry'].get('status')}",
+            f"broken load answered {get(lf['failure'], 'status')}, retry {get(lf['retry'], 'status')}",
             violation={"failure": lf["failure"], "retry": lf["retry"]},
             **lf,
         )
@@ -225,15 +247,16 @@ def judge_load_failure(ctx: Context, run: str, lf: dict[str, Any] | None) -> Res
     events = ctx.rec.requests(run, ("load_failure_alongside", "load_retry"))
     t = ctx.judge(events)
     counts = [len(ctx.rec.requests(run, (p,))) for p in ("load_failure_alongside", "load_retry")]
-    if counts != [int(lf.get("healthy") or 0), 1]:
+    if counts != [as_int(lf.get("healthy") or 0), 1]:
         return shape.pending(
             id_, f"{counts[0]} healthy and {counts[1]} retried output(s) recorded (expected {lf.get('healthy')} and 1)"
         )
-    if lease_held(lf["drained"]):
-        lease = lease_problem(lf["drained"])
+    drained = _drained(lf["drained"])
+    if lease_held(drained):
+        lease = lease_problem(drained)
         r = shape.failed(id_, f"after the failed load: {lease}", violation=lf["drained"], load_failure=lf)
         return replace(r, evidence={**r.evidence, **t.summary()}, reproduction=ctx.repro(run))
-    if (unshown := lease_unshown(id_, lf["drained"], load_failure=lf, **t.summary())) is not None:
+    if (unshown := lease_unshown(id_, drained, load_failure=lf, **t.summary())) is not None:
         return replace(unshown, reason=f"after the failed load: {unshown.reason}")
     r = exact_result(
         id_,
@@ -257,7 +280,7 @@ def judge_load_failure(ctx: Context, run: str, lf: dict[str, Any] | None) -> Res
 def m4_load_failure_retry(ctx: Context) -> Result:
     """M4.load_failure_retry on the recovery start (see `judge_load_failure`)."""
     id_ = "M4.load_failure_retry"
-    held = [e for e in _aside(ctx, "m4_load_failure") if "skipped" not in e and lease_held(e.get("drained"))]
+    held = [e for e in _aside(ctx, "m4_load_failure") if "skipped" not in e and lease_held(_drained(e.get("drained")))]
     if held:
         return shape.failed(
             id_, f"lease left held in a set-aside recovery attempt ({held[0]['set_aside']})", violation=held
@@ -303,8 +326,8 @@ def _unload(ctx: Context, which: str, id_: str) -> Result:
     r = exact_result(id_, t, f"{which} unload waited for in-flight work; outputs and reload", ctx, RUN)
     if r.status is not Status.PASS:
         return r
-    n_tries = int(e["tries"])
-    if n_tries != len(tries) or len(inflight) != e["busy"] * n_tries or len(later) != n_tries:
+    n_tries = as_int(e["tries"])
+    if n_tries != len(tries) or len(inflight) != as_int(e["busy"]) * n_tries or len(later) != n_tries:
         return shape.pending(
             id_,
             f"{len(inflight)} in-flight and {len(later)} later output(s) and {len(tries)} probe record(s) for "
@@ -315,11 +338,11 @@ def _unload(ctx: Context, which: str, id_: str) -> Result:
         return shape.pending(id_, "could not observe the work in flight before issuing the unload", **e)
     if (unanswered := unload_unanswered(e)) is not None:
         return shape.pending(id_, unanswered, **e)
-    if not e["requests_done"] or len(e["requests_latency"]) != len(e["requests_done"]):
+    if not e["requests_done"] or len(_items(e["requests_latency"])) != len(_items(e["requests_done"])):
         return shape.pending(id_, "the in-flight work's replies were not recorded", **e)
     if server_order(e) != "queued_behind":
-        tried = int(e.get("tries") or 1)
-        exhausted = tried >= int(e.get("max_tries") or tried + 1)
+        tried = as_int(e.get("tries") or 1)
+        exhausted = tried >= as_int(e.get("max_tries") or tried + 1)
         unshown = (shape.blocked if exhausted else shape.pending)(
             id_,
             "the later request was not seen queued behind the waiting unload with a slot free"
@@ -336,7 +359,7 @@ def _unload(ctx: Context, which: str, id_: str) -> Result:
             + ("(the server publishes no `loaded`)" if state == "no_loaded" else "(too few status samples)"),
             **e,
         )
-    rests_on = {**r.evidence["rests_on"], "unload waited": True, "later request queued behind": True, "unloaded": True}
+    rests_on = {**shape.rests_on(r), "unload waited": True, "later request queued behind": True, "unloaded": True}
     return replace(
         r, evidence={**r.evidence, "rests_on": rests_on, "probe": e}, limitations=[*r.limitations, *not_reproduced]
     )
@@ -387,12 +410,12 @@ def m4_unload_during_first_load(ctx: Context) -> Result:
         return shape.pending(id_, "the first load finished before the unload could be issued", **e)
     if (unanswered := unload_unanswered(e)) is not None:
         return shape.pending(id_, unanswered, **e)
-    if not e["requests_done"] or len(e["requests_latency"]) != len(e["requests_done"]):
+    if not e["requests_done"] or len(_items(e["requests_latency"])) != len(_items(e["requests_done"])):
         return shape.pending(id_, "the first request's reply times were not recorded", **e)
-    ended = e.get("ended_unloaded") if "unload_check" not in e else unload_check(e["unload_check"]) == "ok"
+    ended = e.get("ended_unloaded") if "unload_check" not in e else unload_check(_object(e["unload_check"])) == "ok"
     if not ended:
         return shape.pending(id_, "the model was not shown unloaded after the unload (too few status samples)", **e)
-    rests_on = {**r.evidence["rests_on"], "unload waited for the load": True, "unloaded": True}
+    rests_on = {**shape.rests_on(r), "unload waited for the load": True, "unloaded": True}
     return replace(r, evidence={**r.evidence, "rests_on": rests_on})
 
 
@@ -431,7 +454,7 @@ def aside_violations(ctx: Context) -> list[Mapping[str, object]]:
         out += [
             {"run": RUN, "kind": kind, **e}
             for e in _aside(ctx, kind)
-            if "skipped" not in e and lease_held(e.get("drained"))
+            if "skipped" not in e and lease_held(_drained(e.get("drained")))
         ]
     for which in ("targeted", "all"):
         out += [

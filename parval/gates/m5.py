@@ -1,31 +1,685 @@
-"""M5 memory assessment: one judge per assertion, every count judged on its own starts.
+"""M5 memory: the sampler streams summarised per start, the declared stabilisation rule and
+the growth measured against it, one judge per assertion (every count judged on its own
+starts), and the loader that hands the judges each start's recorded samples.
 
-Pure (no I/O): the judges read the per-start summaries of `m5_samples`, so a fix to a judge
-applies to an old run on `parval report --rejudge`.
+The judges are pure: they read only the per-start summaries of `summarise_start`, so a fix
+to a judge applies to an old run on `parval report --rejudge`. Only `memory_results` reads
+the run directory (each start's memory.jsonl).
+
+Phases follow the campaign's PhaseTracker names: 'startup'/'idle', 'cold_load',
+'cold_wave', '<kind>_wave:<k>' (repeated-use waves), 'unload', 'reload', 'serial'.
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Callable, Mapping
-from dataclasses import replace
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal, NotRequired, TypedDict, overload
 
 from parval.gates import shape
-from parval.gates.m5_rules import CountInputs, StabilisationRule
-from parval.gates.m5_samples import (
-    INCLUDES,
-    METRICS,
-    REQUIRED_GROUPS,
-    StartMemory,
-    StartSummary,
-    gpu_unavailable,
-    phase_group,
-    round3,
-    summarise_start,
-)
-from parval.gates.m5_stable import m5_stable
-from parval.status import Result
+from parval.gates.records import Records
+from parval.gates.shape import blocked, pending
+from parval.jsonread import as_float, as_int, get, item
+from parval.jsontypes import JsonObject, JsonValue
+from parval.status import Result, Status
+from parval.status import pending as pending_result
+
+# metric name -> (sample kind, sample key)
+METRICS: dict[str, tuple[str, str]] = {
+    "host_rss": ("host", "rss_mib"),
+    "host_pss": ("host", "pss_mib"),
+    "gpu_device": ("gpu", "device_used_mib"),
+    "gpu_process": ("gpu", "process_mib"),
+}
+
+INCLUDES: dict[str, str] = {
+    "host_rss": "process tree RSS: weights + sessions + workspaces resident in host memory "
+    "(touched mmapped weight pages included; pages shared between tree processes counted "
+    "per process)",
+    "host_pss": "process tree PSS: as RSS, with shared pages split between processes",
+    "gpu_device": "NVML device-wide used memory: every process on the device plus driver "
+    "contexts (the v2 struct excludes driver-reserved memory; v1 includes it)",
+    "gpu_process": "NVML per-process GPU memory of the server tree: weights + contexts + workspaces on device",
+}
+
+_IDLE = {"startup", "idle", "idle_after_unload", "idle-after-unload"}
+_COLD = {"cold_load", "cold_wave"}
+REQUIRED_GROUPS = ("idle", "cold", "warm", "unload", "reload")
+
+
+class WavePeak(TypedDict):
+    phase: str
+    peak_mib: float
+
+
+class Episode(TypedDict):
+    """One unload's settled level (of the idle phase after it, where there is one)."""
+
+    source_phase: str
+    value_mib: float
+    residue_mib: float | None  # over the idle baseline (None without one)
+
+
+class Retained(Episode):
+    """The first unload's episode, with every episode."""
+
+    episodes: list[Episode]
+
+
+class MetricSummary(TypedDict):
+    """One sampled metric of one start (`summarise_start`), in MiB."""
+
+    samples: int
+    idle_baseline_mib: float | None
+    first_request_peak_mib: float | None
+    first_request_over_idle_mib: float | None
+    phase_peaks_mib: dict[str, float]
+    wave_peaks: list[WavePeak]
+    warm_steady_state_mib: float | None
+    retained_after_unload: Retained | None
+
+
+class StartSummary(TypedDict):
+    """`summarise_start` of one start: what every M5 judge reads."""
+
+    count: int
+    start_index: int
+    gpu_info: str
+    gpu_available: bool
+    interval: dict[str, JsonValue]  # the sampler's configured intervals (s), as recorded
+    achieved_interval_s: dict[str, dict[str, float] | None]
+    samples: dict[str, int]
+    phases_sampled: dict[str, list[str]]
+    metrics: dict[str, MetricSummary | None]  # None: the metric was not sampled
+    guard_stop: JsonObject | None
+    sampler_recorded: bool
+
+
+@dataclass
+class StartMemory:
+    """One server start's memory samples, as the campaign recorded them."""
+
+    count: int
+    start_index: int
+    samples: list[JsonObject]  # memory.jsonl, as emitted by MemorySampler
+    gpu_info: str  # sampler info()["gpu"]
+    interval: dict[str, JsonValue]
+    guard_stop: JsonObject | None = None  # sample that tripped the guard
+    # Whether the sampler's own record (intervals, GPU info, guard) came with the start's end:
+    # without it the interval cannot be reported, nor a guard stop ruled out.
+    sampler_recorded: bool = True
+
+
+# --- phase helpers ---------------------------------------------------------------------
+
+
+def phase_base(phase: str) -> str:
+    """The phase name without its ':<k>' wave index."""
+    return phase.split(":", 1)[0]
+
+
+def is_repeat_wave(phase: str) -> bool:
+    """A repeated-use wave (warm or mixed), not the cold first wave."""
+    base = phase_base(phase)
+    return base.endswith("_wave") and base != "cold_wave"
+
+
+def is_unload(phase: str) -> bool:
+    """'unload', and the M4 probes' 'unload_targeted' / 'unload_all'."""
+    base = phase_base(phase)
+    return base == "unload" or base.startswith("unload_")
+
+
+def phase_group(phase: str) -> str | None:
+    """The REQUIRED_GROUPS entry a phase counts for (None: none of them)."""
+    base = phase_base(phase)
+    if base in _IDLE:
+        return "idle"
+    if base in _COLD:
+        return "cold"
+    if is_repeat_wave(phase):
+        return "warm"
+    if is_unload(phase):
+        return "unload"
+    if base == "reload":
+        return base
+    return None
+
+
+def _gpu_available(gpu_info: str) -> bool:
+    return not gpu_info.startswith("unavailable")
+
+
+def gpu_unavailable(sums: list[StartSummary]) -> list[str]:
+    """The distinct sampler explanations of starts without GPU samples."""
+    return sorted({s["gpu_info"] for s in sums if not s["gpu_available"]})
+
+
+@overload
+def round3(x: float) -> float: ...
+@overload
+def round3(x: None) -> None: ...
+@overload
+def round3(x: float | None) -> float | None: ...
+def round3(x: float | None) -> float | None:
+    """MiB figures are reported to three decimals."""
+    return None if x is None else round(x, 3)
+
+
+def _points(samples: list[JsonObject], metric: str) -> list[tuple[float, str, float]]:
+    kind, key = METRICS[metric]
+    pts = [
+        (as_float(s["t"]), str(s["phase"]), as_float(s[key]))
+        for s in samples
+        if s.get("kind") == kind and s.get(key) is not None
+    ]
+    pts.sort(key=lambda p: p[0])
+    return pts
+
+
+def _segments(points: list[tuple[float, str, float]]) -> list[tuple[str, list[float]]]:
+    """Contiguous runs of one phase, in time order."""
+    segs: list[tuple[str, list[float]]] = []
+    for _, phase, value in points:
+        if segs and segs[-1][0] == phase:
+            segs[-1][1].append(value)
+        else:
+            segs.append((phase, [value]))
+    return segs
+
+
+def _settled(values: list[float]) -> float:
+    """Median of the second half: the level a phase settled at, not its transient."""
+    return float(statistics.median(values[len(values) // 2 :]))
+
+
+# --- per-start summary -----------------------------------------------------------------
+
+
+def _metric_summary(points: list[tuple[float, str, float]]) -> MetricSummary | None:
+    if not points:
+        return None
+    segs = _segments(points)
+    leading_idle: list[float] = []
+    for phase, values in segs:
+        if phase_base(phase) not in _IDLE:
+            break
+        leading_idle.extend(values)
+    idle = _settled(leading_idle) if leading_idle else None
+
+    phase_peaks: dict[str, float] = {}
+    for phase, values in segs:
+        phase_peaks[phase] = max(phase_peaks.get(phase, values[0]), max(values))
+    # first request = the first cold episode; a later cold_load (an M4 reload probe) is not it
+    cold: list[float] = []
+    for phase, values in segs:
+        group = phase_group(phase)
+        if group == "cold":
+            cold.extend(values)
+        elif group != "idle":
+            break
+    first_peak = max(cold) if cold else None
+    # dict order = first appearance in time, so waves come out in the order they ran
+    wave_items = [(ph, peak) for ph, peak in phase_peaks.items() if phase_base(ph).endswith("_wave")]
+    waves: list[WavePeak] = [{"phase": ph, "peak_mib": round3(peak)} for ph, peak in wave_items]
+    repeat = [peak for ph, peak in wave_items if is_repeat_wave(ph)]
+
+    episodes: list[Episode] = []
+    for i, (phase, values) in enumerate(segs):
+        if not is_unload(phase):
+            continue
+        src_phase, src_values = phase, values
+        if i + 1 < len(segs) and phase_base(segs[i + 1][0]) in _IDLE:
+            src_phase, src_values = segs[i + 1]  # idle after unload: what stays retained
+        value = _settled(src_values)
+        episodes.append(
+            {
+                "source_phase": src_phase,
+                "value_mib": round3(value),
+                "residue_mib": None if idle is None else round3(value - idle),
+            }
+        )
+    retained: Retained | None = None
+    if episodes:
+        retained = {**episodes[0], "episodes": episodes}
+    return {
+        "samples": len(points),
+        "idle_baseline_mib": round3(idle),
+        "first_request_peak_mib": round3(first_peak),
+        "first_request_over_idle_mib": None if idle is None or first_peak is None else round3(first_peak - idle),
+        "phase_peaks_mib": {k: round3(v) for k, v in phase_peaks.items()},
+        "wave_peaks": waves,
+        "warm_steady_state_mib": round3(statistics.median(repeat)) if repeat else None,
+        "retained_after_unload": retained,
+    }
+
+
+def _achieved_interval(samples: list[JsonObject], kind: str) -> dict[str, float] | None:
+    ts = sorted(as_float(s["t"]) for s in samples if s.get("kind") == kind)
+    gaps = [b - a for a, b in zip(ts, ts[1:], strict=False)]
+    if not gaps:
+        return None
+    return {"median_s": round(statistics.median(gaps), 6), "max_s": round(max(gaps), 6)}
+
+
+def summarise_start(start: StartMemory) -> StartSummary:
+    """Idle baseline, first-request peak, per-phase and per-wave peaks, warm steady state
+    and retained-after-unload residue, for every metric that was sampled."""
+    phases: dict[str, list[str]] = {}
+    for kind in ("host", "gpu"):
+        seen = {str(s["phase"]) for s in start.samples if s.get("kind") == kind}
+        phases[kind] = sorted(seen)
+    return {
+        "count": start.count,
+        "start_index": start.start_index,
+        "gpu_info": start.gpu_info,
+        "gpu_available": _gpu_available(start.gpu_info),
+        "interval": dict(start.interval),
+        "achieved_interval_s": {k: _achieved_interval(start.samples, k) for k in ("host", "gpu")},
+        "samples": {k: sum(1 for s in start.samples if s.get("kind") == k) for k in ("host", "gpu")},
+        "phases_sampled": phases,
+        "metrics": {m: _metric_summary(_points(start.samples, m)) for m in METRICS},
+        "guard_stop": start.guard_stop,
+        "sampler_recorded": start.sampler_recorded,
+    }
+
+
+# --- stabilisation rule and growth diagnostics -------------------------------------
+
+
+MIN_UNLOAD_CYCLES = 2
+
+
+@dataclass(frozen=True)
+class StabilisationRule:
+    """Declared in the plan BEFORE the run (it is part of the plan hash)."""
+
+    last_k_waves: int  # e.g. 5
+    max_growth_mib: float  # last - first per-wave peak over the last K waves must stay below this
+    metric: str = "host_rss"  # "host_rss" | "host_pss" | "gpu_device" | "gpu_process"
+
+    def __post_init__(self) -> None:
+        if self.metric not in METRICS:
+            raise ValueError(f"unknown stabilisation metric {self.metric!r}; use one of {sorted(METRICS)}")
+        if self.last_k_waves < 2:
+            raise ValueError("last_k_waves must be at least 2 to measure growth")
+        if self.max_growth_mib <= 0:
+            raise ValueError("max_growth_mib must be positive")
+
+
+@dataclass(frozen=True)
+class CountInputs:
+    """What every M5 judge sees at one count: the summarised starts and the plan's terms."""
+
+    count: int
+    sums: list[StartSummary]  # summarise_start() of each start, in start order
+    rule: StabilisationRule | None
+    gpu_required: bool
+    baseline: list[StartMemory] | None
+    # Why the plan compares memory with the baseline build (memory.baseline_comparison).
+    baseline_reason: str | None = None
+    # The starts a verdict at this count rests on (the procedure's three, or the plan's more).
+    expected_starts: int = 0
+
+
+class Growth(TypedDict):
+    """One start's repeated-use wave peaks of one metric and how they grew (MiB)."""
+
+    start_index: int
+    waves: int
+    first_wave: str | None
+    last_wave: str | None
+    wave_peaks_mib: list[float]
+    growth_per_wave_mib: list[float]
+    window_waves: int
+    window_growth_mib: float | None  # None with fewer than two waves in the window
+    window_growth_per_wave_mib: float | None
+
+
+def wave_growth(sums: list[StartSummary], metric: str, k: int | None) -> list[Growth]:
+    """Per start: the repeated-use wave peaks, their wave-to-wave change, and the growth over
+    the last `k` waves (all of them when k is None)."""
+    out: list[Growth] = []
+    for s in sums:
+        ms = s["metrics"][metric]
+        waves = [w for w in (ms["wave_peaks"] if ms else []) if is_repeat_wave(str(w["phase"]))]
+        peaks = [float(w["peak_mib"]) for w in waves]
+        deltas = [round(b - a, 3) for a, b in zip(peaks, peaks[1:], strict=False)]
+        window = peaks[-k:] if k else peaks
+        total = round(window[-1] - window[0], 3) if len(window) >= 2 else None
+        out.append(
+            {
+                "start_index": s["start_index"],
+                "waves": len(peaks),
+                "first_wave": waves[0]["phase"] if waves else None,
+                "last_wave": waves[-1]["phase"] if waves else None,
+                "wave_peaks_mib": peaks,
+                "growth_per_wave_mib": deltas,
+                "window_waves": len(window),
+                "window_growth_mib": total,
+                "window_growth_per_wave_mib": None if total is None else round(total / (len(window) - 1), 3),
+            }
+        )
+    return out
+
+
+def tested_range(growth: list[Growth], count: int) -> str:
+    """How many starts, waves and requests the verdict rests on."""
+    shapes = {(g["waves"], g["first_wave"], g["last_wave"]) for g in growth}
+    if len(shapes) == 1:
+        waves, first, last = shapes.pop()
+        span = f" ({first} … {last})" if waves else ""
+        return (
+            f"tested range at count {count}: {len(growth)} starts x {waves} repeated-use "
+            f"waves{span} x {count} requests = {len(growth) * waves * count} requests"
+        )
+    parts = [
+        f"start {g['start_index']}: {g['waves']} repeated-use waves"
+        + (f" ({g['first_wave']} … {g['last_wave']})" if g["waves"] else "")
+        + f", {g['waves'] * count} requests"
+        for g in growth
+    ]
+    return f"tested range at count {count}: " + "; ".join(parts)
+
+
+class RetentionRow(TypedDict):
+    start_index: int
+    cycles: int
+    residues_mib: list[float]
+    growth_per_cycle_mib: list[float]
+
+
+class Retention(TypedDict):
+    """The retained-after-unload verdict of one metric (`status`: pending, unjudged, pass,
+    fail) with its text, over the starts' rows."""
+
+    metric: str
+    bound_mib: float | None
+    starts: list[RetentionRow]
+    status: NotRequired[str]
+    text: NotRequired[str]
+
+
+def retention(sums: list[StartSummary], metric: str, bound: float | None) -> Retention:
+    """Idle level after each unload against the idle level before the first load.
+
+    An allocator that keeps freed weights cached shows a residue that may step up once and
+    then stays (not a leak); a server that keeps weights after a logical unload adds a copy
+    with every reload. So: settled (the last cycle-to-cycle change below the bound) is
+    PASS, reported with its size; growth beyond the bound on every cycle of every start,
+    over at least three cycles, is FAIL; anything between stays PENDING with the
+    diagnostic. Fewer than two cycles cannot tell them apart (PENDING)."""
+    rows: list[RetentionRow] = []
+    for s in sums:
+        ms = s["metrics"][metric]
+        retained = ms.get("retained_after_unload") if ms else None
+        episodes = (retained.get("episodes") if retained else None) or []
+        residues = [float(residue) for e in episodes if (residue := e.get("residue_mib")) is not None]
+        deltas = [round(b - a, 3) for a, b in zip(residues, residues[1:], strict=False)]
+        rows.append(
+            {
+                "start_index": s["start_index"],
+                "cycles": len(residues),
+                "residues_mib": [round3(x) for x in residues],
+                "growth_per_cycle_mib": deltas,
+            }
+        )
+    out: Retention = {"metric": metric, "bound_mib": bound, "starts": rows}
+    short = [r for r in rows if r["cycles"] < MIN_UNLOAD_CYCLES]
+    if short:
+        out["status"] = "pending"
+        out["text"] = (
+            f"{metric} retained after unload: "
+            + "; ".join(
+                f"start {r['start_index']} has {r['cycles']} unload/reload cycle(s) with an idle level" for r in short
+            )
+            + f" (at least {MIN_UNLOAD_CYCLES} are needed to tell a constant residue "
+            "from memory kept after each unload)"
+        )
+        return out
+    cycles = min(r["cycles"] for r in rows)
+    span = (
+        f"{len(rows)} starts x {cycles}"
+        + ("+" if any(r["cycles"] > cycles for r in rows) else "")
+        + " unload/reload cycles"
+    )
+
+    def listing(r: RetentionRow) -> str:
+        residues = ", ".join(f"{x:+.1f}" for x in r["residues_mib"])
+        return f"start {r['start_index']} residues {residues} MiB"
+
+    last = [float(r["residues_mib"][-1]) for r in rows]
+    settled_text = (
+        f"{metric} residue after unload settled at {min(last):+.1f} … {max(last):+.1f} MiB "
+        "over the idle level before the first load"
+    )
+    if bound is None:
+        out["status"] = "unjudged"
+        out["text"] = f"{settled_text.replace('settled at', 'last')} ({span})"
+        return out
+    growing = [r for r in rows if r["growth_per_cycle_mib"][-1] >= bound]
+    if not growing:
+        out["status"] = "pass"
+        out["text"] = (
+            f"{settled_text}; the last cycle changed it by less than {bound:g} MiB in every "
+            f"start ({span}; {'; '.join(listing(r) for r in rows)})"
+        )
+        return out
+    diag = "; ".join(
+        f"{listing(r)} (per cycle {', '.join(f'{d:+.1f}' for d in r['growth_per_cycle_mib'])} MiB, bound {bound:g} MiB)"
+        for r in growing
+    )
+    every = len(growing) == len(rows) and all(d >= bound for r in rows for d in r["growth_per_cycle_mib"])
+    if every and cycles >= MIN_UNLOAD_CYCLES + 1:
+        out["status"] = "fail"
+        out["text"] = (
+            f"{metric} retained after unload grows with every unload/reload cycle in every "
+            f"start (memory kept after a logical unload): {diag}; {span}"
+        )
+    else:
+        out["status"] = "pending"
+        out["text"] = (
+            f"{metric} retained after unload still grew on the last cycle (investigate: "
+            f"allocator caching settles, kept weights keep growing): {diag}; {span}"
+        )
+    return out
+
+
+def retention_metrics(sums: list[StartSummary], rule: StabilisationRule | None) -> list[str]:
+    """The rule's metric, plus per-process (else device-wide) GPU memory where sampled."""
+    first = rule.metric if rule else "host_rss"
+    metrics = [first] if all(s["metrics"][first] for s in sums) else []
+    if all(s["gpu_available"] for s in sums):
+        for gpu in ("gpu_process", "gpu_device"):
+            if all(s["metrics"][gpu] for s in sums):
+                if gpu not in metrics:
+                    metrics.append(gpu)
+                break
+    return metrics
+
+
+# --- M5.stable ---------------------------------------------------------------------
+
+
+LIMITATIONS = [
+    "retained-after-unload: the idle level after each unload is compared with the one before "
+    "the first load; a constant residue is reported, a residue growing from cycle to cycle is "
+    "judged",
+    "FAIL only when the per-wave peak rises on every wave in every start and exceeds the "
+    "declared bound in every start; any other growth stays PENDING for investigation "
+    "(allocator caching alone is not a leak)",
+]
+
+
+def _window_growth(g: Growth) -> float:
+    """The growth over the last K waves of a start that had K (at least two)."""
+    grew = g["window_growth_mib"]
+    if grew is None:
+        raise TypeError("'>=' not supported between instances of 'NoneType' and 'float'")
+    return grew
+
+
+def _num(x: object) -> str:
+    return f"{x:.0f}" if isinstance(x, int | float) else "?"
+
+
+def _with_retention(r: Result, found: list[Retention]) -> Result:
+    """Combine the per-wave verdict with the retained-after-unload one."""
+    if not found:
+        return r
+    texts = "; ".join(x["text"] for x in found)
+    fails = [x["text"] for x in found if x["status"] == "fail"]
+    unclear = [x["text"] for x in found if x["status"] == "pending"]
+    if r.status is not Status.FAIL and fails:
+        reason = "; ".join(fails) + f"; per-wave: {r.reason}"
+        return shape.failed("M5.stable", reason, violation=[x for x in found if x["status"] == "fail"], **r.evidence)
+    if r.status is Status.PASS and unclear:
+        reason = "; ".join(unclear) + f"; per-wave: {r.reason}"
+        return Result("M5.stable", Status.PENDING, reason, r.evidence)
+    return replace(r, reason=f"{r.reason}; {texts}")
+
+
+def _evidence(inp: CountInputs, diagnostics: dict[str, list[Growth]]) -> dict[str, object]:
+    rule, sums = inp.rule, inp.sums
+    residue = {
+        m: [
+            {"start_index": s["start_index"], **(ms["retained_after_unload"] or {})}
+            for s in sums
+            if (ms := s["metrics"][m])
+        ]
+        for m in diagnostics
+    }
+    return {
+        "rule": None
+        if rule is None
+        else {"last_k_waves": rule.last_k_waves, "max_growth_mib": rule.max_growth_mib, "metric": rule.metric},
+        "growth": diagnostics,
+        "retained_after_unload": residue,
+    }
+
+
+@shape.judge("M5.stable")
+def m5_stable(inp: CountInputs) -> Result:
+    """The per-wave verdict under the declared rule, combined with the retention verdict."""
+    count, sums, rule = inp.count, inp.sums, inp.rule
+    diagnostics = {
+        m: wave_growth(sums, m, rule.last_k_waves if rule else None)
+        for m in METRICS
+        if any(s["metrics"][m] for s in sums)
+    }
+    evidence = _evidence(inp, diagnostics)
+    found = [retention(sums, m, rule.max_growth_mib if rule else None) for m in retention_metrics(sums, rule)]
+    evidence["retention"] = found
+
+    def out(r: Result) -> Result:
+        if r.status is not Status.BLOCKED:
+            r = _with_retention(r, found)
+        return replace(r, limitations=LIMITATIONS)
+
+    guards = [s for s in sums if s["guard_stop"]]
+    if guards:
+        g = guards[0]["guard_stop"] or {}  # never empty: guards have one
+        used = g.get("device_used_mib")
+        limit = g.get("guard_mib", guards[0]["interval"].get("guard_mib"))
+        why = g.get("reason") or f"memory guard: {_num(used)} MiB >= {_num(limit)} MiB"
+        evidence["guard_stops"] = [{"start_index": s["start_index"], **(s["guard_stop"] or {})} for s in guards]
+        return out(
+            blocked(
+                "M5.stable",
+                f"{why} (start {guards[0]['start_index']}, phase {g.get('phase')}); a guard "
+                "stop is a resource-budget result, never a reason to lower quality settings",
+                **evidence,
+            )
+        )
+
+    if len(sums) < inp.expected_starts:
+        return out(
+            pending("M5.stable", f"{len(sums)} start(s) with memory samples, {inp.expected_starts} needed", **evidence)
+        )
+    if unrecorded := [s["start_index"] for s in sums if not s.get("sampler_recorded", True)]:
+        return out(
+            pending(
+                "M5.stable",
+                f"the sampler's record of start(s) {unrecorded} is missing: a guard stop cannot be ruled out",
+                **evidence,
+            )
+        )
+    range_metric = rule.metric if rule else "host_rss"
+    tested = tested_range(diagnostics.get(range_metric) or wave_growth(sums, range_metric, None), count)
+    if rule is None:
+        return out(
+            pending(
+                "M5.stable",
+                f"no stabilisation rule declared in the plan; {tested}; growth diagnostic kept "
+                "in evidence (no bound is inferred from the data)",
+                **evidence,
+            )
+        )
+    if rule.metric.startswith("gpu") and not inp.gpu_required:
+        return out(pending("M5.stable", f"rule metric {rule.metric} but GPU memory is not applicable", **evidence))
+    unavailable = gpu_unavailable(sums) if rule.metric.startswith("gpu") else []
+    if unavailable or rule.metric not in diagnostics:
+        why = "; ".join(unavailable) or "no samples"
+        return out(pending("M5.stable", f"rule metric {rule.metric} not sampled: {why}", **evidence))
+
+    growth = diagnostics[rule.metric]
+    short = [g for g in growth if g["waves"] < rule.last_k_waves]
+    if short:
+        text = "; ".join(f"start {g['start_index']} has {g['waves']}" for g in short)
+        return out(
+            pending(
+                "M5.stable",
+                f"not enough waves: {text} < K={rule.last_k_waves} repeated-use waves ({rule.metric}); {tested}",
+                **evidence,
+            )
+        )
+    bound = rule.max_growth_mib
+    # Every start has K >= 2 waves here, so a window growth each.
+    window = [(g, _window_growth(g)) for g in growth]
+    over = [g for g, grew in window if grew >= bound]
+    if not over:
+        worst = max(grew for _, grew in window)
+        return out(
+            shape.passed(
+                "M5.stable",
+                f"{rule.metric} per-wave peak grew at most {worst:+.1f} MiB over the last "
+                f"{rule.last_k_waves} waves in every start (declared bound < {bound:g} MiB); "
+                f"{tested}",
+                {"per-wave growth of each start": growth, "declared bound": bound},
+                **evidence,
+            )
+        )
+    diag = "; ".join(
+        f"start {g['start_index']}: {g['window_growth_per_wave_mib']:+.1f} MiB/wave over the last "
+        f"{g['window_waves']} waves ({g['window_growth_mib']:+.1f} MiB >= bound {bound:g} MiB; "
+        f"per wave {', '.join(f'{d:+.1f}' for d in g['growth_per_wave_mib'])} MiB)"
+        for g in over
+    )
+    monotonic_everywhere = len(over) == len(growth) and all(
+        all(d > 0 for d in g["growth_per_wave_mib"]) for g in growth
+    )
+    if monotonic_everywhere:
+        return out(
+            shape.failed(
+                "M5.stable",
+                f"continuing growth in every start, on every wave: {diag}; {tested}",
+                violation=over,
+                **evidence,
+            )
+        )
+    return out(
+        pending(
+            "M5.stable",
+            f"growth above the declared bound, not yet explained (investigate): {diag}; {tested}",
+            **evidence,
+        )
+    )
+
+
+# --- M5.sampled, M5.peaks, M5.baseline and the assessment --------------------------
 
 
 def _fmt(x: float | None) -> str:
@@ -37,13 +691,20 @@ def _missing_groups(summary: StartSummary, kind: str) -> list[str]:
     return [g for g in REQUIRED_GROUPS if g not in present]
 
 
+def _per_ms(seconds: JsonValue) -> str:
+    """A recorded interval (s) in whole milliseconds."""
+    if isinstance(seconds, int | float):
+        return f"{seconds * 1000:.0f}"
+    raise TypeError(f"unsupported operand type(s) for *: '{type(seconds).__name__}' and 'int'")
+
+
 def _interval_text(sums: list[StartSummary]) -> str:
     iv = sums[0]["interval"]
     parts = []
     for kind in ("host", "gpu"):
         conf = iv.get(f"{kind}_interval_s", iv.get(kind))
         got = [a["median_s"] for s in sums if (a := s["achieved_interval_s"][kind])]
-        text = f"{kind} every {conf * 1000:.0f} ms" if conf is not None else f"{kind} interval not recorded"
+        text = f"{kind} every {_per_ms(conf)} ms" if conf is not None else f"{kind} interval not recorded"
         if got:
             text += f" (achieved median {statistics.median(got) * 1000:.1f} ms)"
         parts.append(text)
@@ -112,6 +773,16 @@ def m5_sampled(inp: CountInputs) -> Result:
     return replace(result, limitations=limitations)
 
 
+class PeakFigures(TypedDict):
+    """One metric's first-request figures of one start (M5.peaks), in MiB."""
+
+    first_request_peak_mib: float | None
+    idle_baseline_mib: float | None
+    first_request_over_idle_mib: float | None
+    retained_after_unload_mib: object
+    residue_mib: object
+
+
 @shape.judge("M5.peaks")
 def m5_peaks(inp: CountInputs) -> Result:
     """The first-request peak is reported for every required metric, with what it includes."""
@@ -119,24 +790,26 @@ def m5_peaks(inp: CountInputs) -> Result:
     if len(sums) < inp.expected_starts:
         return shape.pending("M5.peaks", f"{len(sums)} start(s) with memory samples, {inp.expected_starts} needed")
     wanted = ["host_rss", "host_pss"] + (["gpu_device", "gpu_process"] if gpu_required else [])
-    per_start = []
+    per_start: list[dict[str, object]] = []
+    start_figures: list[dict[str, PeakFigures]] = []  # per start: metric -> its figures
     for s in sums:
-        row: dict[str, Any] = {"start_index": s["start_index"]}
+        found: dict[str, PeakFigures] = {}
         for m in wanted:
             ms = s["metrics"][m]
             if ms is not None:
                 retained: Mapping[str, object] = ms["retained_after_unload"] or {}
-                row[m] = {
+                found[m] = {
                     "first_request_peak_mib": ms["first_request_peak_mib"],
                     "idle_baseline_mib": ms["idle_baseline_mib"],
                     "first_request_over_idle_mib": ms["first_request_over_idle_mib"],
                     "retained_after_unload_mib": retained.get("value_mib"),
                     "residue_mib": retained.get("residue_mib"),
                 }
-        per_start.append(row)
+        start_figures.append(found)
+        per_start.append({"start_index": s["start_index"], **found})
 
     def peaks(metric: str) -> list[float | None]:
-        return [r.get(metric, {}).get("first_request_peak_mib") for r in per_start]
+        return [f[metric]["first_request_peak_mib"] if metric in f else None for f in start_figures]
 
     summary = {m: max(v for v in peaks(m) if v is not None) for m in wanted if any(v is not None for v in peaks(m))}
     evidence = {
@@ -278,4 +951,87 @@ def assess_m5(
         )
         for judge in JUDGES.values():
             results.append(replace(judge(inp), count=count))
+    return results
+
+
+# --- loading each start's samples from the run directory ---------------------------
+
+
+def _start_memory(rec: Records, run_dir: Path, run: str, n: int, i: int) -> StartMemory | None:
+    """One start's memory samples as the M5 judges read them (None before its end)."""
+    end = rec.ends.get(run)
+    start = rec.runs[run]
+    if end is None:
+        return None
+    directory = run_dir / "servers" / f"{run}-{start['attempt']}"
+    path = directory / "memory.jsonl"
+    samples: list[JsonObject] = (
+        [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    )
+    info = end.get("memory") or {}
+    gpu = str(info.get("gpu", "unavailable: not sampled"))
+    return StartMemory(
+        n,
+        i,
+        samples,
+        gpu,
+        {"gpu_interval_s": info.get("gpu_interval_s", 0.0), "host_interval_s": info.get("host_interval_s", 0.0)},
+        guard_stop=_guard_stop(info.get("guard_stop")),
+        sampler_recorded=bool(info),
+    )
+
+
+def _guard_stop(value: JsonValue) -> JsonObject | None:
+    """The recorded sample that tripped the memory guard (None when none did); the judges
+    read it as an object (`.get`)."""
+    if isinstance(value, dict):
+        return value
+    if value:
+        raise AttributeError(f"'{type(value).__name__}' object has no attribute 'get'")
+    return None
+
+
+def memory_results(rec: Records, run_dir: Path, plan: Mapping[str, object], counts: list[int]) -> list[Result]:
+    mem = item(plan, "memory")
+    declared = get(mem, "baseline_comparison") or None
+    baseline = [
+        m
+        for n in counts
+        for run, start in rec.runs.items()
+        if declared
+        and start["role"] == "membase"
+        and start["count"] == n
+        and (m := _start_memory(rec, run_dir, run, n, 1)) is not None
+    ]
+    starts = [
+        m
+        for n in counts
+        for i, run in enumerate(rec.count_runs(n), start=1)
+        if (m := _start_memory(rec, run_dir, run, n, i)) is not None
+    ]
+    rule_raw = get(mem, "stabilisation")
+    rule = (
+        StabilisationRule(
+            as_int(item(rule_raw, "last_k_waves")),
+            as_float(item(rule_raw, "max_growth_mib")),
+            str(get(rule_raw, "metric", "host_rss")),
+        )
+        if rule_raw
+        else None
+    )
+    results = assess_m5(
+        starts,
+        rule,
+        gpu_required=bool(get(mem, "gpu_required", True)),
+        baseline=baseline if declared else None,
+        baseline_reason=str(item(declared, "reason")) if declared else None,
+        expected_starts=max(3, as_int(plan.get("starts_per_count", 3))),
+    )
+    have = {r.count for r in results}
+    for n in counts:
+        if n not in have:
+            for id_ in ("M5.sampled", "M5.peaks", "M5.stable", "M5.baseline"):
+                results.append(
+                    replace(pending_result(id_, f"no complete start with memory samples at count {n}"), count=n)
+                )
     return results

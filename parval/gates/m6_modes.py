@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Literal
 
 from parval.gates import shape
 from parval.gates.compare import canonicalize
 from parval.gates.context import Context, run_judges
+from parval.gates.m2_concurrency import NO_COUNTERS
 from parval.gates.records import COUNT_PHASES
-from parval.gates.slot_counters import NO_COUNTERS
+from parval.rundir.event_types import BatchRecord, M6BatchEvent, M6StreamingEvent
 from parval.status import Result, Status
 
 # Batch results carry `timing: null` by contract (aggregate timing is in the done event),
@@ -29,7 +30,10 @@ BATCH_EXCLUDED = ("timing",)
 
 RUN = "modes"
 # The modes the modes start collects, in its order, each with the event that records it.
-PROBES = (("M6.streaming", "streaming", "m6_streaming"), ("M6.batch", "batch", "m6_batch"))
+PROBES: tuple[tuple[str, str, Literal["m6_streaming", "m6_batch"]], ...] = (
+    ("M6.streaming", "streaming", "m6_streaming"),
+    ("M6.batch", "batch", "m6_batch"),
+)
 
 
 def not_recorded(ctx: Context, id_: str) -> Result:
@@ -39,7 +43,8 @@ def not_recorded(ctx: Context, id_: str) -> Result:
     rec = ctx.rec
     crash = rec.crash_of(RUN)
     stop = rec.stop_of(RUN)
-    n = (rec.runs.get(RUN) or {}).get("count")
+    start = rec.runs.get(RUN)
+    n = start["count"] if start else None
     if crash is not None:
         text = f"modes start (count {n}): server crashed during {crash['where']} (exit status {crash['exit_code']})"
         admitted = _admits(ctx)
@@ -106,7 +111,8 @@ def warmup_problem(ctx: Context) -> tuple[str | None, str | None]:
     t = ctx.judge(reqs)
     if t.errors or t.malformed or t.mismatches:
         return f"the warm-up wave before the mode outputs: {t.problem()}", None
-    slots = int((ctx.rec.runs.get("modes") or {}).get("count") or 0)
+    start = ctx.rec.runs.get("modes")
+    slots = int((start["count"] if start else None) or 0)
     if slots < 1:
         return None, "the modes start's slot count was not recorded (its run_start has no count)"
     if not t.clean or len(reqs) < slots:
@@ -117,7 +123,9 @@ def warmup_problem(ctx: Context) -> tuple[str | None, str | None]:
 def _ref_pcm(ctx: Context, key: object) -> str | None:
     """The PCM sha256 of the upstream reference `key` (its first audio output)."""
     ref = ctx.rec.refs.get(key) if isinstance(key, str) else None
-    audio = ((ref or {}).get("output") or {}).get("audio") or {}
+    audio = ((ref["output"] if ref else None) or {}).get("audio") or {}
+    if not isinstance(audio, dict):  # as audio.get would
+        raise AttributeError(f"'{type(audio).__name__}' object has no attribute 'get'")
     first = audio.get("audio") or next(iter(audio.values()), None)
     return str(first["sha256"]) if isinstance(first, dict) and first.get("sha256") else None
 
@@ -131,7 +139,7 @@ def _drain_problem(drained: Mapping[str, object]) -> tuple[str | None, str | Non
     return None, f"lease release not shown: {NO_COUNTERS}"
 
 
-def _streaming(ctx: Context, e: dict[str, Any]) -> Result:
+def _streaming(ctx: Context, e: M6StreamingEvent) -> Result:
     """Concurrent streams exact vs the upstream reference of their history, overlap shown
     by the server, one stream cut by its client while the others stay exact, lease
     released."""
@@ -234,7 +242,7 @@ def _batch_ref_canon(ctx: Context, key: object, cache: dict[str, str | None]) ->
     return cache[key]
 
 
-def batch_pairing(e: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+def batch_pairing(e: M6BatchEvent) -> tuple[list[str], list[BatchRecord]]:
     """(pairing problems, result rows): every request of each batch answered once, by the
     result whose index names it."""
     rows = [r for r in e["results"] if "index" in r]
@@ -257,6 +265,16 @@ def batch_pairing(e: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
     return problems, rows
 
 
+def _in_order(batches: set[int | None]) -> list[int | None]:
+    """`sorted(batches)`: batch numbers, or None alone (None and numbers do not compare)."""
+    numbers = sorted(b for b in batches if b is not None)
+    if len(numbers) == len(batches):
+        return list(numbers)
+    if not numbers:
+        return [None]
+    raise TypeError("'<' not supported between instances of 'NoneType' and 'int'")
+
+
 @shape.judge("M6.batch")
 def m6_batch(ctx: Context) -> Result:
     """M6.batch: concurrent native batches give one independent result for each request
@@ -274,10 +292,10 @@ def m6_batch(ctx: Context) -> Result:
     if e["batches"] < 2 or recorded != set(range(e["batches"])):
         return shape.pending(
             id_,
-            f"the batch probe's record is inconsistent ({e['batches']} batches, results of {sorted(recorded)})",
+            f"the batch probe's record is inconsistent ({e['batches']} batches, results of {_in_order(recorded)})",
             **e,
         )
-    errors = [r for r in e["results"] if r.get("status") and r["status"] >= 400]
+    errors = [r for r in e["results"] if (status := r.get("status")) and status >= 400]
     cache: dict[str, str | None] = {}
     unrefd = [r for r in results if _batch_ref_canon(ctx, r.get("ref"), cache) is None]
     inexact = [r for r in results if r not in unrefd and r.get("canon") != _batch_ref_canon(ctx, r["ref"], cache)]

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from parval.gates.compare import within_tolerance
 from parval.gates.planted import plant_beyond
 from parval.gates.records import Records
 from parval.gates.serial import SerialVerdict
+from parval.rundir.event_types import NegativeControlEvent
 from parval.status import Result, Status
 
 # The verdicts that rest on output comparison: the ones masked, and the ones Q5 reads.
@@ -48,7 +48,7 @@ def negative_control_caught(rec: Records, run_dir: Path | None = None, tolerance
     return tolerance_path_caught(neg[-1], run_dir, tolerance)
 
 
-def tolerance_path_caught(neg: dict[str, Any], run_dir: Path | None, tolerance: int) -> bool:
+def tolerance_path_caught(neg: NegativeControlEvent, run_dir: Path | None, tolerance: int) -> bool:
     """The control's reply with one sample moved by one LSB more than the tolerance must not
     be within the tolerance of the original (False when that cannot be shown)."""
     source = (neg.get("source") or {}).get("artifact")

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
+
+from parval.jsonread import as_float, as_int, get, item, iterate
 
 MIN_WARM_REPEATS = 3
 
@@ -92,17 +94,17 @@ class RejectionStats(TypedDict):
     latencies_ms: list[float]
 
 
-def _stats(record: Mapping[str, Any] | None) -> SeriesStats | None:
+def _stats(record: Mapping[str, object] | None) -> SeriesStats | None:
     if record is None:
         return None
-    repeats = list(record.get("repeats") or [])
-    clean = [r for r in repeats if not r.get("failures")]
-    times = [float(r["batch_s"]) for r in clean]
-    lat = [float(x) for r in clean for x in r.get("latencies_s") or []]
+    repeats = list(iterate(record.get("repeats") or []))
+    clean = [r for r in repeats if not get(r, "failures")]
+    times = [as_float(item(r, "batch_s")) for r in clean]
+    lat = [as_float(x) for r in clean for x in iterate(get(r, "latencies_s") or [])]
     out: SeriesStats = {
         "n": len(times),
         "failed_repeats": len(repeats) - len(clean),
-        "failed_requests": sum(int(r.get("failures") or 0) for r in repeats),
+        "failed_requests": sum(as_int(get(r, "failures") or 0) for r in repeats),
         "estimate": bool(record.get("estimate")),
         "cold_s": record.get("cold_s"),
         "median_s": round(statistics.median(times), 4) if times else None,
@@ -122,14 +124,14 @@ def _stats(record: Mapping[str, Any] | None) -> SeriesStats | None:
     return out
 
 
-def _find(series: Sequence[Mapping[str, Any]], name: str, count: int) -> Mapping[str, Any] | None:
+def _find(series: Sequence[Mapping[str, object]], name: str, count: int) -> Mapping[str, object] | None:
     for rec in series:
-        if rec.get("series") == name and int(rec.get("count", 0)) == count:
+        if rec.get("series") == name and as_int(rec.get("count", 0)) == count:
             return rec
     return None
 
 
-def _row(series: Sequence[Mapping[str, Any]], count: int, verdicts: dict[str, Any]) -> dict[str, Any]:
+def _row(series: Sequence[Mapping[str, object]], count: int, verdicts: dict[str, object]) -> dict[str, object]:
     """One N's figures; `verdicts` (backend/model and the checks, the same for every N) lead."""
     figures = {
         "base_one_request": _stats(_find(series, BASE, 1)),
@@ -174,8 +176,8 @@ def _row(series: Sequence[Mapping[str, Any]], count: int, verdicts: dict[str, An
     }
 
 
-def _rejection(probe: Mapping[str, Any]) -> RejectionStats:
-    lat = [float(x) for x in probe.get("latencies_ms") or []]
+def _rejection(probe: Mapping[str, object]) -> RejectionStats:
+    lat = [as_float(x) for x in iterate(probe.get("latencies_ms") or [])]
     return {
         "count": probe.get("count"),
         "n": len(lat),
@@ -187,19 +189,19 @@ def _rejection(probe: Mapping[str, Any]) -> RejectionStats:
 
 
 def build_performance(
-    series: Sequence[Mapping[str, Any]],
-    rejections: Sequence[Mapping[str, Any]],
+    series: Sequence[Mapping[str, object]],
+    rejections: Sequence[Mapping[str, object]],
     *,
     model_label: str,
     model_checks: str,
     framework_checks: str,
     memory_verdict: str,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The evidence `performance` object: status, one row per N, raw samples, notes."""
     unknown = sorted({str(r.get("series")) for r in series} - set(SERIES))
     if unknown:
         raise ValueError(f"unknown performance series {unknown}; expected {list(SERIES)}")
-    counts = sorted({int(r["count"]) for r in series if r.get("series") != INDEPENDENT})
+    counts = sorted({as_int(r["count"]) for r in series if r.get("series") != INDEPENDENT})
     verdicts = {
         "backend_model": model_label,
         "model_checks": model_checks,
@@ -219,7 +221,7 @@ def build_performance(
     if status == "pending" and _first_word(memory_verdict) == "BLOCKED":
         status = "memory_blocked"  # the missing figures could not run within memory
     notes = list(NOTES)
-    if any(r["base_n_serial"] and r["base_n_serial"]["estimate"] for r in rows):
+    if any(r["base_n_serial"] and item(r["base_n_serial"], "estimate") for r in rows):
         notes.append("some base N-request serial times are estimates (N x one request), labelled 'estimate'")
     if _first_word(model_checks) != "PASS":
         notes.append(f"model checks {model_checks}: not admitted whatever the speed figures say")
@@ -236,8 +238,8 @@ def build_performance(
                 "cold_s": r.get("cold_s"),
                 "estimate": bool(r.get("estimate")),
                 "blocked": r.get("blocked"),
-                "sample_count": len(r.get("repeats") or []),
-                "repeats": list(r.get("repeats") or []),
+                "sample_count": len(list(iterate(r.get("repeats") or []))),
+                "repeats": list(iterate(r.get("repeats") or [])),
             }
             for r in series
         ],

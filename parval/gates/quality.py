@@ -11,10 +11,11 @@ from dataclasses import replace
 from parval.gates import shape
 from parval.gates.context import REF_PHASES, Context
 from parval.gates.exactness import failure_key
-from parval.gates.m2_evidence import active_violations, drain_violations, unload_violations
+from parval.gates.m2_concurrency import active_violations, drain_violations, unload_violations
 from parval.gates.m4_recovery import aside_violations
 from parval.gates.masking import COMPARISON_IDS
 from parval.gates.volatility import volatility
+from parval.jsonread import as_int, iterate
 from parval.status import Result, Status, combine
 
 # Excluding a path ending in one of these would hide what the model produced.
@@ -252,14 +253,14 @@ def lifecycle_aside(ctx: Context, count: int | None) -> list[Mapping[str, object
     return [r for r in rows if "set_aside" in r]
 
 
-def comparison_scope(scoped: list[Result]) -> tuple[list[dict[str, object]], list[Result], list[Result], int]:
+def comparison_scope(scoped: list[Result]) -> tuple[list[object], list[Result], list[Result], int]:
     """Of one Q5 scope's comparison verdicts: (their recorded mismatches, the verdicts that
     apply, those of them not PASS, how many outputs they compared). Shared by the judge and
     by a merge, which judges Q5 again over the merged verdicts."""
-    mismatches = [m for r in scoped for m in r.evidence.get("mismatches", [])]
+    mismatches = [m for r in scoped for m in iterate(r.evidence.get("mismatches", []))]
     judged = [r for r in scoped if r.status is not Status.NOT_APPLICABLE]
     open_ = [r for r in judged if r.status is not Status.PASS]
-    return mismatches, judged, open_, sum(int(r.evidence.get("compared") or 0) for r in scoped)
+    return mismatches, judged, open_, sum(as_int(r.evidence.get("compared") or 0) for r in scoped)
 
 
 @shape.judge("Q5")

@@ -8,11 +8,36 @@ a PASS, but what failed in it (a mismatch, a request error, a crash) still count
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Literal, TypedDict, cast, overload
 
+from parval.jsontypes import JsonObject
 from parval.rundir.event_fields import check_read
+from parval.rundir.event_types import (
+    CampaignEndEvent,
+    M6BatchEvent,
+    M6StreamingEvent,
+    MemoryGuardEvent,
+    NegativeControlEvent,
+    PerfEvent,
+    ProbeEvent,
+    RejectionLatencyEvent,
+    RequestEvent,
+    RunEndEvent,
+    RunStartEvent,
+    ServerCrashEvent,
+    ServerReadyEvent,
+    StartAbortedEvent,
+    StartFailedEvent,
+    StartTimeoutEvent,
+    WaveEvent,
+    WaveTimeoutEvent,
+    X1ConfigProbeEvent,
+    X1RegistrationProbeEvent,
+    X3ResizeProbeEvent,
+)
 from parval.rundir.events import read_events
 
 COUNT_PHASES = ("cold_wave", "warm_wave", "mixed_wave", "reload_wave", "serial_reuse")
@@ -23,34 +48,60 @@ REF_PHASES = ("ref_cold", "ref_warm", "ref_warm2")
 # Events that record a start ended early by parval (not by the server dying): it could not
 # start, stopped answering, hung past a deadline, or hit the memory guard.
 STOPPED_KINDS = ("start_failed", "start_aborted", "start_timeout", "wave_timeout", "memory_guard")
+StoppedEvent = StartFailedEvent | StartAbortedEvent | StartTimeoutEvent | WaveTimeoutEvent | MemoryGuardEvent
+
+
+class SetAsideCrash(ServerCrashEvent):
+    """A server crash in a set-aside attempt, with why the attempt was set aside."""
+
+    set_aside: str
 
 
 class SetAside(TypedDict):
     """An attempt that does not stand: its start, why it was set aside (superseded or
     abandoned), its events, and whether it ran the executable under test."""
 
-    run_start: dict[str, Any]
+    run_start: RunStartEvent
     status: str
-    events: list[dict[str, Any]]
+    events: list[JsonObject]
     candidate: bool
 
 
 @dataclass
 class Records:
-    events: list[dict[str, Any]]
-    runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> run_start
-    ends: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> run_end
-    by_run: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    failures: list[dict[str, Any]] = field(default_factory=list)  # STOPPED_KINDS, each with its attempt
-    crashes: list[dict[str, Any]] = field(default_factory=list)
+    events: list[JsonObject]
+    runs: dict[str, RunStartEvent] = field(default_factory=dict)  # name -> run_start
+    ends: dict[str, RunEndEvent] = field(default_factory=dict)  # name -> run_end
+    by_run: dict[str, list[JsonObject]] = field(default_factory=dict)
+    failures: list[StoppedEvent] = field(default_factory=list)  # STOPPED_KINDS, each with its attempt
+    crashes: list[ServerCrashEvent] = field(default_factory=list)
     # (run, attempt) -> the first STOPPED_KINDS event of that attempt
-    stopped: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
-    refs: dict[str, dict[str, Any]] = field(default_factory=dict)  # ref key -> request event
+    stopped: dict[tuple[str, int], StoppedEvent] = field(default_factory=dict)
+    refs: dict[str, RequestEvent] = field(default_factory=dict)  # ref key -> request event
     # Attempts that do not stand: (run, attempt) -> its start, status and events.
     set_aside: dict[tuple[str, int], SetAside] = field(default_factory=dict)
 
-    def kind(self, kind: str) -> list[dict[str, Any]]:
-        """Events of one kind from complete attempts (or not tied to a start)."""
+    @overload
+    def kind(self, kind: Literal["negative_control"]) -> list[NegativeControlEvent]: ...
+    @overload
+    def kind(self, kind: Literal["perf"]) -> list[PerfEvent]: ...
+    @overload
+    def kind(self, kind: Literal["rejection_latency"]) -> list[RejectionLatencyEvent]: ...
+    @overload
+    def kind(self, kind: Literal["campaign_end"]) -> list[CampaignEndEvent]: ...
+    @overload
+    def kind(self, kind: Literal["m6_streaming"]) -> list[M6StreamingEvent]: ...
+    @overload
+    def kind(self, kind: Literal["m6_batch"]) -> list[M6BatchEvent]: ...
+    @overload
+    def kind(self, kind: Literal["x1_config_probe"]) -> list[X1ConfigProbeEvent]: ...
+    @overload
+    def kind(self, kind: Literal["x1_registration_probe"]) -> list[X1RegistrationProbeEvent]: ...
+    @overload
+    def kind(self, kind: Literal["x3_resize_probe"]) -> list[X3ResizeProbeEvent]: ...
+    def kind(self, kind: str) -> Sequence[Mapping[str, object]]:
+        """Events of one kind from complete attempts (or not tied to a start), as their
+        kind's TypedDict where the gates read it (see `typed`)."""
         out = []
         for e in self.events:
             if e.get("kind") != kind:
@@ -60,17 +111,15 @@ class Records:
                 out.append(e)
         return out
 
-    def _chosen(self, e: dict[str, Any]) -> bool:
+    def _chosen(self, e: Mapping[str, object]) -> bool:
         start = self.runs.get(str(e.get("run")))
         return start is not None and e.get("attempt", start["attempt"]) == start["attempt"]
 
-    def requests(self, run: str, phases: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
-        return [
-            e for e in self.by_run.get(run, []) if e["kind"] == "request" and (phases is None or e["phase"] in phases)
-        ]
+    def requests(self, run: str, phases: tuple[str, ...] | None = None) -> list[RequestEvent]:
+        return [e for e in typed(self.by_run.get(run, []), "request") if phases is None or e["phase"] in phases]
 
-    def waves(self, run: str) -> list[dict[str, Any]]:
-        return [e for e in self.by_run.get(run, []) if e["kind"] == "wave"]
+    def waves(self, run: str) -> list[WaveEvent]:
+        return typed(self.by_run.get(run, []), "wave")
 
     def set_aside_status(self, run: object, attempt: object) -> str:
         entry = self.set_aside.get((run, attempt)) if isinstance(run, str) and isinstance(attempt, int) else None
@@ -78,36 +127,31 @@ class Records:
 
     def set_aside_requests(
         self, run: str | None = None, phases: tuple[str, ...] | None = None, *, candidate_only: bool = True
-    ) -> list[dict[str, Any]]:
+    ) -> list[RequestEvent]:
         """Request events of set-aside attempts (of one start, or all), in recorded order.
         By default only starts of the executable under test: a reference start's outputs
         are references, not outputs to judge."""
-        out = []
+        out: list[RequestEvent] = []
         for (name, _attempt), entry in self.set_aside.items():
             if (run is not None and name != run) or (candidate_only and not entry["candidate"]):
                 continue
-            out += [
-                e
-                for e in entry["events"]
-                if e.get("kind") == "request" and (phases is None or e.get("phase") in phases)
-            ]
+            out += [e for e in typed(entry["events"], "request") if phases is None or e.get("phase") in phases]
         return out
 
-    def set_aside_crashes(self) -> list[dict[str, Any]]:
+    def set_aside_crashes(self) -> list[SetAsideCrash]:
         return [
             {**e, "set_aside": entry["status"]}
             for entry in self.set_aside.values()
             if entry["candidate"]
-            for e in entry["events"]
-            if e.get("kind") == "server_crash"
+            for e in typed(entry["events"], "server_crash")
         ]
 
-    def stop_of(self, run: str) -> dict[str, Any] | None:
+    def stop_of(self, run: str) -> StoppedEvent | None:
         """Why parval ended the standing attempt of `run` early (None when it did not)."""
         start = self.runs.get(run)
         return self.stopped.get((run, start["attempt"])) if start else None
 
-    def crash_of(self, run: str) -> dict[str, Any] | None:
+    def crash_of(self, run: str) -> ServerCrashEvent | None:
         """The server crash of the standing attempt of `run` (None when it did not crash)."""
         return next((c for c in self.crashes if c["run"] == run), None)
 
@@ -138,12 +182,15 @@ def load_records(run_dir: Path) -> Records:
     return build_records(read_events(path), where=str(path))
 
 
-def build_records(events: list[dict[str, Any]], *, where: str = "events.jsonl") -> Records:
+def build_records(events: list[JsonObject], *, where: str = "events.jsonl") -> Records:
     """The records of a run's events, after checking that every event carries the fields
-    its kind declares (parval.rundir.event_fields): a judge never meets a missing field."""
+    its kind declares (parval.rundir.event_fields): a judge never meets a missing field.
+
+    The check is what lets the records hand out each event as its kind's TypedDict
+    (parval.rundir.event_types): the casts here and in `typed` rest on it."""
     events = check_read(events, where)
     rec = Records(events)
-    starts: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    starts: dict[str, list[RunStartEvent]] = defaultdict(list)
     ended: set[tuple[str, int]] = set()
     crashed: set[tuple[str, int]] = set()
     abandoned: set[tuple[str, int]] = set()
@@ -157,18 +204,17 @@ def build_records(events: list[dict[str, Any]], *, where: str = "events.jsonl") 
             run = str(e.get("run") or e.get("unit"))
             attempt = e.get("attempt", latest.get(run))
             e = events[i] = {**e, "run": run, "attempt": attempt if isinstance(attempt, int) else None}
+            stop = cast(StoppedEvent, e)
             if isinstance(attempt, int):
-                rec.stopped.setdefault((run, attempt), e)
-            rec.failures.append(e)
+                rec.stopped.setdefault((run, attempt), stop)
+            rec.failures.append(stop)
         if kind == "run_start":
-            latest[e["run"]] = e["attempt"]
-            starts[e["run"]].append(e)
-        elif kind == "run_end":
-            ended.add((e["run"], e["attempt"]))
-        elif kind == "server_crash":
-            crashed.add((e["run"], e["attempt"]))
-        elif kind == "run_abandoned":
-            abandoned.add((e["run"], e["attempt"]))
+            start = cast(RunStartEvent, e)
+            latest[start["run"]] = start["attempt"]
+            starts[start["run"]].append(start)
+        elif kind in ("run_end", "server_crash", "run_abandoned"):
+            which = _attempt_of(e)
+            {"run_end": ended, "server_crash": crashed, "run_abandoned": abandoned}[kind].add(which)
     for name, attempts in starts.items():
         whole = [
             a
@@ -196,27 +242,74 @@ def build_records(events: list[dict[str, Any]], *, where: str = "events.jsonl") 
             status = "superseded" if which in ended and which not in abandoned else "abandoned"
             rec.set_aside[which] = {"run_start": a, "status": status, "events": [], "candidate": _candidate(a)}
     for e in events:
-        kind = e.get("kind")
-        if "run" in e and "attempt" in e and (e["run"], e["attempt"]) in rec.set_aside:
-            rec.set_aside[(e["run"], e["attempt"])]["events"].append(e)
-        if "run" in e and "attempt" in e and rec._chosen(e):
-            rec.by_run.setdefault(e["run"], []).append(e)
+        if "run" not in e or "attempt" not in e:
+            continue
+        kind, run_name, attempt = e.get("kind"), e["run"], e["attempt"]
+        aside = (
+            rec.set_aside.get((run_name, attempt)) if isinstance(run_name, str) and isinstance(attempt, int) else None
+        )
+        if aside is not None:
+            aside["events"].append(e)
+        if isinstance(run_name, str) and rec._chosen(e):
+            rec.by_run.setdefault(run_name, []).append(e)
             if kind == "run_end":
-                rec.ends[e["run"]] = e
+                rec.ends[run_name] = cast(RunEndEvent, e)
             if kind == "server_crash":
-                rec.crashes.append(e)
+                rec.crashes.append(cast(ServerCrashEvent, e))
     # Reference table: upstream legacy first start, then same-history replays (baseline).
     for run in sorted(rec.runs, key=lambda r: (r != "ref-baseline-a", r)):
         if run != "ref-baseline-a" and not run.startswith("history-"):
             continue
-        for e in rec.requests(run):
-            key = e.get("ref")
-            out = e.get("output") or {}
-            if key and out.get("valid") and key not in rec.refs and e["phase"] != "perf_serial":
-                rec.refs[key] = e
+        for req in rec.requests(run):
+            key = req["ref"]
+            out = req["output"] or {}
+            if key and out.get("valid") and key not in rec.refs and req["phase"] != "perf_serial":
+                rec.refs[key] = req
     return rec
 
 
-def _candidate(start: dict[str, Any]) -> bool:
+def _attempt_of(e: JsonObject) -> tuple[str, int]:
+    """(run, attempt) of an event whose kind declares both (run_end, server_crash, ...)."""
+    run, attempt = e["run"], e["attempt"]
+    assert isinstance(run, str) and isinstance(attempt, int), "checked by event_fields on read"
+    return run, attempt
+
+
+# kind -> its TypedDict, for `typed`.
+@overload
+def typed(events: Iterable[JsonObject], kind: Literal["request"]) -> list[RequestEvent]: ...
+@overload
+def typed(events: Iterable[JsonObject], kind: Literal["wave"]) -> list[WaveEvent]: ...
+@overload
+def typed(events: Iterable[JsonObject], kind: Literal["server_crash"]) -> list[ServerCrashEvent]: ...
+@overload
+def typed(events: Iterable[JsonObject], kind: Literal["server_ready"]) -> list[ServerReadyEvent]: ...
+@overload
+def typed(events: Iterable[JsonObject], kind: Literal["probe"]) -> list[ProbeEvent]: ...
+@overload
+def typed(events: Iterable[JsonObject], kind: Literal["negative_control"]) -> list[NegativeControlEvent]: ...
+@overload
+def typed(events: Iterable[JsonObject], kind: Literal["perf"]) -> list[PerfEvent]: ...
+@overload
+def typed(events: Iterable[JsonObject], kind: Literal["rejection_latency"]) -> list[RejectionLatencyEvent]: ...
+@overload
+def typed(events: Iterable[JsonObject], kind: Literal["campaign_end"]) -> list[CampaignEndEvent]: ...
+@overload
+def typed(events: Iterable[JsonObject], kind: Literal["m6_streaming"]) -> list[M6StreamingEvent]: ...
+@overload
+def typed(events: Iterable[JsonObject], kind: Literal["m6_batch"]) -> list[M6BatchEvent]: ...
+@overload
+def typed(events: Iterable[JsonObject], kind: Literal["x1_config_probe"]) -> list[X1ConfigProbeEvent]: ...
+@overload
+def typed(events: Iterable[JsonObject], kind: Literal["x1_registration_probe"]) -> list[X1RegistrationProbeEvent]: ...
+@overload
+def typed(events: Iterable[JsonObject], kind: Literal["x3_resize_probe"]) -> list[X3ResizeProbeEvent]: ...
+def typed(events: Iterable[JsonObject], kind: str) -> Sequence[Mapping[str, object]]:
+    """The events of one kind, as its TypedDict: every event of a `Records` passed
+    event_fields' check (build_records), so it carries its kind's declared fields."""
+    return [e for e in events if e.get("kind") == kind]
+
+
+def _candidate(start: RunStartEvent) -> bool:
     """Did this start run the executable under test (not a baseline reference or replay)?"""
     return start.get("exe_role") != "baseline" and start.get("role") != "history"

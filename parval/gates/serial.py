@@ -8,10 +8,10 @@ must then be byte-identical everywhere."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from parval.gates.exactness import tolerance_check
 from parval.gates.records import REF_PHASES, Records
+from parval.rundir.event_types import RequestEvent
 from parval.status import Status
 
 # What serial repeats of the baseline showed: status, reason, evidence. The evidence says
@@ -22,7 +22,7 @@ SerialVerdict = tuple[Status, str, dict[str, object]]
 BASELINES = ("ref-baseline-a", "ref-baseline-b")
 
 
-def _outputs(rec: Records, run: str) -> dict[tuple[str, str], dict[str, Any]]:
+def _outputs(rec: Records, run: str) -> dict[tuple[str, str], RequestEvent]:
     return {(e["req"], e["phase"]): e for e in rec.requests(run, REF_PHASES)}
 
 
@@ -67,7 +67,7 @@ def serial_variation(
     diffs: list[dict[str, object]] = []
     tolerated: list[dict[str, object]] = []
 
-    def differ(x: dict[str, Any], y: dict[str, Any], where: dict[str, object], labels: tuple[str, str]) -> None:
+    def differ(x: RequestEvent, y: RequestEvent, where: dict[str, object], labels: tuple[str, str]) -> None:
         cx, cy = (x.get("output") or {}).get("canon"), (y.get("output") or {}).get("canon")
         if cx == cy:
             return

@@ -22,6 +22,7 @@ from dataclasses import replace
 from typing import ParamSpec
 
 # PENDING, BLOCKED and NOT_APPLICABLE carry only their reason: the plain builders serve.
+from parval.jsonread import iterate
 from parval.status import Result, Status
 from parval.status import blocked as blocked
 from parval.status import not_applicable as not_applicable
@@ -58,6 +59,14 @@ def passed(id_: str, reason: str, rests_on: Mapping[str, object], **evidence: ob
     return Result(id_, Status.PASS, reason, {**evidence, "rests_on": shown, **empty_evidence})
 
 
+def rests_on(r: Result) -> Mapping[str, object]:
+    """The evidence a PASS names as resting on (its `rests_on`), to name more."""
+    rests = r.evidence["rests_on"]
+    if not isinstance(rests, Mapping):  # as unpacking it would
+        raise TypeError(f"'{type(rests).__name__}' object is not a mapping")
+    return rests
+
+
 def failed(id_: str, reason: str, violation: object, **evidence: object) -> Result:
     """A FAIL that carries the violation it observed (checked by `judge`)."""
     return Result(id_, Status.FAIL, reason, {**evidence, "violation": violation})
@@ -76,7 +85,7 @@ def shape_problem(r: Result) -> str | None:
             return "it names no evidence it rests on"
         gaps = r.evidence.get("empty_evidence") or [k for k, v in rests.items() if empty(v)]
         if gaps:
-            return f"evidence it rests on is empty: {', '.join(map(str, gaps))}"
+            return f"evidence it rests on is empty: {', '.join(str(g) for g in iterate(gaps))}"
         return None
     if r.status is Status.FAIL:
         return "it records no observed violation" if empty(r.evidence.get("violation")) else None

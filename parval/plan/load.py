@@ -20,6 +20,7 @@ from parval.plan.schemas import fill_defaults, load_schema, schema_errors
 from parval.plan.sections import (
     CompareSection,
     FrameworkSection,
+    IdentitySection,
     MemorySection,
     ModelSection,
     PerformanceSection,
@@ -140,9 +141,10 @@ class Plan:
         return [str(v["path"]) for v in self.raw["compare"]["volatile_fields"]]
 
     @property
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> IdentitySection:
         """What the plan declares about the builds and the model (`identity`, optional)."""
-        return dict(self.raw.get("identity") or {})
+        declared: IdentitySection | None = self.raw.get("identity")
+        return copy.copy(declared) if declared else {}
 
     @property
     def status_poll_s(self) -> float:

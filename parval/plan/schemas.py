@@ -10,12 +10,15 @@ from typing import Any
 
 import jsonschema
 
+from parval.jsonread import item
+from parval.jsontypes import JsonObject
+
 
 @cache
-def load_schema(name: str) -> dict[str, Any]:
+def load_schema(name: str) -> JsonObject:
     """`name` is 'plan', 'evidence', 'framework', ... (file `<name>.schema.json`)."""
     text = resources.files("parval.schemas").joinpath(f"{name}.schema.json").read_text("utf-8")
-    data: dict[str, Any] = json.loads(text)
+    data: JsonObject = json.loads(text)
     return data
 
 
@@ -37,20 +40,31 @@ def schema_errors(instance: object, schema_name: str) -> list[str]:
     return [f"{format_path(e.absolute_path)}: {e.message}" for e in errors]
 
 
-def fill_defaults(schema: dict[str, Any], instance: Any, root: dict[str, Any] | None = None) -> Any:
-    """Return `instance` with every object property's schema default filled in (recursively)."""
+def _subschema(value: object) -> JsonObject:
+    """A subschema of one of parval's own schemas (a property's, a `$defs` entry): an object."""
+    if not isinstance(value, dict):
+        raise TypeError(f"not a JSON Schema object: {value!r}")
+    return value
+
+
+def fill_defaults(schema: JsonObject, instance: Any, root: JsonObject | None = None) -> Any:
+    """Return `instance` with every object property's schema default filled in (recursively).
+    `schema` is one of parval's own schemas (`load_schema`)."""
     root = root or schema
-    if "$ref" in schema:
-        ref = schema["$ref"].removeprefix("#/$defs/")
-        schema = root["$defs"][ref]
-    if isinstance(instance, dict) and "properties" in schema:
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        schema = _subschema(item(root["$defs"], ref.removeprefix("#/$defs/")))
+    properties = schema.get("properties")
+    if isinstance(instance, dict) and isinstance(properties, dict):
         out = dict(instance)
-        for key, sub in schema["properties"].items():
+        for key, value in properties.items():
+            sub = _subschema(value)
             if key not in out and "default" in sub:
                 out[key] = json.loads(json.dumps(sub["default"]))
             if key in out:
                 out[key] = fill_defaults(sub, out[key], root)
         return out
-    if isinstance(instance, list) and isinstance(schema.get("items"), dict):
-        return [fill_defaults(schema["items"], item, root) for item in instance]
+    items = schema.get("items")
+    if isinstance(instance, list) and isinstance(items, dict):
+        return [fill_defaults(items, element, root) for element in instance]
     return instance

@@ -122,3 +122,19 @@ class FrameworkSection(TypedDict):
     sanitizer_build_dirs: dict[str, str]
     protected: str | None
     reuse: FrameworkReuse | None
+
+
+class BuildIdentity(TypedDict, total=False):
+    """`identity.baseline` / `identity.candidate`: what parval cannot read off a build."""
+
+    source_commit: str
+    build_flags: str | list[str]
+
+
+class IdentitySection(TypedDict, total=False):
+    """`identity` (optional, no defaults): what the plan declares about the builds and the model."""
+
+    baseline: BuildIdentity
+    candidate: BuildIdentity
+    quantization: str
+    driver: str

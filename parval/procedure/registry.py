@@ -2,24 +2,23 @@
 what the procedure asks, the one function that judges it, the evidence parval records for
 it, the stand-in faults that make it fail, and how to reproduce it.
 
-The entries live in entries_model.py (X, M1-M3), entries_m4_q6.py (M4-M6, Q) and
-entries_framework.py (F); `Entry`, the scopes and the evidence kinds they share live in
-entry.py. `parval explain ID` prints an entry; tests/layout/test_registry.py checks that
-every catalogue ID has exactly one entry and that each named judge exists and is the
-function its gate module's own table (`JUDGES`) dispatches to, so the registry cannot
-drift from the code.
+The entries live in entries_model.py (X, M, Q: judged from a model run's events) and
+entries_framework.py (F: judged from the framework record's observations and CTest runs);
+`Entry`, the scopes and the evidence kinds they share live in entry.py. `parval explain ID`
+prints an entry; tests/layout/test_registry.py checks that every catalogue ID has exactly
+one entry and that each named judge exists and is the function its gate module's own table
+(`JUDGES`) dispatches to, so the registry cannot drift from the code.
 """
 
 from __future__ import annotations
 
 from parval.procedure.entries_framework import FRAMEWORK_ENTRIES
-from parval.procedure.entries_m4_q6 import LATER_MODEL_ENTRIES
 from parval.procedure.entries_model import MODEL_ENTRIES
 from parval.procedure.entry import CATALOGUE, SCOPES, Entry
 
 __all__ = ["CATALOGUE", "ENTRIES", "SCOPES", "Entry", "entry"]
 
-ENTRIES: tuple[Entry, ...] = (*MODEL_ENTRIES, *LATER_MODEL_ENTRIES, *FRAMEWORK_ENTRIES)
+ENTRIES: tuple[Entry, ...] = (*MODEL_ENTRIES, *FRAMEWORK_ENTRIES)
 
 
 def entry(assertion_id: str) -> Entry:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from parval.errors import RunDirError
+from parval.jsontypes import JsonObject, JsonValue
 
 # The events format this parval writes (and the newest it reads): 1 = kinds the model gates
 # read declared, no marker; 2 = every kind declared, marked on a log's first event.
@@ -37,7 +38,7 @@ class FieldType:
     types: tuple[type, ...]
     nullable: bool = False
 
-    def accepts(self, value: Any) -> bool:
+    def accepts(self, value: object) -> bool:
         if value is None:
             return self.nullable
         if isinstance(value, bool) and not {bool, object} & set(self.types):
@@ -48,11 +49,11 @@ class FieldType:
     def or_null(self) -> FieldType:
         return FieldType(f"{self.name} or null", self.types, True)
 
-    def json_schema(self) -> dict[str, Any]:
+    def json_schema(self) -> JsonObject:
         """The JSON Schema of a value of this type (for schemas/events.schema.json)."""
         if object in self.types:
             return {}
-        names = [_JSON_TYPES[t] for t in self.types if not (t is int and float in self.types)]
+        names: list[JsonValue] = [_JSON_TYPES[t] for t in self.types if not (t is int and float in self.types)]
         if self.nullable:
             names.append("null")
         return {"type": names[0] if len(names) == 1 else names}
@@ -83,10 +84,10 @@ class OneOf(FieldType):
 
     values: tuple[str, ...] = ()
 
-    def accepts(self, value: Any) -> bool:
+    def accepts(self, value: object) -> bool:
         return isinstance(value, str) and value in self.values
 
-    def json_schema(self) -> dict[str, Any]:
+    def json_schema(self) -> JsonObject:
         return {"enum": list(self.values)}
 
 
@@ -103,7 +104,7 @@ class Shape:
     # on read (they were written before it was declared).
     since_format: int = 1
 
-    def required(self, event: Mapping[str, Any]) -> Fields:
+    def required(self, event: Mapping[str, object]) -> Fields:
         return self.skipped if self.skipped is not None and "skipped" in event else self.fields
 
 
@@ -286,8 +287,8 @@ EVENT_FIELDS.update(
 
 # Fields a kind gained after runs were recorded with it: the value an older event gets on
 # read, worded so that it names its age (and never a value a PASS could rest on).
-_UNOBSERVED: dict[str, Any] = {"unloaded_seen": False, "unload_check": {}, "later_order": "unobserved", "tries": 1}
-UPGRADES: dict[str, dict[str, Any]] = {
+_UNOBSERVED: JsonObject = {"unloaded_seen": False, "unload_check": {}, "later_order": "unobserved", "tries": 1}
+UPGRADES: dict[str, JsonObject] = {
     "wave_timeout": {"reason": "the wave did not complete within timeouts.wave_s (recorded without a reason)"},
     # recorded before /v1/models was checked after an unload, or before the later request's
     # place in the queue was observed: not shown
@@ -305,7 +306,7 @@ class NewerEventsFormat(RunDirError):
     """A log written in an events format newer than this parval reads."""
 
 
-def events_format(first: Mapping[str, Any] | None, where: str = "events.jsonl") -> int:
+def events_format(first: Mapping[str, object] | None, where: str = "events.jsonl") -> int:
     """The events format of a log, named on its first event (no marker: format 1, the runs
     recorded before formats were marked). A newer format than this parval reads, or a
     marker that is not a format number, raises RunDirError naming `where`."""
@@ -326,7 +327,7 @@ def events_format(first: Mapping[str, Any] | None, where: str = "events.jsonl") 
     return value
 
 
-def problems(kind: str, event: Mapping[str, Any], log_format: int = EVENTS_FORMAT) -> list[str]:
+def problems(kind: str, event: Mapping[str, object], log_format: int = EVENTS_FORMAT) -> list[str]:
     """What is wrong with one event of `kind` in a log of `log_format` (empty when it has
     every field its kind declares, or its kind is not declared in that format)."""
     shape = EVENT_FIELDS.get(kind)
@@ -341,7 +342,7 @@ def problems(kind: str, event: Mapping[str, Any], log_format: int = EVENTS_FORMA
     return out
 
 
-def check_written(kind: str, fields: Mapping[str, Any]) -> None:
+def check_written(kind: str, fields: Mapping[str, object]) -> None:
     """Refuse to write an event without a declared field (a bug in parval's runner)."""
     found = problems(kind, fields)
     if found:
@@ -350,7 +351,7 @@ def check_written(kind: str, fields: Mapping[str, Any]) -> None:
         )
 
 
-def upgraded(event: dict[str, Any]) -> dict[str, Any]:
+def upgraded(event: JsonObject) -> JsonObject:
     """The event with fields added since it was recorded filled in (see UPGRADES)."""
     extra = UPGRADES.get(str(event.get("kind")))
     if not extra or all(k in event for k in extra):
@@ -358,7 +359,7 @@ def upgraded(event: dict[str, Any]) -> dict[str, Any]:
     return {**{k: v for k, v in extra.items() if k not in event}, **event}
 
 
-def check_read(events: list[dict[str, Any]], where: str = "events.jsonl") -> list[dict[str, Any]]:
+def check_read(events: list[JsonObject], where: str = "events.jsonl") -> list[dict[str, Any]]:
     """Every event checked against the table (upgraded first in a format-1 log); the first
     bad one raises EventFieldError naming its line, kind and field."""
     log_format = events_format(events[0] if events else None, where)

@@ -9,12 +9,12 @@ its kind declares and allows others (kinds carry more fields than a judge reads)
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from parval.jsontypes import JsonObject
 from parval.rundir.event_fields import EVENT_FIELDS, EVENTS_FORMAT, FORMAT_FIELD, Fields, Shape
 
 
-def _object(kind: str, fields: Fields) -> dict[str, Any]:
+def _object(kind: str, fields: Fields) -> JsonObject:
     return {
         "type": "object",
         "properties": {"kind": {"const": kind}, **{name: ftype.json_schema() for name, ftype in fields.items()}},
@@ -22,8 +22,8 @@ def _object(kind: str, fields: Fields) -> dict[str, Any]:
     }
 
 
-def _kind_schema(kind: str, shape: Shape) -> dict[str, Any]:
-    declared = {"description": f"declared since events format {shape.since_format}"}
+def _kind_schema(kind: str, shape: Shape) -> JsonObject:
+    declared: JsonObject = {"description": f"declared since events format {shape.since_format}"}
     if shape.skipped is None:
         return {**declared, **_object(kind, shape.fields)}
     # a probe that recorded `skipped` carries only the skipped shape's fields
@@ -35,7 +35,7 @@ def _kind_schema(kind: str, shape: Shape) -> dict[str, Any]:
     }
 
 
-def events_schema() -> dict[str, Any]:
+def events_schema() -> JsonObject:
     """The schema of a line of an events.jsonl written in EVENTS_FORMAT."""
     kinds = sorted(EVENT_FIELDS)
     return {
@@ -53,7 +53,7 @@ def events_schema() -> dict[str, Any]:
         "properties": {
             "seq": {"type": "integer", "minimum": 0},
             "t": {"type": "number"},
-            "kind": {"enum": kinds},
+            "kind": {"enum": [*kinds]},
             FORMAT_FIELD: {"const": EVENTS_FORMAT, "description": "the events format, on a log's first event only"},
         },
         "allOf": [

@@ -35,12 +35,14 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from parval.errors import RunDirError
+from parval.jsonread import as_int, item
+from parval.jsontypes import JsonObject
 from parval.rundir.event_fields import EVENTS_FORMAT as EVENTS_FORMAT  # the format written, and the newest read
 from parval.rundir.event_fields import FORMAT_FIELD, check_written, events_format, upgraded
 from parval.rundir.files import dumps, fsync_dir
@@ -54,6 +56,13 @@ if TYPE_CHECKING:
 DEFERRABLE = frozenset({"request", "wave", "wave_repeat"})
 
 
+class EventListener(Protocol):
+    """Shown each event, as written to events.jsonl, once it is durable (in order; with
+    sync-behind, from the writer thread)."""
+
+    def __call__(self, event: JsonObject, /) -> None: ...
+
+
 class CorruptEventLog(RunDirError, ValueError):
     """events.jsonl has a damaged line before its last one: corruption, not a torn tail."""
 
@@ -62,19 +71,19 @@ class _Writer:
     """The sync-behind thread: runs queued jobs (artifact fsyncs), fsyncs the log, then
     hands the now-durable events to the listeners, in order."""
 
-    def __init__(self, fd: int, deliver: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, fd: int, deliver: EventListener) -> None:
         self._fd = fd
         self._deliver = deliver
         self._cond = threading.Condition()
         self._jobs: list[Callable[[], None]] = []
-        self._events: list[dict[str, Any]] = []
+        self._events: list[JsonObject] = []
         self._busy = False
         self._closed = False
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="parval-evidence-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, events: list[dict[str, Any]], jobs: list[Callable[[], None]]) -> None:
+    def submit(self, events: list[JsonObject], jobs: list[Callable[[], None]]) -> None:
         with self._cond:
             self._events.extend(events)
             self._jobs.extend(jobs)
@@ -131,16 +140,16 @@ class EventLog:
         existed = path.exists()
         discarded = _truncate_torn_tail(path) if existed else b""
         existing = read_events(path) if existed else []
-        self._seq = (int(existing[-1].get("seq", len(existing) - 1)) + 1) if existing else 0
+        self._seq = (as_int(existing[-1].get("seq", len(existing) - 1)) + 1) if existing else 0
         # The first event of a new log names its format; a reopened log keeps the format of
         # its first event (an older run resumed stays format 1: it has no marker).
         self._format_due = not existing
         self._fh = path.open("ab")
         if not existed:
             fsync_dir(path.parent)
-        self.listeners: list[Any] = []
-        self._last: dict[str, dict[str, Any]] = {}
-        self._group: list[dict[str, Any]] | None = None
+        self.listeners: list[EventListener] = []
+        self._last: dict[str, JsonObject] = {}
+        self._group: list[JsonObject] | None = None
         self._store: ArtifactStore | None = None
         self._writer = _Writer(self._fh.fileno(), self._notify) if sync_behind else None
         if discarded:
@@ -159,7 +168,7 @@ class EventLog:
 
     def append(self, kind: str, **fields: Any) -> dict[str, Any]:
         check_written(kind, fields)
-        event = {"seq": self._seq, "t": round(time.time(), 6), "kind": kind, **fields}
+        event: JsonObject = {"seq": self._seq, "t": round(time.time(), 6), "kind": kind, **fields}
         if self._format_due:
             event[FORMAT_FIELD] = EVENTS_FORMAT
             self._format_due = False
@@ -179,7 +188,7 @@ class EventLog:
         self._notify(event)
         return event
 
-    def _notify(self, event: dict[str, Any]) -> None:
+    def _notify(self, event: JsonObject) -> None:
         for listener in list(self.listeners):  # the writer thread may call this
             listener(event)
 
@@ -225,7 +234,7 @@ class EventLog:
                 for event in pending:
                     self._notify(event)
 
-    def last_of(self, kind: str) -> dict[str, Any] | None:
+    def last_of(self, kind: str) -> JsonObject | None:
         """The last event of `kind` appended through this object (None if none)."""
         return self._last.get(kind)
 
@@ -237,9 +246,9 @@ class EventLog:
             self._fh.close()
 
 
-def _parse_line(line: bytes) -> dict[str, Any] | None:
+def _parse_line(line: bytes) -> JsonObject | None:
     try:
-        event = json.loads(line)
+        event: object = json.loads(line)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     return event if isinstance(event, dict) else None
@@ -277,7 +286,7 @@ def _truncate_torn_tail(path: Path) -> bytes:
     return raw[keep:]
 
 
-def _iter_lines(path: Path) -> Iterator[dict[str, Any]]:
+def _iter_lines(path: Path) -> Iterator[JsonObject]:
     """The events as recorded. A torn or unparsable final line is skipped, never parsed as
     evidence; a damaged line before it raises CorruptEventLog naming the line."""
     raw = path.read_bytes()
@@ -312,10 +321,10 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return list(iter_events(path))
 
 
-def campaign_shard(events: list[dict[str, Any]]) -> tuple[int, int] | None:
+def campaign_shard(events: Sequence[Mapping[str, object]]) -> tuple[int, int] | None:
     """The `--shard i/n` a campaign ran with, from its first `campaign_start` event."""
     for e in events:
         if e.get("kind") == "campaign_start":
             shard = e.get("shard")
-            return (int(shard[0]), int(shard[1])) if shard else None
+            return (as_int(item(shard, 0)), as_int(item(shard, 1))) if shard else None
     return None

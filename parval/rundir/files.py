@@ -10,10 +10,9 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
 
 
-def dumps(data: Any) -> str:
+def dumps(data: object) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -53,7 +52,7 @@ def atomic_write(path: Path, data: bytes | str, *, sync_dir: bool = True, sync_f
         fsync_dir(path.parent)
 
 
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: object) -> None:
     atomic_write(path, json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
 
 

@@ -28,10 +28,13 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from parval.errors import EXIT_FAILED, ParvalError, RunDirError
+from parval.jsonread import as_int, as_object
+from parval.jsontypes import JsonObject
 from parval.rundir.events import clean_length
 from parval.rundir.files import atomic_write, dumps, fsync_dir, sha256_file
 from parval.rundir.layout import EVENTS, EVIDENCE, MANIFEST
@@ -47,6 +50,15 @@ class IntegrityError(ParvalError):
     """A run directory was modified after it was judged."""
 
     exit_code = EXIT_FAILED
+
+
+class ChainSummary(TypedDict):
+    """What `verify_problems` found besides the problems: the chain's links, the files the
+    listing names, and whether the last link seals the derived files."""
+
+    links: int
+    files: int
+    sealed: bool
 
 
 # Events that a finished campaign or framework run always writes before it is judged.
@@ -94,18 +106,18 @@ def _sha256_prefix(path: Path, length: int) -> str | None:
 
 
 # -- the chain --------------------------------------------------------------------------------
-def read_chain(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
+def read_chain(run_dir: Path) -> tuple[list[JsonObject], list[str]]:
     """The chain's links and any problem with the chain itself."""
     path = run_dir / CHAIN
     if not path.exists():
         return [], []
-    links: list[dict[str, Any]] = []
+    links: list[JsonObject] = []
     problems: list[str] = []
     prev: str | None = None
     raw = path.read_bytes()
     for i, line in enumerate(raw.split(b"\n")[:-1] if raw.endswith(b"\n") else raw.split(b"\n")):
         try:
-            link = json.loads(line)
+            link: object = json.loads(line)
         except (ValueError, UnicodeDecodeError):
             problems.append(f"modified: {CHAIN} (line {i + 1} is not JSON)")
             break
@@ -119,20 +131,20 @@ def read_chain(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
     return links, problems
 
 
-def _append_link(run_dir: Path, link: dict[str, Any]) -> None:
+def _append_link(run_dir: Path, link: Mapping[str, object]) -> None:
     path = run_dir / CHAIN
     raw = path.read_bytes() if path.exists() else b""
     lines = raw.split(b"\n")[:-1]
-    link = {
+    written = {
         "n": len(lines),
         "t": round(time.time(), 3),
         "prev": hashlib.sha256(lines[-1]).hexdigest() if lines else None,
         **link,
     }
-    atomic_write(path, raw + (dumps(link) + "\n").encode())
+    atomic_write(path, raw + (dumps(written) + "\n").encode())
 
 
-def _last(links: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:
+def _last(links: list[JsonObject], kind: str) -> JsonObject | None:
     return next((link for link in reversed(links) if link.get("kind") == kind), None)
 
 
@@ -186,7 +198,7 @@ def chain_problems(run_dir: Path) -> list[str]:
     problems.extend(check_listing(run_dir, allow_growth=True))
     events = run_dir / EVENTS
     if events.exists():
-        n = int(judged.get("events_bytes", 0))
+        n = as_int(judged.get("events_bytes", 0))
         if _sha256_prefix(events, n) != judged.get("events_prefix_sha256"):
             problems.append(f"modified: {EVENTS} (the {n} bytes judged earlier changed)")
     manifest = run_dir / MANIFEST
@@ -252,7 +264,7 @@ def write_listing(run_dir: Path, *, first: bool = False) -> str:
     return _list_and_link(run_dir)
 
 
-def _list_and_link(run_dir: Path, **extra: Any) -> str:
+def _list_and_link(run_dir: Path, **extra: object) -> str:
     lines = [f"{sha256_file(p)}  {p.relative_to(run_dir).as_posix()}\n" for p in _tracked(run_dir)]
     text = "".join(lines)
     atomic_write(run_dir / LISTING, text)
@@ -284,13 +296,13 @@ def seal_run(run_dir: Path) -> None:
 
 
 # -- strict checks: parval verify, parval report -------------------------------------------
-def verify_problems(run_dir: Path, *, evidence_hashes: bool = True) -> tuple[list[str], dict[str, Any]]:
+def verify_problems(run_dir: Path, *, evidence_hashes: bool = True) -> tuple[list[str], ChainSummary]:
     """Every difference between the run directory and what was recorded, plus a summary.
     `evidence_hashes=False`: leave out whether evidence.json names the files it was judged
     from (a re-judging replaces it; everything recorded must still match)."""
     links, problems = read_chain(run_dir)
     listing = run_dir / LISTING
-    info: dict[str, Any] = {"links": len(links), "files": 0, "sealed": False}
+    info: ChainSummary = {"links": len(links), "files": 0, "sealed": False}
     if not listing.exists():
         return [*problems, f"missing: {LISTING}"], info
     info["files"] = len(_read_listing(run_dir))
@@ -311,7 +323,7 @@ def verify_problems(run_dir: Path, *, evidence_hashes: bool = True) -> tuple[lis
         if judged.get("manifest_sha256") != manifest_sha:
             problems.append(f"modified: {MANIFEST} (hash differs from the one it was judged with)")
     evidence_path = run_dir / EVIDENCE
-    evidence: Any = None
+    evidence: object = None
     if evidence_path.exists():
         try:
             evidence = json.loads(evidence_path.read_text("utf-8"))
@@ -328,7 +340,7 @@ def verify_problems(run_dir: Path, *, evidence_hashes: bool = True) -> tuple[lis
     seal = _last(links, "seal")
     if seal is not None and links and links[-1] is seal:
         info["sealed"] = True
-        sealed: dict[str, str] = seal.get("derived") or {}
+        sealed = as_object(seal.get("derived") or {}, "items")
         problems.extend(sealed_problems(run_dir, sealed))
         for p in _derived_present(run_dir):
             if p.name not in sealed:
@@ -336,7 +348,7 @@ def verify_problems(run_dir: Path, *, evidence_hashes: bool = True) -> tuple[lis
     return sorted(set(problems)), info
 
 
-def sealed_problems(directory: Path, sealed: dict[str, str]) -> list[str]:
+def sealed_problems(directory: Path, sealed: Mapping[str, object]) -> list[str]:
     """Every file a seal names (name -> sha256) must still be there, unchanged."""
     out = []
     for name, digest in sorted(sealed.items()):
@@ -349,7 +361,7 @@ def sealed_problems(directory: Path, sealed: dict[str, str]) -> list[str]:
 
 
 def _evidence_mismatch(
-    evidence: dict[str, Any], events_sha: str | None, listing_sha: str, manifest_sha: str | None
+    evidence: Mapping[str, object], events_sha: str | None, listing_sha: str, manifest_sha: str | None
 ) -> list[str]:
     run = evidence.get("run")
     run = run if isinstance(run, dict) else {}
@@ -363,7 +375,7 @@ def _evidence_mismatch(
     return out
 
 
-def integrity_problems(run_dir: Path, evidence: dict[str, Any]) -> list[str]:
+def integrity_problems(run_dir: Path, evidence: Mapping[str, object]) -> list[str]:
     """For `parval report`: every reason not to present this run's evidence as valid.
 
     `evidence` is what is about to be presented; it must be the one on disk (or, after a
@@ -382,7 +394,7 @@ def integrity_problems(run_dir: Path, evidence: dict[str, Any]) -> list[str]:
     return sorted(set(problems))
 
 
-def verify_run(run_dir: Path) -> tuple[list[str], dict[str, object]]:
+def verify_run(run_dir: Path) -> tuple[list[str], ChainSummary]:
     """Problems (empty when clean) and a summary. RunDirError when `run_dir` is not a
     judged parval run directory."""
     if not run_dir.is_dir():

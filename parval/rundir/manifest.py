@@ -5,16 +5,109 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from parval import PROCEDURE_VERSION, __version__
-from parval.plan.load import Plan, resolve_executable
+from parval.jsonread import item
+from parval.jsontypes import JsonObject
+from parval.plan.load import Plan, ServerSpec, resolve_executable
+from parval.plan.sections import BuildIdentity, CompareSection, FrameworkSection, ServerSection
 from parval.rundir.files import sha256_file, sha256_tree
+from parval.rundir.provenance import Provenance
 from parval.rundir.provenance import detect as detect_provenance
 
 
-def gpu_info() -> dict[str, Any]:
+class ExecutableFacts(TypedDict):
+    name: str  # as the plan names it
+    path: str | None  # None: not found
+    sha256: str | None
+    args: list[str]
+    env: dict[str, str]
+
+
+class Executables(TypedDict):
+    baseline: ExecutableFacts
+    candidate: ExecutableFacts
+
+
+class PlanFacts(TypedDict):
+    path: str
+    sha256: str
+    name: str
+
+
+class ModelFacts(TypedDict):
+    id: str
+    family: str
+    task: str
+    mode: str
+    quantization: str
+    path: str
+    sha256: str | None  # None: the model path does not exist
+    auxiliary: dict[str, str]  # path -> sha256 of each auxiliary file present
+    load_options: dict[str, object]
+    session_options: dict[str, object]
+    cache_sensitive: bool
+
+
+class DeclaredBuild(TypedDict):
+    """What the plan declares of one build; None where it declares nothing."""
+
+    source_commit: str | None
+    build_flags: str | list[str] | None
+
+
+class DeclaredIdentity(TypedDict):
+    baseline: DeclaredBuild
+    candidate: DeclaredBuild
+    quantization: str | None
+
+
+class Settings(TypedDict):
+    server: ServerSection
+    counts: list[int]
+    starts_per_count: int
+    waves: dict[str, int]
+    compare: CompareSection
+    framework: FrameworkSection
+
+
+class HostPlatform(TypedDict):
+    os: str
+    machine: str
+    cpu: str
+    cpu_count: int | None
+    python: str
+
+
+class ManifestPlatform(HostPlatform):
+    backend: str
+    device: int
+    threads: int
+    driver: str | None
+    gpu: JsonObject
+
+
+class Manifest(TypedDict):
+    """manifest.json: everything that identifies what was tested (M1.manifest, E1)."""
+
+    schema_version: int
+    procedure_version: str
+    parval_version: str
+    plan: PlanFacts
+    executables: Executables
+    model: ModelFacts
+    fixtures: dict[str, str]  # path -> sha256
+    requests: dict[str, dict[str, object]]  # request name -> body
+    identity: DeclaredIdentity
+    settings: Settings
+    provenance: Provenance
+    platform: ManifestPlatform
+
+
+def gpu_info() -> JsonObject:
     try:
         from parval.server import nvml
     except ImportError:
@@ -22,7 +115,7 @@ def gpu_info() -> dict[str, Any]:
     describe = getattr(nvml, "describe_gpus", None)
     if describe is None:
         return {"available": False, "reason": "NVML description not implemented"}
-    result: dict[str, Any] = describe()
+    result: JsonObject = describe()
     return result
 
 
@@ -36,7 +129,7 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def host_platform() -> dict[str, Any]:
+def host_platform() -> HostPlatform:
     """The machine parval runs on: OS, architecture, CPU and Python."""
     return {
         "os": platform.platform(),
@@ -66,30 +159,39 @@ def driver_version(backend: str) -> str | None:
     return text.splitlines()[0].strip() if text else None
 
 
-def build_identity(plan: Plan) -> dict[str, Any]:
+def _declared_build(build: BuildIdentity | None) -> DeclaredBuild:
+    build = build or {}
+    return {"source_commit": build.get("source_commit"), "build_flags": build.get("build_flags")}
+
+
+def build_identity(plan: Plan) -> DeclaredIdentity:
     """What parval cannot discover (source commits, build flags, quantization), as the plan
     declares it; an item the plan leaves out stays None so M1.manifest can name it."""
     declared = plan.identity
-    out: dict[str, Any] = {}
-    for role in ("baseline", "candidate"):
-        build = declared.get(role) or {}
-        out[role] = {"source_commit": build.get("source_commit"), "build_flags": build.get("build_flags")}
-    out["quantization"] = declared.get("quantization") or plan.model.get("quantization") or None
-    return out
+    return {
+        "baseline": _declared_build(declared.get("baseline")),
+        "candidate": _declared_build(declared.get("candidate")),
+        "quantization": declared.get("quantization") or plan.model.get("quantization") or None,
+    }
 
 
-def build_manifest(plan: Plan) -> dict[str, Any]:
+def _executable(spec: ServerSpec, base_dir: Path) -> ExecutableFacts:
+    resolved = resolve_executable(spec.executable, base_dir)
+    return {
+        "name": spec.executable,
+        "path": str(resolved) if resolved else None,
+        "sha256": sha256_file(resolved) if resolved and resolved.is_file() else None,
+        "args": list(spec.args),
+        "env": dict(spec.env),
+    }
+
+
+def build_manifest(plan: Plan) -> Manifest:
     """Everything that identifies what was tested (M1.manifest, E1)."""
-    executables: dict[str, Any] = {}
-    for role, spec in (("baseline", plan.baseline), ("candidate", plan.candidate)):
-        resolved = resolve_executable(spec.executable, plan.base_dir)
-        executables[role] = {
-            "name": spec.executable,
-            "path": str(resolved) if resolved else None,
-            "sha256": sha256_file(resolved) if resolved and resolved.is_file() else None,
-            "args": list(spec.args),
-            "env": dict(spec.env),
-        }
+    executables: Executables = {
+        "baseline": _executable(plan.baseline, plan.base_dir),
+        "candidate": _executable(plan.candidate, plan.base_dir),
+    }
     model_path = plan.model_path
     model = plan.model
     return {
@@ -135,14 +237,26 @@ def build_manifest(plan: Plan) -> dict[str, Any]:
     }
 
 
-def identity_fields(manifest: dict[str, Any]) -> dict[str, Any]:
+def _at(manifest: Mapping[str, object], dotted: str) -> object:
+    """`manifest[a][b]...` for the dotted path `a.b...` (KeyError, TypeError as indexing)."""
+    value: object = manifest
+    for key in dotted.split("."):
+        value = item(value, key)
+    return value
+
+
+# The fields compared, by their dotted paths in the manifest.
+_IDENTITY_FIELDS = (
+    "executables.baseline.sha256",
+    "executables.candidate.sha256",
+    "model.sha256",
+    "model.auxiliary",
+    "fixtures",
+    "model.id",
+    "platform.backend",
+)
+
+
+def identity_fields(manifest: Mapping[str, object]) -> dict[str, object]:
     """The fields that must agree for two runs' evidence to be merged or resumed."""
-    return {
-        "executables.baseline.sha256": manifest["executables"]["baseline"]["sha256"],
-        "executables.candidate.sha256": manifest["executables"]["candidate"]["sha256"],
-        "model.sha256": manifest["model"]["sha256"],
-        "model.auxiliary": manifest["model"]["auxiliary"],
-        "fixtures": manifest["fixtures"],
-        "model.id": manifest["model"]["id"],
-        "platform.backend": manifest["platform"]["backend"],
-    }
+    return {field: _at(manifest, field) for field in _IDENTITY_FIELDS}

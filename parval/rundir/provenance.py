@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Literal, TypedDict
 
 # (environment variable that marks the service, service name, variables worth keeping).
 _SERVICES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -19,11 +19,19 @@ _SERVICES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 _FALSE = {"", "0", "false", "no", "off"}
 
 
+class Provenance(TypedDict):
+    """Where the evidence was made, as the manifest and the framework record keep it."""
+
+    kind: Literal["ci", "local"]
+    service: str | None  # the CI service, None when local or not recognised
+    details: dict[str, str]  # the service's variables worth keeping
+
+
 def _set(env: Mapping[str, str], name: str) -> bool:
     return env.get(name, "").strip().lower() not in _FALSE
 
 
-def detect(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def detect(env: Mapping[str, str] | None = None) -> Provenance:
     """{"kind": "ci" | "local", "service": name or None, "details": {var: value}}."""
     env = os.environ if env is None else env
     for marker, service, keep in _SERVICES:
@@ -34,7 +42,7 @@ def detect(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     return {"kind": "local", "service": None, "details": {}}
 
 
-def label(provenance: Any) -> str:
+def label(provenance: object) -> str:
     """'local', 'CI (github-actions)', or 'unknown' for evidence recorded before provenance."""
     if not isinstance(provenance, dict) or provenance.get("kind") not in ("ci", "local"):
         return "unknown (not recorded)"

@@ -17,35 +17,37 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from parval.errors import ResumeRefused, RunDirError
+from parval.jsonread import get
 from parval.plan.load import Plan, load_plan, parse_plan_text
 from parval.rundir.events import campaign_shard, read_events
 from parval.rundir.layout import EVENTS, MANIFEST
-from parval.rundir.manifest import build_manifest, identity_fields
+from parval.rundir.manifest import Manifest, build_manifest, identity_fields
 
 PLAN_COPY = "plan.yaml"
 
 
-def completed_units(events: list[dict[str, Any]]) -> set[str]:
+def completed_units(events: Iterable[Mapping[str, object]]) -> set[str]:
     """Units with a recorded end (ok or not): these are kept, never re-run."""
     return {str(e["unit"]) for e in events if e.get("kind") == "unit_end" and "unit" in e}
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     if isinstance(value, str) and len(value) == 64:
         return value[:12]
     text = json.dumps(value, sort_keys=True)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def manifest_changes(old: dict[str, Any], now: dict[str, Any]) -> list[str]:
+def manifest_changes(old: Mapping[str, object], now: Manifest) -> list[str]:
     """What differs between the run's manifest and one built from the files today."""
     changes: list[str] = []
-    if old.get("plan", {}).get("sha256") != now["plan"]["sha256"]:
-        changes.append(f"plan (sha256 {_short(old.get('plan', {}).get('sha256'))} → {_short(now['plan']['sha256'])})")
+    old_plan_sha = get(old.get("plan", {}), "sha256")
+    if old_plan_sha != now["plan"]["sha256"]:
+        changes.append(f"plan (sha256 {_short(old_plan_sha)} → {_short(now['plan']['sha256'])})")
     try:
         a = identity_fields(old)
     except (KeyError, TypeError):
@@ -134,7 +136,7 @@ def resume_plan(run_dir: Path, given: Path | None) -> Plan:
     return plan
 
 
-def plan_differences(old: Any, new: Any, where: str = "") -> list[str]:
+def plan_differences(old: object, new: object, where: str = "") -> list[str]:
     """Dotted paths of the values that differ between two parsed plans (at most 10)."""
     if isinstance(old, dict) and isinstance(new, dict):
         out: list[str] = []

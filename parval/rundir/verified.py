@@ -13,10 +13,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from parval import __version__
 from parval.errors import RunDirError
+from parval.jsonread import as_float
+from parval.jsontypes import JsonObject
 from parval.rundir.integrity import (
     CHAIN,
     LISTING,
@@ -32,6 +34,17 @@ from parval.rundir.layout import EVENTS, MANIFEST
 class TamperedRunError(RunDirError):
     """Evidence a reader was about to read differs from what was sealed (exit 2: nothing is
     read or rendered from it)."""
+
+
+class VerifiedJson(TypedDict):
+    """`Verified` as a report states it."""
+
+    run_dir: str
+    verified: bool
+    files: int
+    links: int
+    sealed: bool
+    resealed: list[str]
 
 
 @dataclass(frozen=True)
@@ -56,7 +69,7 @@ class Verified:
             text += "; resealed explicitly: " + "; ".join(self.resealed)
         return text
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> VerifiedJson:
         return {
             "run_dir": str(self.run_dir),
             "verified": not self.unsealed,
@@ -93,7 +106,7 @@ def verified(run_dir: Path, *, rejudging: bool = False) -> Verified:
             hint=f"`parval verify {run_dir}` lists every difference",
         )
     links, _ = read_chain(run_dir)
-    return Verified(run_dir, int(info["files"]), int(info["links"]), bool(info["sealed"]), False, tuple(reseals(links)))
+    return Verified(run_dir, info["files"], info["links"], info["sealed"], False, tuple(reseals(links)))
 
 
 def reseal_run(run_dir: Path, reason: str) -> list[str]:
@@ -110,12 +123,12 @@ def reseal_run(run_dir: Path, reason: str) -> list[str]:
     return found
 
 
-def reseals(links: list[dict[str, Any]]) -> list[str]:
+def reseals(links: list[JsonObject]) -> list[str]:
     """Every explicit reseal in a chain, as 'time: reason'."""
     out = []
     for link in links:
         r = link.get("resealed")
         if isinstance(r, dict):
-            when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(link.get("t") or 0)))
+            when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(as_float(link.get("t") or 0)))
             out.append(f"{when}: {r.get('reason')}")
     return out

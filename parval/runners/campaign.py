@@ -244,7 +244,8 @@ class Campaign(CampaignContext):
             self.log.append("start_aborted", unit=name, reason=str(exc), log_tail=exc.log_tail)
         except TimeoutError:
             abandoned = self.log.last_of("run_abandoned")
-            tail = abandoned.get("log_tail", "") if abandoned and abandoned["seq"] >= begin else ""
+            seq = abandoned.get("seq") if abandoned else None  # the int EventLog.append gave it
+            tail = abandoned.get("log_tail", "") if abandoned and isinstance(seq, int) and seq >= begin else ""
             self.log.append(
                 "start_timeout",
                 unit=name,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
 
 from parval.plan.load import OMIT, NamedRequest, Plan, model_entry, shard_counts
 from parval.rundir.artifacts import ArtifactStore
@@ -52,8 +51,11 @@ class CampaignContext:
         request = req.body if isinstance(req, NamedRequest) else req
         return {"model": model_id or self.plan.model_id, "request": request}
 
-    def model_entry(self, slots: object = OMIT, **overrides: Any) -> dict[str, Any]:
-        return model_entry(self.plan, slots=slots, **overrides)
+    def model_entry(self, slots: object = OMIT, **overrides: object) -> dict[str, object]:
+        """The plan's model entry with `slots` and any keys of the entry (`id`, `path`) set."""
+        entry = model_entry(self.plan, slots=slots)
+        entry.update(overrides)
+        return entry
 
     def launch(
         self,
@@ -63,7 +65,7 @@ class CampaignContext:
         slots: object = OMIT,
         ui_management: bool = False,
         extra_env: dict[str, str] | None = None,
-        models: list[dict[str, Any]] | None = None,
+        models: list[dict[str, object]] | None = None,
     ) -> LaunchSpec:
         return launch_spec(
             self.plan,

@@ -7,7 +7,7 @@ import base64
 import hashlib
 import json
 import time
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import anyio
 
@@ -84,7 +84,7 @@ async def streaming_checks(c: CampaignContext, st: Start, n: int) -> None:
     body = _speech_body(c, base.body)
 
     async def streams(stop_first: bool) -> list[Stream]:
-        results: list[Any] = [None] * n  # every slot filled once the task group ends
+        results: dict[int, Stream] = {}  # by slot: every slot filled once the task group ends
         gate = anyio.Event()
 
         async def one(i: int) -> None:
@@ -97,7 +97,7 @@ async def streaming_checks(c: CampaignContext, st: Start, n: int) -> None:
                 tg.start_soon(one, i)
             await anyio.sleep(0.01)
             gate.set()
-        return results
+        return [results[i] for i in range(n)]
 
     st.phases.set("streaming")
     windows: dict[str, StreamWindow] = {}
@@ -164,16 +164,18 @@ async def batch_checks(c: CampaignContext, st: Start, n: int) -> None:
     history = await warm_every_slot(c, st, n)
     payload = {"model": c.plan.model_id, "requests": [r.body for r in c.requests]}
     st.phases.set("batch")
-    batches: list[Any] = [None] * max(2, n)  # every slot filled once the task group ends
+    n_batches = max(2, n)
+    batches: dict[int, Stream] = {}  # every batch filled once the task group ends
 
     async def one(i: int) -> None:
         batches[i] = await st.client.sse("/v1/tasks/batch", payload)
 
     async with anyio.create_task_group() as tg:
-        for i in range(len(batches)):
+        for i in range(n_batches):
             tg.start_soon(one, i)
     results = []
-    for b, (reply, events) in enumerate(batches):
+    for b in range(n_batches):
+        reply, events = batches[b]
         for e in events:
             if isinstance(e, dict) and e.get("type") == "task.batch.result":
                 idx = int(e.get("index", -1))
@@ -200,7 +202,5 @@ async def batch_checks(c: CampaignContext, st: Start, n: int) -> None:
             }
         )
     drained = await st.drained(3.0)
-    st.event(
-        "m6_batch", count=n, batches=len(batches), expected_results=len(c.requests), results=results, drained=drained
-    )
+    st.event("m6_batch", count=n, batches=n_batches, expected_results=len(c.requests), results=results, drained=drained)
     st.phases.set("idle")

@@ -4,11 +4,13 @@ ordered and reversed admission, unload/reload, serial reuse."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
 from parval.gates.m2_concurrency import MIN_POLLS_IN_FLIGHT
+from parval.jsonread import as_int, get, item
+from parval.jsontypes import JsonObject
 from parval.plan.load import NamedRequest
 from parval.plan.waves import UNLOAD_CYCLES, mixed_waves
 from parval.procedure.server_facts import ROUTE_BULK_UNLOAD
@@ -65,38 +67,38 @@ def mixed_order(reqs: list[NamedRequest], n: int, m: int) -> list[NamedRequest]:
 WAVE_ATTEMPTS = 3
 
 
-def concurrency_shown(wave_event: dict[str, Any], n: int) -> bool:
-    seen = (wave_event.get("status") or {}).get("max_active_loaded")
-    return seen is not None and seen >= n
+def concurrency_shown(wave_event: JsonObject, n: int) -> bool:
+    seen = get(wave_event.get("status") or {}, "max_active_loaded")  # WindowSummary: int or None
+    return isinstance(seen, (int, float)) and seen >= n
 
 
-def repeat_reason(st: Start, wave_event: dict[str, Any], n: int) -> tuple[bool, str] | None:
+def repeat_reason(st: Start, wave_event: JsonObject, n: int) -> tuple[bool, str] | None:
     """(repeat?, why) for a wave that did not show N leases at once; None when it did."""
     if n == 1 or concurrency_shown(wave_event, n):
         return None
     if not st.counters_published:
         return False, "the server publishes no slot counters (active_slots absent from /v1/models)"
-    stalled = (wave_event.get("admission") or {}).get("stalled")
+    stalled = get(wave_event.get("admission") or {}, "stalled")
     if stalled:
         return False, (
-            f"active_slots stayed at {stalled['max_active']} in {stalled['polls']} polls "
-            f"while {stalled['outstanding']} requests were in flight (admission of "
-            f"request {stalled['request'] + 1} of {n} not seen)"
+            f"active_slots stayed at {item(stalled, 'max_active')} in {item(stalled, 'polls')} polls "
+            f"while {item(stalled, 'outstanding')} requests were in flight (admission of "
+            f"request {as_int(item(stalled, 'request')) + 1} of {n} not seen)"
         )
     flight = wave_event.get("all_in_flight") or {}
-    polls = int(flight.get("polls") or 0)
+    polls = as_int(get(flight, "polls") or 0)
     if polls >= MIN_POLLS_IN_FLIGHT:
         return False, (
-            f"active_slots stayed at {flight.get('max_active')} in {polls} polls "
-            f"while all {n} requests were in flight for {flight.get('ms')} ms"
+            f"active_slots stayed at {get(flight, 'max_active')} in {polls} polls "
+            f"while all {n} requests were in flight for {get(flight, 'ms')} ms"
         )
     return True, (
-        f"all {n} requests were in flight together for {flight.get('ms', 0)} ms, "
+        f"all {n} requests were in flight together for {get(flight, 'ms', 0)} ms, "
         f"{polls} poll(s): too short for the poller to see the overlap"
     )
 
 
-def decide_repeat(c: CampaignContext, st: Start, wave_event: dict[str, Any], n: int, retry: int) -> bool:
+def decide_repeat(c: CampaignContext, st: Start, wave_event: JsonObject, n: int, retry: int) -> bool:
     """Record why a wave is or is not repeated (the gates read it); True to repeat."""
     decision = repeat_reason(st, wave_event, n)
     if decision is None:
@@ -128,7 +130,7 @@ async def wave_ordered(c: CampaignContext, st: Start, phase: str, wave: int, ord
 
 async def _wave_ordered_once(
     c: CampaignContext, st: Start, phase: str, wave: int, order: list[NamedRequest], retry: int
-) -> dict[str, Any]:
+) -> JsonObject:
     from parval.server.admission import ordered_admission
 
     n = len(order)
@@ -286,7 +288,7 @@ async def wave_together(c: CampaignContext, st: Start, phase: str, wave: int, re
 
 async def _wave_together_once(
     c: CampaignContext, st: Start, phase: str, wave: int, reqs: list[NamedRequest], retry: int
-) -> dict[str, Any]:
+) -> JsonObject:
     from parval.server.waves import release_together
 
     n = len(reqs)

@@ -89,8 +89,8 @@ def _histories_to_replay(c: CampaignContext, n: int) -> list[list[str]]:
     keys: set[str] = set()
     for run in rec.count_runs(n):
         for e in rec.requests(run):
-            if isinstance(e.get("ref"), str) and e["ref"].startswith("hist:"):
-                keys.add(e["ref"])
+            if (ref := e["ref"]) is not None and ref.startswith("hist:"):
+                keys.add(ref)
     seqs = sorted((k[5:].split(">") for k in keys), key=len, reverse=True)
     chosen: list[list[str]] = []
     for seq in seqs:

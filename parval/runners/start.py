@@ -8,11 +8,12 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 import anyio
 
 from parval.gates.compare import Output, canonicalize
+from parval.jsontypes import JsonObject
 from parval.rundir.artifacts import ArtifactStore
 from parval.rundir.events import EventLog
 from parval.server.client import CONNECT_ERROR, INDETERMINATE, OK, Client, Reply, ReplySummary
@@ -203,7 +204,7 @@ class Start:
     def rel(self, t: float) -> float:
         return round(t - self.t0, 6)
 
-    def event(self, kind: str, **fields: object) -> dict[str, Any]:
+    def event(self, kind: str, **fields: object) -> JsonObject:
         """Append an event of this start (its run name and attempt first)."""
         return self.log.append(kind, run=self.name, attempt=self.attempt, **fields)
 
@@ -218,7 +219,7 @@ class Start:
         slot: int | None = None,
         expect_error: bool = False,
         **extra: object,
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         output = None
         artifact = None
         if reply.body:
@@ -325,7 +326,7 @@ class Start:
         replies: list[Reply],
         drained: Drained,
         **extra: object,
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         status = summarise_window(self.poller.window(t_start, t_end), n)
         sends = [r.t_send for r in replies]
         return self.event(

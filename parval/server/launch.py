@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from parval.errors import ServerStartError
 from parval.plan.load import Plan, resolve_executable
@@ -12,11 +12,11 @@ from parval.server.process import LaunchSpec, server_config
 def launch_spec(
     plan: Plan,
     role: str,
-    models: list[dict[str, Any]],
+    models: list[dict[str, object]],
     *,
     flagged: bool,
     ui_management: bool = False,
-    server: dict[str, Any] | None = None,
+    server: Mapping[str, object] | None = None,
     extra_env: dict[str, str] | None = None,
 ) -> LaunchSpec:
     """The launch of the plan's `role` server ("baseline" or "candidate") serving `models`

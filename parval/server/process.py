@@ -24,14 +24,15 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
 import httpx
 
 from parval.errors import ServerStartError
+from parval.jsonread import as_int
 from parval.procedure.server_facts import ROUTE_HEALTH
 from parval.rundir.files import atomic_write
 from parval.server import reaper
@@ -87,7 +88,7 @@ def tail(path: Path, max_bytes: int = 4000) -> str:
 @dataclass
 class LaunchSpec:
     executable: Path
-    config: dict[str, Any]
+    config: dict[str, object]  # written to the start's config.json
     flagged: bool
     extra_args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
@@ -221,7 +222,7 @@ def spawn(spec: LaunchSpec, directory: Path, name: str) -> ServerProcess:
     directory.mkdir(parents=True, exist_ok=True)
     config = dict(spec.config)
     host = str(config.setdefault("host", "127.0.0.1"))
-    port = int(config.get("port") or free_port(connect_host(host).strip("[]")))
+    port = as_int(config.get("port") or free_port(connect_host(host).strip("[]")))
     config["port"] = port
     cfg_path = directory / "config.json"
     atomic_write(cfg_path, json.dumps(config, indent=2) + "\n")
@@ -282,10 +283,10 @@ async def wait_ready(server: ServerProcess, deadline_s: float) -> float:
 
 
 def server_config(
-    plan_server: dict[str, Any], model_entry: dict[str, Any], models: list[dict[str, Any]] | None = None
-) -> dict[str, Any]:
+    plan_server: Mapping[str, object], model_entry: dict[str, object], models: list[dict[str, object]] | None = None
+) -> dict[str, object]:
     """The server config JSON for one start (the repo's tools use the same minimal shape)."""
-    cfg: dict[str, Any] = {
+    cfg: dict[str, object] = {
         "host": plan_server.get("host") or "127.0.0.1",  # loopback unless the plan says otherwise
         "backend": plan_server["backend"],
         "device": plan_server["device"],
@@ -295,5 +296,8 @@ def server_config(
         "lazy_load": True,
         "models": models if models is not None else [model_entry],
     }
-    cfg.update(plan_server.get("extra_config", {}))
+    extra = plan_server.get("extra_config", {})
+    if not isinstance(extra, Mapping):  # the plan schema makes it an object
+        raise TypeError(f"server.extra_config is not an object: {extra!r}")
+    cfg.update(extra)
     return cfg

@@ -31,11 +31,11 @@ from parval.gates.m1_baseline import judge_m1
 from parval.gates.m2_concurrency import judge_m2
 from parval.gates.m3_mixed_waves import judge_m3, variation_effects
 from parval.gates.m4_recovery import judge_m4
+from parval.gates.m5 import memory_results
 from parval.gates.m6_modes import judge_m6
 from parval.gates.masking import COMPARISON_IDS
 from parval.gates.quality import judge_quality, q5_intermittent
 from parval.gates.records import build_records
-from parval.judge import memory_results
 from parval.procedure.catalogue import FRAMEWORK_GATE, all_ids
 from parval.rundir.event_fields import EventFieldError
 from parval.rundir.events import read_events

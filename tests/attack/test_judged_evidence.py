@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from parval import PROCEDURE_VERSION, __version__
+from parval.gates.m5 import _start_memory, memory_results
 from parval.gates.records import build_records, load_records
-from parval.judge import _record_path, _start_memory, judge_run, memory_results, performance_series
+from parval.judge import _record_path, judge_run, performance_series
 from parval.plan.schemas import schema_errors
 from parval.rundir.files import sha256_file
 from parval.status import Status
@@ -254,8 +255,8 @@ def test_memory_results_hands_the_m5_judges_the_plans_rule_and_the_right_starts(
     """Which starts are the candidate's (numbered from 1 per count) and which the baseline
     build's (only where the plan declares the comparison), and the plan's rule, defaults
     included: GPU memory required, host RSS, three starts."""
-    import parval.judge as judge
-    from parval.gates.m5_rules import StabilisationRule
+    import parval.gates.m5 as m5
+    from parval.gates.m5 import StabilisationRule
 
     seen: dict[str, Any] = {}
 
@@ -263,11 +264,11 @@ def test_memory_results_hands_the_m5_judges_the_plans_rule_and_the_right_starts(
         seen.update(starts=starts, rule=rule, **kw)
         return []
 
-    monkeypatch.setattr(judge, "assess_m5", recorder)
+    monkeypatch.setattr(m5, "assess_m5", recorder)
     run_dir, _ = clean["stateless"]
     rec = load_records(run_dir)
     plan = json.loads((run_dir / "plan.json").read_text())
-    judge.memory_results(rec, run_dir, plan, [1, 2])
+    m5.memory_results(rec, run_dir, plan, [1, 2])
     assert [(s.count, s.start_index) for s in seen["starts"]] == [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (2, 3)]
     assert [(s.count, s.start_index) for s in seen["baseline"]] == [(1, 1), (2, 1)]
     assert all(s.samples for s in seen["baseline"]) and all(s.samples for s in seen["starts"])
@@ -277,17 +278,17 @@ def test_memory_results_hands_the_m5_judges_the_plans_rule_and_the_right_starts(
 
     plan["memory"] = {"baseline_comparison": None, "stabilisation": {"last_k_waves": 2, "max_growth_mib": 8}}
     plan["starts_per_count"] = 5
-    judge.memory_results(rec, run_dir, plan, [2])
+    m5.memory_results(rec, run_dir, plan, [2])
     assert [(s.count, s.start_index) for s in seen["starts"]] == [(2, 1), (2, 2), (2, 3)]
     assert seen["baseline"] is None and seen["baseline_reason"] is None
     assert seen["rule"] == StabilisationRule(2, 8.0, "host_rss")
     assert seen["gpu_required"] is True and seen["expected_starts"] == 5
     plan["memory"] = {"stabilisation": {"last_k_waves": 2, "max_growth_mib": 8, "metric": "host_pss"}}
     plan.pop("starts_per_count")
-    judge.memory_results(rec, run_dir, plan, [1])
+    m5.memory_results(rec, run_dir, plan, [1])
     assert seen["rule"] == StabilisationRule(2, 8.0, "host_pss") and seen["expected_starts"] == 3
     plan["memory"] = {}
-    judge.memory_results(rec, run_dir, plan, [1])
+    m5.memory_results(rec, run_dir, plan, [1])
     assert seen["rule"] is None
 
 

@@ -213,7 +213,7 @@ def test_runtime_selection_is_not_probed_on_a_server_without_slot_counters() -> 
 
     import anyio
 
-    from parval.framework.probes_f2_registration import runtime_immutable
+    from parval.framework.probes_f2 import runtime_immutable
 
     asked: list[tuple[str, str, tuple[str, ...]]] = []
 

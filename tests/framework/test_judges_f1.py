@@ -269,7 +269,7 @@ def test_overdue_case_judges_the_text_not_how_fast_it_came_on_a_busy_machine() -
 
 def test_the_load_is_seen_in_progress_only_with_a_request_admitted_before_publication() -> None:
     from parval.framework.facts import Sample
-    from parval.framework.judges_f1 import load_seen_in_progress
+    from parval.framework.judges_f2 import load_seen_in_progress
 
     def rows(*raw: list[Any]) -> list[Sample]:
         return [Sample(*r) for r in raw]

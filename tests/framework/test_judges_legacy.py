@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from parval.framework.judges import run_judge
-from parval.framework.judges_legacy import LEGACY_SLOTS_TEXT
+from parval.framework.judges_f1 import LEGACY_SLOTS_TEXT
 from parval.framework.observed import ms
 from parval.status import Status
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from parval.framework.judges import run_judge
-from parval.framework.probes_timeouts import FLAGGED_TIMEOUT
+from parval.framework.probes_f1 import FLAGGED_TIMEOUT
 from parval.status import Status
 
 from .factkit import facts, fl, manager

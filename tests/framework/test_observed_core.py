@@ -8,24 +8,11 @@ from typing import Any
 
 import pytest
 
-from parval.framework import contract
+from parval.framework import contract, judges_f1, judges_f2, judges_f3, judges_f4, judges_f5
 from parval.framework.checks import Check, Verdict, assertion_result
 from parval.framework.facts import FlightFact
-from parval.framework.judges import JUDGES
-from parval.framework.observed import (
-    INF,
-    STALLED,
-    all_ok,
-    judge,
-    margin_s,
-    ms,
-    no_overtaking,
-    outputs_match,
-    over_attempts,
-    reference,
-    run_judge,
-    waits,
-)
+from parval.framework.judges import JUDGES, assemble, over_attempts, run_judge
+from parval.framework.observed import INF, STALLED, all_ok, margin_s, ms, no_overtaking, outputs_match, reference, waits
 from parval.status import Status
 
 from .factkit import facts, fl, manager, stagger
@@ -135,14 +122,12 @@ def test_a_key_is_registered_once() -> None:
     def two(f: dict[str, Any]) -> Verdict:
         return Verdict()
 
-    try:
-        assert judge("test.once", one) is one and JUDGES["test.once"] is one
-        assert judge("test.once", one) is one  # the same function again is no conflict
-        with pytest.raises(ValueError, match="judge test.once registered twice"):
-            judge("test.once", two)
-        assert JUDGES["test.once"] is one
-    finally:
-        del JUDGES["test.once"]
+    assert assemble({"test.a": one}, {"test.b": two}) == {"test.a": one, "test.b": two}
+    with pytest.raises(ValueError, match="judge test.a registered twice"):
+        assemble({"test.a": one}, {"test.a": one})
+    # The registry holds every group's table, each key with its group's function.
+    for table in (judges_f1.JUDGES, judges_f2.JUDGES, judges_f3.JUDGES, judges_f4.JUDGES, judges_f5.JUDGES):
+        assert all(JUDGES[key] is fn for key, fn in table.items())
 
 
 def test_ms_and_the_margin_of_an_observation() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from parval.errors import RunDirError
 from parval.framework.checks import Verdict
-from parval.framework.observed import JUDGES
+from parval.framework.judges import JUDGES
 from parval.framework.rejudge import rejudge_framework
 from parval.framework.scenarios import ATTEMPTS
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Mutation testing of the framework judges: parval/framework/judges_*.py, observed.py and
-# checks.py, with mutmut, against the framework judge tests (the pure ones: no server).
+# Mutation testing of the framework judges: parval/framework/judges.py (the registry and the
+# judges of unforced situations), judges_f1.py ... judges_f6.py, observed.py and checks.py,
+# with mutmut, against the framework judge tests (the pure ones: no server).
 #
 #   tests/mutation/framework.sh            # needs mutmut: .venv/bin/pip install -e '.[mutation]'
 #   MAX_CHILDREN=2 KEEP=1 tests/mutation/framework.sh
@@ -22,8 +23,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/parval-mutation.XXXXXX")
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
 (cd "$root" && git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$work")
 
-all_modules="judges_f1 judges_f2 judges_f3 judges_f4 judges_f5 judges_f6 judges_legacy judges_timeouts
-judges_unsupported observed checks"
+all_modules="judges judges_f1 judges_f2 judges_f3 judges_f4 judges_f5 judges_f6 observed checks"
 only_mutate=""
 for m in ${MODULES:-$all_modules}; do
   if [ ! -f "$root/parval/framework/$m.py" ]; then

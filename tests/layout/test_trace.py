@@ -1,0 +1,201 @@
+"""Following one assertion from the registry to the report opens few modules.
+
+A reader who follows an assertion opens the module that holds its registry entry, then every
+module whose code runs while its verdict is decided, then the module that gathers verdicts
+into the evidence, then every module whose code runs while the report prints it. This test
+runs that path on recorded evidence with a profiler and counts the parval modules whose
+functions ran, so the count is what the code does, not what a list in a document says.
+The records loader (events.jsonl read and checked once for every judge) is not on the path.
+
+`python -m tests.layout.test_trace` prints each path."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+import pytest
+
+from parval.procedure import entries_framework, entries_model
+from parval.procedure.registry import entry
+
+# At most this many modules from registry to report (M2.observed_active, F1.fifo).
+FOLLOW_LIMIT = 8
+PARVAL = Path(__file__).resolve().parents[2] / "parval"
+
+
+@dataclass
+class Path_:
+    """The modules met on one assertion's path, in the order first met, by step."""
+
+    steps: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, step: str, modules: list[str]) -> None:
+        seen = set(self.modules)
+        self.steps[step] = [m for m in modules if m not in seen]
+
+    @property
+    def modules(self) -> list[str]:
+        return [m for ms in self.steps.values() for m in ms]
+
+
+def _module_of(filename: str) -> str | None:
+    try:
+        rel = Path(filename).resolve().relative_to(PARVAL)
+    except ValueError:
+        return None
+    parts = ["parval", *rel.with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@contextmanager
+def ran() -> Iterator[list[str]]:
+    """The parval modules whose Python functions run inside the block, in order met."""
+    met: list[str] = []
+    known: set[str] = set()
+    names: dict[str, str | None] = {}
+
+    def profile(frame: FrameType, event: str, _arg: object) -> None:
+        if event != "call":
+            return
+        filename = frame.f_code.co_filename
+        if filename not in names:
+            names[filename] = _module_of(filename)
+        module = names[filename]
+        if module is not None and module not in known:
+            known.add(module)
+            met.append(module)
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        yield met
+    finally:
+        sys.setprofile(previous)
+
+
+def entry_module(aid: str) -> str:
+    """The module that declares the assertion's registry entry."""
+    for module, entries in (
+        (entries_model, entries_model.MODEL_ENTRIES),
+        (entries_framework, entries_framework.FRAMEWORK_ENTRIES),
+    ):
+        if any(e.id == aid for e in entries):
+            return module.__name__
+    raise KeyError(aid)
+
+
+def _traced(fn: Callable[[], object]) -> list[str]:
+    with ran() as met:
+        fn()
+    return met
+
+
+@pytest.fixture(scope="module")
+def clean_run() -> Iterator[Path]:
+    from tests.attack.clean_runs import extract
+
+    with tempfile.TemporaryDirectory() as tmp:
+        yield extract(Path(tmp))["stateless"]
+
+
+def m2_observed_active_path(run_dir: Path) -> Path_:
+    """M2.observed_active at the run's highest count: entry, judge, evidence, report."""
+    from parval.gates.context import Context
+    from parval.gates.records import load_records
+    from parval.judge import judge_run
+    from parval.report import markdown
+    from tests.attack.kit import Run
+
+    aid = "M2.observed_active"
+    run = Run.load(run_dir)
+    ctx = Context(load_records(run_dir), run.plan, run.manifest, run_dir, str(run_dir / "plan.yaml"))
+    judge = entry(aid).judge_function()
+    n = max(run.counts)
+    evidence = judge_run(run_dir, write=False)
+    path = Path_()
+    path.add("registry entry", [entry_module(aid)])
+    path.add("judge", _traced(lambda: judge(ctx, n)))
+    path.add("into evidence.json", ["parval.judge"])
+    path.add("report", _traced(lambda: (markdown.check_table(evidence), markdown._all_details(evidence, 40))))
+    return path
+
+
+def f1_fifo_path(run_dir: Path) -> Path_:
+    """F1.fifo, judged in the framework record: entry, its observation judges, the
+    combination of their sub-checks into F1.fifo, the record's report (`parval report
+    FRAMEWORK_RUN`; a model run only carries the record's verdicts)."""
+    import json
+
+    from parval.framework.checks import Check
+    from parval.framework.judges import run_judge
+    from parval.framework.record import RECORD
+    from parval.framework.render import render_framework
+    from parval.framework.runner import JudgeInputs, judge
+    from tests.framework.test_judges_generated import baseline
+
+    aid = "F1.fifo"
+    parts = entry(aid).parts
+    facts = {key: baseline(key) for key in parts}
+    checks: list[Check] = []
+
+    def judge_parts() -> None:
+        for key in parts:
+            v = run_judge(key, facts[key])
+            checks.append(Check(aid, key, v.status, v.detail(), {"judge": key}))
+
+    inputs: JudgeInputs = {
+        "selected": [aid],
+        "only": aid,
+        "plan_path": "plan.yaml",
+        "required_tests": [],
+        "default_transport_unchanged": None,
+        "sanitizers": [],
+        "sanitizers_unavailable": {},
+    }
+    record = json.loads((run_dir.parent / "framework.json" / RECORD).read_text("utf-8"))
+    record["identity"].setdefault("candidate_name", "audiocpp_server")  # the synthetic record names none
+    path = Path_()
+    path.add("registry entry", [entry_module(aid)])
+    path.add("observation judges", _traced(judge_parts))
+    path.add("F1.fifo from its sub-checks", _traced(lambda: judge(checks, [], inputs)))
+    path.add("report", _traced(lambda: render_framework(record, "md", [])))
+    return path
+
+
+def test_m2_observed_active_from_registry_to_report_opens_at_most_8_modules(clean_run: Path) -> None:
+    path = m2_observed_active_path(clean_run)
+    assert "parval.gates.m2_concurrency" in path.modules  # the path really reached the judge
+    assert len(path.modules) <= FOLLOW_LIMIT, path.steps
+
+
+def test_f1_fifo_from_registry_to_report_opens_at_most_8_modules(clean_run: Path) -> None:
+    path = f1_fifo_path(clean_run)
+    assert "parval.framework.judges_f1" in path.modules
+    assert len(path.modules) <= FOLLOW_LIMIT, path.steps
+
+
+def test_the_profiler_counts_only_parval_modules_that_ran() -> None:
+    from parval.status import pending
+
+    with ran() as met:
+        pending("M2.observed_active", "nothing recorded")
+        sorted([3, 1, 2])
+    assert met == ["parval.status"]
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory() as tmp:
+        from tests.attack.clean_runs import extract
+
+        run_dir = extract(Path(tmp))["stateless"]
+        for name, follow in (("M2.observed_active", m2_observed_active_path), ("F1.fifo", f1_fifo_path)):
+            p = follow(run_dir)
+            print(f"{name}: {len(p.modules)} modules")
+            for step, modules in p.steps.items():
+                print(f"  {step}: {', '.join(modules) or '(none new)'}")
