@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from parval.gates import shape
 from parval.gates.context import Context, exact_result, run_judges
-from parval.gates.count_starts import required_starts
+from parval.gates.records import required_starts
 from parval.jsonread import as_int, get, item
 from parval.jsontypes import JsonValue
 from parval.status import Result

@@ -14,9 +14,8 @@ from typing import NotRequired, TypedDict
 
 from parval.gates import shape
 from parval.gates.context import Context, exact_result
-from parval.gates.count_starts import complete_starts, schedule_missing, starts_missing
 from parval.gates.exactness import Tally
-from parval.gates.records import COUNT_PHASES, typed
+from parval.gates.records import COUNT_PHASES, complete_starts, schedule_missing, starts_missing, typed
 from parval.gates.unload_evidence import unload_check
 from parval.jsontypes import JsonObject
 from parval.plan.waves import UNLOAD_CYCLES

@@ -16,8 +16,8 @@ import soundfile as sf
 from parval.gates import shape
 from parval.gates.compare import decode_wav_b64, remove_volatile
 from parval.gates.context import Context, exact_result
-from parval.gates.count_starts import complete_starts, schedule_missing, starts_missing
 from parval.gates.m2_concurrency import NO_COUNTERS, counters_seen
+from parval.gates.records import complete_starts, schedule_missing, starts_missing
 from parval.jsonread import get
 from parval.plan.variations import (
     VARIATION_KINDS,

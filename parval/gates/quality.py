@@ -30,8 +30,8 @@ def planned_starts_unrecorded(ctx: Context) -> str:
     when none): the four reference starts and, at every count the campaign covered, the
     required count starts. A start that crashed or was stopped still recorded what it
     loaded; its failure is judged where it happened (M2.starts, M1), not here."""
-    from parval.gates.count_starts import required_starts
     from parval.gates.execution_path import campaign_counts
+    from parval.gates.records import required_starts
 
     # every start the run's events name (a start whose own record is gone leaves its others)
     started = {str(e["run"]) for e in ctx.rec.events if e.get("kind") in STARTED_BY and e.get("run")}
