@@ -48,4 +48,4 @@ def run_problems(run_dir: Path, ev: Evidence) -> list[str]:
 
     if (lost := _unsealed_problem(run_dir)) is not None:
         return [lost]
-    return integrity_problems(run_dir, dict(ev))  # (it takes a plain dict; reads only)
+    return integrity_problems(run_dir, ev)
