@@ -7,11 +7,21 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 import yaml
 
+from parval.bench.figures import (
+    CampaignFigures,
+    ControlledGrowth,
+    Distribution,
+    Growth,
+    JudgeTiming,
+    Probe,
+    StartFigures,
+)
 from parval.bench.timing import ExitWatcher, TimedArtifactStore, TimedEventLog
 from parval.bench.util import (
     MODEL_ID,
@@ -24,9 +34,14 @@ from parval.bench.util import (
     standin_executable,
     write_model,
 )
+from parval.jsonread import as_float, as_int
+from parval.jsontypes import JsonObject
 from parval.rundir.artifacts import ArtifactStore
 from parval.rundir.events import EventLog
 from parval.rundir.layout import EVENTS
+
+if TYPE_CHECKING:
+    from parval.runners.start import Drained
 
 START_GRACE_S = 10.0
 
@@ -60,23 +75,23 @@ def bench_plan(workdir: Path, *, service_ms: float, poll_ms: float) -> Path:
     return path
 
 
-def _wave_gaps(requests: list[dict[str, Any]]) -> list[tuple[int, float, float, float]]:
+def _wave_gaps(requests: list[JsonObject]) -> list[tuple[int, float, float, float]]:
     """(wave, last reply of this wave, first send of the next) from request events."""
-    by_wave: dict[int, list[dict[str, Any]]] = {}
+    by_wave: dict[int, list[JsonObject]] = {}
     for e in requests:
-        by_wave.setdefault(int(e["wave"]), []).append(e)
+        by_wave.setdefault(as_int(e["wave"]), []).append(e)
     waves = sorted(by_wave)
     out = []
     for k, nxt in zip(waves, waves[1:], strict=False):
-        last_done = max(float(e["t_done"]) for e in by_wave[k])
-        first_send = min(float(e["t_send"]) for e in by_wave[nxt])
+        last_done = max(as_float(e["t_done"]) for e in by_wave[k])
+        first_send = min(as_float(e["t_send"]) for e in by_wave[nxt])
         out.append((k, last_done, first_send, (first_send - last_done) * 1000.0))
     return out
 
 
 async def run_campaign(
     workdir: Path, *, total_requests: int, n: int, starts: int, service_ms: float, poll_ms: float = 5.0
-) -> dict[str, Any]:
+) -> CampaignFigures:
     from parval import api
     from parval.judge import judge_run
     from parval.plan.load import load_plan
@@ -92,12 +107,12 @@ async def run_campaign(
     campaign = Campaign(plan, run_dir, log)
     store = TimedArtifactStore(run_dir / "artifacts")
     campaign.store = store
-    captured: list[dict[str, Any]] = []
+    captured: list[JsonObject] = []
     log.listeners.append(lambda e: captured.append(e) if e["kind"] == "request" else None)
-    per_start: list[dict[str, Any]] = []
+    per_start: list[StartFigures] = []
     gaps: list[float] = []
     parts: dict[str, list[float]] = {"record_ms": [], "checks_ms": [], "drained_ms": [], "next_wave_ms": []}
-    judge_mid: dict[str, Any] = {}
+    judge_mid: JudgeTiming = {}
     t_begin = time.monotonic()
     with FileGrowthWatcher(run_dir / "servers", "*/stdout.log") as watch:
         for s in range(starts):
@@ -111,7 +126,7 @@ async def run_campaign(
                 exit_watch = ExitWatcher(st.server.pid)
                 # instance-level wrapper: how long each drained check waits
                 setattr(st, "drained", _timed(st.drained, drained_ms))  # noqa: B010
-                wave_events: list[dict[str, Any]] = []
+                wave_events: list[JsonObject] = []
                 log.listeners.append(lambda e, we=wave_events: we.append(e) if e["kind"] == "wave" else None)
                 base = campaign.requests[0]
                 for w in range(waves_per_start):
@@ -135,8 +150,8 @@ async def run_campaign(
             for k, last_done, first_send, gap in _wave_gaps(reqs):
                 gaps.append(gap)
                 done_at = t0_start + last_done
-                recorded = [log.returned_by_seq[int(e["seq"])] for e in reqs if int(e["wave"]) == k]
-                summarised = [log.returned_by_seq[int(e["seq"])] for e in wave_events if int(e["wave"]) == k]
+                recorded = [log.returned_by_seq[as_int(e["seq"])] for e in reqs if as_int(e["wave"]) == k]
+                summarised = [log.returned_by_seq[as_int(e["seq"])] for e in wave_events if as_int(e["wave"]) == k]
                 if recorded and summarised:
                     parts["record_ms"].append((max(recorded) - done_at) * 1000.0)
                     parts["checks_ms"].append((summarised[-1] - max(recorded)) * 1000.0)
@@ -144,7 +159,7 @@ async def run_campaign(
             parts["drained_ms"].extend(drained_ms)
             stdout = str(server.stdout_path)
             listen = watch.first.get(stdout)
-            first_send0 = min((float(e["t_send"]) for e in reqs if int(e["wave"]) == 0), default=None)
+            first_send0 = min((as_float(e["t_send"]) for e in reqs if as_int(e["wave"]) == 0), default=None)
             per_start.append(
                 _start_figures(
                     marks,
@@ -169,9 +184,7 @@ async def run_campaign(
     overhead = campaign_overhead(read_events(run_dir / EVENTS), wall_s=elapsed) or {}
     summary = _start_summary(per_start)
     fixed_ms = [summary.get(k) for k in ("start_overhead_ms", "stop_overhead_ms")]
-    fixed_s = (
-        sum(float(v) for v in fixed_ms if v is not None) / 1000.0 if all(v is not None for v in fixed_ms) else None
-    )
+    fixed_s = sum(v for v in fixed_ms if v is not None) / 1000.0 if all(v is not None for v in fixed_ms) else None
     if overhead:
         overhead["per_start_fixed_s"] = rnd(fixed_s, 4)
         overhead["beyond_starts_pct"] = overhead_beyond_starts_pct(overhead, fixed_s)
@@ -201,19 +214,18 @@ async def run_campaign(
     }
 
 
-def _timed(drained: Any, sink: list[float]) -> Any:
-    async def timed_drained(timeout_s: float = 1.5) -> dict[str, Any]:
+def _timed(drained: Callable[[float], Awaitable[Drained]], sink: list[float]) -> Callable[[float], Awaitable[Drained]]:
+    async def timed_drained(timeout_s: float = 1.5) -> Drained:
         t0 = time.monotonic()
         try:
-            result: dict[str, Any] = await drained(timeout_s)
-            return result
+            return await drained(timeout_s)
         finally:
             sink.append((time.monotonic() - t0) * 1000.0)
 
     return timed_drained
 
 
-def _dist(values: list[float]) -> dict[str, Any]:
+def _dist(values: list[float]) -> Distribution:
     return {
         "median": rnd(median(values)),
         "p95": rnd(percentile(values, 95)),
@@ -235,8 +247,8 @@ def _start_figures(
     first_send: float | None,
     exited: float | None,
     run_end: float | None,
-    stop_info: dict[str, Any],
-) -> dict[str, Any]:
+    stop_info: Mapping[str, object],
+) -> StartFigures:
     own_ready = _ms(spawned, listen)
     to_first_send = _ms(marks["call"], first_send)
     own_stop = _ms(marks["exit_body"], exited)
@@ -261,11 +273,11 @@ def _start_figures(
     }
 
 
-def _start_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _start_summary(rows: Sequence[Mapping[str, object]]) -> dict[str, float | None]:
     keys = [k for k in (rows[0] if rows else {}) if k.endswith("_ms")]
-    out: dict[str, Any] = {}
+    out: dict[str, float | None] = {}
     for key in keys:
-        vals = [float(r[key]) for r in rows if r.get(key) is not None]
+        vals = [as_float(r[key]) for r in rows if r.get(key) is not None]
         out[key] = rnd(median(vals))
     start = out.get("start_overhead_ms")
     stop = out.get("stop_overhead_ms")
@@ -273,7 +285,7 @@ def _start_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _growth(durations: list[float]) -> dict[str, Any]:
+def _growth(durations: list[float]) -> Growth:
     """Median time per call over the first and the last tenth of the calls."""
     k = max(1, len(durations) // 10)
     first = [d * 1000.0 for d in durations[:k]]
@@ -294,7 +306,7 @@ def _growth(durations: list[float]) -> dict[str, Any]:
     }
 
 
-def _append_growth(log: TimedEventLog) -> dict[str, Any]:
+def _append_growth(log: TimedEventLog) -> Growth:
     """Like for like: appends of `request` events only (the bulk of a run's events)."""
     out = _growth([d for d, k in zip(log.durations, log.kinds, strict=True) if k == "request"])
     try:
@@ -305,7 +317,7 @@ def _append_growth(log: TimedEventLog) -> dict[str, Any]:
     return out
 
 
-def _controlled_growth(run_dir: Path, sample: dict[str, Any], rounds: int = 200) -> dict[str, Any]:
+def _controlled_growth(run_dir: Path, sample: JsonObject, rounds: int = 200) -> ControlledGrowth:
     """Size effect alone: the same append/put to the grown run and to an empty one,
     alternating, so that load from other processes hits both alike."""
     import shutil
@@ -332,18 +344,25 @@ def _controlled_growth(run_dir: Path, sample: dict[str, Any], rounds: int = 200)
     finally:
         for one in logs.values():
             one.close()
-    out: dict[str, Any] = {"rounds": rounds}
-    for what in ("append", "put"):
+
+    def measured(what: str) -> Probe:
         grown, empty = median(times[f"{what}_grown"]), median(times[f"{what}_empty"])
-        out[what] = {
+        return {
             "grown_ms": rnd(grown, 4),
             "empty_ms": rnd(empty, 4),
             "ratio": rnd(grown / empty if grown is not None and empty else None),
         }
-    return out
+
+    return {"rounds": rounds, "append": measured("append"), "put": measured("put")}
 
 
-def _time_judge(judge_run: Any, run_dir: Path, log: TimedEventLog) -> dict[str, Any]:
+class _Judge(Protocol):
+    """`parval.judge.judge_run` as the bench calls it."""
+
+    def __call__(self, run_dir: Path, *, write: bool = ...) -> object: ...
+
+
+def _time_judge(judge_run: _Judge, run_dir: Path, log: TimedEventLog) -> JudgeTiming:
     t0 = time.perf_counter()
     try:
         judge_run(run_dir, write=False)

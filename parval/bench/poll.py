@@ -5,10 +5,10 @@ the same serial requests with the poller off and on (at 10 ms and at the plan de
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import anyio
 
+from parval.bench.figures import PollFigures, PollMode
 from parval.bench.util import MODEL_ID, median, model_entry, percentile, rnd, running_standin
 from parval.server.client import OK, Client
 from parval.server.status_poller import StatusPoller
@@ -17,9 +17,7 @@ ROUTE = "/v1/tasks/run"
 MODES: dict[str, float | None] = {"off": None, "10ms": 0.010, "5ms": 0.005}
 
 
-async def run_poll(
-    workdir: Path, model_path: Path, *, blocks: int, per_block: int, service_ms: float
-) -> dict[str, Any]:
+async def run_poll(workdir: Path, model_path: Path, *, blocks: int, per_block: int, service_ms: float) -> PollFigures:
     entry = model_entry(model_path, slots=1, service_ms=service_ms)
     latencies: dict[str, list[float]] = {m: [] for m in MODES}
     rates: dict[str, list[float]] = {m: [] for m in MODES if MODES[m] is not None}
@@ -57,7 +55,7 @@ async def run_poll(
         finally:
             await client.aclose()
     off = median(latencies["off"])
-    modes: dict[str, Any] = {}
+    modes: dict[str, PollMode] = {}
     for mode, lat in latencies.items():
         med = median(lat)
         modes[mode] = {

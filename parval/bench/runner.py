@@ -9,13 +9,15 @@ from __future__ import annotations
 import os
 import platform
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
+from parval.bench.figures import BenchConfig, BenchResults, Environment
 from parval.errors import UsageError
+from parval.jsonread import as_int, iterate
 
 SCHEMA_VERSION = 1
-FULL: dict[str, Any] = {
+FULL: BenchConfig = {
     "ns": [2, 4, 8, 16],
     "waves": 20,
     "skew_service_ms": 150.0,
@@ -26,7 +28,7 @@ FULL: dict[str, Any] = {
     "poll_per_block": 15,
     "poll_service_ms": 60.0,
 }
-QUICK: dict[str, Any] = {
+QUICK: BenchConfig = {
     "ns": [2, 16],
     "waves": 4,
     "skew_service_ms": 100.0,
@@ -50,7 +52,7 @@ def _parse_ns(text: str) -> list[int]:
     return ns
 
 
-def _environment() -> dict[str, Any]:
+def _environment() -> Environment:
     try:
         load = list(os.getloadavg())
     except OSError:
@@ -64,7 +66,15 @@ def _environment() -> dict[str, Any]:
     }
 
 
-async def _run_all(cfg: dict[str, Any], workdir: Path, log: Any) -> dict[str, Any]:
+def _real(value: object) -> float:
+    """A number of the configuration, as it is (TypeError for anything else)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    raise TypeError(f"expected a number, not '{type(value).__name__}'")
+
+
+async def _run_all(cfg: Mapping[str, object], workdir: Path, log: Callable[[str], None]) -> BenchResults:
+    """Every measurement for `cfg` (a BenchConfig, adjusted by the command line)."""
     from parval.bench.campaign import run_campaign
     from parval.bench.poll import run_poll
     from parval.bench.skew import run_skew
@@ -74,19 +84,20 @@ async def _run_all(cfg: dict[str, Any], workdir: Path, log: Any) -> dict[str, An
     log("campaign-like loop: gap between waves, per-start overhead, RSS, evidence writing")
     campaign = await run_campaign(
         workdir / "campaign",
-        total_requests=cfg["requests"],
+        total_requests=as_int(cfg["requests"]),
         n=CAMPAIGN_N,
-        starts=cfg["starts"],
-        service_ms=cfg["wave_service_ms"],
+        starts=as_int(cfg["starts"]),
+        service_ms=_real(cfg["wave_service_ms"]),
     )
     log(f"release skew: N = {cfg['ns']}, {cfg['waves']} waves per method")
-    skew = await run_skew(workdir / "skew", model, cfg["ns"], cfg["waves"], cfg["skew_service_ms"])
+    ns = [as_int(n) for n in iterate(cfg["ns"])]
+    skew = await run_skew(workdir / "skew", model, ns, as_int(cfg["waves"]), _real(cfg["skew_service_ms"]))
     log("status poller: rate and effect on serial request latency")
     poll = await run_poll(
         workdir / "poll",
         model,
-        blocks=cfg["poll_blocks"],
-        per_block=cfg["poll_per_block"],
-        service_ms=cfg["poll_service_ms"],
+        blocks=as_int(cfg["poll_blocks"]),
+        per_block=as_int(cfg["poll_per_block"]),
+        service_ms=_real(cfg["poll_service_ms"]),
     )
     return {"skew": skew, "campaign": campaign, "poll": poll}

@@ -13,12 +13,13 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
 
+from parval.bench.figures import SkewFigures, SkewSummary, Spread
 from parval.bench.util import (
     MODEL_ID,
     TraceReader,
@@ -31,6 +32,8 @@ from parval.bench.util import (
     spread_ms,
     tcp_listen_counters,
 )
+from parval.jsonread import as_int
+from parval.jsontypes import JsonObject
 from parval.server.client import OK, Client
 from parval.server.status_poller import StatusPoller
 from parval.server.waves import release_together
@@ -59,30 +62,38 @@ class SkewSeries:
     n: int
     waves: list[WaveSample] = field(default_factory=list)
 
-    def summary(self) -> dict[str, Any]:
-        def col(name: str) -> list[float]:
-            return [v for w in self.waves if (v := getattr(w, name)) is not None]
+    def summary(self) -> SkewSummary:
+        def col(figure: Callable[[WaveSample], float | None]) -> list[float]:
+            return [v for w in self.waves if (v := figure(w)) is not None]
 
-        out: dict[str, Any] = {"method": self.method, "n": self.n, "waves": len(self.waves)}
-        for name in ("send_ms", "accept_ms", "start_ms", "lead_ms"):
-            vals = col(name)
-            out[name] = {
+        def spread(figure: Callable[[WaveSample], float | None]) -> Spread:
+            vals = col(figure)
+            return {
                 "median": rnd(median(vals)),
                 "p95": rnd(percentile(vals, 95)),
                 "max": rnd(max(vals) if vals else None),
             }
-        out["requests_ok"] = sum(w.ok for w in self.waves)
-        out["requests"] = sum(w.n for w in self.waves)
-        out["slow_connects"] = sum(w.slow_connects for w in self.waves)
-        out["max_send_to_start_ms"] = rnd(max(col("max_send_to_start_ms"), default=None))
-        return out
+
+        return {
+            "method": self.method,
+            "n": self.n,
+            "waves": len(self.waves),
+            "send_ms": spread(lambda w: w.send_ms),
+            "accept_ms": spread(lambda w: w.accept_ms),
+            "start_ms": spread(lambda w: w.start_ms),
+            "lead_ms": spread(lambda w: w.lead_ms),
+            "requests_ok": sum(w.ok for w in self.waves),
+            "requests": sum(w.n for w in self.waves),
+            "slow_connects": sum(w.slow_connects for w in self.waves),
+            "max_send_to_start_ms": rnd(max(col(lambda w: w.max_send_to_start_ms), default=None)),
+        }
 
 
-def bodies_for(tag: str, n: int) -> list[dict[str, Any]]:
+def bodies_for(tag: str, n: int) -> list[JsonObject]:
     return [{"model": MODEL_ID, "request": {"text": f"{tag} r{i}", "seed": 7}} for i in range(n)]
 
 
-def baseline_wave(base_url: str, bodies: list[dict[str, Any]], timeout_s: float) -> tuple[list[float], int]:
+def baseline_wave(base_url: str, bodies: list[JsonObject], timeout_s: float) -> tuple[list[float], int]:
     """Today's scripts: one thread per request, a Barrier, urllib, a new connection each."""
     n = len(bodies)
     barrier = threading.Barrier(n)
@@ -113,15 +124,15 @@ def baseline_wave(base_url: str, bodies: list[dict[str, Any]], timeout_s: float)
     return sends, sum(ok)
 
 
-def wave_sample(n: int, ok: int, sends: list[float], trace: list[dict[str, Any]], tag: str) -> WaveSample:
+def wave_sample(n: int, ok: int, sends: list[float], trace: list[JsonObject], tag: str) -> WaveSample:
     mine = {str(t.get("text")): t for t in trace if str(t.get("text", "")).startswith(tag + " ")}
-    accepts = [int(t["accept_ns"]) / 1e9 for t in mine.values()]
-    starts = [int(t["start_ns"]) / 1e9 for t in mine.values()]
+    accepts = [as_int(t["accept_ns"]) / 1e9 for t in mine.values()]
+    starts = [as_int(t["start_ns"]) / 1e9 for t in mine.values()]
     delays: list[float] = []
     for i, sent in enumerate(sends):
         t = mine.get(f"{tag} r{i}")
         if t is not None and sent > 0:
-            delays.append(int(t["start_ns"]) / 1e9 - sent)
+            delays.append(as_int(t["start_ns"]) / 1e9 - sent)
     return WaveSample(
         n=n,
         ok=ok,
@@ -187,9 +198,9 @@ async def measure_n(
     return series
 
 
-async def run_skew(workdir: Path, model_path: Path, ns: list[int], waves: int, service_ms: float) -> dict[str, Any]:
+async def run_skew(workdir: Path, model_path: Path, ns: list[int], waves: int, service_ms: float) -> SkewFigures:
     before = tcp_listen_counters()
-    results: list[dict[str, Any]] = []
+    results: list[SkewSummary] = []
     for n in ns:
         for s in (await measure_n(workdir, model_path, n, waves, service_ms, with_poller=False)).values():
             results.append(s.summary())

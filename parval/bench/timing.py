@@ -8,8 +8,8 @@ import select
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
+from parval.jsontypes import JsonObject
 from parval.rundir.artifacts import ArtifactStore
 from parval.rundir.events import EventLog
 
@@ -24,7 +24,7 @@ class TimedEventLog(EventLog):
         self.returned: list[float] = []
         self.returned_by_seq: dict[int, float] = {}
 
-    def append(self, kind: str, **fields: Any) -> dict[str, Any]:
+    def append(self, kind: str, **fields: object) -> JsonObject:
         t0 = time.perf_counter()
         event = super().append(kind, **fields)
         self.durations.append(time.perf_counter() - t0)

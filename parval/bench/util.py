@@ -11,11 +11,11 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
 
 from parval.errors import ServerStartError
+from parval.jsontypes import JsonObject
 from parval.plan.load import resolve_executable
 from parval.server.process import LaunchSpec, ServerProcess, spawn, wait_ready
 
@@ -42,8 +42,8 @@ def model_entry(
     load_ms: float = 5.0,
     capacity: int = 16,
     lazy: bool = False,
-) -> dict[str, Any]:
-    entry: dict[str, Any] = {
+) -> JsonObject:
+    entry: JsonObject = {
         "id": MODEL_ID,
         "family": "standin_tts",
         "task": "tts",
@@ -63,7 +63,7 @@ def model_entry(
     return entry
 
 
-def standin_config(entry: dict[str, Any]) -> dict[str, Any]:
+def standin_config(entry: JsonObject) -> dict[str, object]:
     return {
         "host": "127.0.0.1",
         "backend": "cpu",
@@ -78,7 +78,7 @@ def standin_config(entry: dict[str, Any]) -> dict[str, Any]:
 
 @asynccontextmanager
 async def running_standin(
-    workdir: Path, name: str, entry: dict[str, Any], *, trace: Path | None = None, ready_s: float = 30.0
+    workdir: Path, name: str, entry: JsonObject, *, trace: Path | None = None, ready_s: float = 30.0
 ) -> AsyncIterator[ServerProcess]:
     """A fresh stand-in (flagged, 127.0.0.1, free port) started and stopped the way a
     campaign does it; it is always stopped, and killed if stopping fails."""
@@ -111,7 +111,7 @@ class TraceReader:
         self.path = path
         self.offset = 0
 
-    def new_lines(self) -> list[dict[str, Any]]:
+    def new_lines(self) -> list[JsonObject]:
         try:
             with self.path.open("rb") as fh:
                 fh.seek(self.offset)
@@ -120,7 +120,7 @@ class TraceReader:
             return []
         end = data.rfind(b"\n") + 1  # a line still being written stays for next time
         self.offset += end
-        out: list[dict[str, Any]] = []
+        out: list[JsonObject] = []
         for raw in data[:end].splitlines():
             try:
                 obj = json.loads(raw)

@@ -8,7 +8,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from parval.errors import PlanError
 from parval.jsontypes import JsonObject
@@ -129,7 +129,54 @@ class CatalogueFile:
         return self.path.parent
 
 
-def _executable(raw: dict[str, Any], where: str, base: Path) -> BuildExecutable:
+class ExecutableEntry(TypedDict):
+    """`builds.<key>.candidate` (or `.baseline`) as written, defaults filled in."""
+
+    executable: str
+    sha256: str | None
+    source_commit: str | None
+
+
+class FrameworkEntry(TypedDict):
+    record: str | None
+    protected: str | None
+
+
+class BuildEntry(TypedDict):
+    """`builds.<key>` as written (`schemas/catalogue.schema.json`), defaults filled in."""
+
+    candidate: ExecutableEntry
+    backend: NotRequired[str]
+    baseline: NotRequired[ExecutableEntry]
+    framework: NotRequired[FrameworkEntry]
+    runs_on: NotRequired[list[str]]
+
+
+class ClaimEntry(TypedDict):
+    """`claims[i]` as written, defaults filled in."""
+
+    name: str
+    backends: list[str]
+    shards: int
+    plan: NotRequired[str]
+    template: NotRequired[str]
+    overrides: NotRequired[JsonObject]
+    modes: NotRequired[list[str]]
+    counts: NotRequired[list[int]]
+
+
+class CatalogueData(TypedDict):
+    """A catalogue file that validated against its schema, defaults filled in."""
+
+    schema_version: int
+    kind: str
+    name: str
+    description: NotRequired[str]
+    builds: dict[str, BuildEntry]
+    claims: list[ClaimEntry]
+
+
+def _executable(raw: ExecutableEntry, where: str, base: Path) -> BuildExecutable:
     return BuildExecutable(
         where=where,
         executable=str(raw["executable"]),
@@ -139,7 +186,7 @@ def _executable(raw: dict[str, Any], where: str, base: Path) -> BuildExecutable:
     )
 
 
-def _problems(data: dict[str, Any], base: Path) -> list[str]:
+def _problems(data: CatalogueData, base: Path) -> list[str]:
     """What the schema cannot say: plan xor template, files that exist, a build for every
     backend, unique names."""
     out: list[str] = []
@@ -196,23 +243,23 @@ def read_catalogue(path: Path) -> CatalogueFile:
             f"{path}: {len(errors)} schema error(s):\n{lines}",
             hint="`parval schema catalogue` prints the catalogue schema",
         )
-    data = fill_defaults(load_schema("catalogue"), data)
+    checked: CatalogueData = fill_defaults(load_schema("catalogue"), data)
     base = path.resolve().parent
-    problems = _problems(data, base)
+    problems = _problems(checked, base)
     if problems:
         lines = "\n".join(f"  {path.name}: {p}" for p in problems)
         raise PlanError(f"{path}: {len(problems)} problem(s):\n{lines}")
     builds: dict[str, Build] = {}
-    for key, b in data["builds"].items():
-        fw = b.get("framework") or {}
+    for key, b in checked["builds"].items():
+        fw = b.get("framework")
         backend = str(b.get("backend") or key)
         builds[key] = Build(
             name=key,
             backend=backend,
             candidate=_executable(b["candidate"], f"builds.{key}.candidate", base),
             baseline=_executable(b["baseline"], f"builds.{key}.baseline", base) if b.get("baseline") else None,
-            framework_record=fw.get("record"),
-            protected=fw.get("protected"),
+            framework_record=fw.get("record") if fw else None,
+            protected=fw.get("protected") if fw else None,
             runs_on=tuple(b.get("runs_on") or ("self-hosted", backend)),
         )
     claims = tuple(
@@ -227,12 +274,12 @@ def read_catalogue(path: Path) -> CatalogueFile:
             counts=tuple(sorted(c["counts"])) if c.get("counts") else None,
             shards=int(c["shards"]),
         )
-        for i, c in enumerate(data["claims"])
+        for i, c in enumerate(checked["claims"])
     )
     return CatalogueFile(
         path=path.resolve(),
-        name=str(data["name"]),
-        description=str(data.get("description") or ""),
+        name=str(checked["name"]),
+        description=str(checked.get("description") or ""),
         builds=builds,
         claims=claims,
     )

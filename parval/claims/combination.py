@@ -18,27 +18,39 @@ import copy
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from parval.claims.catalogue_file import Build, CatalogueFile, Claim, read_catalogue, relative_to_plan
 from parval.errors import PlanError
+from parval.jsonread import as_int, get, item, iterate
+from parval.jsontypes import JsonObject, JsonValue
 from parval.plan.load import Plan, file_problems, parse_plan_text
 from parval.plan.schemas import fill_defaults, load_schema, schema_errors
 
 
-def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def merge(base: JsonObject, over: JsonObject) -> JsonObject:
     """Mappings merge key by key; any other value replaces; None removes the key."""
     out = copy.deepcopy(base)
     for key, value in over.items():
+        current = out.get(key)
         if value is None:
             out.pop(key, None)
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge(out[key], value)
+        elif isinstance(value, dict) and isinstance(current, dict):
+            out[key] = merge(current, value)
         else:
             out[key] = copy.deepcopy(value)
     return out
+
+
+def _section(value: JsonValue) -> JsonObject:
+    """A copy of a plan section to write over, as `{**(value or {})}` makes it (TypeError
+    for a section that is not a mapping)."""
+    if not value:
+        return {}
+    if isinstance(value, dict):
+        return {**value}
+    raise TypeError(f"'{type(value).__name__}' object is not a mapping")
 
 
 def run_dir_name(key: str, shard: tuple[int, int] | None) -> str:
@@ -56,7 +68,7 @@ class Combination:
     family: str
     task: str
     counts: tuple[int, ...]
-    data: dict[str, Any]  # the effective plan as a mapping (before defaults)
+    data: JsonObject  # the effective plan as a mapping (before defaults)
 
     @property
     def backend(self) -> str:
@@ -126,7 +138,7 @@ class Catalogue:
         return [c for c in self.combinations if c.key in only or c.claim.name in only]
 
 
-def _read_source(claim: Claim) -> dict[str, Any]:
+def _read_source(claim: Claim) -> JsonObject:
     try:
         text = claim.source.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -134,7 +146,7 @@ def _read_source(claim: Claim) -> dict[str, Any]:
     return parse_plan_text(text, str(claim.source))
 
 
-def effective_plan(cat: CatalogueFile, claim: Claim, build: Build, mode: str, base: dict[str, Any]) -> dict[str, Any]:
+def effective_plan(cat: CatalogueFile, claim: Claim, build: Build, mode: str, base: JsonObject) -> JsonObject:
     """The claim's plan with its overrides and the catalogue's decisions (module docstring)."""
     data = merge(base, claim.overrides)
     plan_dir = claim.source.parent
@@ -143,22 +155,22 @@ def effective_plan(cat: CatalogueFile, claim: Claim, build: Build, mode: str, ba
         return relative_to_plan(value, cat.base_dir, plan_dir)
 
     data["name"] = f"{claim.name}.{build.name}.{mode}"
-    data["server"] = {**(data.get("server") or {}), "backend": build.backend}
-    servers = dict(data.get("servers") or {})
-    servers["candidate"] = {**(servers.get("candidate") or {}), "executable": here(build.candidate.executable)}
+    data["server"] = {**_section(data.get("server")), "backend": build.backend}
+    servers = _section(data.get("servers"))
+    servers["candidate"] = {**_section(servers.get("candidate")), "executable": here(build.candidate.executable)}
     if build.baseline is not None:
-        servers["baseline"] = {**(servers.get("baseline") or {}), "executable": here(build.baseline.executable)}
+        servers["baseline"] = {**_section(servers.get("baseline")), "executable": here(build.baseline.executable)}
     data["servers"] = servers
-    data["model"] = {**(data.get("model") or {}), "mode": mode, "admit_modes": [mode]}
+    data["model"] = {**_section(data.get("model")), "mode": mode, "admit_modes": [mode]}
     if claim.counts is not None:
         data["counts"] = list(claim.counts)
-    identity = dict(data.get("identity") or {})
+    identity = _section(data.get("identity"))
     for role, exe in (("candidate", build.candidate), ("baseline", build.baseline)):
         if exe is not None and exe.source_commit:
-            identity[role] = {**(identity.get(role) or {}), "source_commit": exe.source_commit}
+            identity[role] = {**_section(identity.get(role)), "source_commit": exe.source_commit}
     if identity:
         data["identity"] = identity
-    framework = dict(data.get("framework") or {})
+    framework = _section(data.get("framework"))
     for key, value in (("record", build.framework_record), ("protected", build.protected)):
         if value:
             framework[key] = here(value)
@@ -174,7 +186,7 @@ def expand(cat: CatalogueFile) -> list[Combination]:
     seen: dict[tuple[str, str, str], str] = {}
     for claim in cat.claims:
         base = _read_source(claim)
-        modes = claim.modes or (str((base.get("model") or {}).get("mode") or "offline"),)
+        modes = claim.modes or (str(get(base.get("model") or {}, "mode") or "offline"),)
         for build_key in claim.backends:
             build = cat.builds[build_key]
             for mode in modes:
@@ -186,7 +198,7 @@ def expand(cat: CatalogueFile) -> list[Combination]:
                     problems += [f"{claim.where} → {key} ({what}): {e}" for e in errors]
                     continue
                 model = data["model"]
-                counts = tuple(sorted(int(n) for n in data["counts"]))
+                counts = tuple(sorted(as_int(n) for n in iterate(data["counts"])))
                 if 1 not in counts:
                     problems.append(f"{claim.where} → {key}: counts {list(counts)} must include 1")
                 if claim.shards > len(counts):
@@ -194,7 +206,7 @@ def expand(cat: CatalogueFile) -> list[Combination]:
                         f"{claim.where}.shards: {claim.shards} shards for {len(counts)} count(s): "
                         "a shard would run nothing"
                     )
-                ident = (str(model["id"]), build_key, mode)
+                ident = (str(item(model, "id")), build_key, mode)
                 if ident in seen:
                     problems.append(
                         f"{claim.where} → {key}: model {ident[0]!r} on {build_key}/{mode} is already claimed by "
@@ -207,9 +219,9 @@ def expand(cat: CatalogueFile) -> list[Combination]:
                         claim=claim,
                         build=build,
                         mode=mode,
-                        model_id=str(model["id"]),
-                        family=str(model.get("family", "")),
-                        task=str(model.get("task", "tts")),
+                        model_id=str(item(model, "id")),
+                        family=str(get(model, "family", "")),
+                        task=str(get(model, "task", "tts")),
                         counts=counts,
                         data=data,
                     )

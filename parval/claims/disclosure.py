@@ -24,12 +24,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from parval.claims.combination import Catalogue, Combination
 from parval.claims.evidence_found import Attributed, attribute, find_evidence
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE, RunDirError
-from parval.jsontypes import JsonObject, JsonValue
+from parval.jsontypes import JsonValue
+from parval.report.evidence_types import Assertion, Evidence
 from parval.report.load import run_problems
 from parval.report.performance_md import PerformanceRow
 
@@ -125,8 +126,8 @@ class CombinationDisclosure:
         }
 
     def performance_rows(self) -> dict[int, PerformanceRow]:
-        ev = self.found.evidence or {}
-        rows = (ev.get("performance") or {}).get("rows") or []
+        ev = self.found.evidence
+        rows = ((ev.get("performance") or {}).get("rows") or []) if ev else []
         return {int(r["count"]): r for r in rows if int(r["count"]) in self.combo.counts}
 
     def to_json(self) -> dict[str, object]:
@@ -160,16 +161,19 @@ class CombinationDisclosure:
         }
 
 
-def _entries(ev: dict[str, Any], n: int) -> list[dict[str, Any]]:
+def _entries(ev: Evidence, n: int) -> list[Assertion]:
     """Every judged entry that bears on count n: model-level, the count's, the framework's."""
-    mc = ev.get("model_checks") or {}
-    out = list(mc.get("model_level") or [])
-    out += list(((mc.get("per_count") or {}).get(str(n)) or {}).get("assertions") or [])
-    out += [a for a in (ev.get("framework_checks") or {}).get("results") or [] if a.get("count") in (None, n)]
+    out: list[Assertion] = []
+    if mc := ev.get("model_checks"):
+        out += mc.get("model_level") or []
+        if (per_count := mc.get("per_count")) and (counted := per_count.get(str(n))):
+            out += counted.get("assertions") or []
+    if fc := ev.get("framework_checks"):
+        out += [a for a in fc.get("results") or [] if a.get("count") in (None, n)]
     return out
 
 
-def _blocking(ev: dict[str, Any], n: int, statuses: tuple[str, ...]) -> tuple[list[str], str]:
+def _blocking(ev: Evidence, n: int, statuses: tuple[str, ...]) -> tuple[list[str], str]:
     found = [a for a in _entries(ev, n) if a.get("status") in statuses]
     found.sort(key=lambda a: statuses.index(str(a["status"])))
     ids = list(dict.fromkeys(f"{a['id']} {a['status']}" for a in found))
@@ -181,9 +185,10 @@ def count_rows(combo: Combination, found: Attributed, invalid: list[str]) -> lis
     """One row per claimed count (module docstring)."""
     ev = found.evidence
     rows: list[CountRow] = []
-    verdict = (ev or {}).get("verdict") or {}
-    admitted = set(verdict.get("admitted_counts") or [])
-    by_count = verdict.get("counts") or {}
+    verdict = ev.get("verdict") if ev else None
+    admitted = set(verdict.get("admitted_counts") or []) if verdict else set()
+    by_count = (verdict.get("counts") or {}) if verdict else {}
+    line = str(verdict.get("line", "")) if verdict else ""
     for n in combo.counts:
         if ev is not None and invalid:
             rows.append(CountRow(n, State.NOT_ADMITTED, "INVALID EVIDENCE: " + "; ".join(invalid[:3])))
@@ -192,16 +197,17 @@ def count_rows(combo: Combination, found: Attributed, invalid: list[str]) -> lis
             rows.append(_uncovered(n, found))
             continue
         if n in admitted:
-            rows.append(CountRow(n, State.ADMITTED, str(verdict.get("line", ""))))
+            rows.append(CountRow(n, State.ADMITTED, line))
             continue
         status = str(by_count.get(str(n), "PENDING"))
         state = _FOR_VERDICT.get(status)
         if state is None:  # PASS, yet not admitted: a lower count is not
             below = next((r for r in rows if r.count < n and r.state is not State.ADMITTED), None)
             if below is None:  # the judge's admission rule (Q6) says why
-                level: list[JsonObject] = (ev.get("model_checks") or {}).get("model_level") or []
-                q6: dict[str, Any] = next((a for a in level if a["id"] == "Q6"), {})
-                why = "; ".join([str(q6.get("reason") or verdict.get("line", "")), *(q6.get("limitations") or [])])
+                level: list[Assertion] = (ev.get("model_checks") or {}).get("model_level") or []
+                q6 = next((a for a in level if a["id"] == "Q6"), None)
+                reason, limits = (None, None) if q6 is None else (q6.get("reason"), q6.get("limitations"))
+                why = "; ".join([str(reason or line), *(limits or [])])
                 rows.append(CountRow(n, State.PENDING, f"count {n} passes but is not admitted: {why}", ["Q6"]))
             else:
                 rows.append(

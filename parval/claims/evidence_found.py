@@ -14,14 +14,17 @@ are attributed by model, backend and mode, and never count toward admission.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from parval.claims.combination import Combination
 from parval.errors import ParvalError
-from parval.jsontypes import JsonValue
+from parval.jsonread import get
+from parval.jsontypes import JsonObject, JsonValue
 from parval.report.catalogue import find_runs
+from parval.report.evidence_types import Evidence
 from parval.report.history import HistoricalRow, historical_rows
 from parval.report.merge import LoadedRun, MergeRefused, check_mergeable, merge_evidence
 from parval.rundir.layout import MANIFEST
@@ -35,7 +38,7 @@ class RunSummary(TypedDict):
     counts: list[int]
     candidate_sha256: str | None
     candidate_commit: str | None
-    provenance: str | None
+    provenance: JsonValue
     generated_at: str
     verdict: JsonValue
 
@@ -44,23 +47,23 @@ class RunSummary(TypedDict):
 class FoundRun:
     dir: Path
     rel: str
-    ev: dict[str, Any]
-    manifest: dict[str, Any]
+    ev: Evidence
+    manifest: JsonObject
     loaded: LoadedRun
 
     @property
-    def identity(self) -> dict[str, Any]:
-        ident: dict[str, Any] = self.ev.get("identity") or {}
+    def identity(self) -> Mapping[str, object]:
+        ident: Mapping[str, object] = self.ev.get("identity") or {}
         return ident
 
     @property
     def candidate_sha256(self) -> str | None:
-        return self.identity.get("candidate_sha256")
+        ident = self.ev.get("identity")
+        return ident.get("candidate_sha256") if ident else None
 
     @property
     def candidate_commit(self) -> str | None:
-        ident = self.manifest.get("identity") or {}
-        commit = (ident.get("candidate") or {}).get("source_commit")
+        commit = get(get(self.manifest.get("identity") or {}, "candidate") or {}, "source_commit")
         return str(commit) if commit else None
 
     @property
@@ -69,7 +72,7 @@ class FoundRun:
         return list(shard) if shard else None
 
     @property
-    def provenance(self) -> str | None:
+    def provenance(self) -> JsonValue:
         prov = self.manifest.get("provenance") or (self.ev.get("run") or {}).get("provenance") or {}
         return prov.get("kind") if isinstance(prov, dict) else None
 
@@ -109,8 +112,8 @@ def find_evidence(root: Path) -> Found:
     for d in find_runs(root):
         rel = str(d.relative_to(root)) if d != root else "."
         try:
-            ev = json.loads((d / "evidence.json").read_text("utf-8"))
-            manifest = json.loads((d / MANIFEST).read_text("utf-8"))
+            ev: Evidence = json.loads((d / "evidence.json").read_text("utf-8"))
+            manifest: JsonObject = json.loads((d / MANIFEST).read_text("utf-8"))
             runs.append(FoundRun(d, rel, ev, manifest, LoadedRun(d, ev)))
         except (OSError, ValueError, KeyError, TypeError, AttributeError, ParvalError) as exc:
             unreadable.append({"dir": rel, "error": f"unreadable evidence: {type(exc).__name__}: {exc}"})
@@ -125,7 +128,7 @@ class Attributed:
     not_used: list[tuple[FoundRun, str]] = field(default_factory=list)  # current, left out: why
     stale: list[tuple[FoundRun, str]] = field(default_factory=list)
     historical: list[HistoricalRow] = field(default_factory=list)
-    evidence: dict[str, Any] | None = None  # the used runs' (merged) evidence
+    evidence: Evidence | None = None  # the used runs' (merged) evidence
     covered: dict[int, list[str]] = field(default_factory=dict)  # count → used runs that ran it
     not_run: dict[int, str] = field(default_factory=dict)  # count → why a used run left it out
 

@@ -19,10 +19,10 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from parval.errors import InputFileError, UsageError
-from parval.jsontypes import JsonObject
+from parval.jsonread import iterate
+from parval.jsontypes import JsonObject, JsonValue
 from parval.plan.load import GPU_BACKENDS
 from parval.plan.starter import BACKENDS, PLACEHOLDER, advertised_counts, read_server_config, starter_plan
 
@@ -30,12 +30,19 @@ from parval.plan.starter import BACKENDS, PLACEHOLDER, advertised_counts, read_s
 @dataclass
 class Source:
     path: Path
-    config: dict[str, Any]  # a server config (a model spec is wrapped as one)
+    config: JsonObject  # a server config (a model spec is wrapped as one)
     kind: str  # "server config" or "model spec"
 
     @property
     def backend(self) -> str:
         return str(self.config.get("backend", "cuda"))
+
+    def model_count(self) -> int:
+        """How many model entries it lists (`len` of its models)."""
+        models: JsonValue = self.config["models"]
+        if isinstance(models, list | dict | str):
+            return len(models)
+        raise TypeError(f"object of type '{type(models).__name__}' has no len()")
 
 
 @dataclass
@@ -76,7 +83,7 @@ def proposals(sources: list[Source]) -> list[Proposed]:
     for src in sources:
         if src.backend not in BACKENDS:
             raise UsageError(f"{src.path}: unsupported backend {src.backend!r}")
-        for entry in src.config["models"]:
+        for entry in iterate(src.config["models"]):
             if not isinstance(entry, dict):
                 continue
             for key in ("id", "family", "path"):
@@ -129,7 +136,7 @@ def write_proposal(
     name = _name(output.stem.removesuffix(".catalogue")) or "catalogue"
     lines = [
         "# parval catalogue proposed by `parval catalogue init` from:",
-        *(f"#   {s.path} ({s.kind}, backend {s.backend}): {len(s.config['models'])} model(s)" for s in sources),
+        *(f"#   {s.path} ({s.kind}, backend {s.backend}): {s.model_count()} model(s)" for s in sources),
         "# Each model is claimed at the counts its `slots` advertise (1..slots), on each backend",
         "# whose config lists it. Decide before running: the candidate build per backend, which",
         "# claims this change really makes, and each starter plan's EDIT-ME placeholders. Then:",

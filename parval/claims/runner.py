@@ -19,13 +19,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from parval.claims.combination import Combination, run_dir_name
 from parval.claims.inputs import Action, check_run_dir, run_state, set_aside
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE, PlanError
 from parval.jsontypes import JsonObject
 from parval.plan.load import Plan
+from parval.report.evidence_types import Evidence
 from parval.rundir.layout import EVIDENCE
 
 
@@ -97,7 +97,7 @@ def worst_exit(codes: list[int]) -> int:
 
 
 def _verdict(run_dir: Path) -> tuple[int, str]:
-    ev: dict[str, Any] = json.loads((run_dir / EVIDENCE).read_text("utf-8"))
+    ev: Evidence = json.loads((run_dir / EVIDENCE).read_text("utf-8"))
     return int(ev["verdict"]["exit_code"]), str(ev["verdict"]["line"])
 
 

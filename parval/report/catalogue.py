@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from parval.errors import RunDirError
 from parval.jsontypes import JsonObject
 from parval.report.catalogue_row import CatalogueRow
+from parval.report.evidence_types import Evidence
 from parval.report.history import HistoricalRow
 from parval.rundir.layout import MANIFEST
 
@@ -20,7 +20,7 @@ def find_runs(root: Path) -> list[Path]:
     return sorted(p.parent for p in root.rglob("evidence.json") if p.is_file())
 
 
-def blocking(ev: dict[str, Any]) -> list[str]:
+def blocking(ev: Evidence) -> list[str]:
     """The assertions that keep a run from admission: FAIL first, then
     BLOCKED/PENDING/UNSUPPORTED."""
     order = {"FAIL": 0, "BLOCKED": 1, "UNSUPPORTED": 2, "PENDING": 3}
@@ -48,7 +48,7 @@ def catalogue_rows(root: Path) -> list[CatalogueRow]:
     rows: list[CatalogueRow] = []
     for d in find_runs(root):
         try:
-            ev = json.loads((d / "evidence.json").read_text("utf-8"))
+            ev: Evidence = json.loads((d / "evidence.json").read_text("utf-8"))
             ident, v = ev["identity"], ev["verdict"]
         except (OSError, ValueError, KeyError) as exc:
             rows.append({"dir": str(d), "error": f"unreadable evidence: {exc}"})

@@ -133,7 +133,7 @@ def _evidence_section(d: Disclosure) -> list[str]:
         f = c.found
         parts = []
         if f.used:
-            verdict = (f.evidence or {}).get("verdict", {}).get("line", "")
+            verdict = f.evidence["verdict"].get("line", "") if f.evidence and "verdict" in f.evidence else ""
             parts.append(f"verdict {esc(verdict)}")
         for r, why in f.not_used:
             parts.append(f"not used `{esc(r.rel)}`: {esc(why)}")
@@ -167,7 +167,8 @@ def comparison_rows(d: Disclosure) -> list[ComparisonRow]:
     out: list[ComparisonRow] = []
     for c in d.combinations:
         perf = c.performance_rows()
-        memory = ((c.found.evidence or {}).get("performance") or {}).get("memory_verdict")
+        ev = c.found.evidence
+        memory = (ev.get("performance") or {}).get("memory_verdict") if ev else None
         for r in c.rows:
             p = perf.get(r.count) if r.state not in (State.STALE, State.HISTORICAL, State.NOT_RUN) else None
             out.append(

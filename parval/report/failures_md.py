@@ -7,25 +7,30 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Literal
 
+from parval.jsonread import iterate
+from parval.report.evidence_types import Assertion, AssertionEvidence, Evidence, MergedRun, RunInfo
 from parval.report.md_base import ICON, MAX_ROWS, ReportContext, count_sources, detailed, esc, short
 
 UNRESOLVED = ("BLOCKED", "UNSUPPORTED", "PENDING")
-_PROBLEM_LISTS = (
-    ("errors", "Request errors"),
-    ("malformed", "Malformed replies"),
-    ("indeterminate", "Indeterminate outcomes"),
-    ("no_reference", "Outputs without a same-history reference"),
+_ProblemList = Literal["errors", "malformed", "indeterminate", "no_reference"]
+_ProblemCount = Literal["errors_count", "malformed_count", "indeterminate_count", "no_reference_count"]
+# (the evidence's request list, its total before shortening, the section's title)
+_PROBLEM_LISTS: tuple[tuple[_ProblemList, _ProblemCount, str], ...] = (
+    ("errors", "errors_count", "Request errors"),
+    ("malformed", "malformed_count", "Malformed replies"),
+    ("indeterminate", "indeterminate_count", "Indeterminate outcomes"),
+    ("no_reference", "no_reference_count", "Outputs without a same-history reference"),
 )
 
 
-def _history(h: Any) -> str:
+def _history(h: object) -> str:
     if h is None:
         return "(unknown)"
     if not h:
         return "(fresh slot)"
-    return " → ".join(str(x) for x in h)
+    return " → ".join(str(x) for x in iterate(h))
 
 
 def _where(m: Mapping[str, object]) -> list[str]:
@@ -93,18 +98,23 @@ def generic_evidence(evidence: Mapping[str, object]) -> list[str]:
     return lines
 
 
-def campaign_command(ev: dict[str, Any], count: int | None) -> str:
+def campaign_command(ev: Evidence, count: int | None) -> str:
     """`parval run PLAN [--shard i/n]` for the run that judged `count` (any run if None)."""
-    runs = ev.get("merged_from") or [{**(ev.get("run") or {}), "counts": None}]
+    runs = ev.get("merged_from") or [_whole_campaign(ev.get("run") or {})]
     run = next((r for r in runs if count is None or r.get("counts") is None or count in r["counts"]), runs[0])
     cmd = f"parval run {shlex.quote(str(run.get('plan') or 'PLAN'))}"
-    if run.get("shard"):
-        cmd += f" --shard {run['shard'][0]}/{run['shard'][1]}"
+    if shard := run.get("shard"):
+        cmd += f" --shard {shard[0]}/{shard[1]}"
     return cmd
 
 
+def _whole_campaign(run: RunInfo) -> MergedRun:
+    """One run's record as the run that judged every count (no counts of its own)."""
+    return {"plan": run.get("plan"), "shard": run.get("shard")}
+
+
 def reproduce_block(
-    a: dict[str, Any], first: dict[str, Any] | None, ev: dict[str, Any], context: ReportContext, count: int | None
+    a: Assertion, first: Mapping[str, object] | None, ev: Evidence, context: ReportContext, count: int | None
 ) -> list[str]:
     cmds: list[str | None] = [
         "# the whole campaign, as parval ran it:",
@@ -123,8 +133,9 @@ def reproduce_block(
         bodies = context.get("requests") or {}
         if req in bodies:
             if history:
-                cmds.append(f"# send the slot's history first, one at a time: {', '.join(map(str, history))}")
-            payload = json.dumps({"model": ev["identity"]["model"], "request": bodies[req]}, sort_keys=True)
+                cmds.append(f"# send the slot's history first, one at a time: {', '.join(map(str, iterate(history)))}")
+            # `req` is one of the bodies' (string) names here.
+            payload = json.dumps({"model": ev["identity"]["model"], "request": bodies[str(req)]}, sort_keys=True)
             cmds += [
                 f"# then request '{req}' (port: see the server's config.json):",
                 "curl -sS http://127.0.0.1:$PORT/v1/tasks/run -H 'Content-Type: application/json' \\",
@@ -144,12 +155,12 @@ def reproduce_block(
     return ["Reproduce:", "", "```sh", *lines, "```", ""]
 
 
-def explain_failure(count: int | None, a: dict[str, Any], ev: dict[str, Any], context: ReportContext) -> list[str]:
+def explain_failure(count: int | None, a: Assertion, ev: Evidence, context: ReportContext) -> list[str]:
     where = f" at count {count}" if count is not None else ""
     lines = [f"#### ❌ {a['id']}{where}", "", esc(a.get("reason", "")), ""]
-    e = a.get("evidence") or {}
+    e: AssertionEvidence = a.get("evidence") or {}
     mism = e.get("mismatches") or []
-    first: dict[str, Any] | None = None
+    first: Mapping[str, object] | None = None
     if mism:
         total = int(e.get("mismatch_count", len(mism)))
         first = mism[0]
@@ -159,16 +170,16 @@ def explain_failure(count: int | None, a: dict[str, Any], ev: dict[str, Any], co
             f"`{first.get('artifact')}`), reference `{first.get('ref_canon')}` "
             f"(artifact `{first.get('ref_artifact')}`)."
         ]
-        ga, ra = (first.get("got_audio") or {}), (first.get("ref_audio") or {})
+        ga, ra = (mism[0].get("got_audio") or {}), (mism[0].get("ref_audio") or {})
         if ga or ra:
             lines[-1] += f" Audio: got {_audio(ga)}, reference {_audio(ra)}."
         lines.append("")
-    for key, what in _PROBLEM_LISTS:
+    for key, count_key, what in _PROBLEM_LISTS:
         items = e.get(key) or []
         if items:
             first = first or items[0]
-            lines += error_table(items, int(e.get(f"{key}_count", len(items))), what) + [""]
-    if not mism and not any(e.get(k) for k, _ in _PROBLEM_LISTS):
+            lines += error_table(items, int(e.get(count_key, len(items))), what) + [""]
+    if not mism and not any(e.get(k) for k, _, _ in _PROBLEM_LISTS):
         lines += generic_evidence(e) + [""]
         first = next(
             (v[0] for v in e.values() if isinstance(v, list) and v and isinstance(v[0], dict) and v[0].get("run")), None
@@ -187,7 +198,7 @@ def _audio(info: Mapping[str, object]) -> str:
     return "; ".join(parts) or "–"
 
 
-def unresolved_lines(ev: dict[str, Any]) -> list[str]:
+def unresolved_lines(ev: Evidence) -> list[str]:
     groups: dict[tuple[str, str], list[str]] = {}
     for n, a in detailed(ev):
         if a["status"] in UNRESOLVED:

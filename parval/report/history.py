@@ -27,12 +27,13 @@ import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import NotRequired, TypedDict
 
 import yaml
 
 from parval import PROCEDURE_VERSION, __version__
 from parval.errors import InputFileError, RunDirError, UsageError
+from parval.jsonread import iterate
 from parval.jsontypes import JsonValue
 from parval.procedure.catalogue import all_ids
 
@@ -105,6 +106,25 @@ class HistoricalRecord(TypedDict):
     verdict: HistoricalVerdict
 
 
+class ReportSource(TypedDict):
+    """The hand-written report a mapping file maps (and its hash when it is there)."""
+
+    report: str
+    report_sha256: str | None
+
+
+class ImportedBody(TypedDict):
+    """What a historical record is built from, whichever format it was read from."""
+
+    identity: dict[str, object]
+    tested: dict[str, object]
+    entries: list[HistoricalEntry]
+    limitations: list[str]
+    format: str
+    report: NotRequired[str]
+    report_sha256: NotRequired[str | None]
+
+
 def _known(id_: str) -> bool:
     return id_ in all_ids()
 
@@ -145,12 +165,12 @@ def _entry(
 
 
 # -- from a parval evidence file ------------------------------------------------------------
-def _from_evidence(ev: dict[str, Any], run_dir: Path | None, version: str) -> dict[str, Any]:
+def _from_evidence(ev: Mapping[str, object], run_dir: Path | None, version: str) -> ImportedBody:
     ident = _mapping(ev.get("identity"))
     tested = {k: ident.get(k) for k in TESTED_KEYS}
     limitations: list[str] = []
     entries: list[HistoricalEntry] = []
-    for a in ev.get("assertions") or []:
+    for a in iterate(ev.get("assertions") or []):
         if not isinstance(a, dict) or "id" not in a:
             continue
         aid, st = str(a["id"]), str(a.get("status"))
@@ -179,25 +199,28 @@ def _from_evidence(ev: dict[str, Any], run_dir: Path | None, version: str) -> di
 
 def _imported(
     ident: Mapping[str, object],
-    tested: Mapping[str, object],
+    tested: dict[str, object],
     entries: list[HistoricalEntry],
     limitations: list[str],
     fmt: str,
-    source: Mapping[str, str | None] | None = None,
-) -> dict[str, Any]:
+    source: ReportSource | None = None,
+) -> ImportedBody:
     """The body of a historical record, whichever format it was read from."""
-    return {
+    body: ImportedBody = {
         "identity": {k: ident.get(k) for k in IDENTITY_KEYS},
         "tested": tested,
         "entries": entries,
         "limitations": limitations,
         "format": fmt,
-        **(source or {}),
     }
+    if source is not None:
+        body["report"] = source["report"]
+        body["report_sha256"] = source["report_sha256"]
+    return body
 
 
 # -- from a mapping file --------------------------------------------------------------------
-def _from_mapping(data: dict[str, Any], base: Path, version: str) -> dict[str, Any]:
+def _from_mapping(data: Mapping[str, object], base: Path, version: str) -> ImportedBody:
     tested_raw = _mapping(data.get("tested"))
     tested = {k: tested_raw.get(k) for k in TESTED_KEYS}
     ident_raw = _mapping(data.get("identity"))
@@ -205,7 +228,7 @@ def _from_mapping(data: dict[str, Any], base: Path, version: str) -> dict[str, A
     if not isinstance(findings, list) or not findings:
         raise UsageError("mapping file: `findings` must be a non-empty list")
     entries: list[HistoricalEntry] = []
-    limitations = [str(x) for x in data.get("limitations") or []]
+    limitations = [str(x) for x in iterate(data.get("limitations") or [])]
     for i, f in enumerate(findings, 1):
         if not isinstance(f, dict):
             raise UsageError(f"mapping file: findings[{i - 1}] must be a mapping")
@@ -232,7 +255,7 @@ def _from_mapping(data: dict[str, Any], base: Path, version: str) -> dict[str, A
     if not data.get("slot_histories"):
         limitations.append("slot histories not available: Q4/M3.history cannot be re-checked")
     report = data.get("report")
-    source: dict[str, str | None] = {}
+    source: ReportSource | None = None
     if report:
         rp = Path(str(report))
         rp = rp if rp.is_absolute() else base / rp
@@ -303,12 +326,7 @@ def build_historical(old: Path, version: str, *, candidate_sha256: str | None = 
         "parval_version": __version__,
         "procedure_version": version,
         "current_procedure_version": PROCEDURE_VERSION,
-        "source": {
-            "path": str(path),
-            "sha256": digest,
-            "format": body["format"],
-            **{k: body[k] for k in ("report", "report_sha256") if k in body},
-        },
+        "source": _source(path, digest, body),
         "identity": body["identity"],
         "tested": tested,
         "entries": entries,
@@ -318,6 +336,16 @@ def build_historical(old: Path, version: str, *, candidate_sha256: str | None = 
         "counts_toward_admission": False,
         "verdict": {"line": line, "admitted_counts": []},
     }
+
+
+def _source(path: Path, digest: str, body: ImportedBody) -> dict[str, object]:
+    """The record's `source`: the file imported, and the report a mapping file maps."""
+    source: dict[str, object] = {"path": str(path), "sha256": digest, "format": body["format"]}
+    if "report" in body:
+        source["report"] = body["report"]
+    if "report_sha256" in body:
+        source["report_sha256"] = body["report_sha256"]
+    return source
 
 
 def write_historical(record: HistoricalRecord, out: Path) -> Path:

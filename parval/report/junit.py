@@ -8,19 +8,26 @@ reason (they are not failures of the candidate, but they do keep it from admissi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
 from xml.etree import ElementTree as ET
 
 from parval.report.catalogue_row import CatalogueRow
+from parval.report.evidence_types import Assertion, AssertionEvidence, Evidence
 from parval.report.failures_md import campaign_command
 from parval.report.md_base import detailed
 
 SKIPPED = ("PENDING", "BLOCKED", "UNSUPPORTED", "NOT_APPLICABLE")
+_PROBLEM_KEYS: tuple[Literal["errors", "malformed", "indeterminate", "no_reference"], ...] = (
+    "errors",
+    "malformed",
+    "indeterminate",
+    "no_reference",
+)
 
 
-def _failure_text(a: dict[str, Any], ev: dict[str, Any], count: int | None) -> str:
+def _failure_text(a: Assertion, ev: Evidence, count: int | None) -> str:
     lines = [str(a.get("reason", ""))]
-    e = a.get("evidence") or {}
+    e: AssertionEvidence = a.get("evidence") or {}
     for m in (e.get("mismatches") or [])[:10]:
         lines.append(
             f"mismatch: run={m.get('run')} phase={m.get('phase')} wave={m.get('wave')} "
@@ -28,7 +35,7 @@ def _failure_text(a: dict[str, Any], ev: dict[str, Any], count: int | None) -> s
             f"got_canon={m.get('got_canon')} ref_canon={m.get('ref_canon')} "
             f"artifact={m.get('artifact')} ref_artifact={m.get('ref_artifact')}"
         )
-    for key in ("errors", "malformed", "indeterminate", "no_reference"):
+    for key in _PROBLEM_KEYS:
         for m in (e.get(key) or [])[:5]:
             lines.append(
                 f"{key}: run={m.get('run')} phase={m.get('phase')} wave={m.get('wave')} "
@@ -39,9 +46,9 @@ def _failure_text(a: dict[str, Any], ev: dict[str, Any], count: int | None) -> s
     return "\n".join(lines)
 
 
-def cases(ev: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], int | None]]:
+def cases(ev: Evidence) -> list[tuple[str, str, Assertion, int | None]]:
     """(test name, class name, entry, count) for every judged entry."""
-    out: list[tuple[str, str, dict[str, Any], int | None]] = []
+    out: list[tuple[str, str, Assertion, int | None]] = []
     seen: set[str] = set()
     for n, a in detailed(ev):
         name = a["id"] if n is None else f"{a['id']}[count={n}]"
@@ -56,7 +63,7 @@ def cases(ev: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], int | None
     return out
 
 
-def _suite(ev: dict[str, Any], name: str) -> ET.Element:
+def _suite(ev: Evidence, name: str) -> ET.Element:
     items = cases(ev)
     suite = ET.Element(
         "testsuite",
@@ -87,7 +94,7 @@ def _suite(ev: dict[str, Any], name: str) -> ET.Element:
     return suite
 
 
-def render_junit(ev: dict[str, Any]) -> str:
+def render_junit(ev: Evidence) -> str:
     root = ET.Element("testsuites", name="parval")
     root.append(_suite(ev, f"parval {ev['identity']['model']}"))
     return _xml(root)

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from parval.errors import RunDirError
+from parval.report.evidence_types import Evidence, built_record
 from parval.report.render import write_reports
 from parval.rundir.layout import EVENTS, EVIDENCE
 from parval.rundir.verified import Verified, verified
 
 
-def load_run(run_dir: Path, rejudge: bool) -> tuple[dict[str, Any], Verified]:
+def load_run(run_dir: Path, rejudge: bool) -> tuple[Evidence, Verified]:
     """(the evidence, what was verified of its directory before it was read)."""
     if not run_dir.is_dir():
         raise RunDirError(f"{run_dir}: no such run directory")
@@ -26,13 +26,13 @@ def load_run(run_dir: Path, rejudge: bool) -> tuple[dict[str, Any], Verified]:
         from parval.judge import judge_run
         from parval.rundir.integrity import seal_run
 
-        evidence = judge_run(run_dir)
+        evidence = built_record(judge_run(run_dir))
         # The run directory's own report follows the new judgement, sealed like `parval run`.
         write_reports(run_dir, evidence)
         seal_run(run_dir)
         return evidence, check
     try:
-        data: dict[str, Any] = json.loads((run_dir / EVIDENCE).read_text("utf-8"))
+        data: Evidence = json.loads((run_dir / EVIDENCE).read_text("utf-8"))
     except ValueError as exc:
         raise RunDirError(
             f"{run_dir / EVIDENCE}: not valid JSON ({exc})", hint="re-judge the recorded events with --rejudge"
@@ -40,7 +40,7 @@ def load_run(run_dir: Path, rejudge: bool) -> tuple[dict[str, Any], Verified]:
     return data, check
 
 
-def run_problems(run_dir: Path, ev: dict[str, Any]) -> list[str]:
+def run_problems(run_dir: Path, ev: Evidence) -> list[str]:
     """What `verified` would refuse `run_dir` for, listed rather than raised, with `ev` (the
     evidence about to be presented) held to the hashes on disk: the catalogue shows a run's
     problems on its rows (INVALID EVIDENCE) and decides whether to rerun it."""

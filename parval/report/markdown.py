@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from parval.procedure.catalogue import group_of
+from parval.report.evidence_types import Assertion, Evidence, RunInfo
 from parval.report.failures_md import explain_failure, unresolved_lines
 from parval.report.md_base import ICON, ReportContext, detailed, esc, short
 from parval.report.performance_md import performance_table_markdown
@@ -40,11 +40,11 @@ COMMENT_LIMIT = 60_000  # GitHub refuses comments over 65,536 characters
 
 
 # -- the check table -----------------------------------------------------------------------
-def _status_of(entries: list[dict[str, Any]]) -> str:
+def _status_of(entries: list[Assertion]) -> str:
     return str(combine(Status(a["status"]) for a in entries))
 
 
-def check_table(ev: dict[str, Any]) -> list[str]:
+def check_table(ev: Evidence) -> list[str]:
     counts = sorted(int(n) for n in ev["model_checks"]["per_count"])
     entries = detailed(ev)
     head = "| group | status | " + " | ".join(f"count {n}" for n in counts) + " | not passing |"
@@ -79,7 +79,7 @@ def check_table(ev: dict[str, Any]) -> list[str]:
     return rows
 
 
-def other_line(ev: dict[str, Any]) -> str:
+def other_line(ev: Evidence) -> str:
     by_id = {a["id"]: a for a in ev["assertions"]}
     x = " · ".join(f"{i} {ICON[by_id[i]['status']]}" for i in OTHER_GROUPS[:4] if i in by_id)
     q = " · ".join(f"{i} {ICON[by_id[i]['status']]}" for i in OTHER_GROUPS[4:] if i in by_id)
@@ -87,7 +87,7 @@ def other_line(ev: dict[str, Any]) -> str:
 
 
 # -- per-assertion details -----------------------------------------------------------------
-def _details(a: dict[str, Any], per: list[tuple[int | None, dict[str, Any]]], cap: int) -> list[str]:
+def _details(a: Assertion, per: list[tuple[int | None, Assertion]], cap: int) -> list[str]:
     open_attr = " open" if a["status"] == "FAIL" else ""
     lines = [
         f"<details{open_attr}><summary>{ICON[a['status']]} <b>{a['id']}</b> {a['status']} — "
@@ -114,8 +114,8 @@ def _details(a: dict[str, Any], per: list[tuple[int | None, dict[str, Any]]], ca
     return lines
 
 
-def _all_details(ev: dict[str, Any], cap: int) -> list[str]:
-    by_id: dict[str, list[tuple[int | None, dict[str, Any]]]] = {}
+def _all_details(ev: Evidence, cap: int) -> list[str]:
+    by_id: dict[str, list[tuple[int | None, Assertion]]] = {}
     for n, x in detailed(ev):
         by_id.setdefault(x["id"], []).append((n, x))
     out: list[str] = []
@@ -125,7 +125,7 @@ def _all_details(ev: dict[str, Any], cap: int) -> list[str]:
 
 
 # -- the framework record this evidence relies on ----------------------------------------------
-def framework_lines(ev: dict[str, Any]) -> list[str]:
+def framework_lines(ev: Evidence) -> list[str]:
     """Which framework record was used (or why not), its count coverage and any reviewed reuse."""
     fw = ev.get("framework_checks") or {}
     rec, reuse, cov = fw.get("record"), fw.get("reuse"), fw.get("coverage")
@@ -155,11 +155,11 @@ def framework_lines(ev: dict[str, Any]) -> list[str]:
             + "; reused only for changes under the reviewed adapter paths: "
             + ", ".join(f"`{esc(p.get('path'))}/<family>`" for p in reuse.get("adapter_paths", [])),
         ]
-        for key, title in (
-            ("refused_files", "changed files not known to be one family's adapter"),
-            ("dirty", "uncommitted changes in the checkout"),
+        for title, listed in (
+            ("changed files not known to be one family's adapter", reuse.get("refused_files")),
+            ("uncommitted changes in the checkout", reuse.get("dirty")),
         ):
-            files = reuse.get(key) or []
+            files = listed or []
             if files:
                 out.append(
                     f"{title}: "
@@ -175,7 +175,7 @@ def framework_lines(ev: dict[str, Any]) -> list[str]:
 
 
 # -- the whole report ----------------------------------------------------------------------
-def _provenance(ev: dict[str, Any], ctx: ReportContext) -> object:
+def _provenance(ev: Evidence, ctx: ReportContext) -> object:
     """Where the evidence was made: the evidence's own record, else the one run's manifest."""
     prov = (ev.get("run") or {}).get("provenance")
     dirs = ctx.get("run_dirs") or []
@@ -188,7 +188,7 @@ def _provenance(ev: dict[str, Any], ctx: ReportContext) -> object:
     return prov
 
 
-def _header(ev: dict[str, Any], ctx: ReportContext | None = None) -> list[str]:
+def _header(ev: Evidence, ctx: ReportContext | None = None) -> list[str]:
     ident = ev["identity"]
     v = ev["verdict"]
     out = [
@@ -218,7 +218,7 @@ def _header(ev: dict[str, Any], ctx: ReportContext | None = None) -> list[str]:
             "|---|---|---|---|---|",
         ]
         for r in ev["merged_from"]:
-            shard = f"{r['shard'][0]}/{r['shard'][1]}" if r.get("shard") else "–"
+            shard = f"{s[0]}/{s[1]}" if (s := r.get("shard")) else "–"
             out.append(
                 f"| `{esc(r['dir'])}` | {shard} | {r['counts']} "
                 f"| {short(r.get('plan_sha256'), 12)} | "
@@ -232,7 +232,7 @@ def _header(ev: dict[str, Any], ctx: ReportContext | None = None) -> list[str]:
 
 
 def render_markdown(
-    ev: dict[str, Any],
+    ev: Evidence,
     *,
     plots: list[tuple[str, str]] | None = None,
     plot_note: str | None = None,
@@ -262,11 +262,15 @@ def render_markdown(
         mid += ["### Memory", ""] + [f"![{label}]({path})" for label, path in plots] + [""]
     elif plot_note:
         mid += ["### Memory", "", plot_note, ""]
-    run = ev.get("run") or {}
+    run: RunInfo = ev.get("run") or {}
     hashes = [
-        f"{name} sha256 {str(run[key])[:16]}"
-        for name, key in (("events", "events_sha256"), ("manifest", "manifest_sha256"), ("plan", "plan_sha256"))
-        if run.get(key)
+        f"{name} sha256 {str(value)[:16]}"
+        for name, value in (
+            ("events", run.get("events_sha256")),
+            ("manifest", run.get("manifest_sha256")),
+            ("plan", run.get("plan_sha256")),
+        )
+        if value
     ]
     if ev.get("merged_from"):
         hashes.append(f"merged from {len(ev['merged_from'])} runs (see each run's hashes above)")

@@ -4,9 +4,10 @@ render the same evidence the same way."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from parval.jsontypes import JsonObject
+from parval.report.evidence_types import Assertion, Evidence, RunInfo
 
 ICON = {"PASS": "✅", "FAIL": "❌", "PENDING": "⏳", "BLOCKED": "⛔", "UNSUPPORTED": "🚫", "NOT_APPLICABLE": "➖"}
 MAX_ROWS = 10
@@ -32,9 +33,9 @@ def short(h: object, n: int = 16) -> str:
     return f"`{str(h)[:n]}…`" if h else "–"
 
 
-def detailed(ev: dict[str, Any]) -> list[tuple[int | None, dict[str, Any]]]:
+def detailed(ev: Evidence) -> list[tuple[int | None, Assertion]]:
     """Every judged entry with its count (None for model-level and most framework entries)."""
-    out: list[tuple[int | None, dict[str, Any]]] = []
+    out: list[tuple[int | None, Assertion]] = []
     for a in ev["model_checks"].get("model_level", []):
         out.append((None, a))
     for n, c in sorted(ev["model_checks"]["per_count"].items(), key=lambda kv: int(kv[0])):
@@ -45,9 +46,9 @@ def detailed(ev: dict[str, Any]) -> list[tuple[int | None, dict[str, Any]]]:
     return out
 
 
-def count_sources(ev: dict[str, Any], count: int | None) -> list[str]:
+def count_sources(ev: Evidence, count: int | None) -> list[str]:
     """The run directories whose events judged `count` (the one run's when not merged)."""
-    run = ev.get("run") or {}
+    run: RunInfo = ev.get("run") or {}
     if count is not None and run.get("count_sources"):
         return list(run["count_sources"].get(str(count)) or [])
     if run.get("dir"):

@@ -35,7 +35,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from parval import PROCEDURE_VERSION, __version__
 from parval.errors import RunDirError, UsageError
@@ -43,9 +42,11 @@ from parval.gates import admission_verdict as adm
 from parval.gates import shape
 from parval.gates.masking import COMPARISON_IDS
 from parval.gates.quality import comparison_scope
+from parval.jsonread import as_int, get
 from parval.jsontypes import JsonObject
 from parval.plan.load import shard_counts
 from parval.procedure.catalogue import group_of
+from parval.report.evidence_types import Assertion, Evidence, MergedRun, built_record
 from parval.rundir.events import read_events
 from parval.rundir.layout import EVENTS, MANIFEST
 from parval.status import Result, Status, combine, pending
@@ -61,13 +62,13 @@ class MergeRefused(UsageError):
 class LoadedRun:
     """One run directory: its evidence, manifest and what its campaign covered."""
 
-    def __init__(self, run_dir: Path, evidence: dict[str, Any]) -> None:
+    def __init__(self, run_dir: Path, evidence: Evidence) -> None:
         self.dir = run_dir
         self.ev = evidence
         manifest_path = run_dir / MANIFEST
         if not manifest_path.exists():
             raise RunDirError(f"{run_dir}: no {MANIFEST}: not a parval run directory")
-        self.manifest: dict[str, Any] = json.loads(manifest_path.read_text("utf-8"))
+        self.manifest: JsonObject = json.loads(manifest_path.read_text("utf-8"))
         self.plan = _plan_snapshot(run_dir / "plan.json")
         events = read_events(run_dir / EVENTS) if (run_dir / EVENTS).exists() else []
         self.units = {str(e.get("unit")) for e in events if e.get("kind") in ("unit_begin", "unit_skipped")}
@@ -104,13 +105,13 @@ def _by_content(value: object) -> object:
     return value
 
 
-def merge_identity(manifest: dict[str, Any], evidence: Mapping[str, object]) -> dict[str, object]:
+def merge_identity(manifest: JsonObject, evidence: Mapping[str, object]) -> dict[str, object]:
     from parval.rundir.manifest import identity_fields
 
     fields = {k: _by_content(v) for k, v in identity_fields(manifest).items()}
     fields["procedure_version"] = evidence.get("procedure_version")
     # Local and CI evidence stay apart (E7): a merge never mixes them.
-    fields["provenance"] = (manifest.get("provenance") or {}).get("kind")
+    fields["provenance"] = get(manifest.get("provenance") or {}, "kind")
     return fields
 
 
@@ -201,10 +202,10 @@ def _short(value: object) -> str:
 
 
 # -- merging ------------------------------------------------------------------------------
-def _results(items: Iterable[JsonObject], count: int | None = None) -> list[Result]:
+def _results(items: Iterable[Assertion], count: int | None = None) -> list[Result]:
     out = []
     for item in items:
-        r = Result.from_json(item)
+        r = Result.from_json(dict(item))  # (it takes a plain dict; reads only)
         out.append(replace(r, count=count) if count is not None and r.count is None else r)
     return out
 
@@ -299,7 +300,7 @@ def _merged_q5(runs: list[LoadedRun], model_level: list[Result]) -> Result | Non
     )
 
 
-def merge_evidence(runs: list[LoadedRun]) -> dict[str, Any]:
+def merge_evidence(runs: list[LoadedRun]) -> Evidence:
     """The merged evidence record (same shape as judge.py's, plus `merged_from`)."""
     from parval.gates.performance import build_performance
 
@@ -321,13 +322,7 @@ def merge_evidence(runs: list[LoadedRun]) -> dict[str, Any]:
             why = next((r.not_run[n] for r in runs if n in r.not_run), None)
             per_count[n] = [_count_pending(id_, n, why) for id_ in _per_count_ids(runs)]
             continue
-        per_count[n] = _combine_by_id(
-            [
-                (r, _results(r.ev["model_checks"]["per_count"].get(str(n), {}).get("assertions", []), n))
-                for r in covering
-            ],
-            once=False,
-        )
+        per_count[n] = _combine_by_id([(r, _results(_count_assertions(r.ev, n), n)) for r in covering], once=False)
     interrupted = any(r.ev["run"].get("interrupted") for r in runs)
     d = adm.decide(
         counts, model_level, per_count, fw, interrupted=interrupted, missing="not collected by any merged run"
@@ -336,7 +331,8 @@ def merge_evidence(runs: list[LoadedRun]) -> dict[str, Any]:
     line = f"{d.line} (merged from {len(runs)} runs)"
     model_status = combine(r.status for r in flat)
     fw_info = {k: v for k, v in runs[0].ev["framework_checks"].items() if k != "results"}
-    fw_info["status"] = str(combine(r.status for r in fw))
+    fw_status = str(combine(r.status for r in fw))
+    fw_info["status"] = fw_status
     first = runs[0].ev
     series, rejections = _performance_inputs(runs)
     perf = build_performance(
@@ -344,10 +340,10 @@ def merge_evidence(runs: list[LoadedRun]) -> dict[str, Any]:
         rejections,
         model_label=f"{first['identity']['backend']}/{first['identity']['model']}",
         model_checks=str(model_status),
-        framework_checks=fw_info["status"],
+        framework_checks=fw_status,
         memory_verdict=str(combine(r.status for r in flat if r.id.startswith("M5."))),
     )
-    merged_from = [
+    merged_from: list[MergedRun] = [
         {
             "dir": str(r.dir),
             "shard": r.ev["run"].get("shard"),
@@ -363,7 +359,8 @@ def merge_evidence(runs: list[LoadedRun]) -> dict[str, Any]:
         }
         for r in runs
     ]
-    return {
+    # The verdict and check blocks come from parval.gates.admission as plain mappings.
+    record = {
         "schema_version": 1,
         "procedure_version": first.get("procedure_version", PROCEDURE_VERSION),
         "parval_version": __version__,
@@ -393,6 +390,13 @@ def merge_evidence(runs: list[LoadedRun]) -> dict[str, Any]:
         "performance": perf,
         "failures": [{**f, "run_dir": str(r.dir)} for r in runs for f in r.ev.get("failures", [])],
     }
+    return built_record(record)
+
+
+def _count_assertions(ev: Evidence, n: int) -> list[Assertion]:
+    """Count `n`'s entries in one run's evidence (none when it has no such count)."""
+    per_count = ev["model_checks"]["per_count"]
+    return per_count[str(n)].get("assertions", []) if str(n) in per_count else []
 
 
 def _as_list(value: object) -> list[object]:
@@ -417,17 +421,17 @@ def _count_pending(id_: str, n: int, why: str | None = None) -> Result:
     )
 
 
-def _performance_inputs(runs: list[LoadedRun]) -> tuple[list[JsonObject], list[JsonObject]]:
+def _performance_inputs(runs: list[LoadedRun]) -> tuple[list[JsonObject], list[dict[str, object]]]:
     """Performance series: each (series, count) from a run that ran that count (else the first)."""
     chosen: dict[tuple[str, int], JsonObject] = {}
     for r in runs:
         for s in r.ev.get("performance", {}).get("samples", []):
-            key = (str(s.get("series")), int(s.get("count") or 0))
+            key = (str(s.get("series")), as_int(s.get("count") or 0))
             better = key not in chosen or (key[1] in r.counts and not chosen[key]["_covers"])
             if better:
                 chosen[key] = {**s, "_covers": key[1] in r.counts}
     series = [{k: v for k, v in s.items() if k not in ("_covers", "sample_count")} for s in chosen.values()]
-    rejections: list[JsonObject] = []
+    rejections: list[dict[str, object]] = []
     seen: set[int] = set()
     for r in runs:
         for p in r.ev.get("performance", {}).get("rejection_latency", []):

@@ -6,8 +6,14 @@ is used directly (no pyplot), so no display and no global backend state is touch
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from parval.jsonread import as_float
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 MISSING_MATPLOTLIB = "matplotlib not installed: pip install 'parval[plots]' for plots"
 
@@ -30,12 +36,16 @@ _HOST_LINES = (("rss_mib", "host RSS (tree)", "-", "C0"), ("pss_mib", "host PSS 
 _GPU_LINES = (("device_used_mib", "GPU device used", "-", "C2"), ("process_mib", "GPU server processes", "--", "C3"))
 
 
+def _time(sample: Mapping[str, object]) -> float:
+    return as_float(sample["t"])
+
+
 def _plot_lines(
-    ax: Any, rows: list[dict[str, Any]], t0: float, lines: tuple[tuple[str, str, str, str], ...], ylabel: str
+    ax: Axes, rows: list[Mapping[str, object]], t0: float, lines: tuple[tuple[str, str, str, str], ...], ylabel: str
 ) -> None:
     """One axis: a line per sample key that has values, time measured from `t0`."""
     for key, label, style, colour in lines:
-        pts = [(float(r["t"]) - t0, float(r[key])) for r in rows if r.get(key) is not None]
+        pts = [(as_float(r["t"]) - t0, as_float(r[key])) for r in rows if r.get(key) is not None]
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=colour, linewidth=1.2, label=label)
     ax.set_ylabel(ylabel)
@@ -51,7 +61,7 @@ def _wave_label(phase: str) -> str:
 
 
 def plot_memory_timeline(
-    samples: list[dict[str, Any]], transitions: list[tuple[float, str]], path: Path, *, title: str
+    samples: Sequence[Mapping[str, object]], transitions: list[tuple[float, str]], path: Path, *, title: str
 ) -> str | None:
     """Write a PNG of host RSS/PSS (and GPU device/process memory) over time.
 
@@ -67,10 +77,10 @@ def plot_memory_timeline(
     if not samples:
         return "no memory samples to plot"
 
-    t0 = min(float(s["t"]) for s in samples)
-    t_end = max(float(s["t"]) for s in samples)
-    host = sorted((s for s in samples if s.get("kind") == "host"), key=lambda s: s["t"])
-    gpu = sorted((s for s in samples if s.get("kind") == "gpu"), key=lambda s: s["t"])
+    t0 = min(as_float(s["t"]) for s in samples)
+    t_end = max(as_float(s["t"]) for s in samples)
+    host = sorted((s for s in samples if s.get("kind") == "host"), key=_time)
+    gpu = sorted((s for s in samples if s.get("kind") == "gpu"), key=_time)
 
     fig = Figure(figsize=(12, 6.5 if gpu else 4), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)

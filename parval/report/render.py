@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from parval.jsontypes import JsonObject
+from parval.report.evidence_types import Evidence, built_record
 from parval.report.md_base import ReportContext
 from parval.rundir.events import iter_events
 from parval.rundir.files import atomic_write
 from parval.rundir.layout import EVENTS, MANIFEST
 
 
-def _plots(run_dir: Path, evidence: dict[str, Any]) -> tuple[list[tuple[str, str]], str | None]:
+def _plots(run_dir: Path, evidence: Evidence) -> tuple[list[tuple[str, str]], str | None]:
     from parval.report.plots import plot_memory_timeline
 
     plots: list[tuple[str, str]] = []
@@ -63,10 +64,12 @@ def report_context(run_dirs: list[Path], integrity: list[str] | None = None) -> 
     return {"argv": argv, "requests": requests, "run_dirs": [str(d) for d in run_dirs], "integrity": integrity or []}
 
 
-def write_reports(run_dir: Path, evidence: dict[str, Any]) -> None:
-    """report.md next to evidence.json (plots are linked by file name, beside it)."""
+def write_reports(run_dir: Path, judged: Mapping[str, object]) -> None:
+    """report.md next to evidence.json (plots are linked by file name, beside it), for the
+    record the judge has just built."""
     from parval.report.markdown import render_markdown
 
+    evidence = built_record(judged)
     plots, note = _plots(run_dir, evidence)
     local = [(label, Path(path).name) for label, path in plots]
     atomic_write(
@@ -75,7 +78,7 @@ def write_reports(run_dir: Path, evidence: dict[str, Any]) -> None:
 
 
 def render_evidence(
-    ev: dict[str, Any],
+    ev: Evidence,
     fmt: str,
     *,
     run_dirs: list[Path],
@@ -114,7 +117,7 @@ def _relative(path: Path, base: Path | None) -> str:
         return str(path)
 
 
-def _only_run_counts(run_dir: Path, ev: dict[str, Any]) -> dict[str, Any]:
+def _only_run_counts(run_dir: Path, ev: Evidence) -> Evidence:
     """For a merged report: plot each count from the run that contributed it."""
     sources = (ev.get("run") or {}).get("count_sources") or {}
     keep = {n: c for n, c in ev["model_checks"]["per_count"].items() if str(run_dir) in (sources.get(n) or [])[:1]}

@@ -1,0 +1,222 @@
+"""The evidence record (evidence.json, `schemas/evidence.schema.json`) as the report, the
+catalogue and the claims disclosure read it: one TypedDict per object of the schema. Only
+the shape is declared; a record read from disk is not checked against it here (`parval
+schema evidence` and the judge keep it), so a reader that needs a value's exact type of an
+open part (an assertion's raw `evidence`) still narrows it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NotRequired, TypedDict, cast
+
+from parval.jsontypes import JsonObject, JsonValue
+from parval.report.performance_md import Performance
+
+
+class RequestRecord(TypedDict, total=False):
+    """One request in a comparison assertion's evidence (a mismatch, an error, a malformed
+    reply, ...): where it ran, its slot history and both hashes."""
+
+    run: JsonValue
+    phase: JsonValue
+    wave: JsonValue
+    req: JsonValue
+    slot: JsonValue
+    history: JsonValue
+    got_canon: JsonValue
+    ref_canon: JsonValue
+    ref: JsonValue
+    artifact: JsonValue
+    ref_artifact: JsonValue
+    got_audio: JsonObject
+    ref_audio: JsonObject
+    error: JsonValue
+    problem: JsonValue
+    outcome: JsonValue
+    status: JsonValue
+
+
+class AssertionEvidence(TypedDict, total=False):
+    """An assertion's raw facts (open: each gate records its own); the request lists the
+    failure sections read by name, with their totals before shortening."""
+
+    mismatches: list[RequestRecord]
+    mismatch_count: int
+    errors: list[RequestRecord]
+    errors_count: int
+    malformed: list[RequestRecord]
+    malformed_count: int
+    indeterminate: list[RequestRecord]
+    indeterminate_count: int
+    no_reference: list[RequestRecord]
+    no_reference_count: int
+
+
+class Assertion(TypedDict):
+    """One judged entry (E2)."""
+
+    id: str
+    status: str
+    applicable: bool
+    reason: str
+    evidence: AssertionEvidence
+    reproduction: str
+    limitations: list[str]
+    count: NotRequired[int]
+
+
+class RunInfo(TypedDict, total=False):
+    """Where the evidence came from and the hashes it was judged from."""
+
+    dir: str | None
+    plan: str | None
+    plan_sha256: str | None
+    events_sha256: str
+    events: int
+    manifest_sha256: str
+    files_sha256: str
+    interrupted: bool
+    shard: list[int] | None
+    merged: bool
+    count_sources: dict[str, list[str]]
+    provenance: JsonObject | None
+
+
+class Identity(TypedDict):
+    """What this evidence is evidence of (M1.manifest, E1)."""
+
+    model: str
+    family: str
+    task: str
+    mode: str
+    backend: str
+    candidate_sha256: str | None
+    baseline_sha256: str | None
+    model_sha256: str | None
+
+
+class Verdict(TypedDict):
+    line: str
+    exit_code: int
+    admitted_counts: list[int]
+    counts: dict[str, str]  # the verdict per count (string keys)
+
+
+class CountChecks(TypedDict):
+    """One count's M1-M6 entries."""
+
+    status: str
+    groups: dict[str, str]
+    assertions: list[Assertion]
+    sources: NotRequired[list[str]]
+
+
+class ModelChecks(TypedDict):
+    status: str
+    groups: dict[str, str]
+    per_count: dict[str, CountChecks]
+    model_level: list[Assertion]
+    variation_effects: NotRequired[JsonValue]
+    negative_control: NotRequired[JsonValue]
+
+
+class FrameworkRecordUsed(TypedDict, total=False):
+    """The framework record this evidence relies on (`parval.gates.framework_ref`)."""
+
+    path: JsonValue
+    identity: JsonObject
+    id: JsonValue
+    procedure_version: JsonValue
+    groups: JsonObject
+    verdict: JsonValue
+
+
+class FrameworkCoverage(TypedDict, total=False):
+    """Which counts the framework record covers."""
+
+    record_counts: JsonValue
+    run_counts: JsonValue
+    missing: JsonValue
+    count_scoped: list[str]
+
+
+class AdapterPath(TypedDict):
+    path: str
+    why: str
+
+
+class FrameworkReuse(TypedDict, total=False):
+    """The review of a framework record reused for a later build
+    (`parval.gates.framework_reuse`)."""
+
+    status: JsonValue
+    reused: bool
+    reason: JsonValue
+    record: JsonValue
+    record_commit: str
+    candidate_commit: str
+    candidate_sha256: JsonValue
+    repo: JsonValue
+    family: JsonValue
+    adapter_paths: list[AdapterPath]
+    refused_files: list[str]
+    adapter_changes: dict[str, list[str]]  # changed adapter files by model family
+    dirty: list[str]
+    model_gate_required: list[str]
+
+
+class FrameworkChecks(TypedDict):
+    """F1-F6 (and X4), with the framework record used and its reuse review."""
+
+    status: str
+    results: list[Assertion]
+    record: NotRequired[FrameworkRecordUsed | None]
+    scope: NotRequired[JsonObject]
+    assertions: NotRequired[list[str]]
+    trusted: NotRequired[bool]
+    untrusted_reason: NotRequired[JsonValue]
+    coverage: NotRequired[FrameworkCoverage | None]
+    reuse: NotRequired[FrameworkReuse | None]
+
+
+class MergedRun(TypedDict, total=False):
+    """A merged record's `merged_from` entry: one run it was merged from."""
+
+    dir: str
+    shard: list[int] | None
+    counts: list[int]
+    plan: str | None
+    plan_sha256: str | None
+    events_sha256: str | None
+    manifest_sha256: str | None
+    generated_at: str | None
+    interrupted: bool
+    verdict: str
+    provenance: JsonValue
+
+
+class Evidence(TypedDict):
+    """The whole record (a run's, or a merged one with `merged_from`)."""
+
+    schema_version: int
+    procedure_version: str
+    parval_version: NotRequired[str]
+    generated_at: NotRequired[str]
+    run: RunInfo
+    identity: Identity
+    verdict: Verdict
+    assertions: list[Assertion]
+    model_checks: ModelChecks
+    framework_checks: FrameworkChecks
+    admission_ready: bool
+    all_plan_rules: bool
+    performance: Performance
+    failures: NotRequired[list[JsonObject]]
+    merged_from: NotRequired[list[MergedRun]]
+
+
+def built_record(record: Mapping[str, object]) -> Evidence:
+    """A record built in memory to this shape by code that declares it as a plain mapping
+    (`parval.judge.judge_run`, the merge's blocks from `parval.gates.admission`): taken as
+    the evidence it is, unchanged and unchecked, like a record read back from evidence.json."""
+    return cast(Evidence, record)
