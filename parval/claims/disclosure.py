@@ -30,9 +30,8 @@ from parval.claims.combination import Catalogue, Combination
 from parval.claims.evidence_found import Attributed, attribute, find_evidence
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE, RunDirError
 from parval.jsontypes import JsonValue
-from parval.report.evidence_types import Assertion, Evidence
+from parval.report.evidence_types import Assertion, Evidence, PerformanceRow
 from parval.report.load import run_problems
-from parval.report.performance_md import PerformanceRow
 
 
 class State(StrEnum):

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from xml.sax.saxutils import escape, quoteattr
+from xml.etree import ElementTree as ET
 
 from parval.framework.record import RECORD, FrameworkRecord
+from parval.report import junit
+from parval.report.md_base import esc
 from parval.rundir.provenance import label as provenance_label
 
 
@@ -57,24 +59,15 @@ def _markdown(record: FrameworkRecord, notes: list[str]) -> str:
     lines += [f"> {n}" for n in notes]
     lines += ["", "| assertion | status | reason |", "|---|---|---|"]
     for a in record["assertions"]:
-        reason = str(a["reason"]).replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {a['id']} | {a['status']} | {reason[:300]} |")
+        lines.append(f"| {a['id']} | {a['status']} | {esc(str(a['reason'])[:300])} |")
     lines += ["", *[f"- {g['summary']}" for g in record["groups"].values()], ""]
     return "\n".join(lines)
 
 
 def _junit(record: FrameworkRecord) -> str:
-    cases = []
+    """One test case per F assertion, as the model run's JUnit has one per assertion."""
+    root = ET.Element("testsuites", name="parval framework")
+    suite = junit.testsuite(root, record["record_id"], [str(a["status"]) for a in record["assertions"]])
     for a in record["assertions"]:
-        body = ""
-        if a["status"] == "FAIL":
-            body = f"<failure message={quoteattr(str(a['reason'])[:500])}/>"
-        elif a["status"] not in ("PASS", "NOT_APPLICABLE"):
-            body = f"<skipped message={quoteattr(str(a['status']) + ': ' + str(a['reason'])[:500])}/>"
-        cases.append(f'  <testcase classname="framework" name={quoteattr(str(a["id"]))}>{body}</testcase>')
-    fails = sum(1 for a in record["assertions"] if a["status"] == "FAIL")
-    return (
-        '<?xml version="1.0" encoding="utf-8"?>\n'
-        f"<testsuite name={quoteattr(escape(record['record_id']))} "
-        f'tests="{len(cases)}" failures="{fails}">\n' + "\n".join(cases) + "\n</testsuite>\n"
-    )
+        junit.assertion_case(suite, "parval.framework", str(a["id"]), str(a["status"]), str(a["reason"]))
+    return junit.document(root)

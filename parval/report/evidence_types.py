@@ -10,7 +10,66 @@ from collections.abc import Mapping
 from typing import NotRequired, TypedDict, cast
 
 from parval.jsontypes import JsonObject, JsonValue
-from parval.report.performance_md import Performance
+
+
+# -- the performance table (P5), as parval.gates.performance writes it ------------------
+class TimeStats(TypedDict, total=False):
+    """One series' figures in the evidence's `performance` rows (`parval.gates.performance`)."""
+
+    n: int
+    failed_repeats: int
+    failed_requests: int
+    estimate: bool
+    cold_s: float | None
+    median_s: float | None
+    min_s: float | None
+    max_s: float | None
+    latency_s: JsonObject | None
+    blocked: str  # only when the series could not run for memory reasons
+    candidate_saved_pct: float | None  # independent servers only
+
+
+class PerformanceRow(TypedDict):
+    """One N of the evidence's `performance` table."""
+
+    count: int
+    backend_model: str
+    model_checks: str
+    framework_checks: str
+    admitted: bool
+    base_one_request: TimeStats | None
+    candidate_one_slot: TimeStats | None
+    base_n_serial: TimeStats | None
+    candidate_n_slots: TimeStats | None
+    one_request_saved_pct: float | None
+    n_saved_pct: float | None
+    candidate_serial_n: TimeStats | None
+    independent_servers: TimeStats | str
+    status: str
+    pending: list[str]
+
+
+class RejectionLatency(TypedDict):
+    count: int
+    n: int
+    median_ms: float | None
+    min_ms: float | None
+    max_ms: float | None
+    latencies_ms: list[float]
+
+
+class Performance(TypedDict, total=False):
+    """The evidence's `performance` object, as the report reads it."""
+
+    status: str
+    model_checks: str
+    framework_checks: str
+    memory_verdict: str
+    rows: list[PerformanceRow]
+    samples: list[JsonObject]
+    rejection_latency: list[RejectionLatency]
+    notes: list[str]
+    campaign_overhead: JsonObject  # a single run's record; a merged record has none
 
 
 class RequestRecord(TypedDict, total=False):

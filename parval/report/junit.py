@@ -63,16 +63,34 @@ def cases(ev: Evidence) -> list[tuple[str, str, Assertion, int | None]]:
     return out
 
 
-def _suite(ev: Evidence, name: str) -> ET.Element:
-    items = cases(ev)
-    suite = ET.Element(
+def testsuite(parent: ET.Element, name: str, statuses: list[str]) -> ET.Element:
+    """A <testsuite> under `parent` counting its cases' failures and skips by status."""
+    return ET.SubElement(
+        parent,
         "testsuite",
         name=name,
-        tests=str(len(items)),
-        failures=str(sum(c[2]["status"] == "FAIL" for c in items)),
+        tests=str(len(statuses)),
+        failures=str(sum(s == "FAIL" for s in statuses)),
         errors="0",
-        skipped=str(sum(c[2]["status"] in SKIPPED for c in items)),
+        skipped=str(sum(s in SKIPPED for s in statuses)),
     )
+
+
+def assertion_case(
+    suite: ET.Element, classname: str, name: str, status: str, reason: str, failure_text: str | None = None
+) -> None:
+    """One judged assertion as a test case: PASS passes, FAIL is a <failure>, any other
+    status a <skipped> naming it (not a failure of the candidate, but no admission either)."""
+    case = ET.SubElement(suite, "testcase", classname=classname, name=name)
+    if status == "FAIL":
+        ET.SubElement(case, "failure", message=reason[:500], type="FAIL").text = failure_text
+    elif status != "PASS":
+        ET.SubElement(case, "skipped", message=f"{status}: {reason[:500]}")
+
+
+def _suite(parent: ET.Element, ev: Evidence, name: str) -> None:
+    items = cases(ev)
+    suite = testsuite(parent, name, [c[2]["status"] for c in items])
     props = ET.SubElement(suite, "properties")
     for key, value in (
         ("verdict", ev["verdict"]["line"]),
@@ -83,21 +101,17 @@ def _suite(ev: Evidence, name: str) -> ET.Element:
         ("candidate_sha256", ev["identity"].get("candidate_sha256")),
     ):
         ET.SubElement(props, "property", name=key, value=str(value))
+    model = ev["identity"]["model"]
     for test, group, a, count in items:
-        model = ev["identity"]["model"]
-        case = ET.SubElement(suite, "testcase", classname=f"parval.{model}.{group}", name=test)
-        status, reason = a["status"], str(a.get("reason", ""))
-        if status == "FAIL":
-            ET.SubElement(case, "failure", message=reason[:500], type="FAIL").text = _failure_text(a, ev, count)
-        elif status != "PASS":
-            ET.SubElement(case, "skipped", message=f"{status}: {reason[:500]}")
-    return suite
+        status = a["status"]
+        failure = _failure_text(a, ev, count) if status == "FAIL" else None
+        assertion_case(suite, f"parval.{model}.{group}", test, status, str(a.get("reason", "")), failure)
 
 
 def render_junit(ev: Evidence) -> str:
     root = ET.Element("testsuites", name="parval")
-    root.append(_suite(ev, f"parval {ev['identity']['model']}"))
-    return _xml(root)
+    _suite(root, ev, f"parval {ev['identity']['model']}")
+    return document(root)
 
 
 def render_catalogue_junit(rows: list[CatalogueRow]) -> str:
@@ -120,9 +134,10 @@ def render_catalogue_junit(rows: list[CatalogueRow]) -> str:
             ET.SubElement(case, "failure", message="; ".join(r["blocking"][:10]), type="FAIL")
         elif r.get("exit_code") != 0:
             ET.SubElement(case, "skipped", message="pending: " + "; ".join(r["blocking"][:10]))
-    return _xml(root)
+    return document(root)
 
 
-def _xml(root: ET.Element) -> str:
+def document(root: ET.Element) -> str:
+    """The JUnit XML text of `root` (indented, with its declaration)."""
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

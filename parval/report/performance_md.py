@@ -4,70 +4,10 @@ the quality verdicts that decide admission."""
 
 from __future__ import annotations
 
-from typing import TypedDict
-
 from parval.gates.campaign_cost import describe_overhead
 from parval.gates.performance import MIN_WARM_REPEATS, TABLE_COLUMNS
-from parval.jsontypes import JsonObject
-
-
-class TimeStats(TypedDict, total=False):
-    """One series' figures in the evidence's `performance` rows (`parval.gates.performance`)."""
-
-    n: int
-    failed_repeats: int
-    failed_requests: int
-    estimate: bool
-    cold_s: float | None
-    median_s: float | None
-    min_s: float | None
-    max_s: float | None
-    latency_s: JsonObject | None
-    blocked: str  # only when the series could not run for memory reasons
-    candidate_saved_pct: float | None  # independent servers only
-
-
-class PerformanceRow(TypedDict):
-    """One N of the evidence's `performance` table."""
-
-    count: int
-    backend_model: str
-    model_checks: str
-    framework_checks: str
-    admitted: bool
-    base_one_request: TimeStats | None
-    candidate_one_slot: TimeStats | None
-    base_n_serial: TimeStats | None
-    candidate_n_slots: TimeStats | None
-    one_request_saved_pct: float | None
-    n_saved_pct: float | None
-    candidate_serial_n: TimeStats | None
-    independent_servers: TimeStats | str
-    status: str
-    pending: list[str]
-
-
-class RejectionLatency(TypedDict):
-    count: int
-    n: int
-    median_ms: float | None
-    min_ms: float | None
-    max_ms: float | None
-    latencies_ms: list[float]
-
-
-class Performance(TypedDict, total=False):
-    """The evidence's `performance` object, as the report reads it."""
-
-    status: str
-    model_checks: str
-    framework_checks: str
-    memory_verdict: str
-    rows: list[PerformanceRow]
-    samples: list[JsonObject]
-    rejection_latency: list[RejectionLatency]
-    notes: list[str]
-    campaign_overhead: JsonObject  # a single run's record; a merged record has none
+from parval.report.evidence_types import Performance, TimeStats
+from parval.report.md_base import esc
 
 
 def time_cell(st: TimeStats | None) -> str:
@@ -98,10 +38,6 @@ def pct_cell(pct: float | None, admitted: bool, vs_estimate: bool = False) -> st
     return cell
 
 
-def _esc(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def performance_table_markdown(perf: Performance) -> str:
     """The P5 table (exact procedure columns), then cold, independent-server and 503 tables."""
     memory = perf.get("memory_verdict", "?")
@@ -129,7 +65,7 @@ def performance_table_markdown(perf: Performance) -> str:
             time_cell(r["candidate_n_slots"]),
             pct_cell(r["n_saved_pct"], r["admitted"], bool(base_n and base_n["estimate"])),
         ]
-        lines.append("| " + " | ".join(_esc(c) for c in cells) + " |")
+        lines.append("| " + " | ".join(esc(c) for c in cells) + " |")
 
     lines += [
         "",
@@ -148,7 +84,7 @@ def performance_table_markdown(perf: Performance) -> str:
             else f"{time_cell(indep)}; candidate N slots {pct_cell(indep['candidate_saved_pct'], r['admitted'])}"
         )
         status = r["status"] + (f" ({'; '.join(r['pending'])})" if r["pending"] else "")
-        lines.append(f"| {r['count']} | {_esc(status)} | {colds} | {_esc(indep_cell)} |")
+        lines.append(f"| {r['count']} | {esc(status)} | {colds} | {esc(indep_cell)} |")
 
     lines += [
         "",
