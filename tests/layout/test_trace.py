@@ -11,9 +11,9 @@ The aim is at most 8 modules per assertion. The limits below are what the code r
 so that a change which spreads an assertion over more modules fails here: F1.fifo meets 10
 (entry, the judge registry and combination, F1's judges, what an observation holds, the
 behaviour contract, the verdict, the record, its report, the provenance label and the
-table-cell escaping it shares with the model report); M2.observed_active meets 11 (the verdict shape, the JSON readers and the plan's
-wave schedule are each used by every model judge, and the markdown report's shared cells
-and group titles live apart from its table).
+table-cell escaping it shares with the model report); M2.observed_active meets 11 (the
+verdict shape, the JSON readers and the plan's wave schedule are each used by every model
+judge, and the markdown report's shared cells and group titles live apart from its table).
 
 `python -m tests.layout.test_trace` prints each path."""
 
