@@ -28,6 +28,7 @@ from parval.gates.performance import build_performance
 from parval.gates.quality import judge_quality, q5_intermittent
 from parval.gates.records import Records, load_records
 from parval.jsontypes import JsonValue
+from parval.plan.schemas import schema_version
 from parval.rundir.events import campaign_shard
 from parval.rundir.files import sha256_file, write_json
 from parval.rundir.layout import EVENTS, EVIDENCE, MANIFEST
@@ -170,7 +171,7 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
     )
     perf["campaign_overhead"] = campaign_overhead(rec.events)
     evidence: dict[str, Any] = {
-        "schema_version": 1,
+        "schema_version": schema_version("evidence"),
         "procedure_version": made_under,
         "judged_with_procedure_version": PROCEDURE_VERSION,
         "procedure_version_differs": made_under != PROCEDURE_VERSION,

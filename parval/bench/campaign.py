@@ -36,6 +36,7 @@ from parval.bench.util import (
 )
 from parval.jsonread import as_float, as_int
 from parval.jsontypes import JsonObject
+from parval.plan.schemas import schema_version
 from parval.rundir.artifacts import ArtifactStore
 from parval.rundir.events import EventLog
 from parval.rundir.layout import EVENTS
@@ -50,7 +51,7 @@ def bench_plan(workdir: Path, *, service_ms: float, poll_ms: float) -> Path:
     exe = str(standin_executable())
     model = write_model(workdir)
     raw = {
-        "schema_version": 1,
+        "schema_version": schema_version("plan"),
         "name": "bench",
         "description": "parval bench: campaign-like loop on the stand-in",
         "servers": {"baseline": {"executable": exe}, "candidate": {"executable": exe}},

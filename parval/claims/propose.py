@@ -24,6 +24,7 @@ from parval.errors import InputFileError, UsageError
 from parval.jsonread import iterate
 from parval.jsontypes import JsonObject, JsonValue
 from parval.plan.load import GPU_BACKENDS
+from parval.plan.schemas import schema_version
 from parval.plan.starter import BACKENDS, PLACEHOLDER, advertised_counts, read_server_config, starter_plan
 
 
@@ -142,7 +143,7 @@ def write_proposal(
         "# claims this change really makes, and each starter plan's EDIT-ME placeholders. Then:",
         "#   parval catalogue validate THIS_FILE",
         "# The format: `parval schema catalogue` (README: 'The admitted catalogue').",
-        "schema_version: 1",
+        f"schema_version: {schema_version('catalogue')}",
         "kind: parval-catalogue",
         f"name: {json.dumps(name)}",
         f"description: {json.dumps('Proposed from ' + ', '.join(s.path.name for s in sources))}",

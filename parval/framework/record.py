@@ -23,7 +23,7 @@ from parval.framework.ctest import CTestRun
 from parval.framework.judges import Check
 from parval.framework.runner import ProbeOutcome
 from parval.jsontypes import JsonObject
-from parval.plan.schemas import schema_errors
+from parval.plan.schemas import schema_errors, schema_version
 from parval.procedure.catalogue import FRAMEWORK_GATE, group_of
 from parval.rundir.files import sha256_file, write_json
 from parval.rundir.manifest import HostPlatform, driver_version, gpu_info, host_platform
@@ -32,7 +32,7 @@ from parval.rundir.provenance import detect as detect_provenance
 from parval.status import Result, Status, combine
 
 RECORD = "record.json"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = schema_version("framework")
 
 
 class Identity(TypedDict):

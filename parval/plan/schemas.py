@@ -14,6 +14,16 @@ from parval.jsonread import item
 from parval.jsontypes import JsonObject
 
 
+def schema_version(name: str) -> int:
+    """The `schema_version` a file of this schema carries: the const in the shipped schema,
+    so the number a writer stamps is written in one place."""
+    props = load_schema(name)["properties"]
+    assert isinstance(props, dict)
+    version = props["schema_version"]
+    assert isinstance(version, dict) and isinstance(version["const"], int)
+    return version["const"]
+
+
 @cache
 def load_schema(name: str) -> JsonObject:
     """`name` is 'plan', 'evidence', 'framework', ... (file `<name>.schema.json`)."""

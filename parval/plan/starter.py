@@ -18,6 +18,7 @@ from parval.errors import InputFileError, UsageError
 from parval.jsonread import as_int, iterate
 from parval.jsontypes import JsonObject, JsonValue
 from parval.plan.load import GPU_BACKENDS
+from parval.plan.schemas import schema_version
 
 PLACEHOLDER = "EDIT-ME"
 TEXT_TASKS = {"tts", "gen", "vdes", "clon"}  # text in (with a seed); every other task takes audio in
@@ -160,7 +161,7 @@ def starter_plan(config: JsonObject, entry: JsonObject, config_path: Path, plan_
         f"# {config_path}. Replace every {PLACEHOLDER} placeholder, then check it with:",
         "#   parval validate THIS_FILE",
         "# The plan format: `parval schema plan` (README: 'Plan format').",
-        "schema_version: 1",
+        f"schema_version: {schema_version('plan')}",
         f"name: {_y(str(entry['id']).replace(':', '-'))}",
         f"description: {_y(description)}",
         "",

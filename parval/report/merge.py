@@ -45,6 +45,7 @@ from parval.gates.quality import comparison_scope
 from parval.jsonread import as_int, get
 from parval.jsontypes import JsonObject
 from parval.plan.load import shard_counts
+from parval.plan.schemas import schema_version
 from parval.procedure.catalogue import group_of
 from parval.report.evidence_types import Assertion, Evidence, MergedRun, built_record
 from parval.rundir.events import read_events
@@ -361,7 +362,7 @@ def merge_evidence(runs: list[LoadedRun]) -> Evidence:
     ]
     # The verdict and check blocks come from parval.gates.admission as plain mappings.
     record = {
-        "schema_version": 1,
+        "schema_version": schema_version("evidence"),
         "procedure_version": first.get("procedure_version", PROCEDURE_VERSION),
         "parval_version": __version__,
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
