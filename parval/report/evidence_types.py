@@ -276,6 +276,6 @@ class Evidence(TypedDict):
 
 def built_record(record: Mapping[str, object]) -> Evidence:
     """A record built in memory to this shape by code that declares it as a plain mapping
-    (`parval.judge.judge_run`, the merge's blocks from `parval.gates.admission`): taken as
+    (`parval.judge.judge_run`, the merge's blocks from `parval.gates.admission_verdict`): taken as
     the evidence it is, unchanged and unchecked, like a record read back from evidence.json."""
     return cast(Evidence, record)

@@ -360,7 +360,7 @@ def merge_evidence(runs: list[LoadedRun]) -> Evidence:
         }
         for r in runs
     ]
-    # The verdict and check blocks come from parval.gates.admission as plain mappings.
+    # The verdict and check blocks come from parval.gates.admission_verdict as plain mappings.
     record = {
         "schema_version": schema_version("evidence"),
         "procedure_version": first.get("procedure_version", PROCEDURE_VERSION),
