@@ -12,15 +12,15 @@ judge or to those rules applies to an existing record without a server.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, TypedDict, get_args
+from typing import cast
 
 from parval.errors import RunDirError
 from parval.framework.ctest import CTestRun
 from parval.framework.judges import JUDGE_INPUT_FIELDS, Check, JudgeInputs, judge, run_judge
 from parval.framework.observed import Facts
 from parval.framework.record import RECORD, RECORD_INPUT_FIELDS, FrameworkRecord, RecordInputs, assemble
-from parval.jsontypes import JsonObject
 from parval.rundir.event_fields import check_read
+from parval.rundir.event_types import ObservationEvent
 from parval.rundir.events import read_events
 from parval.rundir.layout import EVENTS
 
@@ -29,28 +29,14 @@ def is_framework_run(path: Path) -> bool:
     return path.is_dir() and (path / RECORD).is_file() and (path / EVENTS).is_file()
 
 
-class ObservationEvent(TypedDict, total=False):
-    """An `observation` event's fields (written by parval.framework.judges.Findings.observe)."""
-
-    seq: int
-    assertion: str
-    name: str
-    judge: str
-    facts: Facts
-    evidence: JsonObject
-
-
-ObservationField = Literal["seq", "assertion", "name", "judge", "facts", "evidence"]
-OBSERVATION_FIELDS: tuple[ObservationField, ...] = get_args(ObservationField)
-
-
-def rejudge_observation(event: ObservationEvent) -> Check:
-    """The sub-check the registered judge gives for one recorded observation."""
-    facts = dict(event["facts"])
+def rejudge_observation(event: ObservationEvent, seq: object = None) -> Check:
+    """The sub-check the registered judge gives for one recorded observation (`seq`: its
+    place in the log, named when its judge key is unknown)."""
+    facts: Facts = dict(event["facts"])
     try:
         verdict = run_judge(str(event["judge"]), facts)
     except KeyError as exc:
-        raise RunDirError(f"observation {event.get('seq')}: {exc.args[0]}") from None
+        raise RunDirError(f"observation {seq}: {exc.args[0]}") from None
     evidence = {"judge": event["judge"], **(event.get("evidence") or {})}
     return Check(str(event["assertion"]), str(event["name"]), verdict.status, verdict.detail(), evidence)
 
@@ -66,11 +52,9 @@ def rejudge_framework(run_dir: Path) -> FrameworkRecord:
     for e in events:
         kind = e.get("kind")
         if kind == "observation":
-            observation: ObservationEvent = {}
-            for part in OBSERVATION_FIELDS:
-                if part in e:
-                    observation[part] = e[part]
-            checks.append(rejudge_observation(observation))
+            # its fields checked by check_read (format 2; a format-1 log predates the
+            # declaration, and a field missing there is a KeyError as it always was)
+            checks.append(rejudge_observation(cast(ObservationEvent, e), e.get("seq")))
         elif kind == "ctest_run":
             runs.append(CTestRun.from_json(e["run"]))
         elif kind == "judge_inputs":
