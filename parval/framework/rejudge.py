@@ -11,6 +11,7 @@ judge or to those rules applies to an existing record without a server.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import cast
 
@@ -79,3 +80,24 @@ def rejudge_framework(run_dir: Path) -> FrameworkRecord:
             stated[field] = record_event[field]
     results = judge(checks, runs, inputs)
     return assemble(stated, results, runs, checks)
+
+
+def load_framework_record(run_dir: Path, rejudge: bool) -> tuple[FrameworkRecord, list[str]]:
+    """(record, notes): the directory verified first (a modified one is refused, exit 2),
+    then the stored record, or with `rejudge` the one rebuilt from the events (a note names
+    every top-level field that differs from the stored one)."""
+    from parval.rundir.verified import verified
+
+    check = verified(run_dir)
+    stored: FrameworkRecord = json.loads((run_dir / RECORD).read_text("utf-8"))
+    if not rejudge:
+        return stored, [check.line()]
+    record = rejudge_framework(run_dir)
+    changed = sorted(k for k in set(record) | set(stored) if record.get(k) != stored.get(k))
+    notes = [
+        check.line(),
+        f"re-judged from events.jsonl; differs from the stored {RECORD} in: {', '.join(changed)}"
+        if changed
+        else f"re-judged from events.jsonl: identical to the stored {RECORD}",
+    ]
+    return record, notes

@@ -54,7 +54,8 @@ def render_report(
     from parval.framework.rejudge import is_framework_run
 
     if is_framework_run(run_dir):  # a shared framework record (parval framework)
-        from parval.framework.render import load_framework_record, render_framework
+        from parval.framework.record import render_framework
+        from parval.framework.rejudge import load_framework_record
 
         record, notes = load_framework_record(run_dir, rejudge)
         return render_framework(record, fmt, notes), int(record["verdict"]["exit_code"])

@@ -141,8 +141,7 @@ def f1_fifo_path(run_dir: Path) -> Path_:
     import json
 
     from parval.framework.judges import Check, JudgeInputs, judge, run_judge
-    from parval.framework.record import RECORD
-    from parval.framework.render import render_framework
+    from parval.framework.record import RECORD, render_framework
     from tests.framework.test_judges_generated import baseline
 
     aid = "F1.fifo"
