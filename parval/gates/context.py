@@ -11,8 +11,10 @@ from typing import Any
 
 from parval.gates import shape
 from parval.gates.exactness import Tally, judge_requests, set_aside_failures
-from parval.gates.records import REF_PHASES, Records, SetAsideCrash, typed
+from parval.gates.records import MIN_STARTS, REF_PHASES, Records, SetAsideCrash, typed
 from parval.gates.serial import SerialVerdict, serial_variation
+from parval.jsonread import as_int
+from parval.plan.waves import StartSchedule, start_schedule
 from parval.rundir.event_types import RequestEvent, ServerReadyEvent
 from parval.status import Result
 
@@ -35,6 +37,9 @@ class JudgeContext:
         # The plan's tolerance; `tolerance` below is where it applies.
         self.declared_tolerance: int | None = int(tol["max_abs_sample_diff"]) if tol else None
         self.volatile: list[str] = [str(v["path"]) for v in compare.get("volatile_fields", [])]
+        # What each count's starts must record, read from the plan once for every judge.
+        self.required_starts: int = max(MIN_STARTS, as_int(plan.get("starts_per_count", MIN_STARTS)))
+        self.schedules: dict[int, StartSchedule] = {n: start_schedule(plan, n) for n in self.counts}
 
     @cached_property
     def serial(self) -> SerialVerdict:

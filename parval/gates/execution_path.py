@@ -10,7 +10,6 @@ from dataclasses import replace
 
 from parval.gates import shape
 from parval.gates.context import JudgeContext, exact_result, run_judges
-from parval.gates.records import required_starts
 from parval.jsonread import as_int, get, item
 from parval.jsontypes import JsonValue
 from parval.status import Result
@@ -125,7 +124,7 @@ def x2_flagged_capacity_one(ctx: JudgeContext) -> Result:
         return shape.pending("X2", f"{CAP1} did not complete: its /v1/models fields were not recorded", **ev)
     if slots is None:
         return shape.pending("X2", f"{CAP1}: /v1/models showed no `slots`: capacity one not shown", **ev)
-    need = required_starts(ctx)
+    need = ctx.required_starts
     short = {
         n: len(rs) for n in campaign_counts(ctx) if len(rs := [r for r in rec.count_runs(n) if ctx.ready(r)]) < need
     }

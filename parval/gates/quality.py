@@ -31,7 +31,6 @@ def planned_starts_unrecorded(ctx: JudgeContext) -> str:
     required count starts. A start that crashed or was stopped still recorded what it
     loaded; its failure is judged where it happened (M2.starts, M1), not here."""
     from parval.gates.execution_path import campaign_counts
-    from parval.gates.records import required_starts
 
     # every start the run's events name (a start whose own record is gone leaves its others)
     started = {str(e["run"]) for e in ctx.rec.events if e.get("kind") in STARTED_BY and e.get("run")}
@@ -40,7 +39,7 @@ def planned_starts_unrecorded(ctx: JudgeContext) -> str:
         for r in started | {"ref-baseline-a", "ref-baseline-b", "ref-candidate-legacy", "ref-candidate-cap1"}
         if r not in ctx.rec.runs
     )
-    need = required_starts(ctx)
+    need = ctx.required_starts
     short = {n: k for n in campaign_counts(ctx) if (k := len(ctx.rec.count_runs(n))) < need}
     parts = [f"{', '.join(refs)} not recorded"] if refs else []
     if short:

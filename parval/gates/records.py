@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, TypedDict, cast, overload
 
-from parval.jsonread import as_int
 from parval.jsontypes import JsonObject
-from parval.plan.waves import serial_requests, wave_numbers
+from parval.plan.waves import StartSchedule, start_schedule
 from parval.rundir.event_fields import check_read
 from parval.rundir.event_types import (
     CampaignEndEvent,
@@ -333,13 +332,19 @@ class JudgedRun(Protocol):
     @property
     def plan(self) -> Mapping[str, object]: ...
 
+    @property
+    def required_starts(self) -> int:
+        """Fresh starts each count needs: the plan's starts_per_count, at least MIN_STARTS."""
+        ...
+
+    @property
+    def schedules(self) -> Mapping[int, StartSchedule]:
+        """What one start records at each of the plan's counts."""
+        ...
+
 
 # The procedure's minimum of fresh starts per advertised count.
 MIN_STARTS = 3
-
-
-def required_starts(ctx: JudgedRun) -> int:
-    return max(MIN_STARTS, as_int(ctx.plan.get("starts_per_count", MIN_STARTS)))
 
 
 def complete_starts(ctx: JudgedRun, n: int) -> list[str]:
@@ -354,7 +359,7 @@ def starts_missing(ctx: JudgedRun, n: int, id_: str) -> Result | None:
     rec = ctx.rec
     runs = rec.count_runs(n)
     complete = complete_starts(ctx, n)
-    need = required_starts(ctx)
+    need = ctx.required_starts
     if len(complete) >= need and len(complete) == len(runs):
         return None
     bad = {r: rec.outcome(r) for r in runs if r not in complete}
@@ -379,14 +384,15 @@ def wave_gaps(ctx: JudgedRun, run: str, n: int, phases: tuple[str, ...]) -> list
     waves = [w for w in rec.waves(run) if w["phase"] in phases]
     replies = Counter(_key(e) for e in rec.requests(run, phases))
     summaries = {_key(w) for w in waves}
+    schedule = ctx.schedules.get(n) or start_schedule(ctx.plan, n)
     gaps = []
     for phase in phases:
         recorded = {int(w["wave"]) for w in waves if w["phase"] == phase}
-        missing = [k for k in wave_numbers(ctx.plan, n, phase) if k not in recorded]
+        missing = [k for k in schedule.wave_numbers(phase) if k not in recorded]
         if missing:
             gaps.append(f"{run}: no {phase} {', '.join(map(str, missing[:6]))} recorded")
     for w in waves:
-        want = serial_requests(ctx.plan) if w["mode"] == "serial" else int(w["n"])
+        want = schedule.serial_requests if w["mode"] == "serial" else int(w["n"])
         got = replies.get(_key(w), 0)
         if got != want:
             gaps.append(f"{run}: {w['phase']} {w['wave']} recorded {got} of {want} replies")

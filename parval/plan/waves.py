@@ -5,6 +5,7 @@ wave was recorded whole). Takes the plan as its JSON mapping (the run's plan sna
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from parval.jsonread import as_int, get, iterate
 
@@ -41,14 +42,26 @@ def count_waves(plan: Mapping[str, object], n: int) -> dict[str, int]:
     }
 
 
-def wave_numbers(plan: Mapping[str, object], n: int, phase: str) -> list[int]:
-    """The wave numbers of `phase` one start records (warm waves count from one)."""
-    k = count_waves(plan, n)[phase]
-    return list(range(1, k + 1)) if phase == "warm_wave" else list(range(k))
-
-
 def serial_requests(plan: Mapping[str, object]) -> int:
+    """Requests in a start's serial reuse wave (one after another on one slot)."""
     return as_int(get(plan.get("waves") or {}, "serial_reuse", 2))
+
+
+@dataclass(frozen=True)
+class StartSchedule:
+    """What one start at a count records, as the plan says, read from it once."""
+
+    waves: Mapping[str, int]  # phase -> waves, not counting repeats (`count_waves`)
+    serial_requests: int  # requests of the serial reuse wave
+
+    def wave_numbers(self, phase: str) -> list[int]:
+        """The wave numbers of `phase` the start records (warm waves count from one)."""
+        k = self.waves[phase]
+        return list(range(1, k + 1)) if phase == "warm_wave" else list(range(k))
+
+
+def start_schedule(plan: Mapping[str, object], n: int) -> StartSchedule:
+    return StartSchedule(count_waves(plan, n), serial_requests(plan))
 
 
 def skipped_counts(counts: list[int]) -> list[int]:

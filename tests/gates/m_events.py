@@ -246,14 +246,15 @@ def full_start(
     """One whole count-n start as the campaign records it for `plan_`: the cold wave, the
     planned warm, mixed and reload waves (one reply per request each), the unload probe of
     every cycle and the serial reuse, every reply `body` (default tts_body(1))."""
-    from parval.plan.waves import count_waves, serial_requests, wave_numbers
+    from parval.plan.waves import start_schedule
 
+    schedule = start_schedule(plan_, n)
     reply = body if body is not None else tts_body(1)
     ev.start(run, count=n)
     for phase in ("cold_wave", "warm_wave", "mixed_wave", "reload_wave"):
         ref = "base|cold" if phase in ("cold_wave", "reload_wave") else "base|warm"
         mode = "ordered" if phase == "mixed_wave" else "together"
-        for wave in wave_numbers(plan_, n, phase):
+        for wave in schedule.wave_numbers(phase):
             for i in range(n):
                 # overlapping from the client: every send before the first reply
                 t_send, t_done = (0.01 * i, 1.0) if overlap else (1.0 * i, 1.0 * i + 0.5)
@@ -271,9 +272,9 @@ def full_start(
             if n > 1:
                 w["all_in_flight"] = flight if flight is not None else in_flight(n)
         if phase == "reload_wave":
-            for cycle in range(count_waves(plan_, n)["reload_wave"]):
+            for cycle in range(schedule.waves["reload_wave"]):
                 ev.append("probe", run=run, attempt=0, name="unload", cycle=cycle, **(unload or UNLOADED))
-    for i in range(serial_requests(plan_)):
+    for i in range(schedule.serial_requests):
         ev.request(run, "serial_reuse", i, "base", reply, ref="base|warm")
     ev.wave(run, "serial_reuse", 0, 1, status=status, drained=drained, mode="serial")
     if end:
