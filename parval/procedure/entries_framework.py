@@ -1,4 +1,5 @@
-"""Registry entries of the framework assertions F1-F6 (see registry.py).
+"""Registry entries of the framework assertions F1-F6 (see registry.py; the model's are
+declared at their judges).
 
 F1-F5 are combined by parval.framework.judges:assertion_result from sub-checks, each one
 a registered observation judge's verdict (`parts`: the judge keys the probes in

@@ -1,6 +1,7 @@
 """One registry entry (`Entry`), the scopes an assertion is judged in, and the evidence
-kinds the entries name: shared by registry.py and the entries_* modules it assembles
-(kept apart so that none of them imports another back)."""
+kinds the entries name: shared by registry.py, the model judges that declare their entries
+where they are registered (`Declaration`, given to parval.gates.shape.judge) and
+entries_framework.py (kept apart so that none of them imports another back)."""
 
 from __future__ import annotations
 
@@ -133,18 +134,31 @@ class Entry:
 
 
 @dataclass(frozen=True)
-class Gate:
-    """The entries of one gate module judged in one scope: `module` prefixes each judge
-    function's name ("" when each entry names its judge in full)."""
+class Declaration:
+    """A model entry as its judge declares it: all but the ID and the judge, which the
+    judge's registration (`@shape.judge(ID, declaration)`) supplies."""
 
     scope: str
-    module: str = ""
+    evidence: tuple[str, ...]
+    faults: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    reproduce: str = RUN
+
+    def entry(self, id_: str, judge: str) -> Entry:
+        return Entry(id_, self.scope, judge, self.evidence, self.faults, reproduce=self.reproduce, notes=self.notes)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The declarations of one gate module's judges, judged in one scope."""
+
+    scope: str
 
     def __call__(
-        self, id_: str, fn: str, evidence: tuple[str, ...], faults: tuple[str, ...] = (), notes: tuple[str, ...] = ()
-    ) -> Entry:
-        return Entry(id_, self.scope, f"{self.module}:{fn}" if self.module else fn, evidence, faults, notes=notes)
+        self, evidence: tuple[str, ...], faults: tuple[str, ...] = (), notes: tuple[str, ...] = ()
+    ) -> Declaration:
+        return Declaration(self.scope, evidence, faults, notes)
 
-    def noted(self, id_: str, fn: str, evidence: tuple[str, ...], *notes: str) -> Entry:
-        """An entry with notes but no stand-in faults."""
-        return self(id_, fn, evidence, notes=notes)
+    def noted(self, evidence: tuple[str, ...], *notes: str) -> Declaration:
+        """A declaration with notes but no stand-in faults."""
+        return self(evidence, notes=notes)
