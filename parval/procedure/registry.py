@@ -2,18 +2,20 @@
 what the procedure asks, the one function that judges it, the evidence parval records for
 it, the stand-in faults that make it fail, and how to reproduce it.
 
-A model assertion's entry (X, M, Q: judged from a model run's events) is declared at its
-judge in the gate module, `@shape.judge(ID, declaration)`, read back as the module's
-`ENTRIES`; the framework's F entries (judged from the framework record's observations and
-CTest runs) live in entries_framework.py. `Entry`, the scopes and the evidence kinds they
-share live in entry.py; this module only assembles them. `parval explain ID` prints an
-entry; tests/layout/test_registry.py checks that every catalogue ID has exactly one entry
-and that each named judge exists and is the function its gate module's own table
-(`JUDGES`) dispatches to, so the registry cannot drift from the code.
+Each entry is declared beside its judge: a model assertion's (X, M, Q: judged from a model
+run's events) at its judge in the gate module, `@shape.judge(ID, declaration)`, read back as
+the module's `ENTRIES`; a framework group's (F: judged from the framework record's
+observations and CTest runs) in the module of that group's judges, beside its `JUDGES`
+table. `Entry`, the scopes and the evidence kinds they share live in entry.py; this module
+only assembles them. `parval explain ID` prints an entry; tests/layout/test_registry.py
+checks that every catalogue ID has exactly one entry, declared in the module of its judge,
+and that each named judge exists and is the function its gate module's own table (`JUDGES`)
+dispatches to, so the registry cannot drift from the code.
 """
 
 from __future__ import annotations
 
+from parval.framework import judges_f1, judges_f2, judges_f3, judges_f4, judges_f5, judges_f6
 from parval.gates import (
     admission_verdict,
     execution_path,
@@ -26,7 +28,6 @@ from parval.gates import (
     m6_modes,
     quality,
 )
-from parval.procedure import entries_framework
 from parval.procedure.entry import CATALOGUE, SCOPES, Entry
 
 __all__ = ["CATALOGUE", "DECLARED_IN", "ENTRIES", "SCOPES", "Entry", "entry"]
@@ -44,7 +45,12 @@ DECLARED_IN: dict[str, tuple[Entry, ...]] = {
     m6_modes.__name__: m6_modes.ENTRIES,
     quality.__name__: quality.ENTRIES,
     admission_verdict.__name__: admission_verdict.ENTRIES,
-    entries_framework.__name__: entries_framework.FRAMEWORK_ENTRIES,
+    judges_f1.__name__: judges_f1.ENTRIES,
+    judges_f2.__name__: judges_f2.ENTRIES,
+    judges_f3.__name__: judges_f3.ENTRIES,
+    judges_f4.__name__: judges_f4.ENTRIES,
+    judges_f5.__name__: judges_f5.ENTRIES,
+    judges_f6.__name__: judges_f6.ENTRIES,
 }
 
 ENTRIES: tuple[Entry, ...] = tuple(e for entries in DECLARED_IN.values() for e in entries)
