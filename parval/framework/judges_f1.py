@@ -40,6 +40,7 @@ from parval.framework.observed import (
     waits,
 )
 from parval.framework.preconditions import route_absent
+from parval.procedure.entry import Entry, framework_entry
 
 # -- F1.cap1_fifo and F1.fifo: the forced order --------------------------------------------------
 
@@ -661,3 +662,35 @@ JUDGES: dict[str, Judge] = {
     "legacy.registration_forms": registration_forms,
     "legacy.config_forms": config_forms,
 }
+
+# The registry entries of the F1 assertions, each combined from the sub-checks of the judges it names.
+ENTRIES: tuple[Entry, ...] = (
+    framework_entry(
+        "F1.fifo", "f1.forced_order", "f1.request_only_queue", "f2.overlapping_managers", faults=("barging",)
+    ),
+    framework_entry("F1.overdue", "f1.overdue_case", "f1.healthy_plus_overdue", faults=("overdue_suppressed",)),
+    framework_entry(
+        "F1.timeouts",
+        "timeouts.case",
+        "timeouts.manager_timeout",
+        "timeouts.bulk_unbounded",
+        faults=("queued_counter_stuck",),
+        notes=("judged on the flagged and the legacy runtime alike",),
+    ),
+    framework_entry(
+        "F1.legacy_admission",
+        "legacy.guard_serializes",
+        "legacy.wedged_text",
+        "legacy.status_fields",
+        "legacy.registration_forms",
+        "legacy.config_forms",
+        notes=("judged on unflagged (legacy) starts of the candidate",),
+    ),
+    framework_entry("F1.cap1_fifo", "f1.cap1_pool", "f1.forced_order"),
+    framework_entry(
+        "F1.unsupported",
+        "unsupported.count_over_capacity",
+        "unsupported.unsupported_mode",
+        notes=("queue overflow is NOT_APPLICABLE here: its timeout rejection is recorded under F1.timeouts",),
+    ),
+)

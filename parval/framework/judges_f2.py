@@ -27,6 +27,7 @@ from parval.framework.observed import (
     unloaded_ids,
 )
 from parval.jsontypes import JsonObject
+from parval.procedure.entry import CTEST_PART, Entry, framework_entry
 
 # The slot fields the parallel runtime adds to /v1/models (F1.legacy_admission and F2
 # runtime selection check that the legacy runtime lists none).
@@ -460,3 +461,31 @@ JUDGES: dict[str, Judge] = {
     "f2.post_commit_failure": post_commit_failure,
     "f2.native_batch": native_batch,
 }
+
+# The registry entries of the F2 assertions, each combined from the sub-checks of the judges it names.
+ENTRIES: tuple[Entry, ...] = (
+    framework_entry("F2.first_publish", "f1.first_wave", "legacy.first_session"),
+    framework_entry(
+        "F2.unload_vs_load", "f2.unload_during_load", "legacy.unpublished_skip", faults=("unload_skips_load",)
+    ),
+    framework_entry(
+        "F2.reconfigure_queued",
+        "f2.queued_before_barrier",
+        "f2.unload_not_undone",
+        faults=("lease_binding",),
+        notes=(
+            "PENDING when the plan's distinct session_options do not change the output "
+            "(the configuration a request used cannot be told)",
+        ),
+    ),
+    framework_entry("F2.callback_lease", "f2.native_batch", CTEST_PART),
+    framework_entry(
+        "F2.invalid_replacement",
+        "f2.unsupported_count",
+        "f2.invalid_metadata",
+        "f2.valid_resize",
+        "f2.runtime_kept",
+        "legacy.runtime_kept",
+    ),
+    framework_entry("F2.same_id", "f2.concurrent_same_id", "f2.post_commit_failure"),
+)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from parval.framework.observed import Facts, Judge, Verdict, all_ok, flight, listed, named, outputs_match, waits
+from parval.procedure.entry import CTEST_PART, Entry, framework_entry
 
 
 def _error(status: int | None) -> bool:
@@ -139,3 +140,15 @@ JUDGES: dict[str, Judge] = {
     "f3.invalid_alongside": invalid_alongside,
     "f3.ctest_evidence": ctest_evidence,
 }
+
+# The registry entries of the F3 assertions, each combined from the sub-checks of the judges it names.
+ENTRIES: tuple[Entry, ...] = (
+    framework_entry("F3.load_failures", "f3.config_load_failure", "f3.registration_retry", CTEST_PART),
+    framework_entry(
+        "F3.ownership",
+        "f3.config_load_failure",
+        "f3.invalid_alongside",
+        CTEST_PART,
+        notes=("PENDING for invalid_alongside when the plan names no requests.invalid",),
+    ),
+)

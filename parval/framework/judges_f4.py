@@ -22,6 +22,7 @@ from parval.framework.observed import (
     outputs_match,
     waits,
 )
+from parval.procedure.entry import Entry, framework_entry
 
 
 def next_wave_exact(v: Verdict, f: Facts) -> None:
@@ -248,3 +249,9 @@ JUDGES: dict[str, Judge] = {
     "f4.sigterm_inflight": sigterm_inflight,
     "f4.stalled_socket_io": stalled_socket_io,
 }
+
+# The registry entries of the F4 assertions, each combined from the sub-checks of the judges it names.
+ENTRIES: tuple[Entry, ...] = (
+    framework_entry("F4.disconnect", "f4.running_disconnect", "f4.queued_disconnect", "f4.init_disconnect"),
+    framework_entry("F4.shutdown", "f4.sigterm_inflight", "f4.stalled_socket_io"),
+)

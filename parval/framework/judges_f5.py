@@ -28,6 +28,7 @@ from parval.framework.observed import (
     waits,
 )
 from parval.framework.preconditions import route_absent
+from parval.procedure.entry import CTEST_PART, Entry, framework_entry
 
 BUSY_LIMIT_TEXT = "every loaded model is busy"
 
@@ -360,3 +361,12 @@ JUDGES: dict[str, Judge] = {
     "f5.no_convoy": no_convoy,
     "f5.selections": selections,
 }
+
+# The registry entries of the F5 assertions, each combined from the sub-checks of the judges it names.
+ENTRIES: tuple[Entry, ...] = (
+    framework_entry("F5.two_models", "f5.together", "f5.unload_together", "f5.alternate", "f5.warm_during_cold"),
+    framework_entry("F5.bulk_ready_first", "f5.ready_first", faults=("bulk_waits_unpublished",)),
+    framework_entry("F5.retiring_residency", "f5.retiring", CTEST_PART, faults=("retiring_resident",)),
+    framework_entry("F5.no_convoy", "f5.no_convoy", CTEST_PART, faults=("registry_convoy",)),
+    framework_entry("F5.bulk_selections", "f5.selections"),
+)

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from parval.framework.ctest import DEFAULT_LABEL, DEFAULT_SANITIZERS, STRESS_LABEL, CTestRun
+from parval.procedure.entry import CTEST, FRAMEWORK, Entry
 from parval.status import Result, Status, combine, not_applicable
 
 # Required whenever the default transport may have changed (procedure-assertions F6.ctest);
@@ -65,6 +66,49 @@ def assess_f6(
         _assess_sanitizers(runs, sanitizers, dict(sanitizers_unavailable or {})),
         _assess_stress(runs),
     ]
+
+
+# The registry entries of F6, judged by assess_f6 above.
+F6_PLAN = "the framework plan: framework.ctest_build_dir, framework.ctest_regex, framework.sanitizer_build_dirs"
+
+
+def _f6(id_: str, evidence: tuple[str, ...], *notes: str) -> Entry:
+    return Entry(
+        id_,
+        "record",
+        f"{assess_f6.__module__}:{assess_f6.__name__}",
+        (CTEST, *evidence),
+        reproduce=FRAMEWORK.format(id=id_),
+        notes=(*notes, "a rerun with the same label supersedes the earlier run (named as a limitation)"),
+    )
+
+
+ENTRIES: tuple[Entry, ...] = (
+    _f6(
+        "F6.ctest",
+        (
+            F6_PLAN,
+            "parallel_http_live_body_test and parallel_http_ownership_test, plus the probes file's required_tests "
+            "(default_transport_unchanged: the reason they are not required)",
+        ),
+        "judged on the default-labelled run; FAIL only on a relevant failing test; BLOCKED when parval "
+        "stopped CTest (ctest_timeout_s); PENDING when it was not run, CTest is older than 3.21, no test "
+        "passed, or a required test did not run",
+    ),
+    _f6(
+        "F6.sanitizers",
+        (F6_PLAN, "the probes file's sanitizers / sanitizers_unavailable", "-fsanitize= in the build directory"),
+        "ASan and TSan both required, one job each; a job counts only from a build directory built with its "
+        "-fsanitize flag; PENDING for a job not run without a platform reason (sanitizers_unavailable), "
+        "which is listed as a limitation",
+    ),
+    _f6(
+        "F6.stress",
+        (F6_PLAN, "the probes file's stress job (regex, seed, repeat)"),
+        "the stress-labelled run (ctest --repeat until-fail with AUDIOCPP_STRESS_SEED); "
+        "PENDING when not run; a missing seed is a limitation",
+    ),
+)
 
 
 def _nothing_ran(run: CTestRun) -> str | None:

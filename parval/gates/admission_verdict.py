@@ -9,6 +9,7 @@ from parval.gates import shape
 from parval.jsonread import as_int
 from parval.plan.waves import skipped_counts
 from parval.procedure.catalogue import all_ids, group_of
+from parval.procedure.entry import PLAN, Declaration, Entry
 from parval.status import Result, Status, combine, pending
 
 PENDING_TEXT = "evidence collected; validation pending"
@@ -95,7 +96,22 @@ def _why_not_above(counts: list[int], verdicts: dict[int, Status], n: int) -> st
     return f"count {above} is {verdicts.get(above, Status.PENDING)}"
 
 
-@shape.judge("Q6")
+@shape.judge(
+    "Q6",
+    Declaration(
+        "run",
+        (
+            "the verdict of every count (its M2, M3, M5 and Q5 results, with the model-level and framework results)",
+            PLAN + ": counts",
+        ),
+        notes=(
+            "decided in parval.gates.admission_verdict:decide: admission stops at the first count not validated, "
+            "tested or not, and ends below a count that would be the largest admitted without its ten mixed "
+            "waves; PASS when what is reported is what the rule gives; PENDING when the plan skips a count "
+            "(nothing above it can be admitted); with no count admitted, count 1's status",
+        ),
+    ),
+)
 def q6(counts: list[int], verdicts: dict[int, Status], admitted: list[int]) -> Result:
     """Q6: what the run reports as admitted is what the rule gives (the consecutive
     validated counts from one upward, never an untested count), and the plan's every count
@@ -134,6 +150,10 @@ def q6(counts: list[int], verdicts: dict[int, Status], admitted: list[int]) -> R
         return replace(r, limitations=lim)
     r = shape.passed("Q6", reason, {"admitted counts": admitted, "count verdicts": per}, **ev)
     return replace(r, limitations=lim)
+
+
+# The registry entry the judge above declares.
+ENTRIES: tuple[Entry, ...] = shape.entries_of({"Q6": q6})
 
 
 def verdict_line(

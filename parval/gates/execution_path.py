@@ -12,7 +12,12 @@ from parval.gates import shape
 from parval.gates.context import JudgeContext, exact_result, run_judges
 from parval.jsonread import as_int, get, item
 from parval.jsontypes import JsonValue
+from parval.procedure.entry import COMPARED, NO_UI, READY, Entry, Gate
 from parval.status import Result
+
+# Each judge below declares its registry entry: judged once per run, with notes.
+_x = Gate("run").noted
+
 
 LEGACY = "ref-candidate-legacy"
 CAP1 = "ref-candidate-cap1"
@@ -30,7 +35,20 @@ def _untried_forms(probes: Sequence[Mapping[str, object]]) -> list[str]:
     return [_form(v) for v in X1_FORMS if _form(v) not in tried]
 
 
-@shape.judge("X1")
+@shape.judge(
+    "X1",
+    _x(
+        (
+            "`x1_config_probe` events: the unflagged candidate started with each slots form "
+            "(value, rejected, exit_code, message_ok: the legacy text on stderr)",
+            "`x1_registration_probe` events: registrations with each slots form on "
+            "ref-candidate-legacy (reply, message, ok)",
+            READY + " of ref-candidate-legacy (no warning marker, no slot fields)",
+        ),
+        'PENDING until every form 1, 2, null, false, "4" was tried at startup and on registration; ' + NO_UI,
+        "BLOCKED when ref-candidate-legacy crashed or was stopped before its registration probes",
+    ),
+)
 def x1_legacy_path(ctx: JudgeContext) -> Result:
     """X1: without --parallel-jobs no warning, no slot fields, and every explicit slots
     form rejected with the legacy text at startup and on registration."""
@@ -97,7 +115,16 @@ def campaign_counts(ctx: JudgeContext) -> list[int]:
     return ctx.counts
 
 
-@shape.judge("X2")
+@shape.judge(
+    "X2",
+    _x(
+        (
+            READY + " of ref-candidate-cap1 (warning marker; first_slots must be 1) and of "
+            "every count start (warning marker)",
+        ),
+        "PENDING when the flagged capacity-one start (ref-candidate-cap1) is missing",
+    ),
+)
 def x2_flagged_capacity_one(ctx: JudgeContext) -> Result:
     """X2: every flagged start prints the warning, and omitted slots mean capacity one; a
     PASS needs the capacity-one start's /v1/models fields and, at every count the campaign
@@ -147,7 +174,16 @@ def _reply_status(step: object) -> object:
     return get(get(step, "reply") or {}, "status")
 
 
-@shape.judge("X3")
+@shape.judge(
+    "X3",
+    _x(
+        (
+            "`x3_resize_probe` event on ref-candidate-cap1 (steps: slots, reply, status_fields; ok, capacity_refused)",
+            "`request` events of phase x3_after_resize on ref-candidate-cap1, " + COMPARED,
+        ),
+        NO_UI + "; PENDING too when the model's capacity refuses two slots",
+    ),
+)
 def x3_resize_across_one(ctx: JudgeContext) -> Result:
     """X3: resized across one (2→1→2→1) on one flagged process, status fields kept, and the
     first output after every resize equal to the cold reference."""
@@ -215,6 +251,9 @@ JUDGES: dict[str, Callable[[JudgeContext], Result]] = {
     "X2": x2_flagged_capacity_one,
     "X3": x3_resize_across_one,
 }
+
+# The registry entries the judges above declare, in the table's order.
+ENTRIES: tuple[Entry, ...] = shape.entries_of(JUDGES)
 
 
 def judge_execution_path(ctx: JudgeContext) -> list[Result]:

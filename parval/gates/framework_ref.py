@@ -37,6 +37,7 @@ from parval.gates.framework_identity import (
 from parval.gates.framework_reuse import ReuseDecision
 from parval.jsonread import get, iterate
 from parval.procedure.catalogue import FRAMEWORK_GATE
+from parval.procedure.entry import PROTECTED, X4_CMD, Declaration, Entry
 from parval.status import Result, Status, combine, pending
 
 # The F entries whose evidence is per flagged count (F1 FIFO, first-load pool drain).
@@ -252,7 +253,20 @@ def candidate_commit(plan: Mapping[str, object] | None, manifest: Mapping[str, o
 
 
 # -- X4 -------------------------------------------------------------------------------------
-@shape.judge("X4")
+@shape.judge(
+    "X4",
+    Declaration(
+        "commit",
+        (PROTECTED,),
+        reproduce=X4_CMD,
+        notes=(
+            "PENDING when no result is attached, it does not match the schema, or it "
+            "checked another candidate commit than identity.candidate.source_commit",
+            "judged from the verify-protected result itself (changed files, legacy runtime check), never "
+            "from the status of a wrapper around it",
+        ),
+    ),
+)
 def x4_result(protected: Mapping[str, object] | None, commit: str | None) -> Result:
     if protected is None:
         return pending(
@@ -306,6 +320,10 @@ def x4_result(protected: Mapping[str, object] | None, commit: str | None) -> Res
         )
     evidence = {**x4.evidence, "upstream": raw.get("upstream"), "candidate_commit": cand}
     return replace(x4, evidence=evidence, limitations=limitations)
+
+
+# The registry entry the judge above declares.
+ENTRIES: tuple[Entry, ...] = shape.entries_of({"X4": x4_result})
 
 
 def _count(value: object) -> int:

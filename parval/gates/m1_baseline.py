@@ -10,9 +10,13 @@ from dataclasses import replace
 from parval.gates import shape
 from parval.gates.context import REF_PHASES, JudgeContext, SerialVerdict, exact_result
 from parval.gates.serial import serial_variation
+from parval.procedure.entry import COMPARED, MANIFEST, MASKED, NEGATIVE, PLAN, REFS, SET_ASIDE, STARTS, Entry, Gate
 from parval.status import Result, Status
 
-__all__ = ["JUDGES", "judge_m1", "serial_variation"]
+__all__ = ["ENTRIES", "JUDGES", "judge_m1", "serial_variation"]
+
+# Each judge below declares its registry entry: judged once per run, with notes.
+_m1 = Gate("run").noted
 
 
 # What the procedure's manifest must record: (path in the manifest, what it is).
@@ -71,7 +75,18 @@ def manifest_gaps(ctx: JudgeContext) -> list[str]:
     return gaps
 
 
-@shape.judge("M1.manifest")
+@shape.judge(
+    "M1.manifest",
+    _m1(
+        (
+            MANIFEST,
+            PLAN + ": model.auxiliary_files and the identity block (quantization, source commits, build flags)",
+            REFS,
+        ),
+        "PENDING naming each item the manifest lacks (an empty or blank value is lacking); what parval "
+        "cannot discover is declared in the plan's identity block",
+    ),
+)
 def m1_manifest(ctx: JudgeContext, serial: SerialVerdict) -> Result:
     """M1.manifest: the run's manifest identifies everything the comparison rests on."""
     man = ctx.manifest
@@ -96,7 +111,20 @@ def m1_manifest(ctx: JudgeContext, serial: SerialVerdict) -> Result:
     )
 
 
-@shape.judge("M1.serial_repeat")
+@shape.judge(
+    "M1.serial_repeat",
+    _m1(
+        (
+            "`request` events of ref-baseline-a and ref-baseline-b (ref_cold, ref_warm, ref_warm2: output canon)",
+            "raw replies in artifacts/<sha256>.json when the plan declares a tolerance",
+        ),
+        "decided by parval.gates.serial:serial_variation; PENDING (parity unverified) "
+        "when outputs differ across the two fresh starts or warm repeats",
+        "a declared compare.tolerance applies only when the repeats varied within it; byte-identical "
+        "repeats are deterministic output, and comparisons stay byte-exact",
+        "the stand-in fault serial_nondeterminism keeps it PENDING, never PASS",
+    ),
+)
 def m1_serial_repeat(ctx: JudgeContext, serial: SerialVerdict) -> Result:
     """M1.serial_repeat: the verdict of `serial_variation`, judged once per run."""
     status, reason, evidence = serial
@@ -144,19 +172,51 @@ def _parity(id_: str, run: str, ctx: JudgeContext) -> Result:
     return r
 
 
-@shape.judge("M1.legacy_parity")
+@shape.judge(
+    "M1.legacy_parity",
+    _m1(
+        (
+            "`request` events of ref-candidate-legacy (ref_cold, ref_warm, ref_warm2), " + COMPARED,
+            STARTS + " of ref-candidate-legacy",
+            NEGATIVE,
+            SET_ASIDE,
+        ),
+        MASKED,
+        "FAIL when the start's server crashed (whatever it had collected before); BLOCKED when parval "
+        "stopped it; a PASS needs every request cold, warm and repeated warm",
+        "the stand-in fault crash_legacy_after makes it FAIL; garbage_replies makes it FAIL or BLOCKED",
+    ),
+)
 def m1_legacy_parity(ctx: JudgeContext, serial: SerialVerdict) -> Result:
     """M1.legacy_parity: the unflagged candidate matches upstream legacy."""
     return _parity("M1.legacy_parity", "ref-candidate-legacy", ctx)
 
 
-@shape.judge("M1.cap1_parity")
+@shape.judge(
+    "M1.cap1_parity",
+    _m1(
+        (
+            "`request` events of ref-candidate-cap1 (ref_cold, ref_warm, ref_warm2), " + COMPARED,
+            STARTS + " of ref-candidate-cap1",
+            NEGATIVE,
+            SET_ASIDE,
+        ),
+        MASKED,
+        "FAIL when the start's server crashed; BLOCKED when parval stopped it; a PASS needs every output",
+    ),
+)
 def m1_cap1_parity(ctx: JudgeContext, serial: SerialVerdict) -> Result:
     """M1.cap1_parity: the flagged candidate at capacity one matches upstream legacy."""
     return _parity("M1.cap1_parity", "ref-candidate-cap1", ctx)
 
 
-@shape.judge("M1.cold_warm_refs")
+@shape.judge(
+    "M1.cold_warm_refs",
+    _m1(
+        (REFS + ": cold keys (<req>|cold, hist:<req>) and warm/history keys",),
+        "PENDING when cold and warm references were not both recorded",
+    ),
+)
 def m1_cold_warm_refs(ctx: JudgeContext, serial: SerialVerdict) -> Result:
     """M1.cold_warm_refs: cold and warm/history references recorded and kept apart (for a
     stateless model: a cold and a warm reference of every request)."""
@@ -193,6 +253,9 @@ JUDGES: dict[str, Callable[[JudgeContext, SerialVerdict], Result]] = {
     "M1.cap1_parity": m1_cap1_parity,
     "M1.cold_warm_refs": m1_cold_warm_refs,
 }
+
+# The registry entries the judges above declare, in the table's order.
+ENTRIES: tuple[Entry, ...] = shape.entries_of(JUDGES)
 
 
 def judge_m1(ctx: JudgeContext, serial: SerialVerdict) -> list[Result]:

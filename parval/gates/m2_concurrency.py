@@ -19,10 +19,27 @@ from parval.gates.records import COUNT_PHASES, complete_starts, schedule_missing
 from parval.gates.unload_evidence import unload_check
 from parval.jsontypes import JsonObject
 from parval.plan.waves import UNLOAD_CYCLES
+from parval.procedure.entry import (
+    COMPARED,
+    COUNT_REQUESTS,
+    DRAINED,
+    MASKED,
+    NEGATIVE,
+    PLAN,
+    SET_ASIDE,
+    STARTS,
+    WAVE_STATUS,
+    WAVES,
+    Entry,
+    Gate,
+)
 from parval.rundir.event_types import ProbeEvent, RequestEvent, WaveEvent
 from parval.status import Result, Status
 
-__all__ = ["JUDGES", "MIN_POLLS_IN_FLIGHT", "client_overlap", "judge_m2"]
+__all__ = ["ENTRIES", "JUDGES", "MIN_POLLS_IN_FLIGHT", "client_overlap", "judge_m2"]
+
+# Each judge below declares its registry entry, judged once per count.
+_m2 = Gate("count")
 
 
 # --- what the status poller saw of the slot counters (also read by M3 and M6) ------
@@ -309,7 +326,20 @@ def _stop_text(stop: Mapping[str, object]) -> str:
     return f"{stop['run']} {which}: {stop['kind']}: {stop['reason']}"
 
 
-@shape.judge("M2.starts")
+@shape.judge(
+    "M2.starts",
+    _m2(
+        (STARTS + " of the count<N>-s<k> starts",),
+        ("crash_at_4",),
+        (
+            "BLOCKED when parval stopped a start (start_failed / start_aborted / start_timeout / wave_timeout /"
+            " memory_guard), naming why; the faults hang_requests and drop_connection leave it BLOCKED",
+            "every other M2/M3 judge PASSes only on the complete starts (at least three, every one recorded) and "
+            "every planned wave recorded whole (its summary and one reply per request); a start parval stopped "
+            "never counts as complete",
+        ),
+    ),
+)
 def m2_starts(ctx: JudgeContext, n: int) -> Result:
     """M2.starts: three or more fresh starts at count n completed, none crashed; a start
     parval stopped (it hung, stopped answering, could not start, hit the memory guard) is
@@ -373,7 +403,13 @@ def m2_cold_wave_ok(ctx: JudgeContext, n: int) -> Callable[[str], bool]:
     return began_cold
 
 
-@shape.judge("M2.cold_wave")
+@shape.judge(
+    "M2.cold_wave",
+    _m2(
+        ("the first `request` event of each complete start (phase cold_wave)", WAVES + ": a cold_wave of N"),
+        notes=("PENDING when no start at the count completed",),
+    ),
+)
 def m2_cold_wave(ctx: JudgeContext, n: int) -> Result:
     """M2.cold_wave: every complete start began with a concurrent cold wave of n."""
     return _every_start(
@@ -387,7 +423,15 @@ def m2_cold_wave(ctx: JudgeContext, n: int) -> Result:
     )
 
 
-@shape.judge("M2.warm_waves")
+@shape.judge(
+    "M2.warm_waves",
+    _m2(
+        (
+            WAVES + ": warm_wave and mixed_wave",
+            PLAN + ": requests.variations (mixed waves required only when variations are declared)",
+        )
+    ),
+)
 def m2_warm_waves(ctx: JudgeContext, n: int) -> Result:
     """M2.warm_waves: every complete start ran its planned warm waves, and its mixed ones
     when the plan declares variations."""
@@ -410,7 +454,25 @@ def m2_warm_waves(ctx: JudgeContext, n: int) -> Result:
     )
 
 
-@shape.judge("M2.observed_active")
+@shape.judge(
+    "M2.observed_active",
+    _m2(
+        (
+            "every concurrent wave attempt: " + WAVE_STATUS,
+            "`request` events of each wave (t_send / t_done: did the client have them all in flight?)",
+        ),
+        ("fake_concurrency",),
+        (
+            "FAIL when a wave attempt had all N requests in flight from the client with at least 5 successful "
+            "status samples inside that window (the wave event's all_in_flight), every one below N; the same "
+            "in an attempt parval set aside; UNSUPPORTED when the server publishes no slot counters",
+            "PENDING when a wave never overlapped even from the client side, when N leases were seen "
+            "only while the model was still loading, when fewer than 5 successful samples fell inside the "
+            "all-in-flight window (the campaign repeats such a wave first), or when the poller got no "
+            "/v1/models answer",
+        ),
+    ),
+)
 def m2_observed_active(ctx: JudgeContext, n: int) -> Result:
     """M2.observed_active: the status poller saw n loaded leases at once in every
     concurrent wave (any attempt of it). A FAIL needs enough successful samples inside the
@@ -481,7 +543,18 @@ def m2_observed_active(ctx: JudgeContext, n: int) -> Result:
     )
 
 
-@shape.judge("M2.drained")
+@shape.judge(
+    "M2.drained",
+    _m2(
+        (DRAINED + " after every wave", WAVE_STATUS, SET_ASIDE),
+        ("counters_no_drain",),
+        (
+            "FAIL when counters stay non-zero (also in an attempt parval set aside); UNSUPPORTED when they "
+            "are absent or queued_requests is not published; PENDING when the poller got no answer during "
+            "the drain check",
+        ),
+    ),
+)
 def m2_drained(ctx: JudgeContext, n: int) -> Result:
     """M2.drained: active_slots == queued_requests == 0 after every wave."""
     id_ = "M2.drained"
@@ -529,7 +602,20 @@ def m2_drained(ctx: JudgeContext, n: int) -> Result:
     )
 
 
-@shape.judge("M2.exact")
+@shape.judge(
+    "M2.exact",
+    _m2(
+        (COUNT_REQUESTS, NEGATIVE, SET_ASIDE),
+        ("contaminate_3plus", "intermittent_mismatch", "ignore_seed", "sub16_noise"),
+        (
+            MASKED,
+            "ignore_seed fails it when only the candidate ignores the seed; garbage_replies makes it FAIL or BLOCKED",
+            "outputs are compared at each file's own sample format (sub16_noise: PCM_32 samples that differ "
+            "below 16 bits fail); a reply refused for memory (503 insufficient_memory, the fault "
+            "memory_refused_at) is BLOCKED, never FAIL",
+        ),
+    ),
+)
 def m2_exact(ctx: JudgeContext, n: int) -> Result:
     """M2.exact: every wave output at count n equals its reference."""
     runs = ctx.rec.count_runs(n)
@@ -551,7 +637,27 @@ def _outputs_verdict(
     return r
 
 
-@shape.judge("M2.unload_reload")
+@shape.judge(
+    "M2.unload_reload",
+    _m2(
+        (
+            "`probe` events named unload of every start (reply, loaded_false, polls_after, still_loaded, "
+            "loaded_field, cycle): what /v1/models showed after the unload",
+            "`request` events of phase reload_wave, compared with the cold references",
+            NEGATIVE,
+            SET_ASIDE,
+        ),
+        ("unload_keeps_loaded",),
+        (
+            MASKED,
+            "unloaded means /v1/models showed loaded:false after the unload, never that the reply's "
+            "`unloaded` list names the model (it lists every known id); FAIL when the route errs (other than "
+            "a 404) or at least 5 samples after a 200 all showed the model loaded; UNSUPPORTED when the "
+            "route answers 404 (this build has none); PENDING with fewer samples or when the server "
+            "publishes no `loaded`",
+        ),
+    ),
+)
 def m2_unload_reload(ctx: JudgeContext, n: int) -> Result:
     """M2.unload_reload: every unload of every start showed the model unloaded
     (/v1/models loaded:false after it), and the outputs after each reload equal the cold
@@ -597,7 +703,10 @@ def m2_unload_reload(ctx: JudgeContext, n: int) -> Result:
     return reload_result
 
 
-@shape.judge("M2.serial_reuse")
+@shape.judge(
+    "M2.serial_reuse",
+    _m2(("`request` events of phase serial_reuse of every start at the count, " + COMPARED, NEGATIVE), notes=(MASKED,)),
+)
 def m2_serial_reuse(ctx: JudgeContext, n: int) -> Result:
     """M2.serial_reuse: serial requests after the concurrent waves equal their references."""
     runs = ctx.rec.count_runs(n)
@@ -617,6 +726,9 @@ JUDGES: dict[str, Callable[[JudgeContext, int], Result]] = {
     "M2.unload_reload": m2_unload_reload,
     "M2.serial_reuse": m2_serial_reuse,
 }
+
+# The registry entries the judges above declare, in the table's order.
+ENTRIES: tuple[Entry, ...] = shape.entries_of(JUDGES)
 
 
 def judge_m2(ctx: JudgeContext, n: int) -> list[Result]:

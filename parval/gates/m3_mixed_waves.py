@@ -27,10 +27,17 @@ from parval.plan.variations import (
     variation_kind,
 )
 from parval.plan.waves import TEN_WAVES, mixed_waves
+from parval.procedure.entry import MASKED, NEGATIVE, PLAN, REFS, WAVES, Declaration, Entry, Gate
 from parval.rundir.event_types import RequestEvent, WaveEvent
 from parval.status import Result, Status
 
-__all__ = ["JUDGES", "content_digest", "judge_m3", "m3_variation", "variation_effects"]
+__all__ = ["ENTRIES", "JUDGES", "content_digest", "judge_m3", "m3_variation", "variation_effects"]
+
+# Each judge below declares its registry entry, judged once per count (MIXED and ORDER: the
+# evidence several of them read).
+MIXED = "`request` events of phase mixed_wave of the count<N>-s<k> starts"
+ORDER = "the mixed_wave `wave` events (order, admission: ordered_ok / finished_early, trace_confirmed)"
+_m3 = Gate("count")
 
 
 def _mixed_waves(ctx: JudgeContext, n: int) -> list[WaveEvent]:
@@ -46,7 +53,16 @@ def _order_observed(w: WaveEvent) -> bool:
     return w.get("trace_confirmed") is True or (adm.get("ordered_ok") is True and not adm.get("finished_early"))
 
 
-@shape.judge("M3.reversed")
+@shape.judge(
+    "M3.reversed",
+    _m3(
+        (ORDER, MIXED + " of the waves seen in both orders", NEGATIVE),
+        notes=(
+            "NOT_APPLICABLE at count 1; PENDING until some request pair is observed admitted in both orders",
+            MASKED,
+        ),
+    ),
+)
 def m3_reversed(ctx: JudgeContext, n: int, effects: list[VariationEffect]) -> Result:
     """M3.reversed: some request pair was observed admitted in both orders, and the
     outputs of those waves are exact."""
@@ -121,7 +137,19 @@ def mixed_wave_counts(ctx: JudgeContext, n: int) -> dict[str, int]:
     return {r: len({e["wave"] for e in ctx.rec.waves(r) if e["phase"] == "mixed_wave"}) for r in ctx.rec.count_runs(n)}
 
 
-@shape.judge("M3.ten_waves")
+@shape.judge(
+    "M3.ten_waves",
+    _m3(
+        (WAVES + ": mixed_wave, per start",),
+        notes=(
+            "judged at every count: PASS where each of three starts ran ten mixed waves; NOT_APPLICABLE at a "
+            "count below the largest whose waves.mixed is lower (it can be admitted only below a larger "
+            "admitted count), and PENDING there once it would be the largest admitted count (admission ends "
+            "below it); PENDING at the largest count when the plan runs fewer than ten (never a FAIL: the "
+            "shortfall is the plan's)",
+        ),
+    ),
+)
 def m3_ten_waves(ctx: JudgeContext, n: int, effects: list[VariationEffect]) -> Result:
     """M3.ten_waves: ten or more mixed warm waves in each of three starts at the largest
     admitted count. Judged at every count: where each start ran ten, the count can be the
@@ -162,7 +190,22 @@ def m3_ten_waves(ctx: JudgeContext, n: int, effects: list[VariationEffect]) -> R
     )
 
 
-@shape.judge("M3.history")
+@shape.judge(
+    "M3.history",
+    _m3(
+        (
+            MIXED + ", compared with the history-* same-history single-slot replays",
+            ORDER,
+            PLAN + ": model.cache_sensitive",
+            NEGATIVE,
+        ),
+        notes=(
+            "NOT_APPLICABLE for a stateless model (model.cache_sensitive: false); without "
+            "a [SLOT_VALIDATION] observer trace the slot mapping rests on ordered admission",
+            MASKED,
+        ),
+    ),
+)
 def m3_history(ctx: JudgeContext, n: int, effects: list[VariationEffect]) -> Result:
     """M3.history: for a cache-sensitive model, mixed-wave outputs equal same-history
     single-slot replays, with the slot histories known from ordered admission."""
@@ -345,7 +388,29 @@ def _kinds_text(ctx: JudgeContext) -> tuple[list[str], str]:
     return omitted, "; ".join(f"{k}: {why.get(k) or '(no reason given)'}" for k in omitted)
 
 
-@shape.judge("M3.variation")
+@shape.judge(
+    "M3.variation",
+    Declaration(
+        "count",
+        (
+            PLAN + ": requests.base, requests.variations, model.variation_kinds, model.variation_kinds_justification",
+            REFS + ": content digest of each variation's reference vs the base request's",
+            MIXED + ", content digests of their raw replies (artifacts/<sha256>.json)",
+            NEGATIVE,
+        ),
+        ("ignore_seed",),
+        notes=(
+            MASKED,
+            "the variation effects are measured once per run by parval.gates.m3_mixed_waves:variation_effects",
+            "PENDING when the plan declares no variations or no model.variation_kinds, when it leaves out a "
+            "kind its task supports (tts, clon: length, seed, reference; asr, vad, diar, sep, align, spk: length, "
+            "content) without a reason, when a length variation does not change the effective length, or when "
+            "a variation changes nothing even on the upstream reference (a plan defect; a variation that "
+            "changes no input, or whose kind is not a kind of its field, is refused at plan load, exit 2)",
+            "FAIL only when the upstream reference's output changes but the candidate's does not",
+        ),
+    ),
+)
 def m3_variation(ctx: JudgeContext, n: int, effects: list[VariationEffect]) -> Result:
     """M3.variation: every declared variation changes the effective input and the output
     content, on the reference server and on the candidate, covering the kinds the task
@@ -480,6 +545,9 @@ JUDGES: dict[str, Callable[[JudgeContext, int, list[VariationEffect]], Result]] 
     "M3.ten_waves": m3_ten_waves,
     "M3.history": m3_history,
 }
+
+# The registry entries the judges above declare, in the table's order.
+ENTRIES: tuple[Entry, ...] = shape.entries_of(JUDGES)
 
 
 def judge_m3(ctx: JudgeContext, n: int, effects: list[VariationEffect]) -> list[Result]:

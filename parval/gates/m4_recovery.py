@@ -26,10 +26,40 @@ from parval.gates.unload_evidence import (
 )
 from parval.jsonread import as_int, get, opt_int
 from parval.jsontypes import JsonObject, JsonValue
+from parval.procedure.entry import COMPARED, MASKED, NEGATIVE, NO_UI, Declaration, Entry, Gate
 from parval.procedure.server_facts import ROUTE_BULK_UNLOAD
-
-__all__ = ["JUDGES", "judge_load_failure", "judge_m4", "lease_problem"]
 from parval.status import Result, Status
+
+__all__ = ["ENTRIES", "JUDGES", "judge_load_failure", "judge_m4", "lease_problem"]
+
+# Each judge below declares its registry entry, judged once per model on the recovery start
+# (`_m4`: an output comparison that names the negative control).
+RECOVERY = "on the recovery start, at the largest count validated so far"
+
+
+def _m4(evidence: tuple[str, ...], faults: tuple[str, ...] = (), notes: tuple[str, ...] = ()) -> Declaration:
+    return Gate("model")((*evidence, NEGATIVE), faults, (*notes, RECOVERY, MASKED))
+
+
+def _unload_event(which: str) -> str:
+    return (
+        f"`m4_{which}_unload` event (issued_while_active, unload_done, requests_done, "
+        "requests_latency, busy, gap_s, unload_pending_at_later_send, later_order, later_samples, "
+        "unloaded_seen, unload_check)"
+    )
+
+
+UNLOAD_NOTES = (
+    "unloaded means /v1/models showed loaded:false after the in-flight work drained (or on the quiet "
+    "second unload), never the reply's `unloaded` list; barging needs the server's order: the later request, "
+    "sent a gap derived from the measured service time after the still-pending unload, seen queued behind "
+    "it with a slot free (needed for a PASS) or admitted past it; the probe is tried again (3 tries, the gap "
+    "growing) until it queues behind, and barging FAILs only when every try saw it (FIFO is enqueue order, "
+    "not packet arrival: a busy server may not have enqueued the unload yet); otherwise PENDING, or BLOCKED "
+    "once the tries are spent",
+    "a recovery start whose server crashed FAILs the probe it was running and leaves the later probes BLOCKED",
+)
+
 
 RUN = "recovery"
 
@@ -186,7 +216,16 @@ def lease_held(drained: Mapping[str, object] | None) -> bool:
     )
 
 
-@shape.judge("M4.invalid_alongside")
+@shape.judge(
+    "M4.invalid_alongside",
+    _m4(
+        (
+            "`m4_invalid_alongside` event (invalid reply, rejected, drained)",
+            "`request` events of phase invalid_alongside on the recovery start, " + COMPARED,
+        ),
+        notes=("PENDING when the plan names no requests.invalid",),
+    ),
+)
 def m4_invalid_alongside(ctx: JudgeContext) -> Result:
     """M4.invalid_alongside: an invalid request is rejected, the healthy ones next to it
     stay exact, and the leases drain."""
@@ -276,7 +315,16 @@ def judge_load_failure(ctx: JudgeContext, run: str, lf: JsonObject | None) -> Re
     return replace(r, evidence={**r.evidence, "load_failure": lf})
 
 
-@shape.judge("M4.load_failure_retry")
+@shape.judge(
+    "M4.load_failure_retry",
+    _m4(
+        (
+            "`m4_load_failure` event (failure, retry, drained, healthy_in_flight)",
+            "`request` events of phases load_failure_alongside and load_retry",
+        ),
+        notes=("PENDING when the plan sets recovery.load_failure: none; " + NO_UI,),
+    ),
+)
 def m4_load_failure_retry(ctx: JudgeContext) -> Result:
     """M4.load_failure_retry on the recovery start (see `judge_load_failure`)."""
     id_ = "M4.load_failure_retry"
@@ -365,19 +413,43 @@ def _unload(ctx: JudgeContext, which: str, id_: str) -> Result:
     )
 
 
-@shape.judge("M4.targeted_unload")
+@shape.judge(
+    "M4.targeted_unload",
+    _m4(
+        (_unload_event("targeted"), "`request` events of phases unload_targeted_inflight and unload_targeted_later"),
+        ("barging", "unload_keeps_loaded"),
+        UNLOAD_NOTES,
+    ),
+)
 def m4_targeted_unload(ctx: JudgeContext) -> Result:
     """M4.targeted_unload: unloading this model waits for its in-flight work."""
     return _unload(ctx, "targeted", "M4.targeted_unload")
 
 
-@shape.judge("M4.all_unload")
+@shape.judge(
+    "M4.all_unload",
+    _m4(
+        (_unload_event("all"), "`request` events of phases unload_all_inflight and unload_all_later"),
+        ("unload_keeps_loaded", "segv_unload_all_busy"),
+        UNLOAD_NOTES,
+    ),
+)
 def m4_all_unload(ctx: JudgeContext) -> Result:
     """M4.all_unload: unloading every model waits for the in-flight work."""
     return _unload(ctx, "all", "M4.all_unload")
 
 
-@shape.judge("M4.unload_during_first_load")
+@shape.judge(
+    "M4.unload_during_first_load",
+    _m4(
+        (
+            "`m4_unload_during_first_load` event (issued_during_load, unload_done, requests_done, unload_check)",
+            "`request` events of phases unload_during_load_first and unload_during_load_reload",
+        ),
+        ("unload_skips_load",),
+        UNLOAD_NOTES[1:],
+    ),
+)
 def m4_unload_during_first_load(ctx: JudgeContext) -> Result:
     """M4.unload_during_first_load: an unload issued during the first lazy load waits for
     it, the model ends unloaded, and the reload matches the cold reference."""
@@ -419,7 +491,14 @@ def m4_unload_during_first_load(ctx: JudgeContext) -> Result:
     return replace(r, evidence={**r.evidence, "rests_on": rests_on})
 
 
-@shape.judge("M4.adapter_overrides")
+@shape.judge(
+    "M4.adapter_overrides",
+    Declaration(
+        "model",
+        ("nothing: no plan declares adapter-specific queue/timeout/eviction overrides yet",),
+        notes=("always NOT_APPLICABLE; the shared semantics are judged by F1 and F5",),
+    ),
+)
 def m4_adapter_overrides(ctx: JudgeContext) -> Result:
     """M4.adapter_overrides: not applicable until a plan declares adapter overrides."""
     return shape.not_applicable(
@@ -436,6 +515,9 @@ JUDGES: dict[str, Callable[[JudgeContext], Result]] = {
     "M4.unload_during_first_load": m4_unload_during_first_load,
     "M4.adapter_overrides": m4_adapter_overrides,
 }
+
+# The registry entries the judges above declare, in the table's order.
+ENTRIES: tuple[Entry, ...] = shape.entries_of(JUDGES)
 
 
 def judge_m4(ctx: JudgeContext) -> list[Result]:

@@ -24,8 +24,13 @@ from parval.gates.records import Records
 from parval.gates.shape import blocked, pending
 from parval.jsonread import as_float, as_int, get, item
 from parval.jsontypes import JsonObject, JsonValue
+from parval.procedure.entry import MEMORY, PLAN, Entry, Gate
 from parval.status import Result, Status
 from parval.status import pending as pending_result
+
+# Each judge below declares its registry entry, judged once per count.
+_m5 = Gate("count")
+
 
 # metric name -> (sample kind, sample key)
 METRICS: dict[str, tuple[str, str]] = {
@@ -561,7 +566,23 @@ def _evidence(inp: CountInputs, diagnostics: dict[str, list[Growth]]) -> dict[st
     }
 
 
-@shape.judge("M5.stable")
+@shape.judge(
+    "M5.stable",
+    _m5(
+        (
+            MEMORY + ": per-wave peaks of the repeated-use waves and the idle level after each unload/reload cycle",
+            PLAN + ": memory.stabilisation (last_k_waves, max_growth_mib, metric)",
+        ),
+        ("retain_after_unload",),
+        (
+            "PENDING without a stabilisation rule in the plan; FAIL only when growth shows on "
+            "every wave of every start beyond the bound, or the residue grows cycle to cycle",
+            "BLOCKED when the memory guard (memory.guard_mib) stopped a start (its `memory_guard` event; the "
+            "count's M2.starts is BLOCKED too)",
+            "the stand-in fault memory_growth leaves it PENDING or FAIL",
+        ),
+    ),
+)
 def m5_stable(inp: CountInputs) -> Result:
     """The per-wave verdict under the declared rule, combined with the retention verdict."""
     count, sums, rule = inp.count, inp.sums, inp.rule
@@ -711,7 +732,15 @@ def _interval_text(sums: list[StartSummary]) -> str:
     return ", ".join(parts)
 
 
-@shape.judge("M5.sampled")
+@shape.judge(
+    "M5.sampled",
+    _m5(
+        (MEMORY + ": samples in every phase group (idle, cold, warm, unload, reload)", PLAN + ": memory.gpu_required"),
+        notes=(
+            "PENDING when a start lacks host samples in a phase group, or GPU samples where the plan requires them",
+        ),
+    ),
+)
 def m5_sampled(inp: CountInputs) -> Result:
     """Every start sampled host (and, where required, GPU) memory in every phase group."""
     sums, gpu_required = inp.sums, inp.gpu_required
@@ -783,7 +812,7 @@ class PeakFigures(TypedDict):
     residue_mib: object
 
 
-@shape.judge("M5.peaks")
+@shape.judge("M5.peaks", _m5((MEMORY + ": first-request peak (cold_load / cold_wave samples) over the idle baseline",)))
 def m5_peaks(inp: CountInputs) -> Result:
     """The first-request peak is reported for every required metric, with what it includes."""
     sums, gpu_required = inp.sums, inp.gpu_required
@@ -859,7 +888,21 @@ def _aggregate(sums: list[StartSummary]) -> dict[str, dict[str, float | None]]:
     return agg
 
 
-@shape.judge("M5.baseline")
+@shape.judge(
+    "M5.baseline",
+    _m5(
+        (
+            MEMORY + " of the membase-<N> start (the baseline build, same model settings and waves) at the "
+            "same count (medians over starts)",
+            PLAN + ": memory.baseline_comparison (reason)",
+        ),
+        notes=(
+            "NOT_APPLICABLE unless the plan declares memory.baseline_comparison (a retention investigation or "
+            "memory change): then the campaign runs one baseline-build start per count and M5.baseline compares "
+            "them; PENDING when that start is missing",
+        ),
+    ),
+)
 def m5_baseline(inp: CountInputs) -> Result:
     """Candidate against the baseline build at the same count and settings (medians over
     starts), when the plan declares a retention investigation or memory change
@@ -927,6 +970,9 @@ JUDGES: dict[str, Callable[[CountInputs], Result]] = {
     "M5.stable": m5_stable,
     "M5.baseline": m5_baseline,
 }
+
+# The registry entries the judges above declare, in the table's order.
+ENTRIES: tuple[Entry, ...] = shape.entries_of(JUDGES)
 
 
 def assess_m5(

@@ -21,8 +21,20 @@ from parval.gates.compare import canonicalize
 from parval.gates.context import JudgeContext, run_judges
 from parval.gates.m2_concurrency import NO_COUNTERS
 from parval.gates.records import COUNT_PHASES
+from parval.procedure.entry import COUNT_REQUESTS, MASKED, NEGATIVE, PLAN, REFS, Declaration, Entry, Gate
 from parval.rundir.event_types import BatchRecord, M6BatchEvent, M6StreamingEvent
 from parval.status import Result, Status
+
+
+# Each judge below declares its registry entry, judged once per model, NOT_APPLICABLE for a
+# mode the plan leaves out (`_m6_compared`: an output comparison that names the negative control).
+def _m6(evidence: tuple[str, ...], *notes: str) -> Declaration:
+    return Gate("model").noted(evidence, *notes, "NOT_APPLICABLE when the plan's model.admit_modes leaves the mode out")
+
+
+def _m6_compared(evidence: tuple[str, ...], *notes: str) -> Declaration:
+    return _m6((*evidence, NEGATIVE), *notes, MASKED)
+
 
 # Batch results carry `timing: null` by contract (aggregate timing is in the done event),
 # so a batch result is compared with its reference without `timing`.
@@ -67,7 +79,13 @@ def _admits(ctx: JudgeContext) -> set[str]:
     return set(ctx.plan["model"].get("admit_modes", ["offline"]))
 
 
-@shape.judge("M6.offline")
+@shape.judge(
+    "M6.offline",
+    _m6(
+        (PLAN + ": model.admit_modes, model.mode", COUNT_REQUESTS),
+        "exactness itself is M2.exact's; PENDING when no count-wave output was compared",
+    ),
+)
 def m6_offline(ctx: JudgeContext) -> Result:
     """M6.offline: offline outputs of the count waves, shown exact at the lowest count.
 
@@ -215,7 +233,19 @@ def _streaming(ctx: JudgeContext, e: M6StreamingEvent) -> Result:
     )
 
 
-@shape.judge("M6.streaming")
+@shape.judge(
+    "M6.streaming",
+    _m6_compared(
+        (
+            "`m6_streaming` event on the modes start (streams: ref, pcm_sha256, done, disconnected, "
+            "cut, t_send / t_done; max_active, counters_present, drained)",
+            REFS + ": the reference each stream names (warm: the modes start warms every slot first)",
+        ),
+        "PENDING at count 1, without slot counters, or when no stream was cut mid-stream",
+        "each stream is compared with the upstream reference of its request and history, never with an "
+        "output of the candidate",
+    ),
+)
 def m6_streaming(ctx: JudgeContext) -> Result:
     """M6.streaming, on the last streaming probe (see `_streaming`)."""
     if "streaming" not in _admits(ctx):
@@ -275,7 +305,18 @@ def _in_order(batches: set[int | None]) -> list[int | None]:
     raise TypeError("'<' not supported between instances of 'NoneType' and 'int'")
 
 
-@shape.judge("M6.batch")
+@shape.judge(
+    "M6.batch",
+    _m6_compared(
+        (
+            "`m6_batch` event on the modes start (batches, expected_results, results: batch, index, ref, canon, "
+            "artifact, status; drained)",
+            REFS + ": the reference each result names, compared without `timing` (null in batch results)",
+        ),
+        "every request of a batch needs exactly one result, paired by index (batch_repeats_first fails it); "
+        "PENDING when the drain cannot be shown (no counters), FAIL when a lease is left held",
+    ),
+)
 def m6_batch(ctx: JudgeContext) -> Result:
     """M6.batch: concurrent native batches give one independent result for each request
     (paired by index), each equal to the upstream reference of that request, and the
@@ -338,6 +379,9 @@ JUDGES: dict[str, Callable[[JudgeContext], Result]] = {
     "M6.streaming": m6_streaming,
     "M6.batch": m6_batch,
 }
+
+# The registry entries the judges above declare, in the table's order.
+ENTRIES: tuple[Entry, ...] = shape.entries_of(JUDGES)
 
 
 def judge_m6(ctx: JudgeContext) -> list[Result]:

@@ -16,7 +16,12 @@ from parval.gates.m4_recovery import aside_violations
 from parval.gates.masking import COMPARISON_IDS
 from parval.gates.volatility import volatility
 from parval.jsonread import as_int, iterate
+from parval.procedure.entry import MASKED, NEGATIVE, PLAN, SET_ASIDE, Entry, Gate
 from parval.status import Result, Status, combine
+
+# Each judge below declares its registry entry, judged as a quality rule of the comparison.
+_q = Gate("rule")
+
 
 # Excluding a path ending in one of these would hide what the model produced.
 MEANINGFUL_FIELDS = ("meta", "metadata", "artifacts", "named_audio_outputs", "audio", "text", "segments")
@@ -47,7 +52,16 @@ def planned_starts_unrecorded(ctx: JudgeContext) -> str:
     return "; ".join(parts)
 
 
-@shape.judge("Q1")
+@shape.judge(
+    "Q1",
+    _q(
+        (
+            "`run_start` events: config.models entry of the plan's model in every start (slots and id aside)",
+            PLAN + ": compare.quality_settings",
+        ),
+        notes=("PENDING when no compared start recorded the model's settings",),
+    ),
+)
 def q1_settings(ctx: JudgeContext, results: list[Result]) -> Result:
     """Q1: every compared run loaded the model with the same settings (slots aside)."""
     settings = {}
@@ -103,7 +117,20 @@ def _baseline_groups(ctx: JudgeContext) -> tuple[dict[str, list[object]], list[s
     return groups, problems
 
 
-@shape.judge("Q2")
+@shape.judge(
+    "Q2",
+    _q(
+        (
+            PLAN + ": compare.volatile_fields (path, justification)",
+            "raw replies (artifacts/<sha256>.json) of identical serial requests in ref-baseline-a and ref-baseline-b",
+        ),
+        notes=(
+            "FAIL when an excluded path is stable across identical requests or names "
+            "meaningful output; PENDING when volatility cannot be measured, including a path no baseline "
+            "reply carries (the exclusion would hide that field should only the candidate send it)",
+        ),
+    ),
+)
 def q2_volatile_fields(ctx: JudgeContext, results: list[Result]) -> Result:
     """Q2: only fields measured to be volatile may be excluded: each excluded path must
     vary across identical serial requests in the recorded baseline runs (every leaf of an
@@ -180,7 +207,21 @@ def q2_volatile_fields(ctx: JudgeContext, results: list[Result]) -> Result:
     )
 
 
-@shape.judge("Q3")
+@shape.judge(
+    "Q3",
+    _q(
+        (
+            PLAN + ": compare.tolerance (max_abs_sample_diff, justification)",
+            "manifest.json: plan.sha256 (the plan is hashed before the run)",
+        ),
+        notes=(
+            "PASS whenever the run was judged with its hashed plan: a tolerance can only come from it",
+            "says whether the tolerance applied (only where serial repeats of the baseline varied within it; "
+            "16-bit LSB measured at each file's own sample format); a PASS within it is never called exact, "
+            "and the negative control then also moves a sample beyond it",
+        ),
+    ),
+)
 def q3_tolerance(ctx: JudgeContext, results: list[Result]) -> Result:
     """Q3: a tolerance, if any, was declared in the plan (hashed in the manifest) before
     the run, and applies only where serial repeats were measured to vary."""
@@ -211,7 +252,13 @@ def q3_tolerance(ctx: JudgeContext, results: list[Result]) -> Result:
     )
 
 
-@shape.judge("Q4")
+@shape.judge(
+    "Q4",
+    _q(
+        ("the M3.history verdicts at every count", PLAN + ": model.cache_sensitive", NEGATIVE),
+        notes=("NOT_APPLICABLE for a stateless model; otherwise M3.history's combined status", MASKED),
+    ),
+)
 def q4_history_refs(ctx: JudgeContext, results: list[Result]) -> Result:
     """Q4: a cache-sensitive model's outputs are compared with same-history single-slot
     references only (M3.history at every count), never the closest reference."""
@@ -262,7 +309,23 @@ def comparison_scope(scoped: list[Result]) -> tuple[list[object], list[Result], 
     return mismatches, judged, open_, sum(as_int(r.evidence.get("compared") or 0) for r in scoped)
 
 
-@shape.judge("Q5")
+@shape.judge(
+    "Q5",
+    _q(
+        (
+            "the mismatches in the evidence of every output-comparison verdict of the scope "
+            "(model level, or one count)",
+            SET_ASIDE,
+            NEGATIVE,
+        ),
+        ("contaminate_3plus", "intermittent_mismatch"),
+        (
+            "judged at model level and again for each count; lifecycle violations seen in set-aside attempts "
+            "(counters left non-zero, N never active, an unload that did not wait or did not unload) fail it too",
+            MASKED,
+        ),
+    ),
+)
 def q5_intermittent(ctx: JudgeContext, results: list[Result], count: int | None = None) -> Result:
     """Q5 for one scope (the model-level verdicts, count None, or one count's): every
     mismatch in its comparison verdicts, whatever later repeats did, and every failure seen
@@ -336,6 +399,9 @@ JUDGES: dict[str, Callable[[JudgeContext, list[Result]], Result]] = {
     "Q4": q4_history_refs,
     "Q5": q5_intermittent,
 }
+
+# The registry entries the judges above declare, in the table's order.
+ENTRIES: tuple[Entry, ...] = shape.entries_of(JUDGES)
 
 
 def judge_quality(ctx: JudgeContext, results: list[Result]) -> list[Result]:

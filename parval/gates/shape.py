@@ -8,10 +8,12 @@
   missing; NOT_APPLICABLE carries its reason.
 
 Judges build their results with `passed`, `failed`, `pending`, `blocked` below, and every
-judge is registered with `@judge(ID)`: the decorator checks the result it returns, and a
-result without the shape becomes PENDING naming what it lacked (the verdict cannot be
-trusted, so it is not given). `tests/layout/test_registry.py` checks that every model-gate
-assertion's judge is such a function.
+judge is registered with `@judge(ID, declaration)`: the decorator checks the result it
+returns, and a result without the shape becomes PENDING naming what it lacked (the verdict
+cannot be trusted, so it is not given). The declaration is the assertion's registry entry,
+written at its judge (`entry_of`, `entries_of` read it back for the gate module's
+`ENTRIES`). `tests/layout/test_registry.py` checks that every model-gate assertion's judge
+is such a function, declared in its own module.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import ParamSpec
 
 # PENDING, BLOCKED and NOT_APPLICABLE carry only their reason: the plain builders serve.
 from parval.jsonread import iterate
+from parval.procedure.entry import Declaration, Entry
 from parval.status import Result, Status
 from parval.status import blocked as blocked
 from parval.status import not_applicable as not_applicable
@@ -116,21 +119,39 @@ def enforce(r: Result, id_: str) -> Result:
     return replace(r, reason=f"unresolved ({problem})")
 
 
-def judge(id_: str) -> Callable[[Callable[P, Result]], Callable[P, Result]]:
-    """Register a judge of assertion `id_`: its results are held to the verdict shape."""
+def judge(id_: str, declaration: Declaration) -> Callable[[Callable[P, Result]], Callable[P, Result]]:
+    """Register a judge of assertion `id_`: its results are held to the verdict shape, and
+    it carries the assertion's registry entry (`declaration`, naming it as the judge)."""
 
     def wrap(fn: Callable[P, Result]) -> Callable[P, Result]:
         @functools.wraps(fn)
         def judged(*args: P.args, **kwargs: P.kwargs) -> Result:
             return enforce(fn(*args, **kwargs), id_)
 
-        judged.judges = id_  # type: ignore[attr-defined]
+        judged.entry = declaration.entry(id_, f"{fn.__module__}:{fn.__name__}")  # type: ignore[attr-defined]
         return judged
 
     return wrap
 
 
+def entry_of(fn: Callable[..., object]) -> Entry | None:
+    """The registry entry a function was registered with by `@judge`, or None."""
+    value = getattr(fn, "entry", None)
+    return value if isinstance(value, Entry) else None
+
+
 def judged_id(fn: Callable[..., object]) -> str | None:
     """The assertion a function was registered to judge with `@judge`, or None."""
-    value = getattr(fn, "judges", None)
-    return value if isinstance(value, str) else None
+    found = entry_of(fn)
+    return found.id if found else None
+
+
+def entries_of(judges: Mapping[str, Callable[..., object]]) -> tuple[Entry, ...]:
+    """The registry entries of a gate module's `JUDGES` table, in its order."""
+    out = []
+    for id_, fn in judges.items():
+        found = entry_of(fn)
+        if found is None or found.id != id_:
+            raise ValueError(f"JUDGES[{id_!r}] is not a judge registered for {id_}")
+        out.append(found)
+    return tuple(out)

@@ -1,6 +1,8 @@
-"""One registry entry (`Entry`), the scopes an assertion is judged in, and the evidence
-kinds the entries name: shared by registry.py and the entries_* modules it assembles
-(kept apart so that none of them imports another back)."""
+"""One registry entry (`Entry`), the scopes an assertion is judged in, the evidence kinds
+the entries name, and the forms they are declared in: a model judge declares its entry
+where it is registered (`Declaration`, given to parval.gates.shape.judge), a framework
+group lists its entries beside its judges (`framework_entry`). registry.py assembles them;
+this module imports none of them back."""
 
 from __future__ import annotations
 
@@ -133,18 +135,63 @@ class Entry:
 
 
 @dataclass(frozen=True)
-class Gate:
-    """The entries of one gate module judged in one scope: `module` prefixes each judge
-    function's name ("" when each entry names its judge in full)."""
+class Declaration:
+    """A model entry as its judge declares it: all but the ID and the judge, which the
+    judge's registration (`@shape.judge(ID, declaration)`) supplies."""
 
     scope: str
-    module: str = ""
+    evidence: tuple[str, ...]
+    faults: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    reproduce: str = RUN
+
+    def entry(self, id_: str, judge: str) -> Entry:
+        return Entry(id_, self.scope, judge, self.evidence, self.faults, reproduce=self.reproduce, notes=self.notes)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The declarations of one gate module's judges, judged in one scope."""
+
+    scope: str
 
     def __call__(
-        self, id_: str, fn: str, evidence: tuple[str, ...], faults: tuple[str, ...] = (), notes: tuple[str, ...] = ()
-    ) -> Entry:
-        return Entry(id_, self.scope, f"{self.module}:{fn}" if self.module else fn, evidence, faults, notes=notes)
+        self, evidence: tuple[str, ...], faults: tuple[str, ...] = (), notes: tuple[str, ...] = ()
+    ) -> Declaration:
+        return Declaration(self.scope, evidence, faults, notes)
 
-    def noted(self, id_: str, fn: str, evidence: tuple[str, ...], *notes: str) -> Entry:
-        """An entry with notes but no stand-in faults."""
-        return self(id_, fn, evidence, notes=notes)
+    def noted(self, evidence: tuple[str, ...], *notes: str) -> Declaration:
+        """A declaration with notes but no stand-in faults."""
+        return self(evidence, notes=notes)
+
+
+# What the framework entries share: F1-F5 are combined by COMBINE from sub-checks, each one
+# a registered observation judge's verdict (`parts`: the judge keys the probes in
+# parval/framework/probes_*.py feed into it, and CTEST_PART where the server's own CTests
+# must show half of it).
+COMBINE = "parval.framework.judges:assertion_result"
+CTEST_PART = "f3.ctest_evidence"
+
+SUBCHECKS = (
+    "a sub-check is PENDING when its situation could not be set up here (403 without "
+    "server.ui_management, a service time too short to force the order) or its evidence is "
+    "missing, BLOCKED when another defect got in the way or the situation was not forced "
+    "after its attempts; FAIL only for a violation in the observation; no sub-check at all is PENDING"
+)
+DEFAULT_CTEST = (
+    "the `ctest_run` event of the default CTest run (status, and the exact test names "
+    "parval/framework/ctest_coverage.json lists for the sub-check)"
+)
+HALF_CTEST = (
+    "its f3.ctest_evidence sub-check stays PENDING, naming the tests, until the "
+    "default CTest run shows them: HTTP evidence alone never passes it"
+)
+
+
+def framework_entry(id_: str, *parts: str, faults: tuple[str, ...] = (), notes: tuple[str, ...] = ()) -> Entry:
+    """The entry of a framework assertion combined from the sub-checks of `parts`."""
+    evidence = (OBS,) + ((DEFAULT_CTEST,) if CTEST_PART in parts else ())
+    extra = (HALF_CTEST,) if CTEST_PART in parts else ()
+    return Entry(
+        id_, "record", COMBINE, evidence, faults, tuple(parts), FRAMEWORK.format(id=id_), (*notes, *extra, SUBCHECKS)
+    )

@@ -7,10 +7,14 @@ from __future__ import annotations
 import pytest
 
 from parval.gates import shape
+from parval.procedure.entry import Declaration
 from parval.status import Result, Status
 
+# The registry entry every test judge declares (none is a catalogue assertion).
+DECLARED = Declaration("run", ("the test's own arguments",))
 
-@shape.judge("M9.example")
+
+@shape.judge("M9.example", DECLARED)
 def example(status: Status, evidence: dict[str, object]) -> Result:
     return Result("M9.example", status, "because", dict(evidence))
 
@@ -31,7 +35,7 @@ def test_a_fail_must_carry_the_observed_violation() -> None:
 
 
 def test_everything_else_names_what_is_missing() -> None:
-    @shape.judge("M9.other")
+    @shape.judge("M9.other", DECLARED)
     def mute() -> Result:
         return Result("M9.other", Status.PENDING, "  ")
 
@@ -39,13 +43,22 @@ def test_everything_else_names_what_is_missing() -> None:
 
 
 def test_a_judge_answers_for_its_own_assertion_only() -> None:
-    @shape.judge("M9.one")
+    @shape.judge("M9.one", DECLARED)
     def wrong() -> Result:
         return Result("M9.two", Status.PENDING, "x")
 
     with pytest.raises(ValueError, match="returned a result for M9.two"):
         wrong()
     assert shape.judged_id(example) == "M9.example"
+
+
+def test_a_judge_carries_the_entry_it_declares() -> None:
+    found = shape.entry_of(example)
+    assert found is not None and found.id == "M9.example" and found.scope == "run"
+    assert found.judge == f"{__name__}:example"
+    assert shape.entries_of({"M9.example": example}) == (found,)
+    with pytest.raises(ValueError, match="not a judge registered for M9.other"):
+        shape.entries_of({"M9.other": example})
 
 
 def test_a_withheld_verdict_keeps_its_evidence_and_says_what_was_withheld() -> None:

@@ -1,7 +1,8 @@
 """The assertion registry (parval/procedure/registry.py) cannot drift from the code: every
-catalogue ID has exactly one entry, every named judge is the function that really judges
-it (the gate modules' own `JUDGES` tables, the framework's registered observation judges),
-every fault named is a stand-in fault, and `parval explain` prints what the registry says."""
+catalogue ID has exactly one entry, declared in the module of its judge, every named judge
+is the function that really judges it (the gate modules' own `JUDGES` tables, the
+framework's registered observation judges), every fault named is a stand-in fault, and
+`parval explain` prints what the registry says."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from typing import Any
 import pytest
 
 from parval.procedure.catalogue import FRAMEWORK_GATE, all_ids
-from parval.procedure.registry import ENTRIES, SCOPES, Entry, entry
+from parval.procedure.entry import CTEST_PART
+from parval.procedure.registry import DECLARED_IN, ENTRIES, SCOPES, Entry, entry
 from tests.layout.imports import ROOT
 
 # Each model group's gate module, whose `JUDGES` table maps an ID to the function judging it.
@@ -105,6 +107,35 @@ def test_scopes_follow_where_the_gates_judge() -> None:
 
 
 # -- the judges are the functions that judge ----------------------------------------------
+
+
+def test_every_entry_is_declared_beside_its_judge() -> None:
+    """A model entry lives in the module that defines its judge; a framework entry in the
+    module of its group's judges (parval.framework.judges_f<n>), which defines its judge
+    (F6) or every judge its sub-checks name (F1-F5; the shared CTest half aside)."""
+    judges = _framework_judges()
+    astray: list[str] = []
+    for module, entries in DECLARED_IN.items():
+        for e in entries:
+            fn = e.judge_function()
+            if e.id not in FRAMEWORK_GATE:
+                home = f"{fn.__module__}:{fn.__name__}"
+                if fn.__module__ != module or home != e.judge:
+                    astray.append(f"{e.id} declared in {module}, judged by {home}")
+                continue
+            group_module = f"parval.framework.judges_{e.group.lower()}"
+            judged_in = {fn.__module__} if not e.parts else {judges[k].__module__ for k in e.parts if k != CTEST_PART}
+            if module != group_module or judged_in != {group_module}:
+                astray.append(f"{e.id} declared in {module}, its judges in {sorted(judged_in)}")
+    assert not astray, "registry entries not declared beside their judges:\n" + "\n".join(astray)
+
+
+def test_every_gate_modules_entries_are_its_judges_table() -> None:
+    """A gate module's `ENTRIES` are those of the judges its `JUDGES` table dispatches to."""
+    for module in sorted(set(GATE_MODULES.values())):
+        gate = importlib.import_module(f"parval.gates.{module}")
+        assert [e.id for e in gate.ENTRIES] == list(gate.JUDGES), module
+        assert DECLARED_IN[gate.__name__] == gate.ENTRIES, module
 
 
 @pytest.mark.parametrize("e", ENTRIES, ids=lambda e: e.id)
