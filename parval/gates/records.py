@@ -388,7 +388,7 @@ def wave_gaps(ctx: JudgedRun, run: str, n: int, phases: tuple[str, ...]) -> list
     gaps = []
     for phase in phases:
         recorded = {int(w["wave"]) for w in waves if w["phase"] == phase}
-        missing = [k for k in schedule.wave_numbers(phase) if k not in recorded]
+        missing = [k for k in schedule.waves[phase] if k not in recorded]
         if missing:
             gaps.append(f"{run}: no {phase} {', '.join(map(str, missing[:6]))} recorded")
     for w in waves:

@@ -51,17 +51,16 @@ def serial_requests(plan: Mapping[str, object]) -> int:
 class StartSchedule:
     """What one start at a count records, as the plan says, read from it once."""
 
-    waves: Mapping[str, int]  # phase -> waves, not counting repeats (`count_waves`)
+    waves: Mapping[str, tuple[int, ...]]  # phase -> its wave numbers (warm waves count from one)
     serial_requests: int  # requests of the serial reuse wave
-
-    def wave_numbers(self, phase: str) -> list[int]:
-        """The wave numbers of `phase` the start records (warm waves count from one)."""
-        k = self.waves[phase]
-        return list(range(1, k + 1)) if phase == "warm_wave" else list(range(k))
 
 
 def start_schedule(plan: Mapping[str, object], n: int) -> StartSchedule:
-    return StartSchedule(count_waves(plan, n), serial_requests(plan))
+    numbers = {
+        phase: tuple(range(1, k + 1)) if phase == "warm_wave" else tuple(range(k))
+        for phase, k in count_waves(plan, n).items()
+    }
+    return StartSchedule(numbers, serial_requests(plan))
 
 
 def skipped_counts(counts: list[int]) -> list[int]:

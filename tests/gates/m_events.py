@@ -254,7 +254,7 @@ def full_start(
     for phase in ("cold_wave", "warm_wave", "mixed_wave", "reload_wave"):
         ref = "base|cold" if phase in ("cold_wave", "reload_wave") else "base|warm"
         mode = "ordered" if phase == "mixed_wave" else "together"
-        for wave in schedule.wave_numbers(phase):
+        for wave in schedule.waves[phase]:
             for i in range(n):
                 # overlapping from the client: every send before the first reply
                 t_send, t_done = (0.01 * i, 1.0) if overlap else (1.0 * i, 1.0 * i + 0.5)
@@ -272,7 +272,7 @@ def full_start(
             if n > 1:
                 w["all_in_flight"] = flight if flight is not None else in_flight(n)
         if phase == "reload_wave":
-            for cycle in range(schedule.waves["reload_wave"]):
+            for cycle in schedule.waves["reload_wave"]:
                 ev.append("probe", run=run, attempt=0, name="unload", cycle=cycle, **(unload or UNLOADED))
     for i in range(schedule.serial_requests):
         ev.request(run, "serial_reuse", i, "base", reply, ref="base|warm")
