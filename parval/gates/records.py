@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal, Protocol, TypedDict, cast, overload
 
 from parval.jsontypes import JsonObject
-from parval.plan.waves import StartSchedule, start_schedule
+from parval.plan.waves import StartSchedule
 from parval.rundir.event_fields import check_read
 from parval.rundir.event_types import (
     CampaignEndEvent,
@@ -330,9 +330,6 @@ class JudgedRun(Protocol):
     def rec(self) -> Records: ...
 
     @property
-    def plan(self) -> Mapping[str, object]: ...
-
-    @property
     def required_starts(self) -> int:
         """Fresh starts each count needs: the plan's starts_per_count, at least MIN_STARTS."""
         ...
@@ -384,7 +381,7 @@ def wave_gaps(ctx: JudgedRun, run: str, n: int, phases: tuple[str, ...]) -> list
     waves = [w for w in rec.waves(run) if w["phase"] in phases]
     replies = Counter(_key(e) for e in rec.requests(run, phases))
     summaries = {_key(w) for w in waves}
-    schedule = ctx.schedules.get(n) or start_schedule(ctx.plan, n)
+    schedule = ctx.schedules[n]
     gaps = []
     for phase in phases:
         recorded = {int(w["wave"]) for w in waves if w["phase"] == phase}

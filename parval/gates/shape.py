@@ -140,12 +140,6 @@ def entry_of(fn: Callable[..., object]) -> Entry | None:
     return value if isinstance(value, Entry) else None
 
 
-def judged_id(fn: Callable[..., object]) -> str | None:
-    """The assertion a function was registered to judge with `@judge`, or None."""
-    found = entry_of(fn)
-    return found.id if found else None
-
-
 def entries_of(judges: Mapping[str, Callable[..., object]]) -> tuple[Entry, ...]:
     """The registry entries of a gate module's `JUDGES` table, in its order."""
     out = []

@@ -169,11 +169,13 @@ def test_model_judges_are_what_their_gate_tables_dispatch_to() -> None:
 def test_every_model_gate_judge_goes_through_the_verdict_shape() -> None:
     """A new model-gate judge cannot skip the shape of parval/gates/shape.py: each registered
     model assertion's judge is a `@shape.judge(ID)` function for that very ID."""
-    from parval.gates.shape import judged_id
+    from parval.gates.shape import entry_of
 
     model_ids = [i for i in all_ids() if i not in FRAMEWORK_GATE]
     by = _by_id()
-    unshaped = {i: by[i].judge for i in model_ids if judged_id(by[i].judge_function()) != i}
+    unshaped = {
+        i: by[i].judge for i in model_ids if (found := entry_of(by[i].judge_function())) is None or found.id != i
+    }
     assert not unshaped, f"model-gate judges not registered with @shape.judge(ID): {unshaped}"
 
 
