@@ -9,7 +9,19 @@ from typing import Any
 import pytest
 
 from parval.framework import contract, judges_f1, judges_f2, judges_f3, judges_f4, judges_f5
-from parval.framework.judges import JUDGES, Check, assemble, assertion_result, over_attempts, run_judge
+from parval.framework.ctest import CTestCase, CTestRun
+from parval.framework.judges import (
+    JUDGES,
+    Check,
+    Findings,
+    JudgeInputs,
+    assemble,
+    assertion_result,
+    judge,
+    over_attempts,
+    run_judge,
+)
+from parval.framework.judges_f6 import assess_f6
 from parval.framework.observed import (
     INF,
     STALLED,
@@ -23,6 +35,8 @@ from parval.framework.observed import (
     reference,
     waits,
 )
+from parval.procedure.catalogue import FRAMEWORK_GATE
+from parval.procedure.registry import ENTRIES
 from parval.status import Status
 
 from .factkit import facts, fl, manager, stagger
@@ -329,8 +343,30 @@ def test_a_stalled_registry_names_the_manager_that_waited() -> None:
 
 
 def test_every_assertion_result_carries_its_assertion_id() -> None:
-    for items in ([], [_check("a", Status.PASS)], [_check("a", Status.NOT_APPLICABLE, "x")]):
-        assert assertion_result("F1.fifo", items, unrun_reason="-", reproduction="r").id == "F1.fifo"
+    """Judging gives every registered F assertion one result under its own ID, built from the
+    sub-checks its own judges produced for it (F1-F5) or from its own CTest judgement (F6)."""
+    entries = [e for e in ENTRIES if e.id in FRAMEWORK_GATE]
+    assert [e.id for e in entries] == list(FRAMEWORK_GATE)
+    combined, f6_ids = [e for e in entries if e.parts], [e.id for e in entries if not e.parts]
+    assert {e.group for e in combined} == {"F1", "F2", "F3", "F4", "F5"}
+    assert f6_ids == ["F6.ctest", "F6.sanitizers", "F6.stress"]
+    findings = Findings()
+    for e in combined:
+        for part in e.parts:
+            findings.observe(e.id, part, part, {})  # no facts: each judge's own PENDING
+    runs = [CTestRun("default", "b", "passed", tests=[CTestCase("parallel_http_live_body_test", "passed")])]
+    inputs: JudgeInputs = {"selected": list(FRAMEWORK_GATE), "only": None, "plan_path": "p.yaml", "sanitizers": []}
+    results = judge(findings.checks, runs, inputs)
+    assert [r.id for r in results] == list(FRAMEWORK_GATE)
+    by_id = {r.id: r for r in results}
+    for e in combined:
+        # Only this assertion's sub-checks, each from the judge it named.
+        checks = [(c["assertion"], c["name"], c["evidence"]["judge"]) for c in by_id[e.id].evidence["checks"]]
+        assert checks == [(e.id, part, part) for part in e.parts], e.id
+    f6 = assess_f6(runs, sanitizers=[])
+    assert [r.id for r in f6] == f6_ids
+    # Each F6 result is its own judgement, not the stand-in for an assertion nothing judged.
+    assert [(by_id[r.id].status, by_id[r.id].reason) for r in f6] == [(r.status, r.reason) for r in f6]
 
 
 @pytest.mark.parametrize("status", [Status.BLOCKED, Status.PENDING, Status.NOT_APPLICABLE])

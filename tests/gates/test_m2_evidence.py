@@ -9,6 +9,7 @@ from typing import Any
 
 from parval.gates.m2_concurrency import judge_m2
 from parval.gates.quality import q5_intermittent
+from parval.procedure.catalogue import MODEL_GATE, group_of
 from parval.status import Result, Status
 from tests.gates.m_events import Events, baseline_refs, counters_status, full_start, in_flight, plan
 
@@ -75,6 +76,7 @@ def test_lifecycle_violations_in_a_set_aside_attempt_fail_m2_and_q5(tmp_path: Pa
 
 def test_a_clean_count_passes_with_the_evidence_it_rests_on(tmp_path: Path) -> None:
     res, _ = starts(tmp_path)
+    assert sorted(res) == sorted(i for i in MODEL_GATE if group_of(i) == "M2")  # every M2 assertion judged
     for r in res.values():
         assert r.status is Status.PASS, (r.id, r.reason)
         assert r.evidence["rests_on"], r.id

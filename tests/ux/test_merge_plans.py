@@ -72,7 +72,7 @@ def _passing(id_: str, count: int | None = None) -> dict[str, Any]:
     return out
 
 
-def _evidence(shard: list[int] | None) -> dict[str, Any]:
+def _evidence(shard: list[int] | None, counts: tuple[int, ...] = (1, 2)) -> dict[str, Any]:
     return {
         "schema_version": 1,
         "procedure_version": PROCEDURE_VERSION,
@@ -89,7 +89,7 @@ def _evidence(shard: list[int] | None) -> dict[str, Any]:
         "verdict": {"line": "x", "exit_code": 3, "admitted_counts": [], "counts": {}},
         "assertions": [],
         "model_checks": {
-            "per_count": {str(n): {"assertions": [_passing("M2.exact", n)]} for n in (1, 2)},
+            "per_count": {str(n): {"assertions": [_passing("M2.exact", n)]} for n in counts},
             "model_level": [_passing("M1.manifest")],
         },
         "framework_checks": {"status": "PASS", "results": [_passing("F1.fifo"), _passing("X4")]},
@@ -103,12 +103,13 @@ def _run(
     plan: dict[str, Any],
     shard: list[int] | None = None,
     provenance: dict[str, Any] | None = None,
+    counts: tuple[int, ...] = (1, 2),
 ) -> LoadedRun:
     d = root / name
     d.mkdir()
     (d / "manifest.json").write_text(json.dumps(_manifest(provenance)))
     (d / "plan.json").write_text(json.dumps(plan))
-    ev = _evidence(shard)
+    ev = _evidence(shard, counts)
     (d / "evidence.json").write_text(json.dumps(ev))
     seal(d)  # as a judged run directory is: readers verify it first
     return LoadedRun(d, ev)
@@ -174,8 +175,18 @@ def test_a_run_without_its_plan_snapshot_is_refused(tmp_path: Path) -> None:
 
 def test_counts_and_waves_may_differ_between_merged_runs(tmp_path: Path) -> None:
     """What a run covers is not what it outputs: the plan counts are a union by count."""
-    other = _set(_set(PLAN, "counts", [2]), "waves", {"warm": 5})
-    merge_evidence([_run(tmp_path, "a", PLAN, [1, 2]), _run(tmp_path, "b", other, [2, 2])])
+    other = _set(_set(PLAN, "counts", [2, 3]), "waves", {"warm": 5})
+    one, two = _run(tmp_path, "a", PLAN), _run(tmp_path, "b", other, counts=(2, 3))
+    merged = merge_evidence([one, two])
+    # Count 1 only from a, count 3 only from b, count 2 from both.
+    assert merged["run"]["count_sources"] == {
+        "1": [str(one.dir)],
+        "2": [str(one.dir), str(two.dir)],
+        "3": [str(two.dir)],
+    }
+    assert merged["verdict"]["counts"] == {"1": "PASS", "2": "PASS", "3": "PASS"}
+    assert merged["verdict"]["admitted_counts"] == [1, 2, 3]
+    assert [m["counts"] for m in merged["merged_from"]] == [[1, 2], [2, 3]]
 
 
 def test_local_and_ci_runs_are_kept_apart(tmp_path: Path) -> None:
