@@ -84,6 +84,16 @@ def test_unload_skipping_first_load_fails_m4(tmp_path: Path) -> None:
     assert status(ev, "M4.invalid_alongside") == "PASS"
 
 
+def test_a_first_load_that_fails_fails_the_requests_that_needed_it(tmp_path: Path) -> None:
+    """A server whose first load of a model fails answers those requests with an error: the
+    parity and exactness checks that read them FAIL, and no count is admitted."""
+    ev = run(tmp_path, plan_dict(tmp_path, faults=["first_load_fails"], counts=[1, 2], ten=2, mixed=3))
+    for aid in ("M1.cap1_parity", "M2.exact"):
+        assert status(ev, aid) == "FAIL", (aid, reason(ev, aid))
+        assert "request error" in reason(ev, aid)
+    assert ev["verdict"]["admitted_counts"] == []
+
+
 def test_barging_past_a_waiting_unload_fails_m4(tmp_path: Path) -> None:
     ev = run(tmp_path, plan_dict(tmp_path, faults=["barging"], counts=[1, 2], ten=2, mixed=3))
     assert status(ev, "M4.targeted_unload") == "FAIL"
