@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from parval.framework.collect import run_framework
+from tests import plankit
 
-STANDIN = str(Path(sys.executable).parent / "parval-standin")
+STANDIN = str(plankit.STANDIN)
 MODEL_BYTES = b"".join(hashlib.sha256(f"framework-model-{i}".encode()).digest() for i in range(256))
 
 # The six historical regressions and the one assertion each must fail.
@@ -36,40 +36,10 @@ def write_plan(
     name: str = "fw",
     **extra: Any,
 ) -> Path:
-    model = tmp / "model.bin"
-    model.write_bytes(MODEL_BYTES)
-    args: list[str] = []
-    for f in faults or []:
-        args += ["--fault", f]
-    plan: dict[str, Any] = {
-        "schema_version": 1,
-        "name": name,
-        "servers": {"baseline": {"executable": STANDIN}, "candidate": {"executable": STANDIN, "args": args}},
-        "server": {"backend": "cpu", "ui_management": ui},
-        "model": {
-            "id": "m",
-            "family": "standin_tts",
-            "task": "tts",
-            "path": str(model),
-            "load_options": {
-                "capacity": 4,
-                "service_ms": 150,
-                "load_ms": 200,
-                "teardown_ms": 150,
-                "native_batch": True,
-                "model_mib": 1,
-                "session_mib": 1,
-            },
-        },
-        "counts": counts or [1, 2],
-        "requests": {"base": {"text": "Framework probe.", "seed": 7}, "invalid": {"text": "x", "max_tokens": -1}},
-        "status_poll_ms": 5,
-        "timeouts": {"ready_s": 20, "request_s": 30, "start_s": 120, "shutdown_grace_s": 5},
-    }
-    plan.update(extra)
-    path = tmp / "plan.yaml"
-    path.write_text(yaml.safe_dump(plan))
-    return path
+    """The framework plan (tests/plankit.py `framework_plan`) and its model file, written to
+    `tmp`; `extra` sets top-level sections whole (not merged). Return the plan's path."""
+    plan = plankit.framework_plan(tmp / "model.bin", faults=faults or [], counts=counts or [1, 2], ui=ui, name=name)
+    return plankit.write(tmp, {**plan, **extra}, model=MODEL_BYTES, sort_keys=True)
 
 
 def run(

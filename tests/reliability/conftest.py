@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import write_plan
+from tests import plankit
+from tests.conftest import MODEL_BYTES, write_plan
 
 PARVAL = [sys.executable, "-m", "parval"]
 
@@ -124,23 +125,12 @@ def per_count(evidence: dict[str, Any], n: int, id_: str) -> dict[str, Any]:
 
 
 # A smaller plan still: one count, one start, no performance series. For fault tests.
-TINY: dict[str, Any] = {
-    "requests": {"variations": []},
-    "counts": [1],
-    "starts_per_count": 1,
-    "waves": {"warm": 1, "mixed": 1, "mixed_at_largest": 1, "serial_reuse": 1},
-    "performance": {"enabled": False, "warm_repeats": 1, "rejection_probe": False},
-}
+TINY: dict[str, Any] = plankit.TINY
 
 
 def fault_plan(directory: Path, fault: str, **overrides: Any) -> Path:
     """The tiny plan with `fault` switched on in the candidate only (the baseline is sound)."""
-    from tests.conftest import SMALL_PLAN, _merge
-
-    candidate = dict(SMALL_PLAN["servers"]["candidate"])
-    candidate["args"] = ["--fault", fault]
-    plan = _merge(TINY, {"servers": {"candidate": candidate}})
-    return write_plan(directory, **_merge(plan, overrides))
+    return plankit.write(directory, plankit.fault_plan(fault, **overrides), model=MODEL_BYTES)
 
 
 @pytest.fixture

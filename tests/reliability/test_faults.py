@@ -122,11 +122,9 @@ def test_server_hanging_in_shutdown_is_killed_and_blocks_the_start(tmp_path: Pat
     assert rc in (1, 3)
 
 
-CRASH: dict[str, Any] = {
-    "counts": [1, 4],
-    "starts_per_count": 2,
-    "model": {"load_options": {"capacity": 4, "service_ms": 40, "load_ms": 20}},
-}
+# Two starts at count 4, four requests at once on a stand-in that runs four (tests/plankit.py
+# `fault_plan`): the crash_at_4 fault aborts each start's first concurrent wave.
+CRASH: dict[str, Any] = {"counts": [1, 4], "starts": 2, "capacity": 4}
 
 
 def test_crash_mid_wave_fails_the_count_and_the_campaign_goes_on(tmp_path: Path, tmp_run: Path) -> None:

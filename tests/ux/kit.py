@@ -14,73 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from parval.procedure.catalogue import FRAMEWORK_GATE
+from tests import plankit
 
 BIN = Path(sys.executable).parent
-STANDIN = BIN / "parval-standin"
+STANDIN = plankit.STANDIN
 PARVAL = BIN / "parval"
 MODEL_BYTES = b"parval ux-test model weights\n" * 64
 
-PLAN: dict[str, Any] = {
-    "schema_version": 1,
-    "name": "ux",
-    "description": "small stand-in campaign for the UX tests",
-    "servers": {"baseline": {"executable": str(STANDIN)}, "candidate": {"executable": str(STANDIN)}},
-    "server": {"backend": "cpu", "threads": 1, "busy_timeout_ms": 30000, "ui_management": True},
-    "model": {
-        "id": "ux-tts",
-        "family": "standin_tts",
-        "task": "tts",
-        "mode": "offline",
-        "path": "model.bin",
-        "lazy": True,
-        "load_options": {"capacity": 4, "service_ms": 120, "load_ms": 20},
-        "cache_sensitive": False,
-        "admit_modes": ["offline"],
-        "variation_kinds": ["seed"],
-        "variation_kinds_justification": {
-            "length": "the UX plan keeps to one seed variation",
-            "reference": "the UX plan keeps to one seed variation",
-        },
-    },
-    "identity": {
-        "baseline": {"source_commit": "0" * 40, "build_flags": "none"},
-        "candidate": {"source_commit": "1" * 40, "build_flags": "none"},
-        "quantization": "none",
-    },
-    "counts": [1, 2],
-    "starts_per_count": 3,
-    "waves": {"warm": 1, "mixed": 2, "mixed_at_largest": 10, "serial_reuse": 1},
-    "requests": {
-        "base": {"text": "Hello from the UX tests.", "seed": 5},
-        "variations": [
-            {"name": "other_seed", "changes": "seed", "request": {"text": "Hello from the UX tests.", "seed": 6}}
-        ],
-        "invalid": {"text": "rejected", "max_tokens": -1},
-    },
-    "compare": {
-        "volatile_fields": [
-            {"path": "timing.wall_ms", "justification": "wall time differs on every run"},
-            {"path": "timing.rtf", "justification": "wall time over audio duration differs on every run"},
-        ]
-    },
-    "memory": {
-        "gpu_required": False,
-        "host_interval_ms": 20,
-        "stabilisation": {"last_k_waves": 2, "max_growth_mib": 64},
-    },
-    "performance": {"warm_repeats": 3},
-    "timeouts": {
-        "ready_s": 20,
-        "request_s": 20,
-        "wave_s": 30,
-        "start_s": 120,
-        "campaign_s": 300,
-        "shutdown_grace_s": 5,
-    },
-}
+# The UX tests' plan: tests/plankit.py `ux_plan` (120 ms requests four at a time, ten mixed
+# waves at the largest count).
+PLAN: dict[str, Any] = plankit.ux_plan()
 
 
 @dataclass
@@ -101,13 +45,9 @@ class Outcome:
 
 
 def write_plan(directory: Path, **changes: Any) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "model.bin").write_bytes(MODEL_BYTES)
-    plan = copy.deepcopy(PLAN)
-    plan.update(copy.deepcopy(changes))
-    path = directory / "plan.yaml"
-    path.write_text(yaml.safe_dump(plan, sort_keys=False))
-    return path
+    """Write `PLAN` with `changes` (whole top-level sections, replaced, not merged) and a model
+    file into `directory`; return the plan's path."""
+    return plankit.write(directory, {**PLAN, **copy.deepcopy(changes)}, model=MODEL_BYTES)
 
 
 def parval(*args: str | Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
