@@ -93,21 +93,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     )
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_itemcollected(item: pytest.Item) -> None:
     """Keep each campaign that tests share on one pytest-xdist worker (`--dist loadgroup`):
     tests that read a session fixture of a test folder (the UX campaigns, the reliability
     suite's complete run) are grouped by the folder that declares it, the rest by module, so
-    that no worker repeats a module's or a session's campaign another worker already ran."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        info = getattr(item, "_fixtureinfo", None)
-        shared = sorted(
-            {
-                defs[-1].baseid
-                for name, defs in (info.name2fixturedefs.items() if info is not None else ())
-                if defs and defs[-1].scope == "session" and defs[-1].baseid.startswith("tests")
-            }
-        )
-        group = shared[0] if shared else item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+    that no worker repeats a module's or a session's campaign another worker already ran.
+    (Marked as each item is collected: xdist reads the groups in its own
+    pytest_collection_modifyitems.)"""
+    if item.get_closest_marker("xdist_group") is not None:
+        return
+    info = getattr(item, "_fixtureinfo", None)
+    shared = sorted(
+        {
+            defs[-1].baseid
+            for defs in (info.name2fixturedefs.values() if info is not None else ())
+            if defs and defs[-1].scope == "session" and defs[-1].baseid.startswith("tests")
+        }
+    )
+    item.add_marker(pytest.mark.xdist_group(shared[0] if shared else item.nodeid.split("::", 1)[0]))

@@ -46,8 +46,9 @@ def demo_plan(
     plan["model"]["cache_sensitive"] = cache_sensitive
     plan["model"]["load_options"].update(load_options, cache_sensitive=cache_sensitive)
     plan["model"].update(model or {})
-    if counts is not None:
-        plan["counts"] = counts
+    # Counts 1 and 2 show every variant (the demo's whole schedule, counts 1-4, runs once, in
+    # tests/ux/test_docs.py): fresh starts, waves, unload/reload and modes as the demo has them.
+    plan["counts"] = counts or [1, 2]
     path = tmp / "plan.yaml"
     path.write_text(yaml.safe_dump(plan))
     return path

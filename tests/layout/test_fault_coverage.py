@@ -69,11 +69,8 @@ CLEAN = "no FAIL or BLOCKED; only F*, X4, Q6 PENDING"
 
 
 def _regression(fault: str, target: str) -> tuple[Catch, ...]:
-    # tests/framework/helpers.py REGRESSIONS parametrizes both tests with (fault, target).
-    return (
-        Catch(f"{REGRESSION}::test_regression_fails_its_assertion[{fault}-{target}]", (target,)),
-        Catch(f"{REGRESSION}::test_regression_fails_exactly_its_assertion[{fault}-{target}]", (target,), via="failing"),
-    )
+    # tests/framework/helpers.py REGRESSIONS parametrizes the test with (fault, target).
+    return (Catch(f"{REGRESSION}::test_regression_fails_exactly_its_assertion[{fault}-{target}]", (target,)),)
 
 
 # fault -> the tests that catch it, with the assertion IDs and statuses each asserts.
