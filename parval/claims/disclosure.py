@@ -5,8 +5,10 @@ Verdicts are read as the judges gave them (the evidence's `verdict.admitted_coun
 the catalogue's candidate build (`evidence_found.py`). One row per claimed count:
 
 * ADMITTED: the count is among the evidence's admitted counts;
-* NOT ADMITTED: the count's verdict is FAIL (the failing assertions are listed), or the
-  evidence's run directory was modified after judging (INVALID EVIDENCE);
+* NOT ADMITTED: the count's verdict is FAIL (the failing assertions are listed), in the
+  merged evidence of every current run or in a current run kept apart only by its
+  provenance (local/CI), or the evidence's run directory was modified after judging
+  (INVALID EVIDENCE);
 * BLOCKED: the count's verdict is BLOCKED or UNSUPPORTED (it stays at one slot);
 * PENDING: the count's verdict is PENDING (the unresolved assertions are listed); a count
   whose own verdict is PASS but sits above a count that is not admitted takes that count's
@@ -191,6 +193,12 @@ def count_rows(combo: Combination, found: Attributed, invalid: list[str]) -> lis
     for n in combo.counts:
         if ev is not None and invalid:
             rows.append(CountRow(n, State.NOT_ADMITTED, "INVALID EVIDENCE: " + "; ".join(invalid[:3])))
+            continue
+        if n in found.failed_apart:  # the same tested identity failed it under the other provenance
+            run, why = found.failed_apart[n][0]
+            rows.append(
+                CountRow(n, State.NOT_ADMITTED, f"count {n} FAILED in {run.rel}, not merged ({why})", [run.rel])
+            )
             continue
         if ev is None or n not in found.covered:
             rows.append(_uncovered(n, found))

@@ -4,10 +4,13 @@ A run belongs to a combination when its evidence names the combination's model i
 backend and mode (so runs made with plain `parval run` count too). It is *current* when it
 tested the catalogue's candidate build for that backend: the same executable sha256 and,
 where both the catalogue and the run name one, the same source commit; otherwise it is
-STALE evidence (new executables inherit nothing). Of the current runs, a run replaced by a
-newer one of the same shard and provenance is superseded; the rest are merged into one
-verdict the way `parval report RUN1 RUN2` merges (runs that cannot be merged with the
-newest are left out, each with the reason). Imported historical records (`parval import`)
+STALE evidence (new executables inherit nothing). Every current run counts, none is
+superseded by a newer one (an intermittent failure stays failed when later repeats pass):
+they are merged into one verdict the way `parval report RUN1 RUN2` merges. A run that
+cannot be merged with the newest is left out, with the reason, when it is another tested
+identity (its plan settings or files differ); when only its provenance differs (local and
+CI are never merged) it is the same tested identity, and the counts it FAILED cannot be
+admitted (`failed_apart`). Imported historical records (`parval import`)
 are attributed by model, backend and mode, and never count toward admission.
 """
 
@@ -131,6 +134,9 @@ class Attributed:
     evidence: Evidence | None = None  # the used runs' (merged) evidence
     covered: dict[int, list[str]] = field(default_factory=dict)  # count → used runs that ran it
     not_run: dict[int, str] = field(default_factory=dict)  # count → why a used run left it out
+    # count → (run, why apart): a FAIL in a run of the same tested identity that could not
+    # be merged only because its provenance (local/CI) differs; it still counts.
+    failed_apart: dict[int, list[tuple[FoundRun, str]]] = field(default_factory=dict)
 
 
 def stale_reason(run: FoundRun, sha256: str, commit: str | None) -> str | None:
@@ -148,19 +154,41 @@ def stale_reason(run: FoundRun, sha256: str, commit: str | None) -> str | None:
     return None
 
 
-def _current_only(runs: list[FoundRun]) -> tuple[list[FoundRun], list[tuple[FoundRun, str]]]:
-    """Newest run per shard and provenance (local and CI apart); older ones are superseded."""
-    groups: dict[str, list[FoundRun]] = {}
-    for r in runs:
-        groups.setdefault(json.dumps([r.shard, r.provenance]), []).append(r)
-    keep: list[FoundRun] = []
-    dropped: list[tuple[FoundRun, str]] = []
-    for members in groups.values():
-        members.sort(key=lambda r: r.date)
-        keep.append(members[-1])
-        dropped += [(r, f"superseded by the newer run {members[-1].rel}") for r in members[:-1]]
-    keep.sort(key=lambda r: r.date, reverse=True)
-    return keep, dropped
+def _same_identity_apart(runs: list[LoadedRun]) -> bool:
+    """Runs refused a merge only for their provenance (local and CI)."""
+    try:
+        check_mergeable(runs, across_provenance=True)
+    except MergeRefused:
+        return False
+    return True
+
+
+def merge_current(out: Attributed, current: list[FoundRun]) -> None:
+    """Every current run of one combination into `out` (module docstring): the claims and the
+    catalogue table (`parval.report.catalogue`) both judge runs this way."""
+    current.sort(key=lambda r: r.date, reverse=True)
+    for run in current:  # newest first: the newest run decides what the others must agree with
+        try:
+            check_mergeable([r.loaded for r in [*out.used, run]])
+        except MergeRefused as exc:
+            why = f"cannot be merged with the newer runs: {exc.message}"
+            out.not_used.append((run, why))
+            if _same_identity_apart([r.loaded for r in [*out.used, run]]):
+                for key, status in ((run.ev.get("verdict") or {}).get("counts") or {}).items():
+                    if status == "FAIL":
+                        out.failed_apart.setdefault(int(key), []).append((run, why))
+            continue
+        out.used.append(run)
+    out.used.sort(key=lambda r: r.date)
+    if len(out.used) == 1:
+        out.evidence = out.used[0].ev
+    elif out.used:
+        out.evidence = merge_evidence([r.loaded for r in out.used])
+    for run in out.used:
+        for n in run.loaded.counts:
+            out.covered.setdefault(n, []).append(run.rel)
+        for n, why in run.loaded.not_run.items():
+            out.not_run.setdefault(n, why)
 
 
 def attribute(combo: Combination, found: Found, sha256: str) -> Attributed:
@@ -176,24 +204,7 @@ def attribute(combo: Combination, found: Found, sha256: str) -> Attributed:
             current.append(run)
         else:
             out.stale.append((run, why))
-    keep, out.not_used = _current_only(current)
-    for run in keep:  # newest first: the newest run decides what the others must agree with
-        try:
-            check_mergeable([r.loaded for r in [*out.used, run]])
-        except MergeRefused as exc:
-            out.not_used.append((run, f"cannot be merged with the newer runs: {exc.message}"))
-            continue
-        out.used.append(run)
-    out.used.sort(key=lambda r: r.date)
-    if len(out.used) == 1:
-        out.evidence = out.used[0].ev
-    elif out.used:
-        out.evidence = merge_evidence([r.loaded for r in out.used])
-    for run in out.used:
-        for n in run.loaded.counts:
-            out.covered.setdefault(n, []).append(run.rel)
-        for n, why in run.loaded.not_run.items():
-            out.not_run.setdefault(n, why)
+    merge_current(out, current)
     out.historical = [
         h
         for h in found.historical

@@ -46,8 +46,9 @@ def report_command(
 fixtures, model id, backend or provenance (local/CI), or whose plans disagree on what changes \
 outputs (model options, quantization, requests, volatile fields, tolerance, threads), and names \
 the field. The exit code is the verdict's: 0 admitted, 1 a required assertion FAILED (or the run \
-directory was modified after judging), 3 evidence incomplete. With --catalogue: 0 every run \
-admitted, 1 any run failed, 3 otherwise. With --catalogue and --claims: 0 only when every claimed \
+directory was modified after judging), 3 evidence incomplete. With --catalogue (every run of one \
+model/backend/mode and build merged into one verdict): 0 every verdict \
+admitted, 1 any verdict failed, 3 otherwise. With --catalogue and --claims: 0 only when every claimed \
 combination and count is ADMITTED, 1 when any is NOT ADMITTED, 3 otherwise (BLOCKED, PENDING, \
 NOT RUN, STALE, HISTORICAL), 2 a catalogue that does not validate.
 
