@@ -44,7 +44,8 @@ def report_command(
 
     Merging refuses (exit 2) runs whose manifests disagree on the executables, model files, \
 fixtures, model id, backend or provenance (local/CI), or whose plans disagree on what changes \
-outputs (model options, quantization, requests, volatile fields, tolerance, threads), and names \
+outputs (model options, quantization, requests, volatile fields, tolerance, threads, the servers' args \
+and env), and names \
 the field. The exit code is the verdict's: 0 admitted, 1 a required assertion FAILED (or the run \
 directory was modified after judging), 3 evidence incomplete. With --catalogue (every run of one \
 model/backend/mode and build merged into one verdict): 0 every verdict \

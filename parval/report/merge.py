@@ -142,6 +142,9 @@ PLAN_FIELDS: tuple[str, ...] = (
     "server.extra_config",
     "servers.baseline.args",
     "servers.candidate.args",
+    # The servers' environment changes what they do (GGML_* settings, fault switches).
+    "servers.baseline.env",
+    "servers.candidate.env",
     "identity",
 )
 _ABSENT = object()

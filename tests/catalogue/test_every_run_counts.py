@@ -16,6 +16,7 @@ import pytest
 from parval.claims.combination import Combination, load_catalogue
 from parval.report.catalogue import render_catalogue
 from parval.report.claims import render_claims
+from parval.report.merge import MergeRefused
 from parval.report.write import render_many
 from tests.conftest import write_plan
 from tests.records_kit import seal
@@ -64,7 +65,9 @@ def _evidence(combo: Combination, date: str, failing: bool) -> dict[str, Any]:
     }
 
 
-def _run(root: Path, name: str, ev: dict[str, Any], manifest: dict[str, Any] | None = None) -> Path:
+def _run(
+    root: Path, name: str, ev: dict[str, Any], manifest: dict[str, Any] | None = None, env: dict[str, str] | None = None
+) -> Path:
     d = root / name
     d.mkdir(parents=True)
     m = manifest or _manifest()
@@ -73,6 +76,8 @@ def _run(root: Path, name: str, ev: dict[str, Any], manifest: dict[str, Any] | N
     (d / "manifest.json").write_text(json.dumps(m))
     plan = copy.deepcopy(PLAN)
     plan["model"]["id"] = ev["identity"]["model"]
+    if env is not None:
+        plan["servers"]["candidate"]["env"] = env
     (d / "plan.json").write_text(json.dumps(plan))
     (d / "evidence.json").write_text(json.dumps(ev))
     seal(d)
@@ -167,3 +172,17 @@ def test_a_run_of_another_build_stays_stale(tmp_path: Path) -> None:
     table, table_code = render_catalogue(root, "json")
     (v,) = json.loads(table)["verdicts"]
     assert table_code == 0 and v["runs"] == ["b"] and [s["dir"] for s in v["stale"]] == ["old-build"]
+
+
+def test_runs_whose_server_env_differs_are_not_merged(tmp_path: Path) -> None:
+    """`servers.*.env` changes what a server does: another env is another tested identity."""
+    cat, combo = _combo(tmp_path)
+    root = tmp_path / "runs"
+    old = _run(root, "a", _evidence(combo, "2026-01-01T00:00:00Z", failing=False), env={"GGML_SCHED_MAX": "1"})
+    new = _run(root, "b", _evidence(combo, "2026-01-02T00:00:00Z", failing=False))
+    with pytest.raises(MergeRefused, match="their plans disagree on servers.candidate.env"):
+        render_many([old, new], "json", None, False)
+    (c,) = json.loads(render_claims(cat, root, "json")[0])["combinations"]
+    assert [r["dir"] for r in c["evidence"]["runs"]] == ["b"]
+    (left,) = c["evidence"]["not_used"]
+    assert left["dir"] == "a" and "servers.candidate.env" in left["why"]
