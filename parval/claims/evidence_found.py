@@ -11,22 +11,25 @@ cannot be merged with the newest is left out, with the reason, when it is anothe
 identity (its plan settings or files differ); when only its provenance differs (local and
 CI are never merged) it is the same tested identity, and the counts it FAILED cannot be
 admitted (`failed_apart`). Imported historical records (`parval import`)
-are attributed by model, backend and mode, and never count toward admission.
+are attributed by model, backend and mode, and never count toward admission. A run leaves
+the verdicts only by an explicit decision, `--set-aside RUN --reason TEXT`, which every
+output format shows.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
 
 from parval.claims.combination import Combination
-from parval.errors import ParvalError
+from parval.errors import ParvalError, UsageError
 from parval.jsonread import get
 from parval.jsontypes import JsonObject, JsonValue
 from parval.report.catalogue import find_runs
+from parval.report.catalogue_row import SetAside
 from parval.report.evidence_types import Evidence
 from parval.report.history import HistoricalRow, historical_rows
 from parval.report.merge import LoadedRun, MergeRefused, check_mergeable, merge_evidence
@@ -107,9 +110,25 @@ class Found:
     runs: list[FoundRun]
     unreadable: list[dict[str, str]]
     historical: list[HistoricalRow]
+    set_aside: list[tuple[FoundRun, str]] = field(default_factory=list)  # (run, the reason given)
 
 
-def find_evidence(root: Path) -> Found:
+def _set_aside(found: Found, root: Path, decisions: Sequence[SetAside]) -> None:
+    """Move the runs named by `decisions` out of `found.runs`; a name that is no run under
+    `root` is refused (exit 2): a decision about nothing must not pass silently."""
+    for decision in decisions:
+        want = {decision.run.resolve(), (root / decision.run).resolve()}
+        run = next((r for r in found.runs if r.dir.resolve() in want), None)
+        if run is None:
+            raise UsageError(
+                f"--set-aside {decision.run}: no run directory under {root} is that run",
+                hint="name a run directory the catalogue lists (its path, or its path under DIR)",
+            )
+        found.runs.remove(run)
+        found.set_aside.append((run, decision.reason))
+
+
+def find_evidence(root: Path, set_aside: Sequence[SetAside] = ()) -> Found:
     runs: list[FoundRun] = []
     unreadable: list[dict[str, str]] = []
     for d in find_runs(root):
@@ -120,7 +139,9 @@ def find_evidence(root: Path) -> Found:
             runs.append(FoundRun(d, rel, ev, manifest, LoadedRun(d, ev)))
         except (OSError, ValueError, KeyError, TypeError, AttributeError, ParvalError) as exc:
             unreadable.append({"dir": rel, "error": f"unreadable evidence: {type(exc).__name__}: {exc}"})
-    return Found(runs, unreadable, [h for h in historical_rows(root) if "error" not in h])
+    found = Found(runs, unreadable, [h for h in historical_rows(root) if "error" not in h])
+    _set_aside(found, root, set_aside)
+    return found
 
 
 @dataclass
@@ -130,6 +151,7 @@ class Attributed:
     used: list[FoundRun] = field(default_factory=list)  # current, merged into one verdict
     not_used: list[tuple[FoundRun, str]] = field(default_factory=list)  # current, left out: why
     stale: list[tuple[FoundRun, str]] = field(default_factory=list)
+    set_aside: list[tuple[FoundRun, str]] = field(default_factory=list)  # (run, the reason given)
     historical: list[HistoricalRow] = field(default_factory=list)
     evidence: Evidence | None = None  # the used runs' (merged) evidence
     covered: dict[int, list[str]] = field(default_factory=dict)  # count → used runs that ran it
@@ -205,6 +227,7 @@ def attribute(combo: Combination, found: Found, sha256: str) -> Attributed:
         else:
             out.stale.append((run, why))
     merge_current(out, current)
+    out.set_aside = [(r, why) for r, why in found.set_aside if r.belongs_to(combo)]
     out.historical = [
         h
         for h in found.historical

@@ -6,12 +6,13 @@ a newer passing one); exit 0 only when every verdict admits."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from parval.errors import RunDirError
 from parval.jsontypes import JsonObject, JsonValue
-from parval.report.catalogue_row import CatalogueRow, CatalogueVerdict, RunWhy
+from parval.report.catalogue_row import CatalogueRow, CatalogueVerdict, RunWhy, SetAside
 from parval.report.evidence_types import Evidence
 from parval.report.history import HistoricalRow
 from parval.rundir.layout import MANIFEST
@@ -89,13 +90,15 @@ def _manifest_provenance(run_dir: Path) -> JsonObject | None:
         return None
 
 
-def catalogue_verdicts(root: Path) -> tuple[list[CatalogueVerdict], list[dict[str, str]]]:
+def catalogue_verdicts(
+    root: Path, set_aside: Sequence[SetAside] = ()
+) -> tuple[list[CatalogueVerdict], list[dict[str, str]], list[RunWhy]]:
     """One verdict per model/family/task/backend/mode under `root` (module docstring); runs
     of an older candidate build than the newest run's are stale, as the claims make them."""
     from parval.claims.evidence_found import Attributed, find_evidence, merge_current
 
     groups: dict[str, list[FoundRunT]] = {}
-    found = find_evidence(root)
+    found = find_evidence(root, set_aside)
     for run in found.runs:
         i = run.identity
         key = json.dumps([i.get(k) for k in ("model", "family", "task", "backend", "mode")], default=str)
@@ -136,7 +139,7 @@ def catalogue_verdicts(root: Path) -> tuple[list[CatalogueVerdict], list[dict[st
                 ],
             }
         )
-    return out, found.unreadable
+    return out, found.unreadable, [RunWhy(dir=r.rel, why=why) for r, why in found.set_aside]
 
 
 def _json(value: object) -> JsonValue:
@@ -151,7 +154,7 @@ def catalogue_exit(rows: list[CatalogueRow], verdicts: list[CatalogueVerdict]) -
     return 0 if all(v["exit_code"] == 0 for v in verdicts) else 3
 
 
-def render_catalogue(root: Path, fmt: str) -> tuple[str, int]:
+def render_catalogue(root: Path, fmt: str, set_aside: Sequence[SetAside] = ()) -> tuple[str, int]:
     from parval.report.history import historical_rows
 
     rows = catalogue_rows(root)
@@ -163,22 +166,22 @@ def render_catalogue(root: Path, fmt: str) -> tuple[str, int]:
             f"{root}: no run directory (with an evidence.json) under it",
             hint="point --catalogue at the directory holding your runs, e.g. runs/",
         )
-    verdicts, unreadable = catalogue_verdicts(root)
+    verdicts, unreadable, left = catalogue_verdicts(root, set_aside)
     errors = {u["dir"]: u["error"] for u in unreadable}
     for r in rows:  # a run no verdict could read fails the catalogue, never drops out of it
         if r["dir"] in errors:
             r["error"] = errors[r["dir"]]
     code = catalogue_exit(rows, verdicts)
     if fmt == "json":
-        doc = {"catalogue": str(root), "runs": rows, "verdicts": verdicts, "historical": history}
+        doc = {"catalogue": str(root), "runs": rows, "verdicts": verdicts, "set_aside": left, "historical": history}
         return json.dumps(doc, indent=2, sort_keys=True) + "\n", code
     if fmt == "junit":
         from parval.report.junit import render_catalogue_junit
 
-        return render_catalogue_junit(rows, verdicts), code
+        return render_catalogue_junit(rows, verdicts, left), code
     from parval.report.catalogue_md import render_catalogue_markdown
 
-    return render_catalogue_markdown(str(root), rows, history, verdicts), code
+    return render_catalogue_markdown(str(root), rows, history, verdicts, left), code
 
 
 def _render_history_only(root: Path, fmt: str, history: list[HistoricalRow]) -> str:

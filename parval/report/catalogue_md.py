@@ -4,7 +4,7 @@ nothing historical reads as current."""
 
 from __future__ import annotations
 
-from parval.report.catalogue_row import CatalogueRow, CatalogueVerdict
+from parval.report.catalogue_row import CatalogueRow, CatalogueVerdict, RunWhy
 from parval.report.history import HistoricalRow
 from parval.report.md_base import esc, short
 from parval.rundir.provenance import label
@@ -22,6 +22,7 @@ def render_catalogue_markdown(
     rows: list[CatalogueRow],
     history: list[HistoricalRow] | None = None,
     verdicts: list[CatalogueVerdict] | None = None,
+    set_aside: list[RunWhy] | None = None,
 ) -> str:
     """The runs; the verdicts (what the exit code reads); historical records apart (never current)."""
     verdicts = verdicts or []
@@ -54,6 +55,9 @@ def render_catalogue_markdown(
         for v in verdicts:
             out += [f"- `{esc(w['dir'])}` not merged: {esc(w['why'])}" for w in v["not_used"]]
             out += [f"- `{esc(w['dir'])}` stale: {esc(w['why'])}" for w in v["stale"]]
+    if set_aside:
+        out += ["", f"Set aside ({len(set_aside)}; left out of every verdict by an explicit decision):", ""]
+        out += [f"- `{esc(w['dir'])}` set aside: {esc(w['why'])}" for w in set_aside]
     if history:
         out += [
             "",

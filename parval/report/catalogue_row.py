@@ -3,6 +3,8 @@ and JUnit renderings read it."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TypedDict
 
 from parval.jsontypes import JsonObject, JsonValue
@@ -53,3 +55,12 @@ class CatalogueVerdict(TypedDict):
     failed_apart: list[str]  # counts FAILED in a run kept apart only by provenance (local/CI)
     not_used: list[RunWhy]  # another tested identity (plan settings, files): not merged
     stale: list[RunWhy]  # runs of another candidate build: never current
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """A run left out of every verdict by an explicit decision (`--set-aside RUN --reason
+    TEXT`): the only way an older run leaves a verdict, and every format shows it."""
+
+    run: Path
+    reason: str

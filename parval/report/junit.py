@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Literal
 from xml.etree import ElementTree as ET
 
-from parval.report.catalogue_row import CatalogueRow, CatalogueVerdict
+from parval.report.catalogue_row import CatalogueRow, CatalogueVerdict, RunWhy
 from parval.report.evidence_types import Assertion, AssertionEvidence, Evidence
 from parval.report.failures_md import campaign_command
 from parval.report.md_base import detailed
@@ -114,20 +114,27 @@ def render_junit(ev: Evidence) -> str:
     return document(root)
 
 
-def render_catalogue_junit(rows: list[CatalogueRow], verdicts: list[CatalogueVerdict]) -> str:
+def render_catalogue_junit(
+    rows: list[CatalogueRow], verdicts: list[CatalogueVerdict], set_aside: list[RunWhy] | None = None
+) -> str:
     """One test case per verdict (every run of one model/backend/mode merged, named by its
-    runs): admitted passes, a FAIL fails, the rest is skipped; an unreadable run fails."""
+    runs): admitted passes, a FAIL fails, the rest is skipped; an unreadable run fails; a
+    run set aside is a skipped case whose message is the reason given."""
+    set_aside = set_aside or []
     errors = [r for r in rows if "error" in r]
     root = ET.Element("testsuites", name="parval catalogue")
     suite = ET.SubElement(
         root,
         "testsuite",
         name="parval catalogue",
-        tests=str(len(verdicts) + len(errors)),
+        tests=str(len(verdicts) + len(errors) + len(set_aside)),
         failures=str(len(errors) + sum(v["exit_code"] == 1 for v in verdicts)),
         errors="0",
-        skipped=str(sum(v["exit_code"] not in (0, 1) for v in verdicts)),
+        skipped=str(sum(v["exit_code"] not in (0, 1) for v in verdicts) + len(set_aside)),
     )
+    for w in set_aside:
+        case = ET.SubElement(suite, "testcase", classname="parval.set_aside", name=w["dir"])
+        ET.SubElement(case, "skipped", message=f"set aside: {w['why']}")
     for r in errors:
         case = ET.SubElement(suite, "testcase", classname="parval.unknown", name=str(r["dir"]))
         ET.SubElement(case, "failure", message=str(r.get("error")), type="INVALID")

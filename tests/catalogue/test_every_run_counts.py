@@ -20,6 +20,7 @@ from parval.report.merge import MergeRefused
 from parval.report.write import render_many
 from tests.conftest import write_plan
 from tests.records_kit import seal
+from tests.ux.kit import invoke
 from tests.ux.test_merge_plans import PLAN, _manifest, _passing
 
 from .kit import STANDIN, build, sha256, write_catalogue
@@ -186,3 +187,46 @@ def test_runs_whose_server_env_differs_are_not_merged(tmp_path: Path) -> None:
     assert [r["dir"] for r in c["evidence"]["runs"]] == ["b"]
     (left,) = c["evidence"]["not_used"]
     assert left["dir"] == "a" and "servers.candidate.env" in left["why"]
+
+
+@pytest.mark.parametrize("claims", [True, False])
+def test_a_run_leaves_the_verdict_only_by_a_recorded_set_aside(
+    runs: tuple[Path, Path, list[Path]], claims: bool
+) -> None:
+    """`--set-aside RUN --reason TEXT`: the older failing run leaves the verdict, and md,
+    json and junit all name it and the reason."""
+    cat, root, dirs = runs
+    base = ["report", "--catalogue", root, *(["--claims", cat] if claims else [])]
+    decision = ["--set-aside", dirs[0], "--reason", "built with the fault switch on"]
+    assert invoke(*base).returncode == 1  # without a decision the failure counts
+    md = invoke(*base, *decision)
+    assert md.returncode == 0, md.stdout + md.stderr
+    assert "`a`" in md.stdout and "built with the fault switch on" in md.stdout and "set aside" in md.stdout.lower()
+    data = json.loads(invoke(*base, *decision, "--format", "json").stdout)
+    (left,) = data["set_aside"]
+    assert left["dir"] == "a" and left["why"] == "built with the fault switch on"
+    if claims:
+        (c,) = data["combinations"]
+        assert [r["dir"] for r in c["evidence"]["runs"]] == ["b"]
+        assert [r["dir"] for r in c["evidence"]["set_aside"]] == ["a"]
+    else:
+        assert [v["runs"] for v in data["verdicts"]] == [["b"]]
+    junit = invoke(*base, *decision, "--format", "junit")
+    assert junit.returncode == 0
+    skipped = [c for c in ET.fromstring(junit.stdout).iter("testcase") if c.get("name") == "a"]
+    assert len(skipped) == 1
+    note = skipped[0].find("skipped")
+    assert note is not None and note.get("message") == "set aside: built with the fault switch on"
+
+
+def test_a_set_aside_needs_a_reason_and_a_run(runs: tuple[Path, Path, list[Path]], tmp_path: Path) -> None:
+    cat, root, dirs = runs
+    base = ["report", "--catalogue", root, "--claims", cat]
+    p = invoke(*base, "--set-aside", dirs[0])
+    assert p.returncode == 2 and "needs its own, non-empty --reason TEXT" in p.stderr
+    p = invoke(*base, "--set-aside", dirs[0], "--reason", " ")
+    assert p.returncode == 2 and "non-empty --reason" in p.stderr
+    p = invoke(*base, "--set-aside", tmp_path / "nowhere", "--reason", "x")
+    assert p.returncode == 2 and "no run directory under" in p.stderr
+    p = invoke("report", *dirs, "--set-aside", dirs[0], "--reason", "x")
+    assert p.returncode == 2 and "--set-aside RUN leaves a run out of the verdicts of --catalogue DIR" in p.stderr
