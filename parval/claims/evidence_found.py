@@ -28,12 +28,11 @@ from parval.claims.combination import Combination
 from parval.errors import ParvalError, UsageError
 from parval.jsonread import get
 from parval.jsontypes import JsonObject, JsonValue
-from parval.report.catalogue import find_runs
 from parval.report.catalogue_row import SetAside
 from parval.report.evidence_types import Evidence
 from parval.report.history import HistoricalRow, historical_rows
 from parval.report.merge import LoadedRun, MergeRefused, check_mergeable, merge_evidence
-from parval.rundir.layout import MANIFEST
+from parval.rundir.layout import MANIFEST, find_runs
 
 
 class RunSummary(TypedDict):

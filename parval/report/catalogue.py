@@ -15,16 +15,10 @@ from parval.jsontypes import JsonObject, JsonValue
 from parval.report.catalogue_row import CatalogueRow, CatalogueVerdict, RunWhy, SetAside
 from parval.report.evidence_types import Evidence
 from parval.report.history import HistoricalRow
-from parval.rundir.layout import MANIFEST
+from parval.rundir.layout import MANIFEST, find_runs
 
 if TYPE_CHECKING:
     from parval.claims.evidence_found import FoundRun as FoundRunT
-
-
-def find_runs(root: Path) -> list[Path]:
-    if not root.is_dir():
-        raise RunDirError(f"{root}: no such directory")
-    return sorted(p.parent for p in root.rglob("evidence.json") if p.is_file())
 
 
 def blocking(ev: Evidence) -> list[str]:
