@@ -5,8 +5,10 @@ Verdicts are read as the judges gave them (the evidence's `verdict.admitted_coun
 the catalogue's candidate build (`evidence_found.py`). One row per claimed count:
 
 * ADMITTED: the count is among the evidence's admitted counts;
-* NOT ADMITTED: the count's verdict is FAIL (the failing assertions are listed), or the
-  evidence's run directory was modified after judging (INVALID EVIDENCE);
+* NOT ADMITTED: the count's verdict is FAIL (the failing assertions are listed), in the
+  merged evidence of every current run or in a current run kept apart only by its
+  provenance (local/CI), or the evidence's run directory was modified after judging
+  (INVALID EVIDENCE);
 * BLOCKED: the count's verdict is BLOCKED or UNSUPPORTED (it stays at one slot);
 * PENDING: the count's verdict is PENDING (the unresolved assertions are listed); a count
   whose own verdict is PASS but sits above a count that is not admitted takes that count's
@@ -21,15 +23,17 @@ otherwise (BLOCKED, PENDING, NOT RUN, STALE or HISTORICAL rows).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import TypedDict
 
 from parval.claims.combination import Catalogue, Combination
-from parval.claims.evidence_found import Attributed, attribute, find_evidence
+from parval.claims.evidence_found import Attributed, FoundRun, attribute, find_evidence
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE, RunDirError
 from parval.jsontypes import JsonValue
+from parval.report.catalogue_row import SetAside
 from parval.report.evidence_types import Assertion, Evidence, PerformanceRow
 from parval.report.load import run_problems
 
@@ -154,6 +158,7 @@ class CombinationDisclosure:
                 "invalid": self.invalid,
                 "not_used": [{**r.summary(), "why": why} for r, why in self.found.not_used],
                 "stale": [{**r.summary(), "why": why} for r, why in self.found.stale],
+                "set_aside": [{**r.summary(), "why": why} for r, why in self.found.set_aside],
                 "historical": self.found.historical,
             },
             "framework": self.framework,
@@ -191,6 +196,12 @@ def count_rows(combo: Combination, found: Attributed, invalid: list[str]) -> lis
     for n in combo.counts:
         if ev is not None and invalid:
             rows.append(CountRow(n, State.NOT_ADMITTED, "INVALID EVIDENCE: " + "; ".join(invalid[:3])))
+            continue
+        if n in found.failed_apart:  # the same tested identity failed it under the other provenance
+            run, why = found.failed_apart[n][0]
+            rows.append(
+                CountRow(n, State.NOT_ADMITTED, f"count {n} FAILED in {run.rel}, not merged ({why})", [run.rel])
+            )
             continue
         if ev is None or n not in found.covered:
             rows.append(_uncovered(n, found))
@@ -250,6 +261,7 @@ class Disclosure:
     runs_dir: Path
     combinations: list[CombinationDisclosure]
     unreadable: list[dict[str, str]]
+    set_aside: list[tuple[FoundRun, str]] = field(default_factory=list)  # every run set aside, with its reason
 
     @property
     def rows(self) -> list[tuple[CombinationDisclosure, CountRow]]:
@@ -269,11 +281,11 @@ class Disclosure:
         return out
 
 
-def disclose(catalogue: Catalogue, runs_dir: Path) -> Disclosure:
+def disclose(catalogue: Catalogue, runs_dir: Path, set_aside: Sequence[SetAside] = ()) -> Disclosure:
     """The disclosure of every combination of `catalogue` from the evidence under `runs_dir`."""
     if not runs_dir.is_dir():
         raise RunDirError(f"{runs_dir}: no such directory", hint="point --catalogue at the folder holding the runs")
-    found = find_evidence(runs_dir)
+    found = find_evidence(runs_dir, set_aside)
     shas = {c.build.name: c.build.candidate.identity_sha256() for c in catalogue.combinations}
     out: list[CombinationDisclosure] = []
     for combo in catalogue.combinations:
@@ -281,4 +293,4 @@ def disclose(catalogue: Catalogue, runs_dir: Path) -> Disclosure:
         att = attribute(combo, found, sha)
         invalid = [f"{r.rel}: {p}" for r in att.used for p in run_problems(r.dir, r.ev)]
         out.append(CombinationDisclosure(combo, sha, att, count_rows(combo, att, invalid), invalid))
-    return Disclosure(catalogue, runs_dir, out, found.unreadable)
+    return Disclosure(catalogue, runs_dir, out, found.unreadable, found.set_aside)

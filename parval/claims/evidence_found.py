@@ -4,30 +4,35 @@ A run belongs to a combination when its evidence names the combination's model i
 backend and mode (so runs made with plain `parval run` count too). It is *current* when it
 tested the catalogue's candidate build for that backend: the same executable sha256 and,
 where both the catalogue and the run name one, the same source commit; otherwise it is
-STALE evidence (new executables inherit nothing). Of the current runs, a run replaced by a
-newer one of the same shard and provenance is superseded; the rest are merged into one
-verdict the way `parval report RUN1 RUN2` merges (runs that cannot be merged with the
-newest are left out, each with the reason). Imported historical records (`parval import`)
-are attributed by model, backend and mode, and never count toward admission.
+STALE evidence (new executables inherit nothing). Every current run counts, none is
+superseded by a newer one (an intermittent failure stays failed when later repeats pass):
+they are merged into one verdict the way `parval report RUN1 RUN2` merges. A run that
+cannot be merged with the newest is left out, with the reason, when it is another tested
+identity (its plan settings or files differ); when only its provenance differs (local and
+CI are never merged) it is the same tested identity, and the counts it FAILED cannot be
+admitted (`failed_apart`). Imported historical records (`parval import`)
+are attributed by model, backend and mode, and never count toward admission. A run leaves
+the verdicts only by an explicit decision, `--set-aside RUN --reason TEXT`, which every
+output format shows.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
 
 from parval.claims.combination import Combination
-from parval.errors import ParvalError
+from parval.errors import ParvalError, UsageError
 from parval.jsonread import get
 from parval.jsontypes import JsonObject, JsonValue
-from parval.report.catalogue import find_runs
+from parval.report.catalogue_row import SetAside
 from parval.report.evidence_types import Evidence
 from parval.report.history import HistoricalRow, historical_rows
 from parval.report.merge import LoadedRun, MergeRefused, check_mergeable, merge_evidence
-from parval.rundir.layout import MANIFEST
+from parval.rundir.layout import MANIFEST, find_runs
 
 
 class RunSummary(TypedDict):
@@ -104,9 +109,25 @@ class Found:
     runs: list[FoundRun]
     unreadable: list[dict[str, str]]
     historical: list[HistoricalRow]
+    set_aside: list[tuple[FoundRun, str]] = field(default_factory=list)  # (run, the reason given)
 
 
-def find_evidence(root: Path) -> Found:
+def _set_aside(found: Found, root: Path, decisions: Sequence[SetAside]) -> None:
+    """Move the runs named by `decisions` out of `found.runs`; a name that is no run under
+    `root` is refused (exit 2): a decision about nothing must not pass silently."""
+    for decision in decisions:
+        want = {decision.run.resolve(), (root / decision.run).resolve()}
+        run = next((r for r in found.runs if r.dir.resolve() in want), None)
+        if run is None:
+            raise UsageError(
+                f"--set-aside {decision.run}: no run directory under {root} is that run",
+                hint="name a run directory the catalogue lists (its path, or its path under DIR)",
+            )
+        found.runs.remove(run)
+        found.set_aside.append((run, decision.reason))
+
+
+def find_evidence(root: Path, set_aside: Sequence[SetAside] = ()) -> Found:
     runs: list[FoundRun] = []
     unreadable: list[dict[str, str]] = []
     for d in find_runs(root):
@@ -117,7 +138,9 @@ def find_evidence(root: Path) -> Found:
             runs.append(FoundRun(d, rel, ev, manifest, LoadedRun(d, ev)))
         except (OSError, ValueError, KeyError, TypeError, AttributeError, ParvalError) as exc:
             unreadable.append({"dir": rel, "error": f"unreadable evidence: {type(exc).__name__}: {exc}"})
-    return Found(runs, unreadable, [h for h in historical_rows(root) if "error" not in h])
+    found = Found(runs, unreadable, [h for h in historical_rows(root) if "error" not in h])
+    _set_aside(found, root, set_aside)
+    return found
 
 
 @dataclass
@@ -127,10 +150,14 @@ class Attributed:
     used: list[FoundRun] = field(default_factory=list)  # current, merged into one verdict
     not_used: list[tuple[FoundRun, str]] = field(default_factory=list)  # current, left out: why
     stale: list[tuple[FoundRun, str]] = field(default_factory=list)
+    set_aside: list[tuple[FoundRun, str]] = field(default_factory=list)  # (run, the reason given)
     historical: list[HistoricalRow] = field(default_factory=list)
     evidence: Evidence | None = None  # the used runs' (merged) evidence
     covered: dict[int, list[str]] = field(default_factory=dict)  # count → used runs that ran it
     not_run: dict[int, str] = field(default_factory=dict)  # count → why a used run left it out
+    # count → (run, why apart): a FAIL in a run of the same tested identity that could not
+    # be merged only because its provenance (local/CI) differs; it still counts.
+    failed_apart: dict[int, list[tuple[FoundRun, str]]] = field(default_factory=dict)
 
 
 def stale_reason(run: FoundRun, sha256: str, commit: str | None) -> str | None:
@@ -148,19 +175,41 @@ def stale_reason(run: FoundRun, sha256: str, commit: str | None) -> str | None:
     return None
 
 
-def _current_only(runs: list[FoundRun]) -> tuple[list[FoundRun], list[tuple[FoundRun, str]]]:
-    """Newest run per shard and provenance (local and CI apart); older ones are superseded."""
-    groups: dict[str, list[FoundRun]] = {}
-    for r in runs:
-        groups.setdefault(json.dumps([r.shard, r.provenance]), []).append(r)
-    keep: list[FoundRun] = []
-    dropped: list[tuple[FoundRun, str]] = []
-    for members in groups.values():
-        members.sort(key=lambda r: r.date)
-        keep.append(members[-1])
-        dropped += [(r, f"superseded by the newer run {members[-1].rel}") for r in members[:-1]]
-    keep.sort(key=lambda r: r.date, reverse=True)
-    return keep, dropped
+def _same_identity_apart(runs: list[LoadedRun]) -> bool:
+    """Runs refused a merge only for their provenance (local and CI)."""
+    try:
+        check_mergeable(runs, across_provenance=True)
+    except MergeRefused:
+        return False
+    return True
+
+
+def merge_current(out: Attributed, current: list[FoundRun]) -> None:
+    """Every current run of one combination into `out` (module docstring): the claims and the
+    catalogue table (`parval.report.catalogue`) both judge runs this way."""
+    current.sort(key=lambda r: r.date, reverse=True)
+    for run in current:  # newest first: the newest run decides what the others must agree with
+        try:
+            check_mergeable([r.loaded for r in [*out.used, run]])
+        except MergeRefused as exc:
+            why = f"cannot be merged with the newer runs: {exc.message}"
+            out.not_used.append((run, why))
+            if _same_identity_apart([r.loaded for r in [*out.used, run]]):
+                for key, status in ((run.ev.get("verdict") or {}).get("counts") or {}).items():
+                    if status == "FAIL":
+                        out.failed_apart.setdefault(int(key), []).append((run, why))
+            continue
+        out.used.append(run)
+    out.used.sort(key=lambda r: r.date)
+    if len(out.used) == 1:
+        out.evidence = out.used[0].ev
+    elif out.used:
+        out.evidence = merge_evidence([r.loaded for r in out.used])
+    for run in out.used:
+        for n in run.loaded.counts:
+            out.covered.setdefault(n, []).append(run.rel)
+        for n, why in run.loaded.not_run.items():
+            out.not_run.setdefault(n, why)
 
 
 def attribute(combo: Combination, found: Found, sha256: str) -> Attributed:
@@ -176,24 +225,8 @@ def attribute(combo: Combination, found: Found, sha256: str) -> Attributed:
             current.append(run)
         else:
             out.stale.append((run, why))
-    keep, out.not_used = _current_only(current)
-    for run in keep:  # newest first: the newest run decides what the others must agree with
-        try:
-            check_mergeable([r.loaded for r in [*out.used, run]])
-        except MergeRefused as exc:
-            out.not_used.append((run, f"cannot be merged with the newer runs: {exc.message}"))
-            continue
-        out.used.append(run)
-    out.used.sort(key=lambda r: r.date)
-    if len(out.used) == 1:
-        out.evidence = out.used[0].ev
-    elif out.used:
-        out.evidence = merge_evidence([r.loaded for r in out.used])
-    for run in out.used:
-        for n in run.loaded.counts:
-            out.covered.setdefault(n, []).append(run.rel)
-        for n, why in run.loaded.not_run.items():
-            out.not_run.setdefault(n, why)
+    merge_current(out, current)
+    out.set_aside = [(r, why) for r, why in found.set_aside if r.belongs_to(combo)]
     out.historical = [
         h
         for h in found.historical

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from parval.errors import UsageError
+
+if TYPE_CHECKING:
+    from parval.report.catalogue_row import SetAside
 
 
 def report_command(
@@ -39,17 +42,33 @@ def report_command(
     ] = None,
     redact_paths: Annotated[bool, typer.Option("--redact-paths", help="Replace absolute paths with hashes.")] = False,
     rejudge: Annotated[bool, typer.Option("--rejudge", help="Judge the recorded events again first.")] = False,
+    set_aside: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--set-aside",
+            help="With --catalogue DIR: leave run RUN out of every verdict, by a decision that every format "
+            "shows. Repeatable; each needs its own --reason.",
+        ),
+    ] = None,
+    reasons: Annotated[
+        list[str] | None,
+        typer.Option("--reason", help="Why the matching --set-aside run leaves the verdict (in the same order)."),
+    ] = None,
 ) -> None:
     """Render evidence as markdown (PR comment), JSON or JUnit XML; merge runs; catalogue runs.
 
     Merging refuses (exit 2) runs whose manifests disagree on the executables, model files, \
 fixtures, model id, backend or provenance (local/CI), or whose plans disagree on what changes \
-outputs (model options, quantization, requests, volatile fields, tolerance, threads), and names \
+outputs (model options, quantization, requests, volatile fields, tolerance, threads, the servers' args \
+and env), and names \
 the field. The exit code is the verdict's: 0 admitted, 1 a required assertion FAILED (or the run \
-directory was modified after judging), 3 evidence incomplete. With --catalogue: 0 every run \
-admitted, 1 any run failed, 3 otherwise. With --catalogue and --claims: 0 only when every claimed \
+directory was modified after judging), 3 evidence incomplete. With --catalogue (every run of one \
+model/backend/mode and build merged into one verdict): 0 every verdict \
+admitted, 1 any verdict failed, 3 otherwise. With --catalogue and --claims: 0 only when every claimed \
 combination and count is ADMITTED, 1 when any is NOT ADMITTED, 3 otherwise (BLOCKED, PENDING, \
-NOT RUN, STALE, HISTORICAL), 2 a catalogue that does not validate.
+NOT RUN, STALE, HISTORICAL), 2 a catalogue that does not validate. Every run under DIR counts \
+(an older failure is never erased by a newer passing run); a run leaves the verdicts only by \
+--set-aside RUN --reason TEXT, shown in md, json and junit.
 
     Example: parval report runs/demo --format md --output report.md
 
@@ -58,13 +77,22 @@ NOT RUN, STALE, HISTORICAL), 2 a catalogue that does not validate.
     Example: parval report --catalogue runs/
 
     Example: parval report --catalogue runs/demo --claims plans/catalogue.yaml -o claims.md
+
+    Example: parval report --catalogue runs/ --claims cat.yaml --set-aside runs/old --reason "fault switch left on"
     """
     from parval.report.write import FORMATS, render_report
 
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: use md, json or junit")
     text, code = render_report(
-        runs or [], fmt=fmt, catalogue=catalogue, redact=redact_paths, rejudge=rejudge, output=output, claims=claims
+        runs or [],
+        fmt=fmt,
+        catalogue=catalogue,
+        redact=redact_paths,
+        rejudge=rejudge,
+        output=output,
+        claims=claims,
+        set_aside=set_aside_decisions(set_aside or [], reasons or []),
     )
     if output is not None:
         from parval.rundir.files import atomic_write
@@ -73,3 +101,17 @@ NOT RUN, STALE, HISTORICAL), 2 a catalogue that does not validate.
     else:
         typer.echo(text, nl=not text.endswith("\n"))
     raise typer.Exit(code)
+
+
+def set_aside_decisions(runs: list[Path], reasons: list[str]) -> list[SetAside]:
+    """Pair each --set-aside RUN with its --reason TEXT: a run never leaves a verdict
+    without a recorded reason (exit 2 otherwise)."""
+    from parval.report.catalogue_row import SetAside
+
+    if len(reasons) != len(runs) or any(not r.strip() for r in reasons):
+        raise UsageError(
+            f"{len(runs)} --set-aside run(s) and {len(reasons)} --reason text(s): every --set-aside RUN "
+            "needs its own, non-empty --reason TEXT (why it leaves the verdict)",
+            hint='parval report --catalogue runs/ --set-aside runs/old --reason "built with the fault switch on"',
+        )
+    return [SetAside(run, reason.strip()) for run, reason in zip(runs, reasons, strict=True)]

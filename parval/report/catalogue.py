@@ -1,23 +1,24 @@
 """`parval report --catalogue DIR`: one line per run under DIR (and the historical records),
-superseded runs marked, exit 0 only when every run was admitted."""
+then one verdict per model/backend/mode: every run of it that tested the newest candidate
+build merged as `parval report RUN...` merges them (an older run's failure is never erased by
+a newer passing one); exit 0 only when every verdict admits."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from parval.errors import RunDirError
-from parval.jsontypes import JsonObject
-from parval.report.catalogue_row import CatalogueRow
+from parval.jsontypes import JsonObject, JsonValue
+from parval.report.catalogue_row import CatalogueRow, CatalogueVerdict, RunWhy, SetAside
 from parval.report.evidence_types import Evidence
 from parval.report.history import HistoricalRow
-from parval.rundir.layout import MANIFEST
+from parval.rundir.layout import MANIFEST, find_runs
 
-
-def find_runs(root: Path) -> list[Path]:
-    if not root.is_dir():
-        raise RunDirError(f"{root}: no such directory")
-    return sorted(p.parent for p in root.rglob("evidence.json") if p.is_file())
+if TYPE_CHECKING:
+    from parval.claims.evidence_found import FoundRun as FoundRunT
 
 
 def blocking(ev: Evidence) -> list[str]:
@@ -72,7 +73,6 @@ def catalogue_rows(root: Path) -> list[CatalogueRow]:
                 "provenance": (ev.get("run") or {}).get("provenance") or _manifest_provenance(d),
             }
         )
-    mark_superseded(rows)
     return rows
 
 
@@ -84,36 +84,71 @@ def _manifest_provenance(run_dir: Path) -> JsonObject | None:
         return None
 
 
-def mark_superseded(rows: list[CatalogueRow]) -> None:
-    """A run is superseded by a newer run of the same model, backend, task, mode, shard and
-    provenance (local and CI stay apart): both are kept, only the newest is current."""
-    groups: dict[str, list[CatalogueRow]] = {}
-    for r in rows:
-        if "error" in r:
-            continue
-        key = json.dumps(
-            [r.get("model"), r.get("family"), r.get("task"), r.get("backend"), r.get("mode"), r.get("shard")]
-            + [(r.get("provenance") or {}).get("kind")],
-            sort_keys=True,
-        )
-        groups.setdefault(key, []).append(r)
+def catalogue_verdicts(
+    root: Path, set_aside: Sequence[SetAside] = ()
+) -> tuple[list[CatalogueVerdict], list[dict[str, str]], list[RunWhy]]:
+    """One verdict per model/family/task/backend/mode under `root` (module docstring); runs
+    of an older candidate build than the newest run's are stale, as the claims make them."""
+    from parval.claims.evidence_found import Attributed, find_evidence, merge_current
+
+    groups: dict[str, list[FoundRunT]] = {}
+    found = find_evidence(root, set_aside)
+    for run in found.runs:
+        i = run.identity
+        key = json.dumps([i.get(k) for k in ("model", "family", "task", "backend", "mode")], default=str)
+        groups.setdefault(key, []).append(run)
+    out: list[CatalogueVerdict] = []
     for members in groups.values():
-        members.sort(key=lambda r: str(r.get("date") or ""))
-        newest = members[-1]
-        for r in members:
-            r["superseded_by"] = None if r is newest else newest["dir"]
+        members.sort(key=lambda r: r.date)
+        sha = members[-1].candidate_sha256
+        att = Attributed()
+        stale = [r for r in members if r.candidate_sha256 != sha]
+        merge_current(att, [r for r in members if r.candidate_sha256 == sha])
+        ev = att.evidence
+        assert ev is not None  # the newest run is always used
+        verdict = ev["verdict"]
+        apart = [f"count {n} FAILED in {r.rel}" for n, found in sorted(att.failed_apart.items()) for r, _ in found]
+        i = att.used[-1].identity
+        out.append(
+            {
+                "model": _json(i.get("model")),
+                "family": _json(i.get("family")),
+                "task": _json(i.get("task")),
+                "backend": _json(i.get("backend")),
+                "mode": _json(i.get("mode")),
+                "candidate_sha256": sha,
+                "runs": [r.rel for r in att.used],
+                "exit_code": 1 if apart else int(verdict.get("exit_code", 3)),
+                "admitted_counts": [] if apart else list(verdict.get("admitted_counts") or []),
+                "blocking": [*apart, *blocking(ev)],
+                "failed_apart": apart,
+                "not_used": [RunWhy(dir=r.rel, why=why) for r, why in att.not_used],
+                "stale": [
+                    RunWhy(
+                        dir=r.rel,
+                        why=f"tested candidate sha256 {str(r.candidate_sha256)[:12]}…, the newest run's is "
+                        f"{str(sha)[:12]}…; new executables inherit nothing",
+                    )
+                    for r in stale
+                ],
+            }
+        )
+    return out, found.unreadable, [RunWhy(dir=r.rel, why=why) for r, why in found.set_aside]
 
 
-def catalogue_exit(rows: list[CatalogueRow]) -> int:
-    """0 every current run admitted · 1 any current run has a FAIL (or unreadable evidence) ·
-    3 otherwise. Superseded runs are kept and shown, but judged by their replacements."""
-    rows = [r for r in rows if not r.get("superseded_by")]
-    if any("error" in r or r.get("exit_code") == 1 for r in rows):
+def _json(value: object) -> JsonValue:
+    return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
+
+
+def catalogue_exit(rows: list[CatalogueRow], verdicts: list[CatalogueVerdict]) -> int:
+    """0 every verdict admits · 1 any verdict has a FAIL (or a run's evidence is unreadable) ·
+    3 otherwise."""
+    if any("error" in r for r in rows) or any(v["exit_code"] == 1 for v in verdicts):
         return 1
-    return 0 if all(r.get("exit_code") == 0 for r in rows) else 3
+    return 0 if all(v["exit_code"] == 0 for v in verdicts) else 3
 
 
-def render_catalogue(root: Path, fmt: str) -> tuple[str, int]:
+def render_catalogue(root: Path, fmt: str, set_aside: Sequence[SetAside] = ()) -> tuple[str, int]:
     from parval.report.history import historical_rows
 
     rows = catalogue_rows(root)
@@ -125,18 +160,22 @@ def render_catalogue(root: Path, fmt: str) -> tuple[str, int]:
             f"{root}: no run directory (with an evidence.json) under it",
             hint="point --catalogue at the directory holding your runs, e.g. runs/",
         )
-    code = catalogue_exit(rows)
+    verdicts, unreadable, left = catalogue_verdicts(root, set_aside)
+    errors = {u["dir"]: u["error"] for u in unreadable}
+    for r in rows:  # a run no verdict could read fails the catalogue, never drops out of it
+        if r["dir"] in errors:
+            r["error"] = errors[r["dir"]]
+    code = catalogue_exit(rows, verdicts)
     if fmt == "json":
-        return json.dumps(
-            {"catalogue": str(root), "runs": rows, "historical": history}, indent=2, sort_keys=True
-        ) + "\n", code
+        doc = {"catalogue": str(root), "runs": rows, "verdicts": verdicts, "set_aside": left, "historical": history}
+        return json.dumps(doc, indent=2, sort_keys=True) + "\n", code
     if fmt == "junit":
         from parval.report.junit import render_catalogue_junit
 
-        return render_catalogue_junit(rows), code
+        return render_catalogue_junit(rows, verdicts, left), code
     from parval.report.catalogue_md import render_catalogue_markdown
 
-    return render_catalogue_markdown(str(root), rows, history), code
+    return render_catalogue_markdown(str(root), rows, history, verdicts, left), code
 
 
 def _render_history_only(root: Path, fmt: str, history: list[HistoricalRow]) -> str:

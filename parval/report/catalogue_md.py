@@ -1,13 +1,15 @@
-"""`parval report --catalogue DIR` as markdown: current runs, then superseded runs and the
-imported historical records, each in its own table so nothing historical reads as current."""
+"""`parval report --catalogue DIR` as markdown: the runs, then the verdicts (every run of one
+model/backend/mode merged), then the imported historical records, each in its own table so
+nothing historical reads as current."""
 
 from __future__ import annotations
 
-from parval.report.catalogue_row import CatalogueRow
+from parval.report.catalogue_row import CatalogueRow, CatalogueVerdict, RunWhy
 from parval.report.history import HistoricalRow
 from parval.report.md_base import esc, short
 from parval.rundir.provenance import label
 
+_VERDICT = {0: "ADMITTED", 1: "NOT ADMITTED"}
 CATALOGUE_HEAD = [
     "| run | model | family | task | backend | mode | admitted counts "
     "| blocking assertions | date | candidate sha256 |",
@@ -15,27 +17,47 @@ CATALOGUE_HEAD = [
 ]
 
 
-def render_catalogue_markdown(root: str, rows: list[CatalogueRow], history: list[HistoricalRow] | None = None) -> str:
-    """Current runs; then superseded runs and historical records, each apart (never current)."""
-    current = [r for r in rows if not r.get("superseded_by")]
-    superseded = [r for r in rows if r.get("superseded_by")]
-    admitted = sum(1 for r in current if r.get("admission_ready"))
+def render_catalogue_markdown(
+    root: str,
+    rows: list[CatalogueRow],
+    history: list[HistoricalRow] | None = None,
+    verdicts: list[CatalogueVerdict] | None = None,
+    set_aside: list[RunWhy] | None = None,
+) -> str:
+    """The runs; the verdicts (what the exit code reads); historical records apart (never current)."""
+    verdicts = verdicts or []
+    admitted = sum(1 for v in verdicts if v["exit_code"] == 0)
     out = [
-        f"**parval catalogue: {len(rows)} run(s) under `{esc(root)}`, {admitted} admission-ready**",
+        f"**parval catalogue: {len(rows)} run(s) under `{esc(root)}`, "
+        f"{admitted} of {len(verdicts)} verdict(s) admitted**",
         "",
         *CATALOGUE_HEAD,
-        *_catalogue_rows(current),
+        *_catalogue_rows(rows),
     ]
-    if superseded:
+    if verdicts:
         out += [
             "",
-            f"Superseded runs ({len(superseded)}; kept, replaced by a newer run of the "
-            "same model/backend/task/mode/shard):",
+            "Verdicts (every run of one model/family/task/backend/mode that tested the newest "
+            "candidate build, merged as `parval report RUN...` merges them; an older run's "
+            "failure stays failed):",
             "",
-            *CATALOGUE_HEAD,
-            *_catalogue_rows(superseded),
+            "| model | backend | mode | runs merged | verdict | admitted counts | blocking assertions |",
+            "|---|---|---|---|---|---|---|",
         ]
-        out += [f"- `{esc(r['dir'])}` superseded by `{esc(r['superseded_by'])}`" for r in superseded]
+        for v in verdicts:
+            block = v["blocking"]
+            shown = ", ".join(block[:3]) + (f" (+{len(block) - 3} more)" if len(block) > 3 else "")
+            out.append(
+                f"| {esc(v['model'])} | {esc(v['backend'])} | {esc(v['mode'])} "
+                f"| {', '.join(f'`{esc(d)}`' for d in v['runs'])} | {_VERDICT.get(v['exit_code'], 'INCOMPLETE')} "
+                f"| {', '.join(map(str, v['admitted_counts'])) or 'none'} | {esc(shown) or '–'} |"
+            )
+        for v in verdicts:
+            out += [f"- `{esc(w['dir'])}` not merged: {esc(w['why'])}" for w in v["not_used"]]
+            out += [f"- `{esc(w['dir'])}` stale: {esc(w['why'])}" for w in v["stale"]]
+    if set_aside:
+        out += ["", f"Set aside ({len(set_aside)}; left out of every verdict by an explicit decision):", ""]
+        out += [f"- `{esc(w['dir'])}` set aside: {esc(w['why'])}" for w in set_aside]
     if history:
         out += [
             "",

@@ -3,6 +3,8 @@ and JUnit renderings read it."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TypedDict
 
 from parval.jsontypes import JsonObject, JsonValue
@@ -10,7 +12,7 @@ from parval.jsontypes import JsonObject, JsonValue
 
 class CatalogueRow(TypedDict, total=False):
     """One run of the catalogue: `dir` and `error` for unreadable evidence, else the rest
-    (read from its evidence.json; `superseded_by` set by `mark_superseded`)."""
+    (read from its evidence.json)."""
 
     dir: str
     error: str
@@ -28,4 +30,37 @@ class CatalogueRow(TypedDict, total=False):
     shard: list[int] | None
     procedure_version: JsonValue
     provenance: JsonObject | None
-    superseded_by: str | None
+
+
+class RunWhy(TypedDict):
+    dir: str
+    why: str
+
+
+class CatalogueVerdict(TypedDict):
+    """One verdict of the catalogue: every run of one model/family/task/backend/mode that
+    tested the newest candidate build, merged as `parval report RUN...` merges them
+    (`parval.claims.evidence_found.merge_current`); runs of older builds are stale."""
+
+    model: JsonValue
+    family: JsonValue
+    task: JsonValue
+    backend: JsonValue
+    mode: JsonValue
+    candidate_sha256: JsonValue
+    runs: list[str]  # merged into this verdict
+    exit_code: int
+    admitted_counts: list[int]
+    blocking: list[str]
+    failed_apart: list[str]  # counts FAILED in a run kept apart only by provenance (local/CI)
+    not_used: list[RunWhy]  # another tested identity (plan settings, files): not merged
+    stale: list[RunWhy]  # runs of another candidate build: never current
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """A run left out of every verdict by an explicit decision (`--set-aside RUN --reason
+    TEXT`): the only way an older run leaves a verdict, and every format shows it."""
+
+    run: Path
+    reason: str

@@ -5,10 +5,12 @@ DIR); `parval.claims.disclosure` decides each row."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from parval.claims.disclosure import Disclosure, State, disclose
+from parval.report.catalogue_row import SetAside
 
 
 def claims_json(d: Disclosure) -> dict[str, object]:
@@ -26,6 +28,7 @@ def claims_json(d: Disclosure) -> dict[str, object]:
         "combinations": [c.to_json() for c in d.combinations],
         "comparison": comparison_rows(d),
         "unreadable": d.unreadable,
+        "set_aside": [{**r.summary(), "why": why} for r, why in d.set_aside],
     }
 
 
@@ -42,11 +45,14 @@ def claims_junit(d: Disclosure) -> str:
         root,
         "testsuite",
         name=f"parval claims {d.catalogue.name}",
-        tests=str(len(rows)),
+        tests=str(len(rows) + len(d.set_aside)),
         failures=str(len(failed)),
         errors="0",
-        skipped=str(sum(r.state is State.HISTORICAL for _, r in rows)),
+        skipped=str(sum(r.state is State.HISTORICAL for _, r in rows) + len(d.set_aside)),
     )
+    for run, why in d.set_aside:  # an explicit decision, shown to the gate as a skipped case
+        case = ET.SubElement(suite, "testcase", classname="parval.claims.set_aside", name=run.rel)
+        ET.SubElement(case, "skipped", message=f"set aside: {why}")
     for c, r in rows:
         case = ET.SubElement(
             suite, "testcase", classname=f"parval.claims.{c.combo.claim.name}", name=f"{c.combo.key}[count={r.count}]"
@@ -61,10 +67,10 @@ def claims_junit(d: Disclosure) -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def render_claims(catalogue: Path, runs_dir: Path, fmt: str) -> tuple[str, int]:
+def render_claims(catalogue: Path, runs_dir: Path, fmt: str, set_aside: Sequence[SetAside] = ()) -> tuple[str, int]:
     from parval.claims.combination import load_catalogue
 
-    d = disclose(load_catalogue(catalogue), runs_dir)
+    d = disclose(load_catalogue(catalogue), runs_dir, set_aside)
     if fmt == "json":
         return json.dumps(claims_json(d), indent=2, sort_keys=True) + "\n", d.exit_code
     if fmt == "junit":

@@ -140,6 +140,8 @@ def _evidence_section(d: Disclosure) -> list[str]:
             parts.append(f"not used `{esc(r.rel)}`: {esc(why)}")
         for r, why in f.stale:
             parts.append(f"stale `{esc(r.rel)}`: {esc(why)}")
+        for r, why in f.set_aside:
+            parts.append(f"set aside `{esc(r.rel)}`: {esc(why)}")
         for h in f.historical:
             parts.append(f"historical `{esc(h['dir'])}` (procedure {esc(h.get('procedure_version'))}, never admission)")
         if c.invalid:
@@ -225,6 +227,14 @@ def comparison_markdown(rows: list[ComparisonRow]) -> list[str]:
     return out
 
 
+def _set_aside_section(d: Disclosure) -> list[str]:
+    """The runs left out of every verdict by `--set-aside RUN --reason TEXT`, with the reason."""
+    if not d.set_aside:
+        return []
+    head = f"### Set aside ({len(d.set_aside)}; left out of every verdict by an explicit decision)"
+    return [head, "", *(f"- `{esc(r.rel)}`: {esc(why)}" for r, why in d.set_aside), ""]
+
+
 def render_claims_markdown(d: Disclosure) -> str:
     cat = d.catalogue
     out = [
@@ -238,6 +248,7 @@ def render_claims_markdown(d: Disclosure) -> str:
         "",
         *_claims_table(d),
         "",
+        *_set_aside_section(d),
         "### Claimed beyond what was admitted",
         "",
         *_beyond(d),

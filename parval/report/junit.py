@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Literal
 from xml.etree import ElementTree as ET
 
-from parval.report.catalogue_row import CatalogueRow
+from parval.report.catalogue_row import CatalogueRow, CatalogueVerdict, RunWhy
 from parval.report.evidence_types import Assertion, AssertionEvidence, Evidence
 from parval.report.failures_md import campaign_command
 from parval.report.md_base import detailed
@@ -114,26 +114,41 @@ def render_junit(ev: Evidence) -> str:
     return document(root)
 
 
-def render_catalogue_junit(rows: list[CatalogueRow]) -> str:
-    """One test case per run directory: admitted passes, a FAIL fails, the rest is skipped."""
+def render_catalogue_junit(
+    rows: list[CatalogueRow], verdicts: list[CatalogueVerdict], set_aside: list[RunWhy] | None = None
+) -> str:
+    """One test case per verdict (every run of one model/backend/mode merged, named by its
+    runs): admitted passes, a FAIL fails, the rest is skipped; an unreadable run fails; a
+    run set aside is a skipped case whose message is the reason given."""
+    set_aside = set_aside or []
+    errors = [r for r in rows if "error" in r]
     root = ET.Element("testsuites", name="parval catalogue")
     suite = ET.SubElement(
         root,
         "testsuite",
         name="parval catalogue",
-        tests=str(len(rows)),
-        failures=str(sum("error" in r or r.get("exit_code") == 1 for r in rows)),
+        tests=str(len(verdicts) + len(errors) + len(set_aside)),
+        failures=str(len(errors) + sum(v["exit_code"] == 1 for v in verdicts)),
         errors="0",
-        skipped=str(sum("error" not in r and r.get("exit_code") not in (0, 1) for r in rows)),
+        skipped=str(sum(v["exit_code"] not in (0, 1) for v in verdicts) + len(set_aside)),
     )
-    for r in rows:
-        case = ET.SubElement(suite, "testcase", classname=f"parval.{r.get('model', 'unknown')}", name=str(r["dir"]))
-        if "error" in r:
-            ET.SubElement(case, "failure", message=str(r["error"]), type="INVALID")
-        elif r.get("exit_code") == 1:
-            ET.SubElement(case, "failure", message="; ".join(r["blocking"][:10]), type="FAIL")
-        elif r.get("exit_code") != 0:
-            ET.SubElement(case, "skipped", message="pending: " + "; ".join(r["blocking"][:10]))
+    for w in set_aside:
+        case = ET.SubElement(suite, "testcase", classname="parval.set_aside", name=w["dir"])
+        ET.SubElement(case, "skipped", message=f"set aside: {w['why']}")
+    for r in errors:
+        case = ET.SubElement(suite, "testcase", classname="parval.unknown", name=str(r["dir"]))
+        ET.SubElement(case, "failure", message=str(r.get("error")), type="INVALID")
+    for v in verdicts:
+        name = " + ".join(v["runs"])
+        case = ET.SubElement(suite, "testcase", classname=f"parval.{v['model']}", name=name)
+        if v["exit_code"] == 1:
+            ET.SubElement(case, "failure", message="; ".join(v["blocking"][:10]), type="FAIL")
+        elif v["exit_code"] != 0:
+            ET.SubElement(case, "skipped", message="pending: " + "; ".join(v["blocking"][:10]))
+        left = [f"{w['dir']} not merged: {w['why']}" for w in v["not_used"]]
+        left += [f"{w['dir']} stale: {w['why']}" for w in v["stale"]]
+        if left:
+            ET.SubElement(case, "system-out").text = "\n".join(left)
     return document(root)
 
 

@@ -142,6 +142,9 @@ PLAN_FIELDS: tuple[str, ...] = (
     "server.extra_config",
     "servers.baseline.args",
     "servers.candidate.args",
+    # The servers' environment changes what they do (GGML_* settings, fault switches).
+    "servers.baseline.env",
+    "servers.candidate.env",
     "identity",
 )
 _ABSENT = object()
@@ -162,9 +165,14 @@ def plan_identity(plan: Mapping[str, object] | None) -> dict[str, object]:
     return {f: v for f in PLAN_FIELDS if (v := _dotted(plan, f)) is not _ABSENT}
 
 
-def check_mergeable(runs: list[LoadedRun]) -> None:
+def check_mergeable(runs: list[LoadedRun], *, across_provenance: bool = False) -> None:
+    """MergeRefused naming the first field the runs disagree on. `across_provenance`: local
+    and CI runs that agree on everything else are the same tested identity (the catalogue
+    counts their failures together, though it never merges them)."""
     first = runs[0]
     want = merge_identity(first.manifest, first.ev)
+    if across_provenance:
+        del want["provenance"]
     hint = (
         "merge only runs of the same executables, model files, fixtures and plan settings; "
         "new executables or files inherit no evidence"

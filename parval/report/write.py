@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from parval.errors import UsageError
 from parval.report.catalogue import render_catalogue
+from parval.report.catalogue_row import SetAside
 from parval.report.load import load_run
 from parval.report.merge import LoadedRun, merge_evidence
 from parval.report.render import render_evidence
@@ -22,11 +24,18 @@ def render_report(
     rejudge: bool,
     output: Path | None = None,
     claims: Path | None = None,
+    set_aside: Sequence[SetAside] = (),
 ) -> tuple[str, int]:
     """`parval report`: one run, several runs (merged), a catalogue of runs, or the
     disclosure of a catalogue's claims → (text, exit code)."""
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: use md, json or junit")
+    if set_aside and catalogue is None:
+        raise UsageError(
+            "--set-aside RUN leaves a run out of the verdicts of --catalogue DIR",
+            hint="parval report --catalogue runs/ --set-aside runs/old --reason 'why'; "
+            "or leave the run out of `parval report RUN...`",
+        )
     if claims is not None:
         if catalogue is None or runs or rejudge:
             raise UsageError(
@@ -35,7 +44,7 @@ def render_report(
             )
         from parval.report.claims import render_claims
 
-        text, code = render_claims(claims, catalogue, fmt)
+        text, code = render_claims(claims, catalogue, fmt, set_aside)
         if redact:
             from parval.report.redact import redact_paths
 
@@ -48,7 +57,12 @@ def render_report(
                 hint="re-judge each run (parval report RUN --rejudge), then merge",
             )
         return render_many(
-            runs, fmt=fmt, catalogue=catalogue, redact=redact, image_base=output.parent if output is not None else None
+            runs,
+            fmt=fmt,
+            catalogue=catalogue,
+            redact=redact,
+            image_base=output.parent if output is not None else None,
+            set_aside=set_aside,
         )
     run_dir = runs[0]
     from parval.framework.rejudge import is_framework_run
@@ -76,13 +90,18 @@ def render_report(
 
 
 def render_many(
-    runs: list[Path], fmt: str, catalogue: Path | None, redact: bool, image_base: Path | None = None
+    runs: list[Path],
+    fmt: str,
+    catalogue: Path | None,
+    redact: bool,
+    image_base: Path | None = None,
+    set_aside: Sequence[SetAside] = (),
 ) -> tuple[str, int]:
     """`parval report RUN1 RUN2 ...` or `parval report --catalogue DIR` → (text, exit code)."""
     if catalogue is not None:
         if runs:
             raise UsageError("give either run directories or --catalogue DIR, not both")
-        text, code = render_catalogue(catalogue, fmt)
+        text, code = render_catalogue(catalogue, fmt, set_aside)
     else:
         if not runs:
             raise UsageError("no run directory given", hint="parval report RUN_DIR [RUN_DIR ...]")

@@ -36,3 +36,10 @@ def new_run_dir(out: Path | None, plan_name: str, base: Path | None = None, *, s
         except FileExistsError:
             continue
     raise RuntimeError("could not create a run directory")
+
+
+def find_runs(root: Path) -> list[Path]:
+    """Every run directory under `root` (a folder holding an evidence.json), in path order."""
+    if not root.is_dir():
+        raise RunDirError(f"{root}: no such directory")
+    return sorted(p.parent for p in root.rglob(EVIDENCE) if p.is_file())

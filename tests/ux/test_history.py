@@ -1,5 +1,5 @@
-"""Historical records (`parval import OLD --procedure VERSION`) and the catalogue's current,
-superseded and historical sections. Synthetic evidence and mapping files, no campaign."""
+"""Historical records (`parval import OLD --procedure VERSION`) and the catalogue's runs,
+verdicts and historical sections. Synthetic evidence and mapping files, no campaign."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import yaml
 from parval import PROCEDURE_VERSION
 from parval.report.history import HISTORICAL, build_historical
 from tests.records_kit import seal
+from tests.ux.test_merge_plans import PLAN, _manifest
 
 from .kit import invoke
 
@@ -145,20 +146,34 @@ def _current_run(root: Path, name: str, date: str, exit_code: int, **ident: Any)
         "candidate_sha256": "c" * 64,
         **ident,
     }
+    status = "PASS" if exit_code == 0 else "FAIL"
+    entry = {"id": "M2.exact", "status": status, "reason": status, "count": 1, "applicable": True, "evidence": {}}
     ev = {
+        "schema_version": 1,
         "identity": identity,
         "generated_at": date,
         "procedure_version": PROCEDURE_VERSION,
         "run": {"shard": None, "provenance": {"kind": "local", "service": None, "details": {}}},
-        "verdict": {"admitted_counts": [1] if exit_code == 0 else [], "exit_code": exit_code},
+        "verdict": {
+            "line": status,
+            "admitted_counts": [1] if exit_code == 0 else [],
+            "exit_code": exit_code,
+            "counts": {"1": status},
+        },
         "admission_ready": exit_code == 0,
-        "assertions": [{"id": "M2.exact", "status": "PASS" if exit_code == 0 else "FAIL"}],
+        "assertions": [entry],
+        "model_checks": {"per_count": {"1": {"assertions": [entry]}}, "model_level": []},
+        "framework_checks": {"status": "PASS", "results": []},
     }
+    manifest = _manifest({"kind": "local"})
+    manifest["model"]["id"] = identity["model"]
+    (d / "manifest.json").write_text(json.dumps(manifest))
+    (d / "plan.json").write_text(json.dumps(PLAN | {"counts": [1]}))
     (d / "evidence.json").write_text(json.dumps(ev))
     seal(d)  # as a judged run directory is: the catalogue verifies it first
 
 
-def test_catalogue_shows_historical_and_superseded_records_apart(tmp_path: Path) -> None:
+def test_catalogue_shows_historical_records_apart_and_merges_every_run(tmp_path: Path) -> None:
     root = tmp_path / "runs"
     _current_run(root, "old-fail", "2026-11-01T00:00:00Z", 1)
     _current_run(root, "new-pass", "2026-11-20T00:00:00Z", 0)
@@ -170,18 +185,19 @@ def test_catalogue_shows_historical_and_superseded_records_apart(tmp_path: Path)
         == 0
     )
     md = invoke("report", "--catalogue", root)
-    # The old failure is superseded by the newer run of the same model: judged by the new one.
-    assert md.returncode == 0, md.stdout
+    # The old failure is merged with the newer passing run of the same model: it stays failed.
+    assert md.returncode == 1, md.stdout
     text = md.stdout
-    current, _, rest = text.partition("Superseded runs")
-    superseded, _, historical = rest.partition("Historical records")
-    assert "`new-pass` (local)" in current and "`other-model`" in current and "`old-fail`" not in current
-    assert "`old-fail`" in superseded and "superseded by `new-pass`" in superseded
+    runs, _, rest = text.partition("Verdicts (")
+    verdicts, _, historical = rest.partition("Historical records")
+    assert "`new-pass` (local)" in runs and "`other-model`" in runs and "`old-fail` (local)" in runs
+    assert "| whisper-s | cuda | offline | `old-fail`, `new-pass` | NOT ADMITTED | none | M2.exact FAIL" in verdicts
+    assert "| vad | cuda | offline | `other-model` | ADMITTED | 1 | – |" in verdicts
     assert "`history/may`" in historical and OLD in historical and "M4.targeted_unload" in historical
     assert "never count toward admission" in historical
     data = json.loads(invoke("report", "--catalogue", root, "--format", "json").stdout)
-    rows = {r["dir"]: r for r in data["runs"]}
-    assert rows["old-fail"]["superseded_by"] == "new-pass" and rows["new-pass"]["superseded_by"] is None
+    merged = {tuple(v["runs"]): v["exit_code"] for v in data["verdicts"]}
+    assert merged == {("old-fail", "new-pass"): 1, ("other-model",): 0}
     assert [h["dir"] for h in data["historical"]] == ["history/may"]
     assert data["historical"][0]["admission_ready"] is False
 

@@ -124,8 +124,11 @@ def test_catalogue(
     assert rows["failed"]["blocking"][0].endswith("FAIL")
     assert rows["shard2"]["shard"] == [2, 2]
     assert rows["admitted"]["candidate_sha256"] == admitted_run.evidence["identity"]["candidate_sha256"]
+    # One verdict per model/backend/mode: the newest build's runs merged, the other build's stale.
+    assert any(v["exit_code"] == 1 for v in data["verdicts"])
+    assert sum(len(v["runs"]) + len(v["stale"]) + len(v["not_used"]) for v in data["verdicts"]) == 4
     xml = ET.fromstring(invoke("report", "--catalogue", runs_root, "-f", "junit").stdout)
-    assert len(xml.findall("testsuite/testcase")) == 4
+    assert len(xml.findall("testsuite/testcase")) == len(data["verdicts"])
 
 
 def test_empty_catalogue_is_a_usage_error(tmp_path: Path) -> None:

@@ -147,6 +147,9 @@ def test_shards_of_one_plan_merge(tmp_path: Path) -> None:
         ("memory", {"stabilisation": {"last_k_waves": 3, "max_growth_mib": 1.0}}),
         ("model.variation_kinds", ["seed"]),
         ("model.admit_modes", ["offline", "batch"]),
+        # the servers' environment: GGML_* settings and fault switches change their outputs
+        ("servers.candidate.env", {"GGML_CUDA_FORCE_MMQ": "1"}),
+        ("servers.baseline.env", {"PARVAL_STANDIN_FAULTS": "mismatch_at_2"}),
     ],
 )
 def test_plans_that_differ_in_what_changes_outputs_are_refused(tmp_path: Path, field: str, value: Any) -> None:
