@@ -51,3 +51,6 @@ def test_a_mismatch_recorded_before_the_negative_control_stays_failed(tmp_path: 
     q5 = count_verdict(ev, "Q5", 1)
     assert q5["status"] == "FAIL" and "mismatch" in q5["reason"], q5["reason"]
     assert ev["admission_ready"] is False
+    # NOT ADMITTED naming the mismatch, not "validation pending (run interrupted)".
+    line = ev["verdict"]["line"]
+    assert ev["verdict"]["exit_code"] == 1 and "M2.exact@1" in line and "Q5@1" in line, line
