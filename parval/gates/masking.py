@@ -1,6 +1,7 @@
 """How far an output comparison can be trusted, applied after every gate has judged: a
-comparator never shown able to fail proves nothing, and a baseline whose serial repeats
-vary cannot show parity. Lifecycle and request-error FAILs stand either way."""
+comparator never shown able to fail proves nothing by a PASS (a difference it reported
+shows it can fail), and a baseline whose serial repeats vary cannot show parity.
+Lifecycle and request-error FAILs stand either way."""
 
 from __future__ import annotations
 
@@ -34,6 +35,12 @@ COMPARISON_IDS = {
     "Q4",
     "Q5",
 }
+
+
+UNCAUGHT_LIMITATION = (
+    "negative control not caught (or not run): the comparator was not shown to see every "
+    "difference, so more outputs may differ than recorded"
+)
 
 
 def negative_control_caught(rec: Records, run_dir: Path | None = None, tolerance: int | None = None) -> bool:
@@ -71,15 +78,19 @@ def output_failure(r: Result) -> bool:
 
 
 def mask_comparisons(results: list[Result], caught: bool, serial: SerialVerdict) -> list[Result]:
-    """A comparator that cannot fail proves nothing: without a caught planted mismatch the
-    comparison verdicts are BLOCKED. Serial variation makes them "parity unverified": a
-    PASS is not given while serial variation is not shown absent (or within a declared
-    tolerance), and an output FAIL is masked only where variation was measured and seen
-    (a mismatch against an unmeasured baseline stands).
+    """A comparator that cannot fail proves nothing by agreeing: without a caught planted
+    mismatch the comparison verdicts other than FAIL are BLOCKED. An output FAIL stands
+    with its reason: the difference it reports shows the comparator able to fail, all the
+    control would show (and a mismatch stays failed, Q5), whether the control was lost to
+    an interrupted campaign or ran and was missed; it gains a limitation only (more outputs
+    may differ than recorded). Serial variation makes them "parity unverified": a PASS is
+    not given while serial variation is not shown absent (or within a declared tolerance),
+    and an output FAIL is masked only where variation was measured and seen (a mismatch
+    against an unmeasured baseline stands).
     Only verdicts that rest on output comparison are masked: a FAIL on lifecycle evidence
     (a lease left held, barging, an unload that did not wait, counters not drained) or on
     request errors stands whatever the outputs do.
-    Returns the results in order, each masked one a new Result (the judges' own are left
+    Returns the results in order, each changed one a new Result (the judges' own are left
     as they were)."""
     return [mask_comparison(r, caught, serial) for r in results]
 
@@ -90,7 +101,10 @@ def mask_comparison(r: Result, caught: bool, serial: SerialVerdict) -> Result:
         return r
     if r.status is Status.FAIL and not output_failure(r):
         return r
-    if not caught:
+    if not caught and r.status is Status.FAIL:
+        # A recorded difference needs no control; serial variation may still explain it.
+        r = replace(r, limitations=(*r.limitations, UNCAUGHT_LIMITATION))
+    elif not caught:
         return replace(
             r,
             status=Status.BLOCKED,

@@ -62,7 +62,8 @@ REFS = (
 )
 BASELINE_B = "`request` events of ref-baseline-b (the second fresh upstream start)"
 NEGATIVE = (
-    "`negative_control` event: a planted mismatch the comparator must catch (else every output comparison is BLOCKED)"
+    "`negative_control` event: a planted mismatch the comparator must catch (else no output comparison can PASS: "
+    "it is BLOCKED, while a recorded mismatch still FAILs)"
 )
 SET_ASIDE = (
     "`request` and `server_crash` events of set-aside attempts (abandoned or "
@@ -96,9 +97,10 @@ PROTECTED = (
 # What the model entries share: the compared count-wave requests and notes.
 COMPARED = "compared with the reference table (" + REFS.split(": ", 1)[1] + ")"
 MASKED = (
-    "an output comparison: without a caught negative control its PASS or output-only "
-    "FAIL is BLOCKED, and while M1.serial_repeat is not PASS it is PENDING (parity "
-    "unverified); lifecycle and request-error FAILs stand"
+    "an output comparison: without a caught negative control its PASS is BLOCKED (a "
+    "recorded mismatch already shows the comparator able to fail: its FAIL stands), and "
+    "while M1.serial_repeat is not PASS it is PENDING (parity unverified); lifecycle and "
+    "request-error FAILs stand"
 )
 NO_UI = "PENDING without server.ui_management (registration needs a native-model-manager build)"
 COUNT_REQUESTS = (

@@ -3,8 +3,7 @@ event fields and files the judge reads tracked: what the attack tests take away 
 
 `verdict(run, events, key)` judges one assertion ("M2.exact@2" for a count's, "Q5@2",
 "M1.cap1_parity" for a model-level one) the way `parval.judge.judge_run` does, before
-masking (which only ever turns a PASS into something else), computing only what that
-assertion depends on."""
+masking (which never makes a PASS), computing only what that assertion depends on."""
 
 from __future__ import annotations
 

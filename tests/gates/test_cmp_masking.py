@@ -1,6 +1,6 @@
-"""Serial variation or an uncaught negative control masks output-comparison verdicts only;
-a FAIL on lifecycle evidence stands. A tolerance declared in the plan is honoured by
-M1.serial_repeat as by the comparisons."""
+"""Serial variation masks output-comparison verdicts only, an uncaught negative control
+output-comparison PASSes only; a FAIL on lifecycle evidence stands. A tolerance declared
+in the plan is honoured by M1.serial_repeat as by the comparisons."""
 
 from __future__ import annotations
 
@@ -68,11 +68,21 @@ def test_an_observed_mismatch_stands_when_serial_variation_was_not_measured(tmp_
     assert rs["pass"].status is Status.PENDING and "parity unverified" in rs["pass"].reason
 
 
-def test_uncaught_negative_control_blocks_output_verdicts_only(tmp_path: Path) -> None:
-    rs = masked(verdicts(tmp_path), False, STEADY)
-    assert rs["output"].status is Status.BLOCKED and rs["pass"].status is Status.BLOCKED
+def test_uncaught_negative_control_blocks_output_passes_only(tmp_path: Path) -> None:
+    """Only a PASS needs the control: a comparator that reported a difference has shown it
+    can fail, so an output FAIL stands with its own reason (the control lost to an
+    interrupted campaign, or run and missed, alike)."""
+    judged = verdicts(tmp_path)
+    rs = masked(judged, False, STEADY)
+    assert rs["pass"].status is Status.BLOCKED
+    assert rs["output"].status is Status.FAIL and rs["output"].reason == judged["output"].reason
+    assert "status_before_negative_control" not in rs["output"].evidence
+    assert any("negative control" in line for line in rs["output"].limitations)
     for k in ("lease", "barging", "request", "other"):
         assert rs[k].status is Status.FAIL, k
+    # Measured serial variation still explains an output FAIL away, control or not.
+    rs = masked(judged, False, VARIES)
+    assert rs["output"].status is Status.PENDING and rs["pass"].status is Status.BLOCKED
 
 
 def test_nothing_masked_when_serial_output_is_steady(tmp_path: Path) -> None:
