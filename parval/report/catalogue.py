@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from parval.errors import RunDirError
 from parval.jsontypes import JsonObject, JsonValue
+from parval.procedure.version import historical_evidence
 from parval.report.catalogue_row import CatalogueRow, CatalogueVerdict, RunWhy, SetAside
 from parval.report.evidence_types import Evidence
 from parval.report.history import HistoricalRow
@@ -27,7 +28,10 @@ def blocking(ev: Evidence) -> list[str]:
     order = {"FAIL": 0, "BLOCKED": 1, "UNSUPPORTED": 2, "PENDING": 3}
     items = [a for a in ev["assertions"] if a["status"] in order]
     items.sort(key=lambda a: order[a["status"]])
-    return [f"{a['id']} {a['status']}" for a in items]
+    # Another procedure version's evidence admits nothing, whatever its assertions say.
+    hist = ev.get("historical")
+    first = [f"HISTORICAL (procedure {hist.get('procedure_version')})"] if hist else []
+    return [*first, *(f"{a['id']} {a['status']}" for a in items)]
 
 
 def catalogue_rows(root: Path) -> list[CatalogueRow]:
@@ -49,7 +53,7 @@ def catalogue_rows(root: Path) -> list[CatalogueRow]:
     rows: list[CatalogueRow] = []
     for d in find_runs(root):
         try:
-            ev: Evidence = json.loads((d / "evidence.json").read_text("utf-8"))
+            ev: Evidence = historical_evidence(json.loads((d / "evidence.json").read_text("utf-8")))
             ident, v = ev["identity"], ev["verdict"]
         except (OSError, ValueError, KeyError) as exc:
             rows.append({"dir": str(d), "error": f"unreadable evidence: {exc}"})
