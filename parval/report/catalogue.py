@@ -1,7 +1,8 @@
 """`parval report --catalogue DIR`: one line per run under DIR (and the historical records),
 then one verdict per model/backend/mode: every run of it that tested the newest candidate
 build merged as `parval report RUN...` merges them (an older run's failure is never erased by
-a newer passing one); exit 0 only when every verdict admits."""
+a newer passing one; a run of another procedure version is historical, listed apart); exit 0
+only when every verdict admits."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from parval.errors import RunDirError
 from parval.jsontypes import JsonObject, JsonValue
-from parval.procedure.version import historical_evidence
+from parval.procedure.version import historical_evidence, historical_reason, is_current
 from parval.report.catalogue_row import CatalogueRow, CatalogueVerdict, RunWhy, SetAside
 from parval.report.evidence_types import Evidence
 from parval.report.history import HistoricalRow
@@ -102,7 +103,12 @@ def catalogue_verdicts(
         key = json.dumps([i.get(k) for k in ("model", "family", "task", "backend", "mode")], default=str)
         groups.setdefault(key, []).append(run)
     out: list[CatalogueVerdict] = []
-    for members in groups.values():
+    for every in groups.values():
+        # Runs of another procedure version are historical: listed apart while any current
+        # run exists (however recent they are), judged (HISTORICAL) only when none does.
+        current = [r for r in every if is_current(r.ev.get("procedure_version"))]
+        members = current or every
+        old = [r for r in every if r not in members]
         members.sort(key=lambda r: r.date)
         sha = members[-1].candidate_sha256
         att = Attributed()
@@ -135,6 +141,7 @@ def catalogue_verdicts(
                     )
                     for r in stale
                 ],
+                "historical": [RunWhy(dir=r.rel, why=historical_reason(r.ev.get("procedure_version"))) for r in old],
             }
         )
     return out, found.unreadable, [RunWhy(dir=r.rel, why=why) for r, why in found.set_aside]

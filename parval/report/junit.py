@@ -150,6 +150,7 @@ def render_catalogue_junit(
             ET.SubElement(case, "skipped", message="pending: " + "; ".join(v["blocking"][:10]))
         left = [f"{w['dir']} not merged: {w['why']}" for w in v["not_used"]]
         left += [f"{w['dir']} stale: {w['why']}" for w in v["stale"]]
+        left += [f"{w['dir']} historical: {w['why']}" for w in v["historical"]]
         if left:
             ET.SubElement(case, "system-out").text = "\n".join(left)
     return document(root)

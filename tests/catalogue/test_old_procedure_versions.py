@@ -133,3 +133,19 @@ def test_a_recorded_run_of_an_old_procedure_rejudges_historical(tmp_path: Path) 
     # the run's own report and evidence.json say so too
     assert json.loads((run / "evidence.json").read_text("utf-8"))["verdict"]["exit_code"] == 3
     assert "HISTORICAL" in (run / "report.md").read_text("utf-8").split("\n", 1)[0]
+
+
+def test_a_newer_old_procedure_run_does_not_displace_a_current_one(tmp_path: Path) -> None:
+    # The catalogue's verdict is the current runs'; a run of another procedure version,
+    # however recent, is listed apart as historical and keeps no current failure from view.
+    _, combo = _combo(tmp_path)
+    root = tmp_path / "runs"
+    _run(root, "current", _evidence(combo, "2026-01-01T00:00:00Z", failing=True) | _COMPLETE)
+    old = _evidence(combo, "2026-06-01T00:00:00Z", failing=False) | _COMPLETE | {"procedure_version": OLD}
+    _run(root, "old", old, {**_manifest(), "procedure_version": OLD})
+    text, code = render_catalogue(root, "json")
+    (verdict,) = json.loads(text)["verdicts"]
+    assert code == 1 and verdict["runs"] == ["current"] and verdict["exit_code"] == 1, verdict
+    assert [w["dir"] for w in verdict["historical"]] == ["old"] and OLD in verdict["historical"][0]["why"]
+    md, _ = render_catalogue(root, "md")
+    assert f"`old` historical: made under procedure {OLD}" in md, md
