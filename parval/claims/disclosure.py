@@ -15,7 +15,8 @@ the catalogue's candidate build (`evidence_found.py`). One row per claimed count
   state (admission is the consecutive validated counts from one upward);
 * NOT RUN: no current evidence covers the count (and none at all: otherwise
   STALE: only evidence of another executable hash or source commit covers it; or
-  HISTORICAL: only an imported record of an earlier procedure names the combination).
+  HISTORICAL: only runs made under another procedure version cover it, or only an
+  imported record of an earlier procedure names the combination).
 
 Exit code: 0 only when every claimed count is ADMITTED; 1 when any is NOT ADMITTED; 3
 otherwise (BLOCKED, PENDING, NOT RUN, STALE or HISTORICAL rows).
@@ -158,6 +159,10 @@ class CombinationDisclosure:
                 "invalid": self.invalid,
                 "not_used": [{**r.summary(), "why": why} for r, why in self.found.not_used],
                 "stale": [{**r.summary(), "why": why} for r, why in self.found.stale],
+                "historical_runs": [
+                    {**r.summary(), "procedure_version": r.ev.get("procedure_version"), "why": why}
+                    for r, why in self.found.historical_runs
+                ],
                 "set_aside": [{**r.summary(), "why": why} for r, why in self.found.set_aside],
                 "historical": self.found.historical,
             },
@@ -238,6 +243,10 @@ def count_rows(combo: Combination, found: Attributed, invalid: list[str]) -> lis
 def _uncovered(n: int, found: Attributed) -> CountRow:
     if n in found.not_run:
         return CountRow(n, State.NOT_RUN, found.not_run[n])
+    old = [(r, why) for r, why in found.historical_runs if n in r.loaded.counts]
+    if old:
+        run, why = old[-1]
+        return CountRow(n, State.HISTORICAL, f"only the run {run.rel}, {why}")
     stale = [(r, why) for r, why in found.stale if n in r.loaded.counts]
     if stale:
         run, why = stale[-1]

@@ -11,7 +11,8 @@ cannot be merged with the newest is left out, with the reason, when it is anothe
 identity (its plan settings or files differ); when only its provenance differs (local and
 CI are never merged) it is the same tested identity, and the counts it FAILED cannot be
 admitted (`failed_apart`). Imported historical records (`parval import`)
-are attributed by model, backend and mode, and never count toward admission. A run leaves
+are attributed by model, backend and mode, and never count toward admission; nor does a
+run made under another procedure version (`historical_runs`). A run leaves
 the verdicts only by an explicit decision, `--set-aside RUN --reason TEXT`, which every
 output format shows.
 """
@@ -28,6 +29,7 @@ from parval.claims.combination import Combination
 from parval.errors import ParvalError, UsageError
 from parval.jsonread import get
 from parval.jsontypes import JsonObject, JsonValue
+from parval.procedure.version import historical_evidence, historical_reason, is_current
 from parval.report.catalogue_row import SetAside
 from parval.report.evidence_types import Evidence
 from parval.report.history import HistoricalRow, historical_rows
@@ -133,7 +135,7 @@ def find_evidence(root: Path, set_aside: Sequence[SetAside] = ()) -> Found:
     for d in find_runs(root):
         rel = str(d.relative_to(root)) if d != root else "."
         try:
-            ev: Evidence = json.loads((d / "evidence.json").read_text("utf-8"))
+            ev: Evidence = historical_evidence(json.loads((d / "evidence.json").read_text("utf-8")))
             manifest: JsonObject = json.loads((d / MANIFEST).read_text("utf-8"))
             runs.append(FoundRun(d, rel, ev, manifest, LoadedRun(d, ev)))
         except (OSError, ValueError, KeyError, TypeError, AttributeError, ParvalError) as exc:
@@ -150,6 +152,8 @@ class Attributed:
     used: list[FoundRun] = field(default_factory=list)  # current, merged into one verdict
     not_used: list[tuple[FoundRun, str]] = field(default_factory=list)  # current, left out: why
     stale: list[tuple[FoundRun, str]] = field(default_factory=list)
+    # runs of another procedure version: historical, never current (parval.procedure.version)
+    historical_runs: list[tuple[FoundRun, str]] = field(default_factory=list)
     set_aside: list[tuple[FoundRun, str]] = field(default_factory=list)  # (run, the reason given)
     historical: list[HistoricalRow] = field(default_factory=list)
     evidence: Evidence | None = None  # the used runs' (merged) evidence
@@ -219,6 +223,10 @@ def attribute(combo: Combination, found: Found, sha256: str) -> Attributed:
     current: list[FoundRun] = []
     for run in found.runs:
         if not run.belongs_to(combo):
+            continue
+        version = run.ev.get("procedure_version")
+        if not is_current(version):
+            out.historical_runs.append((run, historical_reason(version)))
             continue
         why = stale_reason(run, sha256, commit)
         if why is None:

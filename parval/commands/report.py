@@ -62,8 +62,9 @@ fixtures, model id, backend or provenance (local/CI), or whose plans disagree on
 outputs (model options, quantization, requests, volatile fields, tolerance, threads, the servers' args \
 and env), and names \
 the field. The exit code is the verdict's: 0 admitted, 1 a required assertion FAILED (or the run \
-directory was modified after judging), 3 evidence incomplete. With --catalogue (every run of one \
-model/backend/mode and build merged into one verdict): 0 every verdict \
+directory was modified after judging), 3 evidence incomplete or HISTORICAL (made under another \
+procedure version than this parval implements: never admitted; 1 when it recorded a FAIL). \
+With --catalogue (every run of one model/backend/mode and build merged into one verdict): 0 every verdict \
 admitted, 1 any verdict failed, 3 otherwise. With --catalogue and --claims: 0 only when every claimed \
 combination and count is ADMITTED, 1 when any is NOT ADMITTED, 3 otherwise (BLOCKED, PENDING, \
 NOT RUN, STALE, HISTORICAL), 2 a catalogue that does not validate. Every run under DIR counts \

@@ -1,7 +1,8 @@
 """framework_checks: the shared F1-F6 record a model's evidence references (E3, E4), and X4.
 
 A record is used only after it is shown to be one: it matches schemas/framework.schema.json,
-was made under this run's procedure version, is unchanged when it sits in a run directory
+was made under the procedure version this parval implements (never another, not even the
+run's own older one), is unchanged when it sits in a run directory
 with an integrity listing/chain, tested this candidate executable on this backend and
 platform (and source commit, when both name one), and covers every count this run admits:
 F1 FIFO and the first-load pool drain apply at every flagged count, count 1 included, so a
@@ -38,6 +39,7 @@ from parval.gates.framework_reuse import ReuseDecision
 from parval.jsonread import get, iterate
 from parval.procedure.catalogue import FRAMEWORK_GATE
 from parval.procedure.entry import PROTECTED, X4_CMD, Declaration, Entry
+from parval.procedure.version import is_current
 from parval.status import Result, Status, combine, pending
 
 # The F entries whose evidence is per flagged count (F1 FIFO, first-load pool drain).
@@ -191,11 +193,11 @@ def record_problem(
     if errors:
         more = f" (+{len(errors) - 3} more)" if len(errors) > 3 else ""
         return f"framework record {path} does not match schemas/framework.schema.json: " + "; ".join(errors[:3]) + more
-    want = manifest.get("procedure_version") or PROCEDURE_VERSION
-    if record.get("procedure_version") != want:
+    # Only this parval's procedure version is current; a run's own older version is no licence.
+    if not is_current(record.get("procedure_version")):
         return (
             f"framework record was made under procedure version {record.get('procedure_version')}, "
-            f"this run uses {want}: "
+            f"this parval implements {PROCEDURE_VERSION}: "
             "evidence of another procedure version is historical, not current"
         )
     tampered = integrity_problems(path)

@@ -1,7 +1,8 @@
 """`parval report --catalogue DIR`: one line per run under DIR (and the historical records),
 then one verdict per model/backend/mode: every run of it that tested the newest candidate
 build merged as `parval report RUN...` merges them (an older run's failure is never erased by
-a newer passing one); exit 0 only when every verdict admits."""
+a newer passing one; a run of another procedure version is historical, listed apart); exit 0
+only when every verdict admits."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from parval.errors import RunDirError
 from parval.jsontypes import JsonObject, JsonValue
+from parval.procedure.version import historical_evidence, historical_reason, is_current
 from parval.report.catalogue_row import CatalogueRow, CatalogueVerdict, RunWhy, SetAside
 from parval.report.evidence_types import Evidence
 from parval.report.history import HistoricalRow
@@ -27,7 +29,10 @@ def blocking(ev: Evidence) -> list[str]:
     order = {"FAIL": 0, "BLOCKED": 1, "UNSUPPORTED": 2, "PENDING": 3}
     items = [a for a in ev["assertions"] if a["status"] in order]
     items.sort(key=lambda a: order[a["status"]])
-    return [f"{a['id']} {a['status']}" for a in items]
+    # Another procedure version's evidence admits nothing, whatever its assertions say.
+    hist = ev.get("historical")
+    first = [f"HISTORICAL (procedure {hist.get('procedure_version')})"] if hist else []
+    return [*first, *(f"{a['id']} {a['status']}" for a in items)]
 
 
 def catalogue_rows(root: Path) -> list[CatalogueRow]:
@@ -49,7 +54,7 @@ def catalogue_rows(root: Path) -> list[CatalogueRow]:
     rows: list[CatalogueRow] = []
     for d in find_runs(root):
         try:
-            ev: Evidence = json.loads((d / "evidence.json").read_text("utf-8"))
+            ev: Evidence = historical_evidence(json.loads((d / "evidence.json").read_text("utf-8")))
             ident, v = ev["identity"], ev["verdict"]
         except (OSError, ValueError, KeyError) as exc:
             rows.append({"dir": str(d), "error": f"unreadable evidence: {exc}"})
@@ -98,7 +103,12 @@ def catalogue_verdicts(
         key = json.dumps([i.get(k) for k in ("model", "family", "task", "backend", "mode")], default=str)
         groups.setdefault(key, []).append(run)
     out: list[CatalogueVerdict] = []
-    for members in groups.values():
+    for every in groups.values():
+        # Runs of another procedure version are historical: listed apart while any current
+        # run exists (however recent they are), judged (HISTORICAL) only when none does.
+        current = [r for r in every if is_current(r.ev.get("procedure_version"))]
+        members = current or every
+        old = [r for r in every if r not in members]
         members.sort(key=lambda r: r.date)
         sha = members[-1].candidate_sha256
         att = Attributed()
@@ -131,6 +141,7 @@ def catalogue_verdicts(
                     )
                     for r in stale
                 ],
+                "historical": [RunWhy(dir=r.rel, why=historical_reason(r.ev.get("procedure_version"))) for r in old],
             }
         )
     return out, found.unreadable, [RunWhy(dir=r.rel, why=why) for r, why in found.set_aside]

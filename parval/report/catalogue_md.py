@@ -55,6 +55,7 @@ def render_catalogue_markdown(
         for v in verdicts:
             out += [f"- `{esc(w['dir'])}` not merged: {esc(w['why'])}" for w in v["not_used"]]
             out += [f"- `{esc(w['dir'])}` stale: {esc(w['why'])}" for w in v["stale"]]
+            out += [f"- `{esc(w['dir'])}` historical: {esc(w['why'])}" for w in v["historical"]]
     if set_aside:
         out += ["", f"Set aside ({len(set_aside)}; left out of every verdict by an explicit decision):", ""]
         out += [f"- `{esc(w['dir'])}` set aside: {esc(w['why'])}" for w in set_aside]

@@ -55,6 +55,7 @@ class CatalogueVerdict(TypedDict):
     failed_apart: list[str]  # counts FAILED in a run kept apart only by provenance (local/CI)
     not_used: list[RunWhy]  # another tested identity (plan settings, files): not merged
     stale: list[RunWhy]  # runs of another candidate build: never current
+    historical: list[RunWhy]  # runs of another procedure version, beside current ones: never current
 
 
 @dataclass(frozen=True)

@@ -140,6 +140,8 @@ def _evidence_section(d: Disclosure) -> list[str]:
             parts.append(f"not used `{esc(r.rel)}`: {esc(why)}")
         for r, why in f.stale:
             parts.append(f"stale `{esc(r.rel)}`: {esc(why)}")
+        for r, why in f.historical_runs:
+            parts.append(f"historical `{esc(r.rel)}`: {esc(why)}")
         for r, why in f.set_aside:
             parts.append(f"set aside `{esc(r.rel)}`: {esc(why)}")
         for h in f.historical:

@@ -272,6 +272,7 @@ class Evidence(TypedDict):
     performance: Performance
     failures: NotRequired[list[JsonObject]]
     merged_from: NotRequired[list[MergedRun]]
+    historical: NotRequired[JsonObject]  # parval.procedure.version: another procedure version's evidence
 
 
 def built_record(record: Mapping[str, object]) -> Evidence:

@@ -16,7 +16,7 @@ from parval.report.evidence_types import Assertion, AssertionEvidence, Evidence
 from parval.report.failures_md import campaign_command
 from parval.report.md_base import detailed
 
-SKIPPED = ("PENDING", "BLOCKED", "UNSUPPORTED", "NOT_APPLICABLE")
+SKIPPED = ("PENDING", "BLOCKED", "UNSUPPORTED", "NOT_APPLICABLE", "HISTORICAL")
 _PROBLEM_KEYS: tuple[Literal["errors", "malformed", "indeterminate", "no_reference"], ...] = (
     "errors",
     "malformed",
@@ -90,7 +90,8 @@ def assertion_case(
 
 def _suite(parent: ET.Element, ev: Evidence, name: str) -> None:
     items = cases(ev)
-    suite = testsuite(parent, name, [c[2]["status"] for c in items])
+    hist = ev.get("historical")
+    suite = testsuite(parent, name, [*(["HISTORICAL"] if hist else []), *(c[2]["status"] for c in items)])
     props = ET.SubElement(suite, "properties")
     for key, value in (
         ("verdict", ev["verdict"]["line"]),
@@ -102,6 +103,8 @@ def _suite(parent: ET.Element, ev: Evidence, name: str) -> None:
     ):
         ET.SubElement(props, "property", name=key, value=str(value))
     model = ev["identity"]["model"]
+    if hist:  # another procedure version: a skipped case naming it, as the claims' HISTORICAL rows
+        assertion_case(suite, f"parval.{model}", "procedure_version", "HISTORICAL", str(hist.get("reason", "")))
     for test, group, a, count in items:
         status = a["status"]
         failure = _failure_text(a, ev, count) if status == "FAIL" else None
@@ -147,6 +150,7 @@ def render_catalogue_junit(
             ET.SubElement(case, "skipped", message="pending: " + "; ".join(v["blocking"][:10]))
         left = [f"{w['dir']} not merged: {w['why']}" for w in v["not_used"]]
         left += [f"{w['dir']} stale: {w['why']}" for w in v["stale"]]
+        left += [f"{w['dir']} historical: {w['why']}" for w in v["historical"]]
         if left:
             ET.SubElement(case, "system-out").text = "\n".join(left)
     return document(root)

@@ -47,6 +47,7 @@ from parval.jsontypes import JsonObject
 from parval.plan.load import shard_counts
 from parval.plan.schemas import schema_version
 from parval.procedure.catalogue import group_of
+from parval.procedure.version import historical_evidence
 from parval.report.evidence_types import Assertion, Evidence, MergedRun, built_record
 from parval.rundir.events import read_events
 from parval.rundir.layout import EVENTS, MANIFEST
@@ -399,7 +400,8 @@ def merge_evidence(runs: list[LoadedRun]) -> Evidence:
         "performance": perf,
         "failures": [{**f, "run_dir": str(r.dir)} for r in runs for f in r.ev.get("failures", [])],
     }
-    return built_record(record)
+    # Admission is recomputed above: runs of another procedure version stay historical.
+    return historical_evidence(built_record(record))
 
 
 def _count_assertions(ev: Evidence, n: int) -> list[Assertion]:

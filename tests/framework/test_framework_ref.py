@@ -114,6 +114,17 @@ def test_record_of_another_procedure_version_is_pending(tmp_path: Path) -> None:
     assert "procedure version 2025-01-01" in _by_id(results)["F3.ownership"].reason
 
 
+def test_a_record_of_the_runs_own_old_procedure_version_is_not_current(tmp_path: Path) -> None:
+    # An old run and a record of its own (old) procedure version: historical evidence,
+    # never current F passes (the run's version is no licence).
+    old = "2026-05-01"
+    record = {**framework_record(SHA), "procedure_version": old}
+    results, info = framework_checks(str(_write(tmp_path, record)), {**_manifest(), "procedure_version": old}, None)
+    assert info["trusted"] is False and _all_f_pending(results)
+    assert f"procedure version {old}" in _by_id(results)["F1.fifo"].reason
+    assert PROCEDURE_VERSION in _by_id(results)["F1.fifo"].reason
+
+
 def _sealed_record_dir(tmp: Path) -> Path:
     """A framework run directory with the integrity listing and chain of a parval run."""
     d = write_record_dir(tmp / "fw-run", framework_record(SHA))
