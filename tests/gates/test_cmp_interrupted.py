@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from parval import PROCEDURE_VERSION
 from parval.judge import judge_run
 from tests.conftest import SMALL_PLAN
 from tests.gates.cmp_events import SAMPLES, Events, tts_reply
@@ -30,6 +31,7 @@ def interrupted_run(tmp_path: Path) -> Path:
                 "plan": {"path": str(tmp_path / "plan.yaml"), "sha256": "0" * 64},
                 "executables": {"baseline": {"sha256": "a" * 64}, "candidate": {"sha256": "b" * 64}},
                 "model": {"sha256": "c" * 64},
+                "procedure_version": PROCEDURE_VERSION,  # current evidence, not historical
             }
         )
     )
