@@ -70,7 +70,10 @@ def test_barging_fault_lets_later_requests_overtake_the_manager(launch: Launch) 
 
 
 def test_request_only_queue_is_served_in_enqueue_order(launch: Launch) -> None:
-    server = launch([model("m", slots=1, lazy=False, knobs={"service_ms": 120})])
+    # The first request must hold the slot while the four others are queued one by one (each
+    # seen queued before the next is sent): at 120 ms a busy machine (the suites run on every
+    # core) let it finish first, and the queue drained before the count was seen.
+    server = launch([model("m", slots=1, lazy=False, knobs={"service_ms": 1000})])
     first = busy(server, "m", "first")
     server.wait_for(lambda m: m["m"]["active_slots"] == 1)
     queued = []
