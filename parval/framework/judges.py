@@ -26,7 +26,7 @@ from typing import Literal, NotRequired, TypedDict, get_args
 from parval.framework import contract, judges_f1, judges_f2, judges_f3, judges_f4, judges_f5
 from parval.framework.ctest import DEFAULT_SANITIZERS, CTestRun
 from parval.framework.judges_f6 import assess_f6
-from parval.framework.observed import Facts, Judge, Verdict
+from parval.framework.observed import Facts, Judge, Verdict, judged, over_attempts
 from parval.framework.preconditions import Capabilities, first_missing
 from parval.jsontypes import JsonObject
 from parval.procedure.catalogue import FRAMEWORK_GATE
@@ -136,49 +136,22 @@ JUDGES: dict[str, Judge] = assemble(
 )
 
 
+# Judges that read every attempt of an observation themselves (a later attempt is weighed
+# against the earlier ones), rather than attempt by attempt.
+WHOLE_RECORD: frozenset[Judge] = frozenset({judges_f4.stalled_socket_io})
+
+
 def run_judge(key: str, facts: Facts) -> Verdict:
     """The verdict of the judge `key` over one observation; an observation of several
-    attempts (a probe that tried again) is judged attempt by attempt (`over_attempts`)."""
+    attempts (a probe that tried again) is judged attempt by attempt (`over_attempts`),
+    unless the judge weighs the attempts together (`WHOLE_RECORD`)."""
     fn = JUDGES.get(key)
     if fn is None:
         raise KeyError(f"no framework judge named {key!r} (recorded by another parval version?)")
     attempts = facts.get("attempts") if isinstance(facts, dict) else None
-    if isinstance(attempts, list):
+    if isinstance(attempts, list) and fn not in WHOLE_RECORD:
         return over_attempts([judged(fn, a) for a in attempts])
     return judged(fn, facts)
-
-
-def judged(fn: Judge, facts: Facts) -> Verdict:
-    """`fn(facts)`; facts without a field the judge reads are missing evidence: PENDING
-    naming it, never a pass and never a violation."""
-    try:
-        return fn(facts)
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-        v = Verdict()
-        v.pend(f"the observation lacks evidence this judge reads ({type(exc).__name__}: {exc})")
-        return v
-
-
-def over_attempts(verdicts: list[Verdict]) -> Verdict:
-    """Several attempts at one situation: a violation seen in any attempt stands (it is not
-    undone by a later attempt); else the first attempt that forced the situation and passed;
-    else the last attempt, saying how many were made."""
-    if not verdicts:
-        v = Verdict()
-        v.pend("no attempt was recorded")
-        return v
-    k = len(verdicts)
-    for i, v in enumerate(verdicts, 1):
-        if v.status is Status.FAIL:
-            return v.labelled(f"attempt {i} of {k}")
-    for i, v in enumerate(verdicts, 1):
-        if v.status is Status.PASS:
-            earlier = "; ".join(b for w in verdicts[: i - 1] for b in w.blockers)
-            out = v.labelled(f"attempt {i} of {k}")
-            if earlier:
-                out.passed.append(f"earlier attempt(s) not forced: {earlier}")
-            return out
-    return verdicts[-1].labelled(f"after {k} attempt(s)")
 
 
 # -- the sub-checks of one run ----------------------------------------------------------------

@@ -575,3 +575,36 @@ def queued_work_opening(
     flights = [flight(f, label) for label in labels]
     v.require(bool(f["settled"]), "everything completed within bound")
     return v, occupants, flights
+
+
+def judged(fn: Judge, facts: Facts) -> Verdict:
+    """`fn(facts)`; facts without a field the judge reads are missing evidence: PENDING
+    naming it, never a pass and never a violation."""
+    try:
+        return fn(facts)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        v = Verdict()
+        v.pend(f"the observation lacks evidence this judge reads ({type(exc).__name__}: {exc})")
+        return v
+
+
+def over_attempts(verdicts: list[Verdict]) -> Verdict:
+    """Several attempts at one situation: a violation seen in any attempt stands (it is not
+    undone by a later attempt); else the first attempt that forced the situation and passed;
+    else the last attempt, saying how many were made."""
+    if not verdicts:
+        v = Verdict()
+        v.pend("no attempt was recorded")
+        return v
+    k = len(verdicts)
+    for i, v in enumerate(verdicts, 1):
+        if v.status is Status.FAIL:
+            return v.labelled(f"attempt {i} of {k}")
+    for i, v in enumerate(verdicts, 1):
+        if v.status is Status.PASS:
+            earlier = "; ".join(b for w in verdicts[: i - 1] for b in w.blockers)
+            out = v.labelled(f"attempt {i} of {k}")
+            if earlier:
+                out.passed.append(f"earlier attempt(s) not forced: {earlier}")
+            return out
+    return verdicts[-1].labelled(f"after {k} attempt(s)")
