@@ -14,9 +14,9 @@ from parval.judge import judge_run
 from parval.plan.load import Plan
 from parval.report.render import write_reports
 from parval.rundir.events import EventListener, EventLog
-from parval.rundir.files import write_json
+from parval.rundir.files import sha256_file, write_json
 from parval.rundir.integrity import seal_run
-from parval.rundir.layout import EVENTS, MANIFEST, new_run_dir
+from parval.rundir.layout import EVENTS, MANIFEST, PLAN_SNAPSHOT, new_run_dir
 from parval.rundir.manifest import build_manifest
 from parval.runners.campaign import Campaign
 
@@ -31,8 +31,11 @@ def prepare_run_dir(plan: Plan, out: Path | None, *, plan_text: str | None = Non
         (run_dir / "plan.yaml").write_text(plan_text, "utf-8")
     else:
         (run_dir / "plan.yaml").write_bytes(plan.path.read_bytes())
-    write_json(run_dir / "plan.json", plan.raw)
-    write_json(run_dir / MANIFEST, build_manifest(plan))
+    write_json(run_dir / PLAN_SNAPSHOT, plan.raw)
+    manifest = build_manifest(plan)
+    # The rules the run will be judged by, sealed before its first event.
+    manifest["plan"]["snapshot_sha256"] = sha256_file(run_dir / PLAN_SNAPSHOT)
+    write_json(run_dir / MANIFEST, manifest)
     return run_dir
 
 

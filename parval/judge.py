@@ -29,7 +29,7 @@ from parval.gates.quality import judge_quality, q5_intermittent
 from parval.gates.records import Records, load_records
 from parval.jsontypes import JsonValue
 from parval.plan.schemas import schema_version
-from parval.procedure.version import historical_evidence
+from parval.procedure.sealed_rules import as_read
 from parval.report.evidence_types import built_record
 from parval.rundir.events import campaign_shard
 from parval.rundir.files import sha256_file, write_json
@@ -214,8 +214,9 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
         "performance": perf,
         "failures": [*rec.failures, *[{k: v for k, v in c.items()} for c in rec.crashes]],
     }
-    # Another procedure version's run is historical, whichever parval re-judges it.
-    evidence = dict(historical_evidence(built_record(evidence)))
+    # Another procedure version's run is historical, and a run whose rules changed after its
+    # events never admits, whichever parval re-judges it.
+    evidence = dict(as_read(run_dir, built_record(evidence)))
     if write:
         from parval.rundir.integrity import write_listing
 

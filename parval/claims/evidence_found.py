@@ -29,7 +29,8 @@ from parval.claims.combination import Combination
 from parval.errors import ParvalError, UsageError
 from parval.jsonread import get
 from parval.jsontypes import JsonObject, JsonValue
-from parval.procedure.version import historical_evidence, historical_reason, is_current
+from parval.procedure.sealed_rules import as_read
+from parval.procedure.version import historical_reason, is_current
 from parval.report.catalogue_row import SetAside
 from parval.report.evidence_types import Evidence
 from parval.report.history import HistoricalRow, historical_rows
@@ -135,7 +136,7 @@ def find_evidence(root: Path, set_aside: Sequence[SetAside] = ()) -> Found:
     for d in find_runs(root):
         rel = str(d.relative_to(root)) if d != root else "."
         try:
-            ev: Evidence = historical_evidence(json.loads((d / "evidence.json").read_text("utf-8")))
+            ev: Evidence = as_read(d, json.loads((d / "evidence.json").read_text("utf-8")))
             manifest: JsonObject = json.loads((d / MANIFEST).read_text("utf-8"))
             runs.append(FoundRun(d, rel, ev, manifest, LoadedRun(d, ev)))
         except (OSError, ValueError, KeyError, TypeError, AttributeError, ParvalError) as exc:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from parval.errors import RunDirError
 from parval.jsontypes import JsonObject, JsonValue
-from parval.procedure.version import historical_evidence, historical_reason, is_current
+from parval.procedure.sealed_rules import as_read
+from parval.procedure.version import historical_reason, is_current
 from parval.report.catalogue_row import CatalogueRow, CatalogueVerdict, RunWhy, SetAside
 from parval.report.evidence_types import Evidence
 from parval.report.history import HistoricalRow
@@ -32,6 +33,9 @@ def blocking(ev: Evidence) -> list[str]:
     # Another procedure version's evidence admits nothing, whatever its assertions say.
     hist = ev.get("historical")
     first = [f"HISTORICAL (procedure {hist.get('procedure_version')})"] if hist else []
+    # Nor does evidence judged under rules changed after its events.
+    if ev.get("rules_changed"):
+        first.append("RULES CHANGED after the run's events")
     return [*first, *(f"{a['id']} {a['status']}" for a in items)]
 
 
@@ -54,7 +58,7 @@ def catalogue_rows(root: Path) -> list[CatalogueRow]:
     rows: list[CatalogueRow] = []
     for d in find_runs(root):
         try:
-            ev: Evidence = historical_evidence(json.loads((d / "evidence.json").read_text("utf-8")))
+            ev: Evidence = as_read(d, json.loads((d / "evidence.json").read_text("utf-8")))
             ident, v = ev["identity"], ev["verdict"]
         except (OSError, ValueError, KeyError) as exc:
             rows.append({"dir": str(d), "error": f"unreadable evidence: {exc}"})

@@ -273,6 +273,7 @@ class Evidence(TypedDict):
     failures: NotRequired[list[JsonObject]]
     merged_from: NotRequired[list[MergedRun]]
     historical: NotRequired[JsonObject]  # parval.procedure.version: another procedure version's evidence
+    rules_changed: NotRequired[JsonObject]  # parval.procedure.sealed_rules: judged under rules changed afterwards
 
 
 def built_record(record: Mapping[str, object]) -> Evidence:

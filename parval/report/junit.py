@@ -16,7 +16,7 @@ from parval.report.evidence_types import Assertion, AssertionEvidence, Evidence
 from parval.report.failures_md import campaign_command
 from parval.report.md_base import detailed
 
-SKIPPED = ("PENDING", "BLOCKED", "UNSUPPORTED", "NOT_APPLICABLE", "HISTORICAL")
+SKIPPED = ("PENDING", "BLOCKED", "UNSUPPORTED", "NOT_APPLICABLE", "HISTORICAL", "RULES CHANGED")
 _PROBLEM_KEYS: tuple[Literal["errors", "malformed", "indeterminate", "no_reference"], ...] = (
     "errors",
     "malformed",
@@ -91,7 +91,9 @@ def assertion_case(
 def _suite(parent: ET.Element, ev: Evidence, name: str) -> None:
     items = cases(ev)
     hist = ev.get("historical")
-    suite = testsuite(parent, name, [*(["HISTORICAL"] if hist else []), *(c[2]["status"] for c in items)])
+    changed = ev.get("rules_changed")
+    marks = [*(["HISTORICAL"] if hist else []), *(["RULES CHANGED"] if changed else [])]
+    suite = testsuite(parent, name, [*marks, *(c[2]["status"] for c in items)])
     props = ET.SubElement(suite, "properties")
     for key, value in (
         ("verdict", ev["verdict"]["line"]),
@@ -105,6 +107,10 @@ def _suite(parent: ET.Element, ev: Evidence, name: str) -> None:
     model = ev["identity"]["model"]
     if hist:  # another procedure version: a skipped case naming it, as the claims' HISTORICAL rows
         assertion_case(suite, f"parval.{model}", "procedure_version", "HISTORICAL", str(hist.get("reason", "")))
+    if changed:  # judged under rules changed after the events: a case naming why
+        reasons = changed.get("reasons")
+        why = "; ".join(map(str, reasons)) if isinstance(reasons, list) else ""
+        assertion_case(suite, f"parval.{model}", "rules_sealed_before_events", "RULES CHANGED", why)
     for test, group, a, count in items:
         status = a["status"]
         failure = _failure_text(a, ev, count) if status == "FAIL" else None

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from parval.errors import RunDirError
-from parval.procedure.version import historical_evidence
+from parval.procedure.sealed_rules import as_read
 from parval.report.evidence_types import Evidence, built_record
 from parval.report.render import write_reports
 from parval.rundir.layout import EVENTS, EVIDENCE
@@ -38,7 +38,7 @@ def load_run(run_dir: Path, rejudge: bool) -> tuple[Evidence, Verified]:
         raise RunDirError(
             f"{run_dir / EVIDENCE}: not valid JSON ({exc})", hint="re-judge the recorded events with --rejudge"
         ) from None
-    return historical_evidence(data), check
+    return as_read(run_dir, data), check
 
 
 def run_problems(run_dir: Path, ev: Evidence) -> list[str]:

@@ -207,6 +207,14 @@ def _header(ev: Evidence, ctx: ReportContext | None = None) -> list[str]:
     ]
     for line in (ctx or {}).get("integrity") or []:
         out += [f"{esc(line)[:1].upper()}{esc(line)[1:]}", ""]
+    changed = ev.get("rules_changed") or {}
+    if changed:
+        recorded = changed.get("recorded_verdict")
+        was = recorded.get("line") if isinstance(recorded, dict) else None
+        reasons = changed.get("reasons")
+        out += ["> ⚠️ Judged under rules changed after the run's events: never admission evidence.", ">"]
+        out += [f"> - {esc(str(r))}" for r in (reasons if isinstance(reasons, list) else [])]
+        out += [f"> - verdict under the changed rules: {esc(str(was))}" if was else ">", ""]
     prov = _provenance(ev, ctx or {})
     if prov is not None:
         out += [f"Evidence made: **{esc(label(prov))}** (local and CI results are kept apart)", ""]

@@ -47,6 +47,7 @@ from parval.jsontypes import JsonObject
 from parval.plan.load import shard_counts
 from parval.plan.schemas import schema_version
 from parval.procedure.catalogue import group_of
+from parval.procedure.sealed_rules import rules_changed_evidence
 from parval.procedure.version import historical_evidence
 from parval.report.evidence_types import Assertion, Evidence, MergedRun, built_record
 from parval.rundir.events import read_events
@@ -400,8 +401,16 @@ def merge_evidence(runs: list[LoadedRun]) -> Evidence:
         "performance": perf,
         "failures": [{**f, "run_dir": str(r.dir)} for r in runs for f in r.ev.get("failures", [])],
     }
-    # Admission is recomputed above: runs of another procedure version stay historical.
-    return historical_evidence(built_record(record))
+    # Admission is recomputed above: runs of another procedure version stay historical, and
+    # a merge with a run judged under rules changed after its events never admits.
+    changed = [f"{r.dir}: {why}" for r in runs for why in _rules_changed(r.ev)]
+    return rules_changed_evidence(historical_evidence(built_record(record)), changed)
+
+
+def _rules_changed(ev: Evidence) -> list[str]:
+    marked = ev.get("rules_changed") or {}
+    reasons = marked.get("reasons")
+    return [str(r) for r in reasons] if isinstance(reasons, list) else []
 
 
 def _count_assertions(ev: Evidence, n: int) -> list[Assertion]:

@@ -37,7 +37,7 @@ from parval.jsonread import as_int, as_object
 from parval.jsontypes import JsonObject
 from parval.rundir.events import clean_length
 from parval.rundir.files import atomic_write, dumps, fsync_dir, sha256_file
-from parval.rundir.layout import EVENTS, EVIDENCE, MANIFEST
+from parval.rundir.layout import EVENTS, EVIDENCE, MANIFEST, PLAN_SNAPSHOT
 
 LISTING = "files.sha256"
 FRAMEWORK_RECORD = "record.json"  # `parval framework` writes this instead of evidence.json
@@ -271,6 +271,7 @@ def _list_and_link(run_dir: Path, **extra: object) -> str:
     digest = hashlib.sha256(text.encode()).hexdigest()
     events = run_dir / EVENTS
     manifest = run_dir / MANIFEST
+    rules = run_dir / PLAN_SNAPSHOT
     # The complete lines judged: a resume may later cut a torn tail off, never more.
     complete = clean_length(events) if events.exists() else 0
     _append_link(
@@ -282,6 +283,8 @@ def _list_and_link(run_dir: Path, **extra: object) -> str:
             "events_prefix_sha256": _sha256_prefix(events, complete) if events.exists() else None,
             "events_sha256": sha256_file(events) if events.exists() else None,
             "manifest_sha256": sha256_file(manifest) if manifest.exists() else None,
+            # The rules judged by: parval.rundir.rules_seal compares them across judgings.
+            "rules_sha256": sha256_file(rules) if rules.exists() else None,
             **extra,
         },
     )

@@ -9,6 +9,7 @@ from parval.errors import RunDirError
 
 EVENTS = "events.jsonl"
 MANIFEST = "manifest.json"
+PLAN_SNAPSHOT = "plan.json"  # the plan as the judges read it (the run's rules)
 EVIDENCE = "evidence.json"
 SCHEMA_VERSION = 1
 

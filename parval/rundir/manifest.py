@@ -7,7 +7,7 @@ import platform
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from parval import PROCEDURE_VERSION, __version__
 from parval.jsonread import item
@@ -36,6 +36,9 @@ class PlanFacts(TypedDict):
     path: str
     sha256: str
     name: str
+    # plan.json's sha256, sealed before the first event: the rules the run is judged by
+    # (parval.rundir.rules_seal). Absent in runs recorded before it was sealed.
+    snapshot_sha256: NotRequired[str]
 
 
 class ModelFacts(TypedDict):

@@ -67,19 +67,29 @@ def _evidence(combo: Combination, date: str, failing: bool) -> dict[str, Any]:
 
 
 def _run(
-    root: Path, name: str, ev: dict[str, Any], manifest: dict[str, Any] | None = None, env: dict[str, str] | None = None
+    root: Path,
+    name: str,
+    ev: dict[str, Any],
+    manifest: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    *,
+    sealed_rules: bool = False,
 ) -> Path:
+    """A sealed run directory; `sealed_rules`: its manifest seals plan.json, as parval
+    writes a run now (runs recorded before name no snapshot)."""
     d = root / name
     d.mkdir(parents=True)
     m = manifest or _manifest()
     m["model"]["id"] = ev["identity"]["model"]
     m["executables"]["candidate"]["sha256"] = ev["identity"]["candidate_sha256"]
-    (d / "manifest.json").write_text(json.dumps(m))
     plan = copy.deepcopy(PLAN)
     plan["model"]["id"] = ev["identity"]["model"]
     if env is not None:
         plan["servers"]["candidate"]["env"] = env
     (d / "plan.json").write_text(json.dumps(plan))
+    if sealed_rules:
+        m["plan"] = {"path": "p.yaml", "sha256": "p" * 64, "name": "p", "snapshot_sha256": sha256(d / "plan.json")}
+    (d / "manifest.json").write_text(json.dumps(m))
     (d / "evidence.json").write_text(json.dumps(ev))
     seal(d)
     return d
