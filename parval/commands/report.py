@@ -85,6 +85,8 @@ NOT RUN, STALE, HISTORICAL), 2 a catalogue that does not validate. Every run und
 
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: use md, json or junit")
+    if output is not None:
+        refuse_inside_a_run(output)
     text, code = render_report(
         runs or [],
         fmt=fmt,
@@ -102,6 +104,21 @@ NOT RUN, STALE, HISTORICAL), 2 a catalogue that does not validate. Every run und
     else:
         typer.echo(text, nl=not text.endswith("\n"))
     raise typer.Exit(code)
+
+
+def refuse_inside_a_run(output: Path) -> None:
+    """A report written into a sealed run directory (or the plots beside it) would be a file
+    the seal does not list: `parval verify` would call the run modified and every later
+    report of it would exit 2. Refused before anything is rendered (exit 2)."""
+    from parval.rundir.layout import enclosing_run_dir
+
+    run = enclosing_run_dir(output)
+    if run is not None:
+        raise UsageError(
+            f"--output {output}: inside the run directory {run}; a file added there makes the run read as "
+            "modified after it was judged (parval verify, every later report: exit 2)",
+            hint=f"write it outside the run directory, e.g. --output {run.parent / output.name}",
+        )
 
 
 def set_aside_decisions(runs: list[Path], reasons: list[str]) -> list[SetAside]:

@@ -44,3 +44,13 @@ def find_runs(root: Path) -> list[Path]:
     if not root.is_dir():
         raise RunDirError(f"{root}: no such directory")
     return sorted(p.parent for p in root.rglob(EVIDENCE) if p.is_file())
+
+
+def enclosing_run_dir(path: Path) -> Path | None:
+    """The run directory (or framework record directory) `path` would be written into, if
+    any: a folder at or above it holding events.jsonl or the integrity chain. A file added
+    there changes what was sealed, and every later reader refuses the run."""
+    for folder in [path.resolve().parent, *path.resolve().parent.parents]:
+        if (folder / EVENTS).is_file() or (folder / "chain.jsonl").is_file():
+            return folder
+    return None
