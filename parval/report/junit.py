@@ -93,7 +93,8 @@ def _suite(parent: ET.Element, ev: Evidence, name: str) -> None:
     hist = ev.get("historical")
     changed = ev.get("rules_changed")
     marks = [*(["HISTORICAL"] if hist else []), *(["RULES CHANGED"] if changed else [])]
-    suite = testsuite(parent, name, [*marks, *(c[2]["status"] for c in items)])
+    admitted = ev["verdict"]["exit_code"] == 0
+    suite = testsuite(parent, name, ["PASS" if admitted else "FAIL", *marks, *(c[2]["status"] for c in items)])
     props = ET.SubElement(suite, "properties")
     for key, value in (
         ("verdict", ev["verdict"]["line"]),
@@ -105,6 +106,14 @@ def _suite(parent: ET.Element, ev: Evidence, name: str) -> None:
     ):
         ET.SubElement(props, "property", name=key, value=str(value))
     model = ev["identity"]["model"]
+    # The verdict itself is a case: evidence that admits nothing (pending included) is never
+    # green in CI, though each unresolved assertion is only skipped.
+    line = str(ev["verdict"]["line"])
+    verdict_case = ET.SubElement(suite, "testcase", classname=f"parval.{model}", name="admission")
+    if not admitted:
+        ET.SubElement(
+            verdict_case, "failure", message=line[:500], type=f"exit {ev['verdict']['exit_code']}"
+        ).text = line
     if hist:  # another procedure version: a skipped case naming it, as the claims' HISTORICAL rows
         assertion_case(suite, f"parval.{model}", "procedure_version", "HISTORICAL", str(hist.get("reason", "")))
     if changed:  # judged under rules changed after the events: a case naming why
