@@ -358,3 +358,40 @@ def test_one_unload_cycle_cannot_pass() -> None:
     r = by_id(assess_m5(starts, RULE, gpu_required=False))["M5.stable"]
     assert r.status is Status.PENDING
     assert "has 1 unload/reload cycle(s)" in r.reason
+
+
+# -- growth that has not stopped, under the declared bound -------------------------------------
+
+
+def test_growth_under_the_bound_that_has_not_stopped_is_not_pass() -> None:
+    # The stand-in's memory_growth=4 against a 64 MiB bound over 3 waves: +4 MiB on every
+    # wave stays under the bound in the window, yet memory never stopped growing. It once
+    # PASSed; the procedure keeps uncertain growth pending.
+    rule = StabilisationRule(last_k_waves=3, max_growth_mib=64.0)
+    starts = [make_start(start_index=i, growth=4.0) for i in range(3)]
+    r = by_id(assess_m5(starts, rule, gpu_required=False))["M5.stable"]
+    assert r.status is Status.PENDING, r.reason
+    assert "rose on every one of them, so growth has not stopped" in r.reason
+    assert "start 0: per wave +4.0, +4.0 MiB" in r.reason
+
+
+def test_growth_that_stopped_inside_the_window_passes() -> None:
+    # +4 MiB on early waves only (then flat), or jitter under a MiB: growth has stopped.
+    rule = StabilisationRule(last_k_waves=3, max_growth_mib=64.0)
+    stopped = [make_start(start_index=i, growth=4.0, waves=10) for i in range(3)]
+    for st in stopped:
+        for smp in st.samples:  # flatten waves 8-10 at wave 8's level
+            phase = str(smp["phase"])
+            if phase.startswith("mixed_wave:") and int(phase.split(":")[1]) >= 8:
+                smp["rss_mib"] -= 4.0 * (int(phase.split(":")[1]) - 8)
+    assert by_id(assess_m5(stopped, rule, gpu_required=False))["M5.stable"].status is Status.PASS
+    jitter = [make_start(start_index=i, growth=0.5) for i in range(3)]
+    assert by_id(assess_m5(jitter, rule, gpu_required=False))["M5.stable"].status is Status.PASS
+
+
+def test_a_residue_rising_every_cycle_under_the_bound_is_not_pass() -> None:
+    # +5 MiB kept after every unload (3 cycles), under the 10 MiB bound: never settled.
+    starts = [make_start(start_index=i, residue=20.0, residue_growth=5.0, cycles=3) for i in range(3)]
+    r = by_id(assess_m5(starts, RULE, gpu_required=False))["M5.stable"]
+    assert r.status is Status.PENDING, r.reason
+    assert "rose on every unload/reload cycle, under the 10 MiB bound" in r.reason

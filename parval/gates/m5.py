@@ -466,6 +466,20 @@ def retention(sums: list[StartSummary], metric: str, bound: float | None) -> Ret
         out["text"] = f"{settled_text.replace('settled at', 'last')} ({span})"
         return out
     growing = [r for r in rows if r["growth_per_cycle_mib"][-1] >= bound]
+    rising = [r for r in rows if still_growing(r["growth_per_cycle_mib"])]
+    if not growing and rising:
+        # Under the bound on every cycle, yet up on every cycle: not a residue that settled.
+        out["status"] = "pending"
+        out["text"] = (
+            f"{metric} retained after unload rose on every unload/reload cycle, under the {bound:g} MiB bound "
+            f"(investigate: a residue that settles stops rising): "
+            + "; ".join(
+                f"{listing(r)} (per cycle {', '.join(f'{d:+.1f}' for d in r['growth_per_cycle_mib'])} MiB)"
+                for r in rising
+            )
+            + f"; {span}"
+        )
+        return out
     if not growing:
         out["status"] = "pass"
         out["text"] = (
@@ -508,6 +522,16 @@ def retention_metrics(sums: list[StartSummary], rule: StabilisationRule | None) 
 
 # --- M5.stable ---------------------------------------------------------------------
 
+# A wave-to-wave (or cycle-to-cycle) rise above this is growth, not page-level jitter.
+STILL_GROWING_MIB = 1.0
+
+
+def still_growing(deltas: list[float]) -> bool:
+    """Memory that rose on every step by more than jitter has not stopped growing, whatever
+    the total: "investigate unexplained continuing growth". One step cannot show it (an
+    allocator's cache may step up once and then stay)."""
+    return len(deltas) >= 2 and all(d > STILL_GROWING_MIB for d in deltas)
+
 
 LIMITATIONS = [
     "retained-after-unload: the idle level after each unload is compared with the one before "
@@ -516,6 +540,8 @@ LIMITATIONS = [
     "FAIL only when the per-wave peak rises on every wave in every start and exceeds the "
     "declared bound in every start; any other growth stays PENDING for investigation "
     "(allocator caching alone is not a leak)",
+    f"PASS only when growth has stopped: a per-wave peak (or a residue after unload) that rose by more "
+    f"than {STILL_GROWING_MIB:g} MiB on every wave of the window (every cycle) stays PENDING, under the bound or not",
 ]
 
 
@@ -661,6 +687,24 @@ def m5_stable(inp: CountInputs) -> Result:
     # Every start has K >= 2 waves here, so a window growth each.
     window = [(g, _window_growth(g)) for g in growth]
     over = [g for g, grew in window if grew >= bound]
+    steps = rule.last_k_waves - 1  # the wave-to-wave changes inside the window
+    continuing = [g for g in growth if still_growing(g["growth_per_wave_mib"][-steps:])]
+    if not over and continuing:
+        diag = "; ".join(
+            f"start {g['start_index']}: per wave "
+            + ", ".join(f"{d:+.1f}" for d in g["growth_per_wave_mib"][-steps:])
+            + " MiB"
+            for g in continuing
+        )
+        return out(
+            pending(
+                "M5.stable",
+                f"{rule.metric} per-wave peak stayed under the declared bound ({bound:g} MiB over the last "
+                f"{rule.last_k_waves} waves) but rose on every one of them, so growth has not stopped "
+                f"(investigate; uncertain growth stays pending): {diag}; {tested}",
+                **evidence,
+            )
+        )
     if not over:
         worst = max(grew for _, grew in window)
         return out(

@@ -127,6 +127,18 @@ def test_memory_growth_keeps_m5_stable_unresolved(tmp_path: Path) -> None:
     assert status(ev, "M2.exact") == "PASS"
 
 
+def test_memory_that_keeps_growing_under_the_bound_is_never_pass(tmp_path: Path) -> None:
+    """A little more memory on every wave, well under a 64 MiB bound over the last three
+    waves: growth that has not stopped. M5.stable once PASSed it; the procedure keeps
+    uncertain growth pending."""
+    plan = plan_dict(tmp_path, faults=["memory_growth=4"], counts=[1, 2], ten=4, mixed=4)
+    plan["memory"]["stabilisation"] = {"last_k_waves": 3, "max_growth_mib": 64}
+    ev = run(tmp_path, plan)
+    assert status(ev, "M5.stable") == "PENDING", reason(ev, "M5.stable")
+    assert "growth has not stopped" in reason(ev, "M5.stable")
+    assert status(ev, "M2.exact") == "PASS"
+
+
 # -- faults of the checks that name what was observed --------------------------------------
 
 
