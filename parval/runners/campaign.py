@@ -65,6 +65,11 @@ class Campaign(CampaignContext):
             ref(REF_LEGACY, "candidate", False),
             ("x1-config-slots", lambda: probes.x1_config_rejection(self)),
             ref(REF_CAP1, "candidate", True),
+            # The comparator's negative control plants into a reference reply, so it runs once
+            # the references exist and before any count start: a campaign cut short later
+            # (interrupted, past timeouts.campaign_s) keeps it, and its comparison PASSes
+            # stay trustworthy (parval/gates/masking.py).
+            ("negative-control", lambda: references.negative_control(self)),
         ]
         counts = self.shard_counts()
         for n in counts:
@@ -85,7 +90,6 @@ class Campaign(CampaignContext):
             # M4 and M6 run once, at the largest count validated so far (chosen when they start).
             units.append(("recovery", lambda: recovery.recovery_start(self, self.largest_validated())))
             units.append(("modes", lambda: probes.modes_start(self, self.largest_validated())))
-        units.append(("negative-control", lambda: references.negative_control(self)))
         return units
 
     def largest_validated(self) -> int:

@@ -97,12 +97,13 @@ def extract(target: Path) -> dict[str, Path]:
     """Unpack the checked-in runs under `target`: kind -> run directory.
 
     Each run's manifest names the plan where it was recorded; it is pointed at the unpacked
-    plan, so the framework record and the X4 result beside it are the ones found. A
-    framework record is used only inside its sealed run directory, so the record
-    (`framework.json`, as the plan names it) is unpacked as one. A model run trusts a record
-    only when it names the device, driver and GPUs the run names: the synthetic records
-    (tests.records_kit) in the archive get the ones records_kit gives a record now where
-    they name none."""
+    plan, so the framework record and the X4 result beside it are the ones found
+    (`framework_record_dir`). A framework record is used only inside its sealed run
+    directory: runs recorded with a sealed record directory (`framework`) keep it as it is,
+    and an older recording's one-file record (`framework.json`, as its plan names it) is
+    unpacked as one. A model run trusts a record only when it names the device, driver and
+    GPUs the run names: such an older synthetic record (tests.records_kit) gets the ones
+    records_kit gives a record now where it names none."""
     import json
 
     from tests.records_kit import framework_record, write_record_dir
@@ -126,7 +127,15 @@ def extract(target: Path) -> dict[str, Path]:
     return {kind: target / kind / "run" for kind in RUNS}
 
 
+def framework_record_dir(run_dir: Path) -> Path:
+    """The framework record directory beside a run unpacked by `extract`, as its plan names it."""
+    import yaml
+
+    plan = yaml.safe_load((run_dir.parent / "plan.yaml").read_text("utf-8"))
+    return run_dir.parent / str(plan["framework"]["record"])
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
 
-__all__ = ["extract", "plan", "record", "shutil"]
+__all__ = ["extract", "framework_record_dir", "plan", "record", "shutil"]

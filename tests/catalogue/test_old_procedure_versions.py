@@ -17,7 +17,7 @@ from parval.report.catalogue import render_catalogue
 from parval.report.claims import render_claims
 from parval.report.write import render_many, render_report
 from parval.rundir.verified import reseal_run
-from tests.attack.clean_runs import ARCHIVE, extract
+from tests.attack.clean_runs import ARCHIVE, extract, framework_record_dir
 from tests.catalogue.test_every_run_counts import _combo, _evidence, _run
 from tests.records_kit import write_record_dir
 from tests.ux.test_merge_plans import _manifest
@@ -116,7 +116,7 @@ def test_a_recorded_run_of_an_old_procedure_rejudges_historical(tmp_path: Path) 
     # framework record of that version: re-judged, it is HISTORICAL, and the record is not
     # current for it either.
     run = extract(tmp_path)["stateless"]
-    record_dir = tmp_path / "stateless" / "framework.json"
+    record_dir = framework_record_dir(run)
     record = json.loads((record_dir / "record.json").read_text("utf-8"))
     shutil.rmtree(record_dir)
     write_record_dir(record_dir, {**record, "procedure_version": OLD})

@@ -1,5 +1,6 @@
-"""A campaign interrupted before its negative control (the last unit) keeps the output
-mismatches it recorded: M2.exact and Q5 FAIL with their own reasons, never BLOCKED."""
+"""Evidence without a negative control (a campaign stopped before it, or a run recorded when
+the control was the last unit) keeps the output mismatches it recorded: M2.exact and Q5
+FAIL with their own reasons, never BLOCKED."""
 
 from __future__ import annotations
 

@@ -141,6 +141,7 @@ def f1_fifo_path(run_dir: Path) -> Path_:
 
     from parval.framework.judges import Check, JudgeInputs, judge, run_judge
     from parval.framework.record import RECORD, render_framework
+    from tests.attack.clean_runs import framework_record_dir
     from tests.framework.test_judges_generated import baseline
 
     aid = "F1.fifo"
@@ -162,7 +163,7 @@ def f1_fifo_path(run_dir: Path) -> Path_:
         "sanitizers": [],
         "sanitizers_unavailable": {},
     }
-    record = json.loads((run_dir.parent / "framework.json" / RECORD).read_text("utf-8"))
+    record = json.loads((framework_record_dir(run_dir) / RECORD).read_text("utf-8"))
     record["identity"].setdefault("candidate_name", "audiocpp_server")  # the synthetic record names none
     path = Path_()
     path.add("registry entry", [entry_module(aid)])

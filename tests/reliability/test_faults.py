@@ -136,7 +136,7 @@ def test_crash_mid_wave_fails_the_count_and_the_campaign_goes_on(tmp_path: Path,
         assert c["exit_code"] == -6 and c["signal"] == "SIGABRT"
         assert "fatal: crash with 4 active requests" in c["log_tail"]
     ends = {e["unit"] for e in evs if e["kind"] == "unit_end"}
-    assert {"count4-s1", "count4-s2", "recovery", "negative-control"} <= ends  # went on
+    assert {"count4-s1", "count4-s2", "recovery", "modes"} <= ends  # went on
     m2 = per_count(ev, 4, "M2.starts")
     assert m2["status"] == "FAIL" and "exit status -6" in m2["reason"]
     assert "fatal: crash with 4 active requests" in m2["evidence"]["log_tail"]

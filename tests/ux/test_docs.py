@@ -114,8 +114,8 @@ def test_readme_lists_every_standin_fault() -> None:
 
 @pytest.mark.slow
 def test_demo_runs_and_its_evidence_matches_the_schema(tmp_path: Path) -> None:
-    # the shard with the demo's largest count: references, count 4, recovery, modes,
-    # negative control
+    # the shard with the demo's largest count: references, negative control, count 4,
+    # recovery, modes
     p = parval(
         "run", REPO / "plans" / "demo.yaml", "--out", tmp_path / "demo", "--quiet", "--shard", "4/4", timeout=300
     )
