@@ -51,8 +51,8 @@ def run_plan(
 ) -> tuple[Path, dict[str, Any]]:
     """Run the whole campaign (fresh run dir unless `run_dir` is given for a resume),
     then judge it. Returns (run_dir, evidence)."""
-    if run_dir is None:
-        run_dir = prepare_run_dir(plan, out)
+    # Absolute (as prepare_run_dir makes it), because servers run in their own directory.
+    run_dir = prepare_run_dir(plan, out) if run_dir is None else run_dir.resolve()
     log = EventLog(run_dir / EVENTS, sync_behind=True)  # waves do not wait for fsync
     log.listeners.extend(listeners or [])
     try:

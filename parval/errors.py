@@ -5,7 +5,7 @@ Exit codes (documented in README and `parval --help`):
   1  a required assertion FAILED (or verify/verify-protected found a difference)
   2  usage or plan error (bad plan, missing file, bad argument, git error)
   3  evidence incomplete: PENDING/BLOCKED, or the run was interrupted
-  4  internal error (a bug in parval)
+  4  internal error (a bug in parval, or a start parval could not prepare; the run stays resumable)
   130/143  interrupted by SIGINT/SIGTERM (partial evidence written)
 """
 
@@ -66,3 +66,18 @@ class ServerStartError(ParvalError):
     def __init__(self, message: str, *, log_tail: str = "", hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.log_tail = log_tail
+
+
+class StartPreparationError(ParvalError):
+    """parval could not prepare a server start (the run directory, the config file it
+    writes, the log files): parval's failure, never recorded as the server's. The campaign
+    stops unfinished (no `campaign_end`, exit 4), so `--resume` can continue it."""
+
+    exit_code = EXIT_INTERNAL
+
+    def __init__(self, message: str) -> None:
+        super().__init__(
+            message,
+            hint="parval stopped the campaign unfinished: once this is fixed, continue it "
+            "(`parval run --resume RUN`, or the same `parval catalogue run` again)",
+        )

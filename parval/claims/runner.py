@@ -124,6 +124,7 @@ def run_one(
     from parval.signals import handle_signals
 
     t0 = time.monotonic()
+    out = out.resolve()  # servers run in their own directory: every path handed on is absolute
     run_dir = out / run_dir_name(combo.key, shard)
     state = run_state(plan, run_dir)
     action = str(state.action)
@@ -169,6 +170,7 @@ def run_catalogue(
     """Run the selected combinations in order; (outcomes, exit code of a stopping signal).
     `backends`: run only those backends' combinations; `detect`: only those whose backend
     is found on this machine (else every selected one)."""
+    out = out.resolve()  # --out as given may be relative; servers run in their own directory
     here = backends_here() if detect and not backends else {}
     wanted = set(backends) if backends else set(here) if detect else {c.backend for c in combos}
     chosen = [c for c in combos if c.backend in wanted]

@@ -183,9 +183,29 @@ kept under OUT/superseded/. Exit code: 0 every combination run here admitted, 1 
         + f"; disclose with: parval report --catalogue {target} --claims {catalogue}"
     )
     if signalled is not None:
-        typer.echo(f"parval: error: interrupted; continue with: parval catalogue run {catalogue}", err=True)
+        again = _same_run(catalogue, out, backend, only, shard)
+        typer.echo(f"parval: error: interrupted; continue with: {again}", err=True)
         code = signalled
     raise typer.Exit(code)
+
+
+def _same_run(
+    catalogue: Path, out: Path | None, backend: list[str] | None, only: list[str] | None, shard: str | None
+) -> str:
+    """The `parval catalogue run` command that continues this one: the same catalogue,
+    --out, --backend, --only and --shard (shell-quoted)."""
+    import shlex
+
+    words = ["parval", "catalogue", "run", str(catalogue)]
+    if out is not None:
+        words += ["--out", str(out)]
+    for b in backend or []:
+        words += ["--backend", b]
+    for key in only or []:
+        words += ["--only", key]
+    if shard is not None:
+        words += ["--shard", shard]
+    return shlex.join(words)
 
 
 @app.command("slurm")

@@ -60,7 +60,9 @@ def manifest_changes(old: Mapping[str, object], now: Manifest) -> list[str]:
 
 
 def prepare_resume(plan: Plan, run_dir: Path, shard: tuple[int, int] | None = None) -> tuple[Path, set[str]]:
-    """Check that `run_dir` can be continued with `plan`; return it and the units to skip."""
+    """Check that `run_dir` can be continued with `plan`; return it, made absolute (servers
+    run with their own directory as the working directory, so a relative run directory
+    would be resolved a second time from there), and the units to skip."""
     if not run_dir.is_dir():
         raise RunDirError(f"{run_dir}: no such run directory")
     if not (run_dir / MANIFEST).exists() or not (run_dir / EVENTS).exists():
@@ -99,7 +101,7 @@ def prepare_resume(plan: Plan, run_dir: Path, shard: tuple[int, int] | None = No
             f"shard {'none' if was is None else f'{was[0]}/{was[1]}'}",
             hint="resume without --shard",
         )
-    return run_dir, completed_units(events)
+    return run_dir.resolve(), completed_units(events)
 
 
 def resume_plan(run_dir: Path, given: Path | None) -> Plan:

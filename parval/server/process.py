@@ -18,6 +18,7 @@ No server outlives parval: every group started here is registered with
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -31,7 +32,7 @@ from pathlib import Path
 import anyio
 import httpx
 
-from parval.errors import ServerStartError
+from parval.errors import ServerStartError, StartPreparationError
 from parval.jsonread import as_int
 from parval.procedure.server_facts import ROUTE_HEALTH
 from parval.rundir.files import atomic_write
@@ -218,21 +219,35 @@ def server_env(extra: dict[str, str]) -> dict[str, str]:
 
 
 def spawn(spec: LaunchSpec, directory: Path, name: str) -> ServerProcess:
-    """Write the config and start the process (no shell; new session = own process group)."""
-    directory.mkdir(parents=True, exist_ok=True)
+    """Write the config and start the process (no shell; new session = own process group).
+
+    The server runs with `directory` as its working directory, so every path handed to it is
+    absolute (a relative one would be resolved a second time from there). A start parval
+    cannot prepare (its own files: the directory, the config, the logs) raises
+    StartPreparationError: parval's failure, never recorded as the server's."""
+    directory = directory.absolute()
     config = dict(spec.config)
     host = str(config.setdefault("host", "127.0.0.1"))
     port = as_int(config.get("port") or free_port(connect_host(host).strip("[]")))
     config["port"] = port
     cfg_path = directory / "config.json"
-    atomic_write(cfg_path, json.dumps(config, indent=2) + "\n")
     argv = [str(spec.executable), "--config", str(cfg_path), "--no-ui"]
     if spec.flagged:
         argv.append("--parallel-jobs")
     if spec.ui_management:
         argv.append("--ui-management")
     argv.extend(spec.extra_args)
-    with (directory / "stdout.log").open("wb") as out, (directory / "stderr.log").open("wb") as err:
+    with contextlib.ExitStack() as files:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            atomic_write(cfg_path, json.dumps(config, indent=2) + "\n")
+            out = files.enter_context((directory / "stdout.log").open("wb"))
+            err = files.enter_context((directory / "stderr.log").open("wb"))
+        except OSError as exc:
+            raise StartPreparationError(f"{name}: cannot prepare the start in {directory}: {exc}") from None
+        # The config as the server will look for it, from its own working directory.
+        if not (directory / argv[2]).is_file():
+            raise StartPreparationError(f"{name}: --config {argv[2]} does not name, from {directory}, the file written")
         try:
             proc = subprocess.Popen(
                 argv,

@@ -192,3 +192,61 @@ def test_resume_with_a_different_plan_is_refused_naming_what_differs(run_copy: P
     assert proc.returncode == 2 and "holds no plan.yaml" in proc.stderr and "Traceback" not in proc.stderr
     proc = parval("run")
     assert proc.returncode == 2 and "--resume RUN" in proc.stderr
+
+
+def _tiny_plan(directory: Path) -> Path:
+    from tests import plankit
+    from tests.conftest import MODEL_BYTES
+
+    return plankit.write(directory, plankit.merge(plankit.small_plan(), plankit.TINY), model=MODEL_BYTES)
+
+
+def test_resume_of_a_relative_run_directory_starts_its_servers(tmp_path: Path) -> None:
+    """`parval run --resume runs/x` as the README writes it, from the folder above: the
+    servers run in their own directories, so the run directory must reach them absolute
+    (a relative one sent every remaining start's --config to runs/x/servers/.../runs/x/...:
+    every start failed and the run was sealed finished)."""
+    plan = _tiny_plan(tmp_path / "plan")
+    run_dir = tmp_path / "runs" / "x"
+    proc = start_parval("run", plan, "--out", "runs/x", "-q", cwd=tmp_path)
+    try:
+        wait_for_event(run_dir, lambda e: e.get("kind") == "unit_end", timeout=90, proc=proc)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    done_before = {e["unit"] for e in events(run_dir) if e["kind"] == "unit_end"}
+    assert done_before
+
+    resumed = parval("run", "--resume", "runs/x", "-q", cwd=tmp_path, timeout=180)
+    assert resumed.returncode in (0, 1, 3), resumed.stderr
+    assert "Traceback" not in resumed.stderr
+    evs = events(run_dir)
+    assert [e for e in evs if e["kind"] in ("start_failed", "start_aborted", "start_timeout")] == []
+    redone = [e for e in evs if e["kind"] == "run_start" and e["run"] not in done_before]
+    assert redone, "the resume started no server"
+    configs = [Path(e["argv"][e["argv"].index("--config") + 1]) for e in evs if e["kind"] == "server_ready"]
+    assert configs and all(c.is_absolute() and c.is_file() for c in configs)
+    evidence = load_evidence(run_dir)
+    assert evidence["run"]["interrupted"] is False
+    assert evidence["failures"] == []
+    assert wait_no_servers(run_dir) == []
+
+
+def test_a_start_parval_cannot_prepare_stops_the_campaign_unfinished(tmp_path: Path) -> None:
+    """A start that fails on parval's side (here its server directory cannot be made) is not
+    the server's failure: no start_failed, no campaign_end, exit 4, and the run resumes."""
+    plan = _tiny_plan(tmp_path / "plan")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "servers").write_text("a file where parval puts the servers' directories\n")
+    proc = parval("run", plan, "--out", run_dir, "-q")
+    assert proc.returncode == 4, proc.stderr
+    assert "cannot prepare the start" in proc.stderr and "--resume" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    kinds = [e["kind"] for e in events(run_dir)]
+    assert "run_start" in kinds
+    assert not {"start_failed", "unit_end", "campaign_end"} & set(kinds), kinds
+    assert not (run_dir / "evidence.json").exists()
+    (run_dir / "servers").unlink()
+    assert prepare_resume(load_plan(plan), run_dir)[1] == set()
