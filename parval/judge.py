@@ -170,6 +170,8 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
         model_checks=str(model_status),
         framework_checks=fw_info["status"],
         memory_verdict=str(mem_status),
+        count_verdicts={n: str(v) for n, v in d.verdicts.items()},
+        admitted_counts=d.admitted,
     )
     perf["campaign_overhead"] = campaign_overhead(rec.events)
     evidence: dict[str, Any] = {

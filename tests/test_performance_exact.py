@@ -142,8 +142,16 @@ def test_every_figure_of_the_performance_object() -> None:
     assert out["samples"][4]["estimate"] is True and out["samples"][6]["blocked"] == "would not fit"
     assert out["samples"][6]["sample_count"] == 0 and out["samples"][6]["repeats"] == []
     assert out["rejection_latency"] == [
-        {"count": 2, "n": 3, "median_ms": 2.5, "min_ms": 1.0, "max_ms": 3.0, "latencies_ms": [3.0, 1.0, 2.5]},
-        {"count": 4, "n": 0, "median_ms": None, "min_ms": None, "max_ms": None, "latencies_ms": []},
+        {
+            "count": 2,
+            "n": 3,
+            "median_ms": 2.5,
+            "min_ms": 1.0,
+            "max_ms": 3.0,
+            "latencies_ms": [3.0, 1.0, 2.5],
+            "not_503": None,
+        },
+        {"count": 4, "n": 0, "median_ms": None, "min_ms": None, "max_ms": None, "latencies_ms": [], "not_503": None},
     ]
     assert out["notes"] == [
         *NOTES,
@@ -196,3 +204,35 @@ def test_the_performance_status() -> None:
         status([{"series": "mystery", "count": 1, "repeats": []}])
     out = build_performance(whole, [], model_label="m", model_checks="", framework_checks="PASS", memory_verdict="PASS")
     assert out["rows"][0]["admitted"] is False
+
+
+def test_the_rejection_latency_is_of_503_replies_only() -> None:
+    # A probe's requests that were served (200) or failed otherwise are not rejections:
+    # they once were averaged into the "HTTP 503 rejection latency".
+    probe = {"count": 2, "latencies_ms": [2.0, 150.0, 4.0, 90.0], "statuses": [503, 200, 503, 500]}
+    out = build_performance(
+        [], [probe], model_label="cpu/m", model_checks="PASS", framework_checks="PASS", memory_verdict="PASS"
+    )
+    (r,) = out["rejection_latency"]
+    assert (r["n"], r["median_ms"], r["max_ms"], r["latencies_ms"], r["not_503"]) == (2, 3.0, 4.0, [2.0, 4.0], 2)
+
+
+def test_each_row_carries_its_own_counts_verdict() -> None:
+    # Count 1 admitted, count 2 failed: the table once labelled both rows with the run-wide
+    # FAIL ("NOT ADMITTED" on an admitted count).
+    series = [
+        {"series": "candidate_n_slots", "count": n, "cold_s": 0.1, "repeats": [], "estimate": False} for n in (1, 2)
+    ]
+    out = build_performance(
+        series,
+        [],
+        model_label="cpu/m",
+        model_checks="FAIL",
+        framework_checks="PASS",
+        memory_verdict="PASS",
+        count_verdicts={1: "PASS", 2: "FAIL"},
+        admitted_counts=[1],
+    )
+    rows = {r["count"]: r for r in out["rows"]}
+    assert (rows[1]["admitted"], rows[1]["model_checks"]) == (True, "PASS")
+    assert (rows[2]["admitted"], rows[2]["model_checks"]) == (False, "FAIL")

@@ -89,6 +89,36 @@ def trim_to_ten_waves(
         dropped.append(top)
 
 
+# The evidence key of a passing M4 result naming the count its recovery start ran at.
+RECOVERY_COUNT = "recovery_count"
+
+
+def trim_to_recovery(
+    admitted: list[int], verdicts: dict[int, Status], per_count: dict[int, list[Result]], model_level: list[Result]
+) -> list[int]:
+    """Admitted counts no larger than the count M4's recovery start ran at: "once per
+    model/backend at the largest admitted count". A count above it (another shard or run
+    validated it) has no recovery evidence: its M4 entries are PENDING there, and admission
+    ends below it."""
+    ran = [
+        as_int(r.evidence[RECOVERY_COUNT])
+        for r in model_level
+        if r.id.startswith("M4.") and RECOVERY_COUNT in r.evidence
+    ]
+    if not ran or not admitted:
+        return admitted
+    at = min(ran)
+    for n in [c for c in admitted if c > at]:
+        why = (
+            f"M4 ran at count {at} (its recovery start), below count {n}: recovery evidence is required at the "
+            f"largest admitted count (run the recovery start at count {n})"
+        )
+        ids = sorted({r.id for r in model_level if RECOVERY_COUNT in r.evidence})
+        per_count[n] = [*per_count.get(n, []), *(Result(i, Status.PENDING, why, {"ran_at": at}, count=n) for i in ids)]
+        verdicts[n] = combine([verdicts.get(n, Status.PENDING), Status.PENDING])
+    return [c for c in admitted if c <= at]
+
+
 def _why_not_above(counts: list[int], verdicts: dict[int, Status], n: int) -> str:
     above = n + 1
     if above not in counts:
@@ -262,6 +292,7 @@ def decide(
         mark_not_run(per_count, not_run)
     verdicts = count_verdicts(model_level, per_count, framework)
     admitted, _ = trim_to_ten_waves(counts, verdicts, per_count)
+    admitted = trim_to_recovery(admitted, verdicts, per_count, model_level)
     model_level.append(q6(counts, verdicts, admitted))
     admission_ready = (
         not interrupted and admitted == counts and combine(r.status for r in model_level + framework) is Status.PASS

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from parval.gates import shape
+from parval.gates.admission_verdict import RECOVERY_COUNT
 from parval.gates.context import JudgeContext, exact_result
 from parval.gates.unload_evidence import (
     admitted_past,
@@ -525,7 +526,19 @@ def judge_m4(ctx: JudgeContext) -> list[Result]:
     unload/reload is M2's evidence."""
     note = "reuses M2 unload/reload evidence for the per-start unload/reload"
     out = [judge(ctx) for judge in JUDGES.values()]
-    return [replace(r, limitations=[*r.limitations, note]) if r.id in ON_RECOVERY else r for r in out]
+    start = ctx.rec.runs.get(RUN)
+    ran_at = start["count"] if start else None
+    # The count the recovery start ran at: admission never goes above it (admission_verdict).
+    return [
+        replace(
+            r,
+            limitations=[*r.limitations, note],
+            evidence={**r.evidence, RECOVERY_COUNT: ran_at} if r.status is Status.PASS and ran_at else r.evidence,
+        )
+        if r.id in ON_RECOVERY
+        else r
+        for r in out
+    ]
 
 
 def aside_violations(ctx: JudgeContext) -> list[Mapping[str, object]]:

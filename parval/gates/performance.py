@@ -87,11 +87,12 @@ class SeriesStats(TypedDict):
 
 class RejectionStats(TypedDict):
     count: object
-    n: int
+    n: int  # the 503 replies the figures are made of
     median_ms: float | None
     min_ms: float | None
     max_ms: float | None
     latencies_ms: list[float]
+    not_503: int | None  # replies of another status, left out (None: statuses not recorded)
 
 
 def _stats(record: Mapping[str, object] | None) -> SeriesStats | None:
@@ -132,7 +133,7 @@ def _find(series: Sequence[Mapping[str, object]], name: str, count: int) -> Mapp
 
 
 def _row(series: Sequence[Mapping[str, object]], count: int, verdicts: dict[str, object]) -> dict[str, object]:
-    """One N's figures; `verdicts` (backend/model and the checks, the same for every N) lead."""
+    """One N's figures; `verdicts` (backend/model, that count's checks and admission) lead."""
     figures = {
         "base_one_request": _stats(_find(series, BASE, 1)),
         "candidate_one_slot": _stats(_find(series, CANDIDATE_SERIAL, 1)),
@@ -177,7 +178,15 @@ def _row(series: Sequence[Mapping[str, object]], count: int, verdicts: dict[str,
 
 
 def _rejection(probe: Mapping[str, object]) -> RejectionStats:
-    lat = [as_float(x) for x in iterate(probe.get("latencies_ms") or [])]
+    """The HTTP 503 rejection latency: only replies that were 503 (a request that was served,
+    or failed otherwise, is not a rejection), where the probe recorded each reply's status."""
+    every = [as_float(x) for x in iterate(probe.get("latencies_ms") or [])]
+    statuses = probe.get("statuses")
+    if isinstance(statuses, list) and len(statuses) == len(every):
+        lat = [x for x, status in zip(every, statuses, strict=True) if status == 503]
+        others: int | None = len(every) - len(lat)
+    else:  # recorded before statuses were: every reply counts, as it did then
+        lat, others = every, None
     return {
         "count": probe.get("count"),
         "n": len(lat),
@@ -185,6 +194,7 @@ def _rejection(probe: Mapping[str, object]) -> RejectionStats:
         "min_ms": round(min(lat), 3) if lat else None,
         "max_ms": round(max(lat), 3) if lat else None,
         "latencies_ms": lat,
+        "not_503": others,
     }
 
 
@@ -196,8 +206,13 @@ def build_performance(
     model_checks: str,
     framework_checks: str,
     memory_verdict: str,
+    count_verdicts: Mapping[int, str] | None = None,
+    admitted_counts: Sequence[int] | None = None,
 ) -> dict[str, object]:
-    """The evidence `performance` object: status, one row per N, raw samples, notes."""
+    """The evidence `performance` object: status, one row per N, raw samples, notes. Each
+    row carries its own count's verdict and admission (`count_verdicts`, `admitted_counts`)
+    where given, not the run-wide status (an admitted count is not labelled NOT ADMITTED
+    because a larger one failed)."""
     unknown = sorted({str(r.get("series")) for r in series} - set(SERIES))
     if unknown:
         raise ValueError(f"unknown performance series {unknown}; expected {list(SERIES)}")
@@ -208,7 +223,13 @@ def build_performance(
         "framework_checks": framework_checks,
         "admitted": _first_word(model_checks) == "PASS" and _first_word(framework_checks) == "PASS",
     }
-    rows = [_row(series, n, verdicts) for n in counts]
+
+    def at(n: int) -> dict[str, object]:
+        if count_verdicts is None or admitted_counts is None:
+            return verdicts
+        return {**verdicts, "model_checks": count_verdicts.get(n, "PENDING"), "admitted": n in admitted_counts}
+
+    rows = [_row(series, n, at(n)) for n in counts]
     statuses = {r["status"] for r in rows}
     if not rows:
         status = "pending"

@@ -51,11 +51,12 @@ class PerformanceRow(TypedDict):
 
 class RejectionLatency(TypedDict):
     count: int
-    n: int
+    n: int  # the 503 replies the figures are made of
     median_ms: float | None
     min_ms: float | None
     max_ms: float | None
     latencies_ms: list[float]
+    not_503: NotRequired[int | None]  # replies of another status, left out
 
 
 class Performance(TypedDict, total=False):

@@ -353,6 +353,8 @@ def merge_evidence(runs: list[LoadedRun]) -> Evidence:
         model_checks=str(model_status),
         framework_checks=fw_status,
         memory_verdict=str(combine(r.status for r in flat if r.id.startswith("M5."))),
+        count_verdicts={n: str(v) for n, v in d.verdicts.items()},
+        admitted_counts=d.admitted,
     )
     merged_from: list[MergedRun] = [
         {
@@ -458,5 +460,6 @@ def _performance_inputs(runs: list[LoadedRun]) -> tuple[list[JsonObject], list[d
             n = int(p.get("count") or 0)
             if n not in seen:
                 seen.add(n)
+                # the figures as that run judged them (503 replies only where it knew)
                 rejections.append({"count": n, "latencies_ms": p.get("latencies_ms", [])})
     return series, rejections

@@ -101,6 +101,8 @@ def performance_table_markdown(perf: Performance) -> str:
             if p["median_ms"] is None
             else f"{p['median_ms']:.3f} ms ({p['min_ms']:.3f}–{p['max_ms']:.3f}, n={p['n']})"
         )
+        if p.get("not_503"):
+            cell += f"; {p['not_503']} repl(y/ies) not 503 left out"
         lines.append(f"| {p['count']} | {cell} |")
     lines += [""] + [f"- {n}" for n in perf.get("notes", [])]
     if "campaign_overhead" in perf:  # a single run's record; a merged record has one per run
