@@ -3,11 +3,14 @@
 * `slurm_script`: one Slurm array script, one task per combination x shard, each task
   `parval catalogue run CAT --only KEY [--shard i/n]`, on one GPU (`--gres=gpu:1`) when a
   selected combination has a GPU backend and without GRES when all are CPU
-  (`default_gres`; `--gres` overrides). Run with `bash`, it submits itself as the array
-  job and then the merge job, dependent on the whole array (`afterany`), which writes the
-  disclosure (`parval report --catalogue OUT --claims CAT`, md, json and junit).
+  (`default_gres`; `--gres` overrides), with the plans' server threads plus one CPUs
+  (`default_cpus`) and `DEFAULT_MEM` memory unless told otherwise. Run with `bash`, it
+  makes the output folder, submits itself as the array job and then the merge job,
+  dependent on the whole array (`afterany`), which writes the disclosure
+  (`parval report --catalogue OUT --claims CAT`, md, json and junit).
 * `matrix`: the combinations x shards as JSON a GitHub Actions `strategy.matrix` takes,
-  and `github_workflow`, the workflow that consumes it (README "Scale-out").
+  and `github_workflow`, the workflow that consumes it (README "Scale-out"); its pinned
+  actions are `ACTIONS`.
 """
 
 from __future__ import annotations
@@ -35,9 +38,24 @@ def default_gres(combos: list[Combination]) -> str | None:
     return None if all(c.backend == CPU_BACKEND for c in combos) else "gpu:1"
 
 
+# Each task's memory when nothing else is said: parval cannot know a model's size, so this
+# is a default to change (`--mem`) rather than a measurement.
+DEFAULT_MEM = "16G"
+
+
+def default_cpus(combos: list[Combination]) -> int:
+    """The CPUs one task needs: the largest `server.threads` among the selected
+    combinations' plans (one server runs at a time), plus one for parval itself (its load
+    client and samplers)."""
+    return max((int(c.plan(check_files=False).raw["server"]["threads"]) for c in combos), default=1) + 1
+
+
 @dataclass(frozen=True)
 class SlurmOptions:
     gres: str | None = "gpu:1"  # None: no --gres line (CPU-only selections, CPU-only clusters)
+    cpus_per_task: int | None = None  # None: no --cpus-per-task line (the cluster's default)
+    mem: str | None = DEFAULT_MEM  # None: no --mem line (the cluster's default)
+    exclusive: bool = False  # --exclusive: each task has its node to itself
     time: str = "12:00:00"
     partition: str | None = None
     extra: tuple[str, ...] = ()  # further #SBATCH options, e.g. "--account=audio"
@@ -76,26 +94,51 @@ def slurm_script(cat: Catalogue, combos: list[Combination], catalogue: str, out:
     directives = [f"--job-name={name}", f"--array=1-{len(jobs)}"]
     if opts.gres:
         directives.append(f"--gres={opts.gres}")
+    if opts.cpus_per_task:
+        directives.append(f"--cpus-per-task={opts.cpus_per_task}")
+    if opts.mem:
+        directives.append(f"--mem={opts.mem}")
+    if opts.exclusive:
+        directives.append("--exclusive")
     directives.append(f"--time={opts.time}")
     if opts.partition:
         directives.append(f"--partition={opts.partition}")
     directives += list(opts.extra)
     directives.append(f"--output={out}/slurm-%A_%a.log")
     merge = "; ".join(report_commands(parval, catalogue, out))
+    exclusive = (
+        ["# Each task has its node to itself (--exclusive): neighbours would disturb the memory and timing figures."]
+        if opts.exclusive
+        else [
+            "# On a node shared with other jobs (a shared GPU box), their load disturbs the memory and",
+            "# timing measurements: add --exclusive (`parval catalogue slurm --exclusive`) to give each",
+            "# task its node to itself.",
+        ]
+    )
     lines = [
         "#!/bin/bash",
         f"# parval catalogue {cat.name!r}: one array task per combination x shard, then a merge job.",
         f"# Written by `parval catalogue slurm {catalogue}`; regenerate it rather than edit it.",
-        "#   bash THIS_FILE     submits the array job and, dependent on it, the merge job that writes",
-        f"#                      the disclosure ({out}/claims.md, claims.json, claims.xml)",
-        "#   sbatch THIS_FILE   submits the array job alone",
-        "# Submit from the directory the paths below are relative to.",
+        "# Submit it from the directory the relative paths below start from, the one",
+        "# `parval catalogue slurm` ran in (e.g. the repository root): Slurm starts every task in",
+        "# the directory sbatch ran in.",
+        f"#   bash THIS_FILE     makes {out}, submits the array job and, dependent on it, the merge job",
+        f"#                      that writes the disclosure ({out}/claims.md, claims.json, claims.xml)",
+        f"#   sbatch THIS_FILE   submits the array job alone; {out} must exist first (mkdir -p {out}):",
+        "#                      Slurm opens the --output log there before the script runs",
+        "# Each task's resources: --cpus-per-task N (default: the plans' largest server threads plus one",
+        f"# for parval) and --mem SIZE (default {DEFAULT_MEM}, a guess: set it to what the model needs).",
+        *exclusive,
         *(f"#SBATCH {d}" for d in directives),
         "set -u",
         f"PARVAL={shlex.quote(parval)}",
         f"CATALOGUE={shlex.quote(catalogue)}",
         f"OUT={shlex.quote(out)}",
         'if [ -z "${SLURM_ARRAY_TASK_ID:-}" ]; then',
+        '  if [ ! -f "$CATALOGUE" ] || ! command -v "$PARVAL" >/dev/null; then',
+        '    echo "$0: no $CATALOGUE or $PARVAL here: run it from the directory they are relative to" >&2',
+        "    exit 2",
+        "  fi",
         '  mkdir -p "$OUT" || exit 2',
         '  jobid=$(sbatch --parsable "$0") || exit 2',
         '  merge=$(sbatch --parsable --dependency="afterany:${jobid%%;*}" '
@@ -145,19 +188,49 @@ def matrix_json(combos: list[Combination]) -> str:
     return json.dumps(matrix(combos), separators=(",", ":"))
 
 
-def github_workflow(catalogue: str, out: str, parval_install: str | None = None) -> str:
-    """The workflow that consumes `parval catalogue matrix` (README "Scale-out")."""
+# The actions the workflow uses, at their current major versions (Node 24 runtimes; the
+# Node 20 ones, checkout@v4 and the like, stop working when GitHub removes Node 20). The
+# default test suite lints the workflow with actionlint, which flags deprecated ones.
+ACTIONS = {
+    "checkout": "actions/checkout@v7",
+    "setup-python": "actions/setup-python@v7",
+    "upload-artifact": "actions/upload-artifact@v7",
+    "download-artifact": "actions/download-artifact@v8",
+}
+PYTHON = "3.11"
+
+
+def github_workflow(
+    catalogue: str, out: str, parval_install: str | None = None, runners: dict[str, tuple[str, ...]] | None = None
+) -> str:
+    """The workflow that consumes `parval catalogue matrix` (README "Scale-out").
+
+    `runners`: each backend's runner labels (`builds.<backend>.runs_on`), named in a comment,
+    since the default, `[self-hosted, <backend>]`, needs runners registered with those labels."""
     catalogue, out = _plain(catalogue, "catalogue"), _plain(out, "--out")
-    install = parval_install or "python3.11 -m venv .venv && .venv/bin/pip install -e '.[dev]'"
+    install = parval_install or "python -m venv .venv && .venv/bin/pip install -e ."
     claims = f".venv/bin/parval report --catalogue {out} --claims {catalogue}"
-    steps_setup = ["      - uses: actions/checkout@v4", f"      - run: {install}"]
+    steps_setup = [
+        f"      - uses: {ACTIONS['checkout']}",
+        f"      - uses: {ACTIONS['setup-python']}",
+        "        with:",
+        f'          python-version: "{PYTHON}"',
+        f"      - run: {install}",
+    ]
+    labels = ", ".join(f"{b}: [{', '.join(r)}]" for b, r in sorted((runners or {}).items()))
     return (
         "\n".join(
             [
                 f"# Written by `parval catalogue matrix {catalogue} --workflow`: one job per combination x shard",
-                "# on a runner of its backend, then one job that discloses every claim.",
+                "# on a runner of its backend, then one job that discloses every claim, comments it on the",
+                "# pull request and uploads it (claims.md, claims.json and the JUnit claims.xml).",
+                "# Each combination runs on its build's runner labels, the catalogue's builds.<backend>.runs_on",
+                "# (default [self-hosted, <backend>]: register self-hosted runners with those labels, or set",
+                "# runs_on, e.g. [ubuntu-latest] for a CPU backend)" + (f"; here {labels}." if labels else "."),
                 "name: parval catalogue",
                 "on: [pull_request]",
+                "permissions:",
+                "  contents: read",
                 "jobs:",
                 "  matrix:",
                 "    runs-on: ubuntu-latest",
@@ -166,7 +239,9 @@ def github_workflow(catalogue: str, out: str, parval_install: str | None = None)
                 "    steps:",
                 *steps_setup,
                 "      - id: matrix",
-                f'        run: echo "matrix=$(.venv/bin/parval catalogue matrix {catalogue})" >> "$GITHUB_OUTPUT"',
+                "        run: |",
+                f"          matrix=$(.venv/bin/parval catalogue matrix {catalogue})",
+                '          echo "matrix=$matrix" >> "$GITHUB_OUTPUT"',
                 "  run:",
                 "    needs: matrix",
                 "    runs-on: ${{ matrix.runs_on }}",
@@ -176,28 +251,62 @@ def github_workflow(catalogue: str, out: str, parval_install: str | None = None)
                 "    steps:",
                 *steps_setup,
                 "      - name: ${{ matrix.combination }} ${{ matrix.shard }}",
+                "        env:",
+                "          COMBINATION: ${{ matrix.combination }}",
+                "          SHARD: ${{ matrix.shard }}",
                 "        run: |",
                 "          code=0",
-                f"          .venv/bin/parval catalogue run {catalogue} --only ${{{{ matrix.combination }}}} "
-                f"${{{{ matrix.shard_args }}}} --out {out} --quiet || code=$?",
+                f'          .venv/bin/parval catalogue run {catalogue} --only "$COMBINATION" '
+                f'${{SHARD:+--shard "$SHARD"}} --out {out} --quiet || code=$?',
                 "          # 0 admitted, 1 failed, 3 pending: the combination ran and its evidence is written",
-                "          " + " || ".join(f'[ "$code" -eq {c} ]' for c in RAN),
-                "      - uses: actions/upload-artifact@v4",
-                f'        with: {{name: "${{{{ matrix.artifact }}}}", path: "{out}/"}}',
+                f'          case "$code" in {"|".join(map(str, RAN))}) ;; *) exit "$code" ;; esac',
+                f"      - uses: {ACTIONS['upload-artifact']}",
+                "        with:",
+                "          name: ${{ matrix.artifact }}",
+                f"          path: {out}/",
+                "          overwrite: true",
                 "  report:",
                 "    needs: run",
-                "    if: always()",
+                "    if: ${{ !cancelled() }}",
                 "    runs-on: ubuntu-latest",
+                "    permissions:",
+                "      contents: read",
+                "      pull-requests: write",
                 "    steps:",
                 *steps_setup,
-                "      - uses: actions/download-artifact@v4",
-                f'        with: {{pattern: "parval-*", path: "{out}", merge-multiple: true}}',
-                f"      - run: {claims} --format junit --output parval-claims.xml || true",
-                f"      - run: {claims} --output claims.md || true",
-                "      - run: gh pr comment ${{ github.event.pull_request.number }} --body-file claims.md",
-                '        env: {GH_TOKEN: "${{ github.token }}"}',
-                "      # its exit code is the disclosure's: 0 only when every claimed combination is admitted",
-                f"      - run: {claims} --format json --output claims.json",
+                f"      - uses: {ACTIONS['download-artifact']}",
+                "        with:",
+                "          pattern: parval-*",
+                f"          path: {out}",
+                "          merge-multiple: true",
+                "      # the disclosure in three formats; the exit code is any format's (the JSON one's here)",
+                "      - id: disclose",
+                "        run: |",
+                f"          {claims} --format junit --output {out}/claims.xml || true",
+                f"          {claims} --output {out}/claims.md || true",
+                "          code=0",
+                f"          {claims} --format json --output {out}/claims.json || code=$?",
+                '          echo "code=$code" >> "$GITHUB_OUTPUT"',
+                f"      - uses: {ACTIONS['upload-artifact']}",
+                "        if: ${{ !cancelled() }}",
+                "        with:",
+                "          name: claims",
+                "          path: |",
+                f"            {out}/claims.md",
+                f"            {out}/claims.json",
+                f"            {out}/claims.xml",
+                "          overwrite: true",
+                "      # a pull request from a fork gets a read-only token, so it gets no comment",
+                "      - if: ${{ !cancelled() && github.event.pull_request.head.repo.full_name == github.repository }}",
+                f'        run: gh pr comment "$PR" --body-file {out}/claims.md',
+                "        env:",
+                "          GH_TOKEN: ${{ github.token }}",
+                "          GH_REPO: ${{ github.repository }}",
+                "          PR: ${{ github.event.pull_request.number }}",
+                "      # the job's verdict is the disclosure's: 0 only when every claimed combination is admitted",
+                "      - env:",
+                "          CODE: ${{ steps.disclose.outputs.code }}",
+                '        run: exit "$CODE"',
             ]
         )
         + "\n"

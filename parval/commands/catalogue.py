@@ -226,6 +226,31 @@ def slurm_command(
             "combination has a GPU backend, none when all are CPU.",
         ),
     ] = None,
+    cpus_per_task: Annotated[
+        int | None,
+        typer.Option(
+            "--cpus-per-task",
+            min=0,
+            help="The CPUs each task asks for; 0 leaves the line out. Default: the selected plans' largest "
+            "server.threads plus one for parval.",
+        ),
+    ] = None,
+    mem: Annotated[
+        str | None,
+        typer.Option(
+            "--mem",
+            help="The memory each task asks for (Slurm --mem, e.g. 32G); 'none' leaves the line out. "
+            "Default: 16G, to be set to what the model needs.",
+        ),
+    ] = None,
+    exclusive: Annotated[
+        bool,
+        typer.Option(
+            "--exclusive",
+            help="Give each task its node to itself (Slurm --exclusive): other jobs on a shared node "
+            "disturb the memory and timing measurements.",
+        ),
+    ] = False,
     time_limit: Annotated[str, typer.Option("--time", help="Each task's time limit (Slurm --time).")] = "12:00:00",
     partition: Annotated[str | None, typer.Option("--partition", help="The Slurm partition.")] = None,
     sbatch: Annotated[
@@ -239,19 +264,24 @@ def slurm_command(
 
     `bash FILE` submits the array job (each task `parval catalogue run CAT --only KEY --shard i/n`, \
 one GPU each with --gres=gpu:1 when a selected combination has a GPU backend, no GRES when all \
-are CPU; --gres overrides) and a merge job that runs after the whole array (afterany) and \
-writes OUT/claims.md, claims.json and claims.xml (`parval report --catalogue OUT --claims CAT`). \
-Paths stay as given: submit from the directory they are relative to.
+are CPU; --gres overrides; --cpus-per-task the plans' server threads plus one and --mem 16G unless \
+told otherwise) and a merge job that runs after the whole array (afterany) and writes \
+OUT/claims.md, claims.json and claims.xml (`parval report --catalogue OUT --claims CAT`). \
+Paths stay as given: submit from the directory they are relative to (the one this command ran \
+in). `sbatch FILE` alone submits the array job only, and needs OUT to exist already.
 
     Example: parval catalogue slurm plans/catalogue.yaml -o parval-demo.sbatch && bash parval-demo.sbatch
     """
     from parval.claims.combination import load_catalogue
-    from parval.claims.jobs import SlurmOptions, default_gres, slurm_script
+    from parval.claims.jobs import DEFAULT_MEM, SlurmOptions, default_cpus, default_gres, slurm_script
 
     cat = load_catalogue(catalogue)
     combos = cat.select(only)
     opts = SlurmOptions(
         gres=default_gres(combos) if gres is None else None if gres == "none" else gres,
+        cpus_per_task=default_cpus(combos) if cpus_per_task is None else cpus_per_task or None,
+        mem=DEFAULT_MEM if mem is None else None if mem == "none" else mem,
+        exclusive=exclusive,
         time=time_limit,
         partition=partition,
         extra=tuple(sbatch or ()),
@@ -299,7 +329,8 @@ matrix, which GitHub Actions rejects. With --workflow, the whole workflow (READM
     cat = load_catalogue(catalogue)
     if workflow:
         target = out if out is not None else Path("runs") / cat.name
-        sys.stdout.write(github_workflow(str(catalogue), str(target)))
+        runners = {c.backend: c.build.runs_on for c in cat.combinations}
+        sys.stdout.write(github_workflow(str(catalogue), str(target), runners=runners))
         return
     selected = cat.select(only)
     combos = [c for c in selected if not backend or c.backend in backend]

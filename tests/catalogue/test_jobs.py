@@ -89,6 +89,58 @@ def test_a_gpu_combination_asks_for_a_gpu(tmp_path: Path) -> None:
     assert "--gres" not in _cmd("catalogue", "slurm", cat, "--gres", "none")
 
 
+def test_the_slurm_script_asks_cpus_memory_and_optionally_the_whole_node(tmp_path: Path) -> None:
+    """--cpus-per-task is the plans' largest server threads plus one for parval, --mem a
+    default to edit; both can be set or left out, and --exclusive gives each task its node."""
+    text = _cmd("catalogue", "slurm", EXAMPLE)
+    assert "#SBATCH --cpus-per-task=2" in text and "#SBATCH --mem=16G" in text  # the demo: 1 thread
+    assert "#SBATCH --exclusive" not in text and "add --exclusive" in text  # said, not asked
+    claims = yaml.safe_load((REPO / EXAMPLE).read_text())["claims"]
+    for claim in claims:
+        claim["plan" if "plan" in claim else "template"] = str(REPO / "plans" / "demo.yaml")
+    claims[1]["overrides"]["server"] = {"threads": 4}
+    cat = str(write_catalogue(tmp_path / "cat.yaml", claims, {"cpu": build()}))
+    assert "#SBATCH --cpus-per-task=5" in _cmd("catalogue", "slurm", cat)
+    assert "#SBATCH --cpus-per-task=2" in _cmd("catalogue", "slurm", cat, "--only", "demo-tts")
+    set_ = _cmd("catalogue", "slurm", EXAMPLE, "--cpus-per-task", "8", "--mem", "64G", "--exclusive")
+    assert "#SBATCH --cpus-per-task=8\n#SBATCH --mem=64G\n#SBATCH --exclusive\n" in set_
+    left_out = _cmd("catalogue", "slurm", EXAMPLE, "--cpus-per-task", "0", "--mem", "none")
+    assert "--cpus-per-task=" not in left_out and "--mem=" not in left_out
+
+
+def test_the_slurm_submission_makes_the_log_folder_and_checks_where_it_runs(tmp_path: Path) -> None:
+    """`bash FILE` makes the --out folder Slurm writes the task logs to before submitting
+    (sbatch alone would need it already: the header says so), and refuses to submit from a
+    directory the relative paths do not start from."""
+    text = _cmd("catalogue", "slurm", EXAMPLE, "--out", "runs/new", "--parval", "echo")
+    assert "sbatch THIS_FILE   submits the array job alone; runs/new must exist first" in text
+    assert "Submit it from the directory the relative paths below start from" in text
+    bin_dir, root, elsewhere = tmp_path / "bin", tmp_path / "root", tmp_path / "elsewhere"
+    for d in (bin_dir, root / "plans", elsewhere):
+        d.mkdir(parents=True)
+    calls = tmp_path / "sbatch-calls"
+    sbatch = bin_dir / "sbatch"
+    sbatch.write_text(f'#!/bin/sh\necho "$@" >> {calls}\necho 42\n')
+    sbatch.chmod(0o755)
+    (root / "plans" / "catalogue.yaml").write_text("")
+    (tmp_path / "job.sbatch").write_text(text)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+
+    def submit(cwd: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", str(tmp_path / "job.sbatch")], cwd=cwd, env=env, capture_output=True, text=True, check=False
+        )
+
+    wrong = submit(elsewhere)
+    assert wrong.returncode == 2 and "run it from the directory they are relative to" in wrong.stderr
+    assert not calls.exists() and not (elsewhere / "runs").exists()
+    right = submit(root)
+    assert right.returncode == 0, right.stderr
+    assert right.stdout.strip() == "submitted array job 42 and merge job 42"
+    assert (root / "runs" / "new").is_dir()
+    assert len(calls.read_text().splitlines()) == 2
+
+
 def test_the_slurm_task_runs_its_combination(tmp_path: Path) -> None:
     """A task's own lines (not the submission branch) pick its combination and shard."""
     text = _cmd("catalogue", "slurm", EXAMPLE, "--parval", "echo")
@@ -122,7 +174,7 @@ def test_the_matrix_is_what_strategy_matrix_takes() -> None:
     run = workflow["jobs"]["run"]
     assert run["strategy"]["matrix"] == "${{ fromJSON(needs.matrix.outputs.matrix) }}"
     used = set(re.findall(r"\$\{\{ matrix\.(\w+)", json.dumps(run)))
-    assert {"combination", "shard_args", "runs_on", "artifact"} <= used <= set(include[0]), used
+    assert {"combination", "shard", "runs_on", "artifact"} <= used <= set(include[0]), used
     # GitHub Actions rejects an empty matrix: a selection without combinations is an error
     empty = parval("catalogue", "matrix", EXAMPLE, "--backend", "cuda", cwd=REPO)
     assert empty.returncode == 2 and empty.stdout == "", empty.stdout

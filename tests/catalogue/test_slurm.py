@@ -21,6 +21,7 @@ Skips, naming why, where Slurm is not installed or does not start."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,11 +86,16 @@ def test_the_generated_array_job_merges_to_the_unsharded_verdict(tmp_path: Path,
     # An all-CPU catalogue asks for no GRES by default; `--gres gpu:1` puts each task on the
     # node's one GPU resource, one after another, as on a GPU cluster.
     assert "--gres" not in parval("catalogue", "slurm", "catalogue.yaml", cwd=work).stdout
-    options = ["--out", "runs", "--parval", PARVAL, "--gres", "gpu:1", "-o", "job.sbatch"]
+    # The test node declares RealMemory=1000 (MB) and its machine's CPUs: the default 16G would
+    # never fit it, and the default CPUs (the demo's one server thread plus one) need two.
+    options = ["--out", "runs", "--parval", PARVAL, "--gres", "gpu:1", "--mem", "500M", "-o", "job.sbatch"]
+    if (os.cpu_count() or 1) < 2:
+        options += ["--cpus-per-task", "1"]
     gen = parval("catalogue", "slurm", "catalogue.yaml", *options, cwd=work)
     assert gen.returncode == 0, gen.stderr
     script = (work / "job.sbatch").read_text()
     assert f"#SBATCH --array=1-{SHARDS}" in script and "#SBATCH --gres=gpu:1" in script
+    assert "#SBATCH --mem=500M" in script and "#SBATCH --cpus-per-task=" in script
     submitted = cluster.run("bash", "job.sbatch", cwd=work)
     assert submitted.returncode == 0, submitted.stderr + cluster.logs()
     words = submitted.stdout.split()
