@@ -14,7 +14,7 @@ import pytest
 
 from parval.framework.ctest import CTestCase, CTestRun, parse_ctest_stdout
 from parval.framework.ctest_run import run_ctest
-from parval.framework.judges_f6 import RELEVANT_TESTS, assess_f6
+from parval.framework.judges_f6 import assess_f6
 from parval.status import Status
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "schemas" / "ctest.schema.json").read_text())
@@ -319,7 +319,11 @@ def test_f6_nothing_recorded_is_pending() -> None:
 
 def test_f6_ctest_failure_names_tests() -> None:
     got = by_id([fake_run("default", {**REQ, "server_config_test": "failed"})])
-    assert got["F6.ctest"] == (Status.FAIL, "failed: server_config_test")
+    assert got["F6.ctest"] == (
+        Status.FAIL,
+        "failed: server_config_test; server_config_test not declared unrelated before the run "
+        "(in the probes file's unrelated_tests)",
+    )
 
 
 def test_f6_ctest_required_missing_or_skipped_is_pending() -> None:
@@ -442,14 +446,26 @@ def test_f6_all_skipped_runs_prove_nothing() -> None:
     assert only_skipped[0] is Status.PENDING and "no test passed (2 of 2 skipped)" in only_skipped[1]
 
 
-def test_f6_unrelated_common_failure_is_disclosed_not_failed() -> None:
+RESAMPLE = {"audio_resample_test": "resampler only; no session, slot or server code"}
+
+
+def test_f6_unrelated_common_failure_declared_before_the_run_is_disclosed_not_failed() -> None:
     run = fake_run("default", {**REQ, "audio_resample_test": "failed"})
-    res = {r.id: r for r in assess_f6([run])}["F6.ctest"]
+    res = {r.id: r for r in assess_f6([run], unrelated=RESAMPLE)}["F6.ctest"]
     assert res.status is Status.PASS
-    assert any("unrelated common-suite failure" in lim and "audio_resample_test" in lim for lim in res.limitations)
+    assert "every failure was declared unrelated before the run: audio_resample_test" in res.reason
+    assert any(
+        "unrelated common-suite failure" in lim
+        and "audio_resample_test" in lim
+        and RESAMPLE["audio_resample_test"] in lim
+        for lim in res.limitations
+    )
     both = fake_run("default", {**REQ, "audio_resample_test": "failed", "session_pool_test": "failed"})
-    res = {r.id: r for r in assess_f6([both])}["F6.ctest"]
-    assert res.status is Status.FAIL and res.reason == "failed: session_pool_test"
+    res = {r.id: r for r in assess_f6([both], unrelated=RESAMPLE)}["F6.ctest"]
+    assert res.status is Status.FAIL and res.reason.startswith("failed: session_pool_test;")
+    # Not declared: a failure like any other.
+    res = {r.id: r for r in assess_f6([run])}["F6.ctest"]
+    assert res.status is Status.FAIL and res.reason.startswith("failed: audio_resample_test;")
 
 
 def test_f6_stress_failure_and_not_run() -> None:
@@ -482,12 +498,15 @@ def test_f6_evidence_names_what_each_verdict_rests_on() -> None:
             [run, san_run("asan", {"t": "passed"}), stress],
             sanitizers=["asan"],
             sanitizers_unavailable={"tsan": "no TSan on arm64"},
+            unrelated=RESAMPLE,
         )
     }
     ev = res["F6.ctest"].evidence
     assert ev["run"] == run.to_json() and ev["required"] == REQ
-    assert ev["relevant_failures"] == [] and ev["unrelated_failures"] == ["audio_resample_test"]
-    assert ev["relevant_pattern"] == RELEVANT_TESTS.pattern
+    assert ev["failures"] == {
+        "audio_resample_test": {"standing": "declared_unrelated", "why": RESAMPLE["audio_resample_test"]}
+    }
+    assert ev["unrelated_declared"] == RESAMPLE
     jobs = res["F6.sanitizers"].evidence["jobs"]
     assert jobs["tsan"] == {"status": "not_run", "assessed": "NOT_APPLICABLE", "reason": "no TSan on arm64"}
     assert jobs["asan"]["status"] == "passed" and jobs["asan"]["assessed"] == "PASS"
@@ -512,7 +531,9 @@ def test_f6_a_run_ctest_called_failed_fails_even_without_a_named_case() -> None:
     failed = fake_run("stress", {"s": "failed"}, meta={"seed": 9})
     assert by_id([failed])["F6.stress"] == (Status.FAIL, "failed: s")
     relevant = fake_run("default", {**REQ, "session_pool_test": "failed", "parallel_x_test": "failed"})
-    assert by_id([relevant])["F6.ctest"] == (Status.FAIL, "failed: session_pool_test, parallel_x_test")
+    status, reason = by_id([relevant])["F6.ctest"]
+    assert status is Status.FAIL and reason.startswith("failed: session_pool_test, parallel_x_test;")
+    assert "session_pool_test is evidence for F3.load_failures, F3.ownership (never unrelated)" in reason
     two = san_run("asan", {"a_test": "failed", "b_test": "failed"})
     assert "asan: FAIL (failed: a_test, b_test)" in by_id([two], sanitizers=["asan"])["F6.sanitizers"][1]
 

@@ -25,7 +25,7 @@ from typing import Literal, NotRequired, TypedDict, get_args
 
 from parval.framework import contract, judges_f1, judges_f2, judges_f3, judges_f4, judges_f5
 from parval.framework.ctest import DEFAULT_SANITIZERS, CTestRun
-from parval.framework.judges_f6 import assess_f6
+from parval.framework.judges_f6 import assess_f6, coverage_map
 from parval.framework.observed import Facts, Judge, Verdict, judged, over_attempts
 from parval.framework.preconditions import Capabilities, first_missing
 from parval.jsontypes import JsonObject
@@ -252,6 +252,8 @@ class JudgeInputs(TypedDict, total=False):
     default_transport_unchanged: str | None
     sanitizers: list[str]
     sanitizers_unavailable: dict[str, str] | str  # older records: one text
+    unrelated_tests: dict[str, str]  # older records: none (unrelated by a name pattern)
+    ctest_coverage: dict[str, list[str]]  # the probes file's; older records: none
 
 
 JudgeInputField = Literal[
@@ -262,6 +264,8 @@ JudgeInputField = Literal[
     "default_transport_unchanged",
     "sanitizers",
     "sanitizers_unavailable",
+    "unrelated_tests",
+    "ctest_coverage",
 ]
 JUDGE_INPUT_FIELDS: tuple[JudgeInputField, ...] = get_args(JudgeInputField)
 
@@ -271,6 +275,15 @@ def _unavailable(raw: object) -> dict[str, str]:
     if isinstance(raw, str) and raw:
         return {label: raw for label in DEFAULT_SANITIZERS}
     return {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+
+
+def _declared(inputs: JudgeInputs) -> dict[str, str] | None:
+    """The tests declared unrelated before the run, with why (None: a record from before
+    such declarations, which called failures unrelated by a name pattern)."""
+    raw = inputs.get("unrelated_tests")
+    if not isinstance(raw, dict):
+        return None  # absent, or a pattern: no longer accepted
+    return {str(k): str(v) for k, v in raw.items()}
 
 
 def judge(checks: list[Check], runs: list[CTestRun], inputs: JudgeInputs) -> list[Result]:
@@ -290,6 +303,8 @@ def judge(checks: list[Check], runs: list[CTestRun], inputs: JudgeInputs) -> lis
             inputs["sanitizers"],
             _unavailable(inputs.get("sanitizers_unavailable")),
             inputs.get("default_transport_unchanged"),
+            _declared(inputs),
+            coverage_map(inputs.get("ctest_coverage")),
         ):
             f6[r.id] = replace(
                 r,

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 from parval.framework.ctest import DEFAULT_LABEL, DEFAULT_SANITIZERS, STRESS_LABEL, CTestRun
+from parval.framework.judges_f3 import CTEST_EVIDENCE
 from parval.procedure.entry import CTEST, FRAMEWORK, Entry
 from parval.status import Result, Status, combine, not_applicable
 
@@ -21,9 +23,29 @@ from parval.status import Result, Status, combine, not_applicable
 DEFAULT_REQUIRED_TESTS: tuple[str, ...] = ("parallel_http_live_body_test", "parallel_http_ownership_test")
 # What -fsanitize= value a build directory of each sanitizer job must show.
 SANITIZE_FLAG: dict[str, str] = {"asan": "address", "tsan": "thread", "ubsan": "undefined", "msan": "memory"}
-# The CTests relevant to the parallel scope (scheduler, sessions, slots, server/HTTP paths);
-# a failure outside it is an unrelated common-suite failure, disclosed separately.
-RELEVANT_TESTS = re.compile(r"parallel|slot|session|schedul|lifecycle|ownership|server|http|busy|registry|model_manag")
+# A failed CTest is "unrelated" (disclosed separately, procedure: "Disclose unrelated
+# common-suite failures separately") only where the probes file named it, with why, before
+# the run (`unrelated_tests`, recorded in the judge_inputs event); a test the coverage table
+# maps to an F entry, or a required one, never is. Anything else that failed is a FAIL.
+NONE_DECLARED: Mapping[str, str] = MappingProxyType({})
+DECLARE = "the probes file's unrelated_tests"
+# How records made before those declarations told unrelated failures apart: a name pattern.
+# It is no longer accepted; it still says which old failures were judged relevant (FAIL).
+LEGACY_RELEVANT_PATTERN = re.compile(
+    r"parallel|slot|session|schedul|lifecycle|ownership|server|http|busy|registry|model_manag"
+)
+
+
+def coverage_map(overrides: Mapping[str, Sequence[str]] | None = None) -> dict[str, list[str]]:
+    """CTest name -> the F entries it is evidence for: ctest_coverage.json's rows plus the
+    probes file's `ctest_coverage` (both count: either names the test as F evidence)."""
+    out: dict[str, list[str]] = {}
+    for aid, need in CTEST_EVIDENCE.items():
+        for test in [*need.tests, *(overrides or {}).get(aid, ())]:
+            out.setdefault(str(test), [])
+            if aid not in out[str(test)]:
+                out[str(test)].append(aid)
+    return out
 
 
 def _latest(runs: Sequence[CTestRun], label: str) -> tuple[CTestRun | None, list[CTestRun]]:
@@ -55,14 +77,18 @@ def assess_f6(
     sanitizers: Sequence[str] = DEFAULT_SANITIZERS,
     sanitizers_unavailable: Mapping[str, str] | None = None,
     transport_unchanged: str | None = None,
+    unrelated: Mapping[str, str] | None = NONE_DECLARED,
+    mapped: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Result]:
     """F6.ctest, F6.sanitizers and F6.stress from recorded runs (selected by label).
 
     `required` are CTests required besides the default-transport ones; `sanitizers` the jobs
     that were run; `sanitizers_unavailable` the platform reason per job not run (a required
-    job without one stays PENDING)."""
+    job without one stays PENDING); `unrelated` the tests declared unrelated before the run,
+    each with its justification (None: a record made before such declarations); `mapped`
+    each CTest that is evidence for an F entry (default: coverage_map())."""
     return [
-        _assess_ctest(runs, required, transport_unchanged),
+        _assess_ctest(runs, required, transport_unchanged, unrelated, coverage_map() if mapped is None else mapped),
         _assess_sanitizers(runs, sanitizers, dict(sanitizers_unavailable or {})),
         _assess_stress(runs),
     ]
@@ -91,7 +117,10 @@ ENTRIES: tuple[Entry, ...] = (
             "parallel_http_live_body_test and parallel_http_ownership_test, plus the probes file's required_tests "
             "(default_transport_unchanged: the reason they are not required)",
         ),
-        "judged on the default-labelled run; FAIL only on a relevant failing test; BLOCKED when parval "
+        "judged on the default-labelled run; FAIL on any failing test except one the probes file declared "
+        "unrelated before the run (unrelated_tests, with a justification: disclosed as a limitation); a test "
+        "ctest_coverage maps to an F entry, or a required one, is never unrelated; a record from before those "
+        "declarations (unrelated by a name pattern) is PENDING naming the tests to declare; BLOCKED when parval "
         "stopped CTest (ctest_timeout_s); PENDING when it was not run, CTest is older than 3.21, no test "
         "passed, or a required test did not run",
     ),
@@ -128,27 +157,74 @@ def _error_status(run: CTestRun) -> tuple[Status, str]:
     return Status.BLOCKED, f"CTest gave no usable result: {run.reason}"
 
 
-def _assess_ctest(runs: Sequence[CTestRun], extra: Sequence[str], transport_unchanged: str | None) -> Result:
+def _classify_failures(
+    failed: Sequence[str],
+    required: Sequence[str],
+    unrelated: Mapping[str, str] | None,
+    mapped: Mapping[str, Sequence[str]],
+) -> dict[str, dict[str, object]]:
+    """Each failed test's standing: evidence for an F entry or required (never unrelated),
+    declared unrelated (with why), not declared, or (a record from before declarations)
+    outside the old name pattern only."""
+    out: dict[str, dict[str, object]] = {}
+    for name in failed:
+        if name in mapped or name in required:
+            why = [*mapped.get(name, ()), *(["F6.ctest (required)"] if name in required else [])]
+            out[name] = {"standing": "evidence", "for": why}
+        elif unrelated is None:
+            legacy = LEGACY_RELEVANT_PATTERN.search(name) is not None
+            out[name] = {"standing": "relevant_by_old_pattern" if legacy else "old_pattern_only"}
+        elif name in unrelated:
+            out[name] = {"standing": "declared_unrelated", "why": unrelated[name]}
+        else:
+            out[name] = {"standing": "undeclared"}
+    return out
+
+
+def _fail_reason(failing: Sequence[str], standing: Mapping[str, Mapping[str, object]]) -> str:
+    """`failed: a, b` and, per kind, why none of them is an unrelated failure."""
+    parts = [f"failed: {', '.join(failing)}"]
+    for name in failing:
+        s = standing[name]
+        entries = s.get("for")
+        if s["standing"] == "evidence" and isinstance(entries, list):
+            parts.append(f"{name} is evidence for {', '.join(str(e) for e in entries)} (never unrelated)")
+    undeclared = [n for n in failing if standing[n]["standing"] == "undeclared"]
+    if undeclared:
+        parts.append(f"{', '.join(undeclared)} not declared unrelated before the run (in {DECLARE})")
+    return "; ".join(parts)
+
+
+def _assess_ctest(
+    runs: Sequence[CTestRun],
+    extra: Sequence[str],
+    transport_unchanged: str | None,
+    unrelated: Mapping[str, str] | None,
+    mapped: Mapping[str, Sequence[str]],
+) -> Result:
     rid = "F6.ctest"
     required, notes = required_tests(extra, transport_unchanged)
     run, earlier = _latest(runs, DEFAULT_LABEL)
     if run is None:
         return Result(rid, Status.PENDING, "no default CTest run recorded", limitations=notes)
     req_status = {name: (c.status if (c := run.case(name)) else "absent") for name in required}
-    relevant = [c.name for c in run.failures if c.name in required or RELEVANT_TESTS.search(c.name)]
-    unrelated = [c.name for c in run.failures if c.name not in relevant]
-    evidence = {
+    standing = _classify_failures([c.name for c in run.failures], required, unrelated, mapped)
+    disclosed = [n for n, s in standing.items() if s["standing"] == "declared_unrelated"]
+    old_only = [n for n, s in standing.items() if s["standing"] == "old_pattern_only"]
+    failing = [n for n in standing if n not in disclosed and n not in old_only]
+    evidence: dict[str, object] = {
         "run": run.to_json(),
         "required": req_status,
-        "relevant_failures": relevant,
-        "unrelated_failures": unrelated,
-        "relevant_pattern": RELEVANT_TESTS.pattern,
+        "failures": standing,
+        "unrelated_declared": None if unrelated is None else dict(unrelated),
     }
+    if unrelated is None:
+        evidence["old_pattern"] = LEGACY_RELEVANT_PATTERN.pattern
     limitations = [*notes, *_superseded_notes(DEFAULT_LABEL, earlier)]
-    if unrelated:
+    for name in disclosed:
+        why = standing[name]["why"]
         limitations.append(
-            "unrelated common-suite failure(s), disclosed separately (outside the parallel "
-            f"scope {RELEVANT_TESTS.pattern!r}): {', '.join(unrelated)}"
+            f"unrelated common-suite failure, disclosed separately: {name} (declared before the run: {why})"
         )
 
     def result(status: Status, reason: str) -> Result:
@@ -156,16 +232,32 @@ def _assess_ctest(runs: Sequence[CTestRun], extra: Sequence[str], transport_unch
 
     if run.status == "not_run":
         return result(Status.PENDING, f"default CTest run not run: {run.reason}")
-    if relevant or (run.status == "failed" and not unrelated):
-        return result(Status.FAIL, f"failed: {', '.join(relevant)}" if relevant else run.reason)
+    if failing:
+        return result(Status.FAIL, _fail_reason(failing, standing))
+    if run.status == "failed" and not standing:
+        return result(Status.FAIL, run.reason)
     if run.status == "error":
         return result(*_error_status(run))
     if (empty := _nothing_ran(run)) is not None:
         return result(Status.PENDING, f"default CTest run: {empty}")
+    if old_only:
+        return result(
+            Status.PENDING,
+            f"failed: {', '.join(old_only)}, which this record calls unrelated only by the name pattern "
+            f"{LEGACY_RELEVANT_PATTERN.pattern!r}, no longer accepted: name each in {DECLARE} with why "
+            "its failure is unrelated (or fix it) and run CTest again",
+        )
     missing = [f"{n} ({s})" for n, s in req_status.items() if s != "passed"]
     if missing:
         return result(Status.PENDING, "required test(s) did not run: " + ", ".join(missing))
     req = f"; required: {', '.join(required)}" if required else ""
+    if disclosed:
+        passed = run.counts["passed"]
+        return result(
+            Status.PASS,
+            f"{passed} test(s) passed; every failure was declared unrelated before the run: "
+            f"{', '.join(disclosed)}{req}",
+        )
     return result(Status.PASS, f"{run.reason}{req}")
 
 

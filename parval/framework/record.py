@@ -49,6 +49,7 @@ class Identity(TypedDict):
     candidate_name: str
     candidate_args: list[str]
     source_commit: str | None
+    build_flags: NotRequired[str | list[str] | None]
     backend: str
     counts: NotRequired[list[int]]
     device: int
@@ -143,6 +144,8 @@ def identity(ctx: FrameworkContext, source_commit: str | None) -> Identity:
         "candidate_name": spec.executable,
         "candidate_args": list(spec.args),
         "source_commit": source_commit or ctx.options.source_commit or plan_commit(ctx),
+        # Compared when a model run reuses or uses the record: another flag set is another build.
+        "build_flags": plan_flags(ctx),
         "backend": server["backend"],
         "counts": covered_counts(ctx.findings.checks),
         "device": server["device"],
@@ -165,6 +168,18 @@ def plan_commit(ctx: FrameworkContext) -> str | None:
     cand = ident.get("candidate") if isinstance(ident, dict) else None
     value = cand.get("source_commit") if isinstance(cand, dict) else None
     return value if isinstance(value, str) and value else None
+
+
+def plan_flags(ctx: FrameworkContext) -> str | list[str] | None:
+    """The plan's `identity.candidate.build_flags` (None when it names none)."""
+    ident = ctx.plan.raw.get("identity")
+    cand = ident.get("candidate") if isinstance(ident, dict) else None
+    value = cand.get("build_flags") if isinstance(cand, dict) else None
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value) and value:
+        return [str(v) for v in value]
+    return None
 
 
 def covered_counts(checks: list[Check]) -> list[int]:

@@ -24,6 +24,7 @@ from parval.errors import ServerStartError, UsageError
 from parval.framework.context import FrameworkContext
 from parval.framework.ctest import CTestRun
 from parval.framework.judges import JudgeInputs, judge
+from parval.framework.judges_f6 import DEFAULT_REQUIRED_TESTS, coverage_map
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, LOADED, MANAGEMENT, first_missing
 from parval.framework.probes_f1 import cap1_probe, fifo_probe, flagged_timeouts_probe, overdue_probe, unsupported_probe
 from parval.framework.probes_f2 import callback_probe, reconfigure_probe, unload_load_probe
@@ -107,6 +108,24 @@ def check_options(options: ProbeOptions) -> None:
     if unknown:
         raise UsageError(
             f"probes file ctest_coverage: {unknown} have no CTest-backed sub-check; known: {sorted(CTEST_EVIDENCE)}"
+        )
+    check_unrelated(options)
+
+
+def check_unrelated(options: ProbeOptions) -> None:
+    """A test declared unrelated must not be evidence for an F entry or a required test:
+    its failure is never unrelated (judges_f6)."""
+    mapped = coverage_map(options.ctest_coverage)
+    required = {*options.required_tests, *DEFAULT_REQUIRED_TESTS}
+    clash = sorted(
+        f"{t} (evidence for {', '.join(mapped[t])})" if t in mapped else f"{t} (a required test)"
+        for t in options.unrelated_tests
+        if t in mapped or t in required
+    )
+    if clash:
+        raise UsageError(
+            f"probes file unrelated_tests: {', '.join(clash)}: a test that is evidence for an F entry "
+            "or required by F6.ctest is never unrelated; remove it from unrelated_tests"
         )
 
 
@@ -220,6 +239,8 @@ def judge_inputs(ctx: FrameworkContext, selected: set[str], only: str | None) ->
         "default_transport_unchanged": ctx.options.default_transport_unchanged,
         "sanitizers": list(ctx.options.sanitizers),
         "sanitizers_unavailable": ctx.options.sanitizers_unavailable,
+        "unrelated_tests": dict(ctx.options.unrelated_tests),
+        "ctest_coverage": {k: list(v) for k, v in ctx.options.ctest_coverage.items()},
     }
 
 

@@ -20,6 +20,10 @@ live in this optional YAML file instead of the plan schema:
                                         #   parallel_http_ownership_test are not required (recorded)
     ctest_coverage:                     # other CTest names for a CTest-backed sub-check
       F3.ownership: [session_pool_test, my_ownership_test]
+    unrelated_tests:                    # CTests whose failure is unrelated to the parallel scope,
+      audio_resample_test: "resampler only; no session, slot or server code"  # each with why;
+                                        #   any other failure fails F6.ctest; a test named in
+                                        #   ctest_coverage (or required) cannot be listed
     ctest_timeout_s: 1800
     stress: {regex: "stress", seed: 1234, repeat: 20}
     skip: [f4_stalled_io]               # probe names; their assertions stay PENDING
@@ -46,6 +50,7 @@ KNOWN_KEYS = {
     "required_tests",
     "default_transport_unchanged",
     "ctest_coverage",
+    "unrelated_tests",
     "ctest_timeout_s",
     "stress",
     "skip",
@@ -70,6 +75,7 @@ class ProbeOptions:
     required_tests: tuple[str, ...] = ()
     default_transport_unchanged: str | None = None
     ctest_coverage: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    unrelated_tests: dict[str, str] = field(default_factory=dict)
     ctest_timeout_s: float = 1800.0
     stress: Stress | None = None
     skip: frozenset[str] = field(default_factory=frozenset)
@@ -118,6 +124,7 @@ def load_options(path: Path | None) -> ProbeOptions:
             raw.get("default_transport_unchanged"), where, "default_transport_unchanged"
         ),
         ctest_coverage=_coverage(raw.get("ctest_coverage", {}), where),
+        unrelated_tests=_unrelated(raw.get("unrelated_tests", {}), where),
         ctest_timeout_s=_positive(raw.get("ctest_timeout_s", 1800.0), where, "ctest_timeout_s"),
         stress=stress_opt,
         skip=frozenset(str(s) for s in raw.get("skip", [])),
@@ -152,6 +159,21 @@ def _coverage(value: object, where: str) -> dict[str, tuple[str, ...]]:
     if not isinstance(value, dict):
         raise UsageError(f"{where}: ctest_coverage must map an assertion to a list of CTest names")
     return {str(k): _names(v, where, f"ctest_coverage.{k}") for k, v in value.items()}
+
+
+def _unrelated(value: object, where: str) -> dict[str, str]:
+    """`unrelated_tests`: each CTest name with why its failure is unrelated to the parallel
+    scope. A pattern (or a bare list) is not accepted: it names no test and gives no reason."""
+    if isinstance(value, dict) and all(
+        isinstance(k, str) and k and isinstance(v, str) and v.strip() for k, v in value.items()
+    ):
+        return dict(value)
+    if isinstance(value, str):
+        raise UsageError(
+            f"{where}: unrelated_tests {value!r}: a name pattern is no longer accepted; map each "
+            "CTest name to why its failure is unrelated (unrelated_tests: {name: reason})"
+        )
+    raise UsageError(f"{where}: unrelated_tests must map each CTest name to why its failure is unrelated")
 
 
 def _opt_str(value: object, where: str, key: str) -> str | None:

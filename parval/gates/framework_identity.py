@@ -88,6 +88,41 @@ def reuse_problem(reuse: ReuseDecision, recorded: object, commit: str | None, ca
     return None
 
 
+def normal_flags(flags: object) -> list[str] | None:
+    """Build flags as compared: a string split as a shell would, a list as given (order
+    kept: a later flag can override an earlier one); None when not named."""
+    import shlex
+
+    if isinstance(flags, str) and flags.strip():
+        try:
+            return shlex.split(flags)
+        except ValueError:
+            return flags.split()
+    if isinstance(flags, list) and flags:
+        return [str(f).strip() for f in flags if str(f).strip()]
+    return None
+
+
+def flags_problem(recorded: object, declared: object, reused: bool) -> str | None:
+    """Build flags are part of a build's identity: a record built with another flag set is
+    not of this build. Under a reuse both sides must name them (unchanged settings must be
+    shown); otherwise they are compared where both do (the executable hash decides)."""
+    mine, theirs = normal_flags(recorded), normal_flags(declared)
+    if reused and theirs is None:
+        return (
+            "reuse needs the plan's identity.candidate.build_flags: without them the candidate build's "
+            "settings are not shown to be the record's"
+        )
+    if reused and mine is None:
+        return "names no build flags (identity.build_flags), so its build is not shown to be this one's"
+    if mine is not None and theirs is not None and mine != theirs:
+        return (
+            f"was built with flags {' '.join(mine)!r}, the plan names {' '.join(theirs)!r} "
+            "(identity.candidate.build_flags): another flag set is not the same build"
+        )
+    return None
+
+
 def machine_of(manifest: Mapping[str, object]) -> object:
     return get(manifest.get("platform", {}), "machine")
 

@@ -25,6 +25,7 @@ from typing import Any
 from parval import PROCEDURE_VERSION
 from parval.gates import shape
 from parval.gates.framework_identity import (
+    flags_problem,
     integrity_problems,
     machine_of,
     other_device,
@@ -106,7 +107,8 @@ def framework_checks(
             "id": record.get("record_id"),
             "procedure_version": record.get("procedure_version"),
         }
-        reason = reason or record_problem(record, record_file(Path(record_path)), manifest, commit, reuse)
+        flags = candidate_flags(plan, manifest)
+        reason = reason or record_problem(record, record_file(Path(record_path)), manifest, commit, reuse, flags)
         # Group summaries say where a pass is not a blanket pass (partial contract areas).
         if isinstance(record.get("groups"), dict):
             info["record"]["groups"] = {
@@ -133,7 +135,13 @@ def framework_checks(
                 limitations.append(note)
             if reuse is not None:
                 evidence["reused_from"] = {"record": rid, "record_commit": reuse.record_commit}
+                carried, why = reuse.carried(fid)
+                if not carried:
+                    results.append(pending(fid, why, reused_from=evidence["reused_from"]))
+                    continue
                 limitations.append(reuse.reason)
+                if reuse.adapter_changes:
+                    limitations.append(f"carried over the adapter-only change: {why}")
                 if reuse.family in reuse.adapter_changes and not commit:
                     limitations.append(
                         "the plan names no identity.candidate.source_commit, "
@@ -180,7 +188,12 @@ def _reuse(plan: dict[str, Any] | None, manifest: dict[str, Any]) -> ReuseDecisi
 
 
 def record_problem(
-    record: dict[str, Any], path: Path, manifest: dict[str, Any], commit: str | None, reuse: ReuseDecision | None = None
+    record: dict[str, Any],
+    path: Path,
+    manifest: dict[str, Any],
+    commit: str | None,
+    reuse: ReuseDecision | None = None,
+    flags: object = None,
 ) -> str:
     """Why this record cannot be used for this run ('' when it can), first problem only.
 
@@ -216,6 +229,8 @@ def record_problem(
             f"({str(ident.get('candidate_sha256'))[:12]} "
             f"!= {str(cand)[:12]})"
         )
+    if (why := flags_problem(ident.get("build_flags"), flags, reuse is not None)) is not None:
+        return f"framework record {path} {why}"
     if ident.get("backend") != backend:
         return f"framework record is for backend {ident.get('backend')}, this run uses {backend}"
     if (other := other_machine(ident, manifest)) is not None:
@@ -251,6 +266,17 @@ def candidate_commit(plan: Mapping[str, object] | None, manifest: Mapping[str, o
         value = cand.get("source_commit") if isinstance(cand, dict) else None
         if isinstance(value, str) and value.strip():
             return value.strip()
+    return None
+
+
+def candidate_flags(plan: Mapping[str, object] | None, manifest: Mapping[str, object]) -> object:
+    """`identity.candidate.build_flags` from the plan snapshot (or the manifest's copy)."""
+    for source in (plan, manifest):
+        ident = source.get("identity") if isinstance(source, dict) else None
+        cand = ident.get("candidate") if isinstance(ident, dict) else None
+        value = cand.get("build_flags") if isinstance(cand, dict) else None
+        if value:
+            return value
     return None
 
 

@@ -548,6 +548,8 @@ class JudgeInputsEvent(TypedDict):
     default_transport_unchanged: str | None
     sanitizers: list[JsonValue]
     sanitizers_unavailable: JsonObject
+    unrelated_tests: NotRequired[JsonObject]  # older records: none (judges_f6)
+    ctest_coverage: NotRequired[JsonObject]
 
 
 class RecordInputsEvent(TypedDict):

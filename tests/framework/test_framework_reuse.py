@@ -13,7 +13,19 @@ import pytest
 
 from parval import PROCEDURE_VERSION
 from parval.gates.framework_ref import framework_checks
-from parval.gates.framework_reuse import ADAPTER_ONLY, ADAPTER_PATHS, REFUSED, REUSED, UNAVAILABLE, classify
+from parval.gates.framework_reuse import (
+    ADAPTER_ONLY,
+    ADAPTER_ONLY_RULE,
+    ADAPTER_PATHS,
+    CARRY,
+    INCOMPLETE,
+    REFUSED,
+    RERUN,
+    REUSED,
+    UNAVAILABLE,
+    adapter_only_rule,
+    classify,
+)
 from parval.procedure.catalogue import FRAMEWORK_GATE
 from parval.report.markdown import render_markdown
 from parval.status import Result, Status
@@ -22,6 +34,10 @@ from tests.records_kit import framework_record, write_record_dir, x4_json
 
 OLD_EXE = "f" * 64  # the build the record was made for
 NEW_EXE = "a" * 64  # the candidate under test
+FLAGS = "-DCMAKE_BUILD_TYPE=Release -DAUDIOCPP_PARALLEL=ON"
+CPU_UNAFFECTED = "the change is in the CUDA graph path only; CPU default/unsupported-mode coverage: fw-old F6.ctest"
+# What an adapter-only change may not carry over: evidence the candidate build must give itself.
+NOT_CARRIED = ("F3.ownership", "F6.ctest", "F6.sanitizers", "F6.stress")
 
 FILES = {
     "app/server/parallel_runtime.cpp": "int run() { return 1; }\n",
@@ -49,7 +65,9 @@ def _setup(
     git(repo, "init", "-q", "-b", "main")
     old = _commit(repo, FILES, "record build")
     new = _commit(repo, changes, "candidate build")
-    write_record_dir(tmp / "fw-old", framework_record(OLD_EXE, source_commit=old, record_id="fw-old"))
+    write_record_dir(
+        tmp / "fw-old", framework_record(OLD_EXE, source_commit=old, record_id="fw-old", build_flags=FLAGS)
+    )
     plan = {
         "model": {"family": family},
         "framework": {
@@ -61,7 +79,7 @@ def _setup(
                 "candidate_sha256": NEW_EXE,
             }
         },
-        "identity": {"candidate": {"source_commit": new}},
+        "identity": {"candidate": {"source_commit": new, "build_flags": FLAGS}},
     }
     manifest = {
         "procedure_version": PROCEDURE_VERSION,
@@ -180,20 +198,128 @@ def test_reuse_keeps_an_executable_check_and_needs_the_binarys_source_commit(tmp
 
 def test_adapter_only_changes_reuse_the_record_with_the_model_gate_required(tmp_path: Path) -> None:
     plan, manifest, _, new = _setup(tmp_path, {"src/models/silero_vad/model.cpp": "void vad() { }\n"})
+    plan["framework"]["reuse"]["cpu_unaffected"] = CPU_UNAFFECTED
     results, info = framework_checks(None, manifest, None, plan=plan)
     f = _f(results)
-    assert all(r.status is Status.PASS for r in f.values()), {r.id: r.reason for r in f.values()}
+    carried = {fid: r for fid, r in f.items() if fid not in NOT_CARRIED}
+    assert all(r.status is Status.PASS for r in carried.values()), {r.id: r.reason for r in carried.values()}
     assert info["reuse"]["status"] == ADAPTER_ONLY and info["reuse"]["model_gate_required"] == ["silero_vad"]
     assert "this run is the silero_vad model gate" in info["reuse"]["reason"]
+    assert f"CPU path unaffected: {CPU_UNAFFECTED}" in info["reuse"]["reason"]
     assert any("only adapter paths changed" in x for x in f["F1.fifo"].limitations)
+    assert any(x.startswith("carried over the adapter-only change: scheduling") for x in f["F1.fifo"].limitations)
     md = render_markdown(_evidence(results, info))
     assert "adapter-only changes in `silero_vad` (model gate required on the new build)" in md
     # Another family's adapter: reused, that family's gate required, not this one's.
     info2 = classify(
-        ["src/models/whisper/model.cpp"], "silero_vad", record="r", record_commit=new, candidate_commit=new, repo="x"
+        ["src/models/whisper/model.cpp"],
+        "silero_vad",
+        record="r",
+        record_commit=new,
+        candidate_commit=new,
+        repo="x",
+        cpu_smoke="runs/whisper-cpu-smoke",
     )
     assert info2.status == ADAPTER_ONLY and info2.model_gate_required == ["whisper"]
-    assert "this run is" not in info2.reason
+    assert "this run is" not in info2.reason and "CPU checkpoint smoke: runs/whisper-cpu-smoke" in info2.reason
+
+
+def test_an_adapter_only_change_does_not_carry_ownership_or_regressions(tmp_path: Path) -> None:
+    """One comment line in a family's session.cpp once carried every F entry as PASS,
+    F3.ownership and the F6 CTests, sanitizers and stress included: evidence that depends on
+    the changed adapter must come from the candidate build itself."""
+    plan, manifest, old, new = _setup(
+        tmp_path, {"src/models/silero_vad/session.cpp": "// a comment\nvoid session() {}\n"}
+    )
+    plan["framework"]["reuse"]["cpu_unaffected"] = CPU_UNAFFECTED
+    results, info = framework_checks(None, manifest, None, plan=plan)
+    f = _f(results)
+    assert info["reuse"]["status"] == ADAPTER_ONLY
+    for fid in NOT_CARRIED:
+        r = f[fid]
+        assert r.status is Status.PENDING, (fid, r.reason)
+        assert "not carried over from" in r.reason and "src/models/silero_vad/session.cpp" in r.reason
+        assert f"rerun {fid} there" in r.reason and new[:12] in r.reason
+        assert r.evidence["reused_from"]["record_commit"] == old
+    assert "changed ownership path" in f["F3.ownership"].reason
+    assert "applicable common regressions" in f["F6.ctest"].reason
+    assert f["F3.load_failures"].status is Status.PASS and f["F1.fifo"].status is Status.PASS
+    assert "F3.ownership, F6.ctest, F6.sanitizers, F6.stress are not carried over" in info["reuse"]["reason"]
+    rule = info["reuse"]["adapter_only_rule"]
+    assert any(s.startswith("For adapter-only changes, rerun") for s in rule["procedure"])
+    assert {r["entry"]: r["evidence"] for r in rule["rows"]}["F3.ownership"] == RERUN
+
+
+def test_the_adapter_only_rule_names_every_f_entry_and_why() -> None:
+    for fid in FRAMEWORK_GATE:
+        what, why = adapter_only_rule(fid)
+        assert what in (CARRY, RERUN) and why
+    assert {fid for fid in FRAMEWORK_GATE if adapter_only_rule(fid)[0] == RERUN} == set(NOT_CARRIED)
+    assert all(key in FRAMEWORK_GATE or key.startswith("F") and "." not in key for key in ADAPTER_ONLY_RULE)
+
+
+def test_an_adapter_only_reuse_needs_cpu_smoke_evidence_or_why_the_cpu_path_is_unaffected(tmp_path: Path) -> None:
+    """CPU checkpoint smoke evidence (or the recorded reason the CPU path is unaffected) once
+    existed nowhere: an adapter-only reuse passed without either."""
+    plan, manifest, _, _ = _setup(tmp_path, {"src/models/silero_vad/session.cpp": "// a comment\n"})
+    results, info = framework_checks(None, manifest, None, plan=plan)
+    f = _f(results)
+    assert info["reuse"]["status"] == INCOMPLETE and not info["reuse"]["reused"]
+    assert all(r.status is Status.PENDING for r in f.values())
+    reason = f["F1.fifo"].reason
+    assert "framework.reuse.cpu_smoke" in reason and "framework.reuse.cpu_unaffected" in reason
+    assert "CPU checkpoint smoke tests" in reason
+    # Nothing changed: no CPU behaviour changed either, so none is needed.
+    (tmp_path / "b").mkdir()
+    plan, manifest, _, _ = _setup(tmp_path / "b", {})
+    results, info = framework_checks(None, manifest, None, plan=plan)
+    assert info["reuse"]["status"] == REUSED
+    assert all(r.status is Status.PASS for r in _f(results).values())
+
+
+@pytest.mark.parametrize(
+    ("record_flags", "plan_flags", "why"),
+    [
+        (FLAGS, FLAGS + " -DGGML_NATIVE=OFF", "another flag set is not the same build"),
+        (FLAGS, FLAGS.split()[::-1], "another flag set is not the same build"),  # order matters
+        (FLAGS, None, "reuse needs the plan's identity.candidate.build_flags"),
+        (None, FLAGS, "names no build flags (identity.build_flags)"),
+    ],
+)
+def test_build_flags_are_part_of_the_reused_identity(
+    tmp_path: Path, record_flags: str | None, plan_flags: object, why: str
+) -> None:
+    """Build flags were in no framework identity: a record built with other flags was reused."""
+    plan, manifest, old, _ = _setup(tmp_path, {})
+    write_record_dir(
+        tmp_path / "fw-flags",
+        framework_record(OLD_EXE, source_commit=old, record_id="fw-flags", build_flags=record_flags),
+    )
+    plan["framework"]["reuse"]["record"] = "fw-flags"
+    plan["identity"]["candidate"]["build_flags"] = plan_flags
+    results, info = framework_checks(None, manifest, None, plan=plan)
+    assert info["trusted"] is False
+    assert all(r.status is Status.PENDING for r in _f(results).values())
+    assert why in _f(results)["F1.fifo"].reason
+
+
+def test_the_same_flags_written_as_a_list_are_the_same_build(tmp_path: Path) -> None:
+    plan, manifest, _, _ = _setup(tmp_path, {})
+    plan["identity"]["candidate"]["build_flags"] = FLAGS.split()
+    results, info = framework_checks(None, manifest, None, plan=plan)
+    assert info["trusted"] is True and all(r.status is Status.PASS for r in _f(results).values())
+
+
+def test_a_record_of_this_executable_with_other_declared_flags_is_not_trusted(tmp_path: Path) -> None:
+    _, manifest, _, _ = _setup(tmp_path, {})
+    path = write_record_dir(tmp_path / "fw-same", framework_record(NEW_EXE, build_flags="-O0")) / "record.json"
+    plan = {"identity": {"candidate": {"build_flags": "-O2"}}}
+    results, info = framework_checks(str(path), manifest, None, plan=plan)
+    assert all(r.status is Status.PENDING for r in _f(results).values())
+    assert "was built with flags '-O0', the plan names '-O2'" in info["untrusted_reason"]
+    # Not named on one side: the executable hash decides, as before.
+    results, info = framework_checks(str(path), manifest, None, plan={})
+    assert info["trusted"] is True
 
 
 def test_reuse_of_a_record_from_another_commit_or_unknown_commits_is_pending(tmp_path: Path) -> None:

@@ -648,6 +648,18 @@ def f6_verdicts() -> dict[str, list[str]]:
             {},
         ),
         "unrelated only": ([fake_run("default", {**REQ, "audio_resample_test": "failed"})], {}),
+        "unrelated declared": (
+            [fake_run("default", {**REQ, "audio_resample_test": "failed"})],
+            {"unrelated": {"audio_resample_test": "resampler only"}},
+        ),
+        "unrelated by the old pattern": (
+            [fake_run("default", {**REQ, "audio_resample_test": "failed"})],
+            {"unrelated": None},
+        ),
+        "f evidence declared unrelated": (
+            [fake_run("default", {**REQ, "shared_weight_cache_test": "failed"})],
+            {"unrelated": {"shared_weight_cache_test": "flaky"}},
+        ),
         "errors": (
             [
                 fake_run("default", REQ, status="error", reason="killed", error_kind="parval_timeout"),
