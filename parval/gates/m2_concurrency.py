@@ -597,9 +597,43 @@ def m2_drained(ctx: JudgeContext, n: int) -> Result:
             waves=drained_bad[:30],
         )
     waves_all = [w for r in complete for w in ctx.rec.waves(r)]
-    return shape.passed(
-        id_, f"active_slots == queued_requests == 0 after all {len(waves_all)} waves", {"drained waves": waves_all}
+    lags = [
+        (drain_row(r, w), float(lag))
+        for r in complete
+        for w in ctx.rec.waves(r)
+        if (lag := w["drained"].get("lag_ms")) is not None
+    ]
+    nonzero = sum(int(w["drained"].get("nonzero_reads") or 0) for w in waves_all)
+    worst = max(lags, key=lambda x: x[1]) if lags else None
+    lag_text = (
+        f"; they read zero at most {worst[1]:.0f} ms after a wave's last reply ({nonzero} poll(s) still showed work)"
+        if worst
+        else ""
     )
+    bound = drain_lag_bound(ctx)
+    if worst is not None and bound is not None and worst[1] > bound:
+        late = [row for row, lag in lags if lag > bound]
+        return shape.pending(
+            id_,
+            f"the counters lagged the replies: {len(late)} wave(s) read zero later than the declared "
+            f"timeouts.drain_lag_ms {bound:g} ms after their last reply (up to {worst[1]:.0f} ms, first: "
+            f"{late[0]['run']} {late[0]['phase']} {late[0]['wave']}); a lag beyond the declared bound is not a pass",
+            lagging=late[:30],
+        )
+    return shape.passed(
+        id_,
+        f"active_slots == queued_requests == 0 after all {len(waves_all)} waves{lag_text}",
+        {"drained waves": waves_all},
+        drain_lag_ms=worst[1] if worst else None,
+        nonzero_reads=nonzero,
+    )
+
+
+def drain_lag_bound(ctx: JudgeContext) -> float | None:
+    """How long the plan lets counters lag a wave's last reply (timeouts.drain_lag_ms); None
+    when it declares none (the lag is reported, not judged)."""
+    bound = (ctx.plan.get("timeouts") or {}).get("drain_lag_ms")
+    return float(bound) if isinstance(bound, int | float) else None
 
 
 @shape.judge(

@@ -139,6 +139,7 @@ PLAN_FIELDS: tuple[str, ...] = (
     "compare.tolerance",
     "compare.quality_settings",
     "memory",
+    "timeouts.drain_lag_ms",
     "server.backend",
     "server.threads",
     "server.extra_config",

@@ -62,6 +62,8 @@ class DrainedState(TypedDict, total=False):
     fields_present: bool
     waited: bool
     polls_ok: bool
+    lag_ms: float | None  # from the step's last reply to the zero read (recorded since counters lag is judged)
+    nonzero_reads: int
 
 
 class InFlightWindow(TypedDict, total=False):

@@ -65,6 +65,10 @@ class Drained(TypedDict):
     fields_present: bool
     waited: NotRequired[bool]
     polls_ok: NotRequired[bool]
+    # From the drain check's start (the step's last reply) to the poll that showed both
+    # counters at zero, and how many polls before it still showed work: a lagging counter.
+    lag_ms: NotRequired[float | None]
+    nonzero_reads: NotRequired[int]
 
 
 class AllInFlight(TypedDict):
@@ -306,13 +310,22 @@ class Start:
                 "waited": False,
                 "polls_ok": bool(last and last.ok and last.present),
             }
+        t_call = time.monotonic()
         seen = await self.poller.wait_for(lambda s: s.present and s.active == 0 and s.queued == 0, timeout_s)
         last = self.poller.latest
+        until = taken_at(seen) if seen is not None else time.monotonic()
+        busy = [
+            s
+            for s in self.poller.window(t_call, until)
+            if s.ok and s.present and taken_at(s) >= t_call and (s.active or s.queued)
+        ]
         return {
             "ok": seen is not None,
             "active": last.active if last else None,
             "queued": last.queued if last else None,
             "fields_present": bool(last and last.active is not None),
+            "lag_ms": round((taken_at(seen) - t_call) * 1000, 1) if seen is not None else None,
+            "nonzero_reads": len(busy),
         }
 
     def wave_event(

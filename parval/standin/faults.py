@@ -63,6 +63,7 @@ FAULT_DEFAULTS: dict[str, int | None] = {
     "crash_legacy_after": 4,  # the unflagged (legacy) runtime aborts after N inference requests
     "segv_unload_all_busy": None,  # SIGSEGV on unload_all_models while requests are running
     "memory_refused_at": 4,  # loading a pool of N or more slots is refused: 503 insufficient_memory
+    "counter_lag_ms": 400,  # active_slots still counts a finished request for N ms after its reply
 }
 
 

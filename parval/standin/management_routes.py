@@ -50,6 +50,8 @@ class ManagementRoutes:
             active = entry.gate.active_count()
             if entry.saw_two_active and self.rt.faults.on("counters_no_drain"):
                 active += 1
+            if self.rt.faults.on("counter_lag_ms"):
+                active += entry.lagging(self.rt.faults.value("counter_lag_ms"))
             item["slots"] = spec.count
             item["active_slots"] = active
             item["queued_requests"] = entry.gate.queued_requests()

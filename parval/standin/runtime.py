@@ -37,6 +37,13 @@ class ModelEntry:
     last_used_ms: float = 0.0
     load_attempts: int = 0
     saw_two_active: bool = False
+    released_ms: list[float] = field(default_factory=list)  # when leases ended (fault counter_lag_ms)
+
+    def lagging(self, lag_ms: int) -> int:
+        """Leases that ended within the last `lag_ms` (dropping older ones)."""
+        cutoff = now_ms() - lag_ms
+        self.released_ms = [t for t in self.released_ms if t >= cutoff]
+        return len(self.released_ms)
 
 
 def _available_host_mib() -> float:
@@ -138,6 +145,8 @@ class Runtime:
             yield slot
         finally:
             entry.gate.release_slot(slot)
+            if self.faults.on("counter_lag_ms"):
+                entry.released_ms.append(now_ms())
 
     # -- loading --------------------------------------------------------------------------
     def ensure_loaded(self, entry: ModelEntry) -> LoadedPool:

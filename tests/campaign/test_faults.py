@@ -139,6 +139,19 @@ def test_memory_that_keeps_growing_under_the_bound_is_never_pass(tmp_path: Path)
     assert status(ev, "M2.exact") == "PASS"
 
 
+def test_a_counter_that_lags_the_reply_is_named_and_never_pass_beyond_its_bound(tmp_path: Path) -> None:
+    """active_slots keeps counting a finished request for 400 ms after its reply. The lag
+    once passed with no word of it (the drain check allowed an undeclared 1.5 s): now every
+    wave's lag is recorded and named, and beyond a declared timeouts.drain_lag_ms it is
+    PENDING, not PASS."""
+    plan = plan_dict(tmp_path, faults=["counter_lag_ms=400"], counts=[1, 2], ten=2, mixed=2)
+    plan.setdefault("timeouts", {})["drain_lag_ms"] = 150
+    ev = run(tmp_path, plan)
+    assert per_count(ev, 1)["M2.drained"] == "PENDING", reason(ev, "M2.drained")
+    assert "later than the declared timeouts.drain_lag_ms 150 ms" in reason(ev, "M2.drained")
+    assert status(ev, "M2.exact") == "PASS"
+
+
 # -- faults of the checks that name what was observed --------------------------------------
 
 
