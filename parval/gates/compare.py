@@ -27,6 +27,7 @@ import numpy.typing as npt
 import soundfile as sf
 
 from parval.gates.canonical_hash import canonical_sha256
+from parval.gates.volatility import content_path, excludable
 from parval.gates.wav import read_plain_pcm
 
 T = TypeVar("T")
@@ -52,23 +53,25 @@ class Output:
 
 
 def remove_volatile(data: T, paths: list[str]) -> T:
+    """`data` without the named volatile fields, as far as they are volatile scalars
+    (gates/volatility.py `excludable`): a declared path that names output content (outside
+    the timing report, through an array, a string, an array...) is left in and compared."""
     out = copy.deepcopy(data)
     for path in paths:
-        _remove(out, path.split("."))
+        if not content_path(path):
+            _remove(out, path, path.split("."))
     return out
 
 
-def _remove(node: object, parts: list[str]) -> None:
-    if isinstance(node, list):
-        for item in node:
-            _remove(item, parts)
-        return
+def _remove(node: object, path: str, parts: list[str]) -> None:
+    # objects only: a field reached through an array is that item's output, never excluded
     if not isinstance(node, dict) or parts[0] not in node:
         return
     if len(parts) == 1:
-        del node[parts[0]]
+        if excludable(path, node[parts[0]]):
+            del node[parts[0]]
     else:
-        _remove(node[parts[0]], parts[1:])
+        _remove(node[parts[0]], path, parts[1:])
 
 
 # How a sample format is read without losing precision, and how many 16-bit LSB one unit

@@ -11,8 +11,9 @@ from typing import Any
 
 from parval.gates import shape
 from parval.gates.exactness import Tally, judge_requests, set_aside_failures
-from parval.gates.records import MIN_STARTS, REF_PHASES, Records, SetAsideCrash, typed
+from parval.gates.records import DERIVED_PHASES, MIN_STARTS, REF_PHASES, Records, SetAsideCrash, derived_ref, typed
 from parval.gates.serial import SerialVerdict, serial_variation
+from parval.gates.volatility import content_exclusions
 from parval.jsonread import as_int
 from parval.plan.waves import StartSchedule, start_schedule
 from parval.rundir.event_types import RequestEvent, ServerReadyEvent
@@ -37,6 +38,9 @@ class JudgeContext:
         # The plan's tolerance; `tolerance` below is where it applies.
         self.declared_tolerance: int | None = int(tol["max_abs_sample_diff"]) if tol else None
         self.volatile: list[str] = [str(v["path"]) for v in compare.get("volatile_fields", [])]
+        # Declared exclusions that name output content: never excluded, and no comparison
+        # under such a plan PASSes (recorded canonical forms may have left the content out).
+        self.content_excluded: list[str] = content_exclusions(self.volatile)
         # What each count's starts must record, read from the plan once for every judge.
         self.required_starts: int = max(MIN_STARTS, as_int(plan.get("starts_per_count", MIN_STARTS)))
         self.schedules: dict[int, StartSchedule] = {n: start_schedule(plan, n) for n in self.counts}
@@ -71,7 +75,34 @@ class JudgeContext:
         lacking = [f"{q}/{p}" for q in self.request_names for p in REF_PHASES if (q, p) not in have]
         if lacking:
             return f"the upstream reference start {run} recorded no valid {', '.join(lacking[:6])}"
+        # the reference table is keyed by the reference start's labels: each must be the
+        # reference its request's phase makes it (cold, warm, repeated warm)
+        wrong = [
+            {"req": e["req"], "phase": e["phase"], "label": e.get("ref"), "ref": key}
+            for e in self.rec.requests(run, REF_PHASES)
+            if e.get("ref") != (key := derived_ref(e, self.cache_sensitive))
+        ]
+        if wrong:
+            return f"the upstream reference start {run} labels " + ", ".join(
+                f"{e['req']}/{e['phase']} as {e['label']}, not {e['ref']}" for e in wrong[:4]
+            )
         return None
+
+    @cached_property
+    def relabelled(self) -> list[dict[str, object]]:
+        """Every standing request whose recorded reference label disagrees with the
+        reference derived from its history (records.derived_ref): run, phase, req, label,
+        and the derived ref. Such labels are recorded, never followed."""
+        out: list[dict[str, object]] = []
+        for run in self.rec.runs:
+            for e in self.rec.requests(run, DERIVED_PHASES):
+                key = derived_ref(e, self.cache_sensitive)
+                if e.get("ref") != key:
+                    out.append(
+                        {"run": run, "phase": e["phase"], "wave": e["wave"], "req": e["req"], "label": e.get("ref")}
+                        | {"ref": key}
+                    )
+        return out
 
     @property
     def tolerance(self) -> int | None:
@@ -105,6 +136,7 @@ class JudgeContext:
             tolerance=self.tolerance,
             volatile=self.volatile,
             declared_tolerance=self.declared_tolerance,
+            cache_sensitive=self.cache_sensitive,
         )
 
     def set_aside_scope(self, count: int | None) -> tuple[Tally, list[SetAsideCrash]]:
@@ -185,6 +217,15 @@ def exact_result(
         r = shape.blocked(id_, f"{what}: {tally.problem()}", **ev)
     elif tally.indeterminate or tally.no_reference or tally.compared == 0:
         r = shape.pending(id_, f"{what}: {tally.problem()}", **ev)
+    elif tally.relabelled:
+        r = shape.pending(id_, f"{what}: {tally.problem()}", **ev)
+    elif ctx.content_excluded:
+        r = shape.pending(
+            id_,
+            f"{what}: parity unverified: the plan declares output content volatile ({', '.join(ctx.content_excluded)}"
+            "; see Q2): content is never excluded from comparison",
+            **ev,
+        )
     elif ctx.reference_gap is not None:
         r = shape.pending(id_, f"{what}: references incomplete: {ctx.reference_gap}", **ev)
     elif tally.tolerated:

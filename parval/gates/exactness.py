@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from parval.gates.compare import within_tolerance
-from parval.gates.records import Records
+from parval.gates.records import Records, derived_ref
 from parval.jsonread import contains, get
 from parval.rundir.event_types import RequestEvent
 
@@ -28,18 +28,27 @@ class Tally:
     no_reference: list[dict[str, object]] = field(default_factory=list)
     # Refused for memory (503 insufficient_memory): a resource result, never an output one.
     resource: list[dict[str, object]] = field(default_factory=list)
+    # Outputs whose recorded reference label disagrees with the reference their history
+    # calls for (records.derived_ref): compared with the derived one, never a PASS.
+    relabelled: list[dict[str, object]] = field(default_factory=list)
 
     def merge(self, other: Tally) -> None:
         self.compared += other.compared
         self.exact += other.exact
         self.tolerated += other.tolerated
-        for name in ("mismatches", "errors", "indeterminate", "malformed", "no_reference", "resource"):
+        for name in ("mismatches", "errors", "indeterminate", "malformed", "no_reference", "resource", "relabelled"):
             getattr(self, name).extend(getattr(other, name))
 
     @property
     def clean(self) -> bool:
         return self.compared > 0 and not (
-            self.mismatches or self.errors or self.indeterminate or self.malformed or self.no_reference or self.resource
+            self.mismatches
+            or self.errors
+            or self.indeterminate
+            or self.malformed
+            or self.no_reference
+            or self.resource
+            or self.relabelled
         )
 
     @property
@@ -63,6 +72,8 @@ class Tally:
             "no_reference": self.no_reference[:20],
             "no_reference_count": len(self.no_reference),
             "refused_for_memory": self.resource[:20],
+            "relabelled": self.relabelled[:20],
+            "relabelled_count": len(self.relabelled),
         }
 
     def problem(self) -> str:
@@ -94,6 +105,14 @@ class Tally:
         if aside:
             attempts = sorted({f"{m['run']} attempt {m.get('attempt')} ({m['set_aside']})" for m in aside})
             parts.append(f"{len(aside)} of these in attempt(s) parval set aside: {', '.join(attempts[:5])}")
+        if self.relabelled:
+            first = self.relabelled[0]
+            parts.append(
+                f"{len(self.relabelled)} output(s) whose recorded reference label disagrees with the reference their "
+                f"history calls for (first: {first['run']} {first['phase']} {first['req']} labelled "
+                f"{first['label']}, ran as {first['ref']}); compared with the derived reference, not shown against "
+                "the labelled one"
+            )
         if self.compared == 0:
             parts.append("nothing compared")
         return ", ".join(parts)
@@ -158,10 +177,13 @@ def judge_requests(
     tolerance: int | None = None,
     volatile: list[str] | None = None,
     declared_tolerance: int | None = None,
+    cache_sensitive: bool = False,
 ) -> Tally:
     """Each request against its reference. `tolerance`: the declared tolerance where it
     applies (serial repeats varied within it); `declared_tolerance`: the plan's, which a
-    mismatch is checked against for the record when it does not apply."""
+    mismatch is checked against for the record when it does not apply. Which reference
+    applies is derived from each request's recorded history (records.derived_ref), not
+    from the runner's `ref` label; a label that disagrees is recorded in `relabelled`."""
     t = Tally()
     for e in events:
         reply = e.get("reply") or {}
@@ -177,7 +199,9 @@ def judge_requests(
         if not out.get("valid"):
             t.malformed.append({**_where(e), "problem": out.get("problem", "no output recorded")})
             continue
-        key = e.get("ref")
+        key = derived_ref(e, cache_sensitive)
+        if e.get("ref") != key:
+            t.relabelled.append({**_where(e), "label": e.get("ref"), "ref": key})
         ref = rec.refs.get(key) if key else None
         if ref is None:
             t.no_reference.append({**_where(e), "ref": key})

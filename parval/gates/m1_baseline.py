@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from parval.gates import shape
 from parval.gates.context import REF_PHASES, JudgeContext, SerialVerdict, exact_result
+from parval.gates.records import COUNT_PHASES, schedule_missing, starts_missing
 from parval.gates.serial import serial_variation
 from parval.procedure.entry import COMPARED, MANIFEST, MASKED, NEGATIVE, PLAN, REFS, SET_ASIDE, STARTS, Entry, Gate
 from parval.status import Result, Status
@@ -213,8 +214,13 @@ def m1_cap1_parity(ctx: JudgeContext, serial: SerialVerdict) -> Result:
 @shape.judge(
     "M1.cold_warm_refs",
     _m1(
-        (REFS + ": cold keys (<req>|cold, hist:<req>) and warm/history keys",),
-        "PENDING when cold and warm references were not both recorded",
+        (
+            REFS + ": cold keys (<req>|cold, hist:<req>) and warm/history keys",
+            "`request` events of every start (phase, req, history, ref): the reference each output's history "
+            "calls for against the one its label names",
+        ),
+        "PENDING when cold and warm references were not both recorded, or when a recorded label names a "
+        "reference other than the one the request's history calls for",
     ),
 )
 def m1_cold_warm_refs(ctx: JudgeContext, serial: SerialVerdict) -> Result:
@@ -227,6 +233,29 @@ def m1_cold_warm_refs(ctx: JudgeContext, serial: SerialVerdict) -> Result:
         return shape.pending("M1.cold_warm_refs", "cold and warm references were not both recorded")
     if ctx.reference_gap is not None:
         return shape.pending("M1.cold_warm_refs", f"references incomplete: {ctx.reference_gap}")
+    if ctx.relabelled:
+        # the judges compare with the derived reference; a run whose labels say otherwise
+        # did not show its cold outputs kept to cold references
+        wrong = ctx.relabelled
+        return shape.pending(
+            "M1.cold_warm_refs",
+            f"{len(wrong)} recorded output(s) labelled with a reference other than the one their history calls for "
+            "(first: "
+            + ", ".join(
+                f"{e['run']} {e['phase']} {e['req']} labelled {e['label']}, ran as {e['ref']}" for e in wrong[:3]
+            )
+            + "): cold and warm references not shown kept apart",
+            relabelled=wrong[:30],
+        )
+    # the labels checked are those of every recorded wave: a PASS rests on them all
+    from parval.gates.execution_path import campaign_counts
+
+    for n in campaign_counts(ctx):
+        gaps = starts_missing(ctx, n, "M1.cold_warm_refs") or schedule_missing(
+            ctx, n, "M1.cold_warm_refs", COUNT_PHASES
+        )
+        if gaps is not None:
+            return replace(gaps, count=None)
     if not ctx.cache_sensitive:
         lacking = [k for q in ctx.request_names for k in (f"{q}|cold", f"{q}|warm") if k not in refs]
         if lacking:

@@ -14,17 +14,13 @@ from parval.gates.exactness import failure_key
 from parval.gates.m2_concurrency import active_violations, drain_violations, unload_violations
 from parval.gates.m4_recovery import aside_violations
 from parval.gates.masking import COMPARISON_IDS
-from parval.gates.volatility import volatility
+from parval.gates.volatility import VOLATILE_ROOT, content_exclusions, volatility
 from parval.jsonread import as_int, iterate
 from parval.procedure.entry import MASKED, NEGATIVE, PLAN, SET_ASIDE, Entry, Gate
 from parval.status import Result, Status, combine
 
 # Each judge below declares its registry entry, judged as a quality rule of the comparison.
 _q = Gate("rule")
-
-
-# Excluding a path ending in one of these would hide what the model produced.
-MEANINGFUL_FIELDS = ("meta", "metadata", "artifacts", "named_audio_outputs", "audio", "text", "segments")
 
 
 STARTED_BY = ("run_start", "run_end", "server_ready", "request", "wave")
@@ -126,7 +122,9 @@ def _baseline_groups(ctx: JudgeContext) -> tuple[dict[str, list[object]], list[s
         ),
         notes=(
             "FAIL when an excluded path is stable across identical requests or names "
-            "meaningful output; PENDING when volatility cannot be measured, including a path no baseline "
+            "output content (anything but volatile scalars, numbers or null, inside the top-level `timing` "
+            "report, reached through objects only: parity unverified, never excluded); PENDING when "
+            "volatility cannot be measured, including a path no baseline "
             "reply carries (the exclusion would hide that field should only the candidate send it)",
         ),
     ),
@@ -134,11 +132,19 @@ def _baseline_groups(ctx: JudgeContext) -> tuple[dict[str, list[object]], list[s
 def q2_volatile_fields(ctx: JudgeContext, results: list[Result]) -> Result:
     """Q2: only fields measured to be volatile may be excluded: each excluded path must
     vary across identical serial requests in the recorded baseline runs (every leaf of an
-    excluded object); a stable leaf is meaningful output that the exclusion would hide."""
+    excluded object); a stable leaf is meaningful output that the exclusion would hide.
+    Only volatile scalars may be excluded at all (gates/volatility.py VOLATILE_ROOT): an
+    exclusion of output content fails, whether or not it varies."""
     vol = (ctx.plan.get("compare") or {}).get("volatile_fields", [])
-    whole = [v["path"] for v in vol if v["path"].split(".")[-1] in MEANINGFUL_FIELDS]
+    whole = content_exclusions([str(v["path"]) for v in vol])
     if whole:
-        return shape.failed("Q2", f"volatile exclusions remove meaningful output: {whole}", violation=whole)
+        return shape.failed(
+            "Q2",
+            f"volatile exclusions remove meaningful output: {whole} name output content, not volatile scalars "
+            f"of the `{VOLATILE_ROOT}` report: content is compared (parity unverified where it varies), never "
+            "excluded",
+            violation=whole,
+        )
     if not vol:
         return shape.passed(
             "Q2",
@@ -162,6 +168,17 @@ def q2_volatile_fields(ctx: JudgeContext, results: list[Result]) -> Result:
         "raw_responses": "artifacts/",
         "problems": problems,
     }
+    content = [m for m in measured if m["status"] == "content"]
+    if content:
+        return shape.failed(
+            "Q2",
+            "volatile exclusions remove meaningful output: "
+            + "; ".join(f"{m['path']} names output content ({', '.join(m['content'][:6])})" for m in content)
+            + f"; only volatile scalars (numbers or null) of the `{VOLATILE_ROOT}` report may be excluded: content "
+            "is compared (parity unverified where it varies), never excluded",
+            violation=content,
+            **ev,
+        )
     stable = [m for m in measured if m["status"] == "stable"]
     if stable:
         return shape.failed(

@@ -47,6 +47,47 @@ COUNT_PHASES = ("cold_wave", "warm_wave", "mixed_wave", "reload_wave", "serial_r
 # The serial baseline repeats and reference phases a one-slot reference start records.
 REF_PHASES = ("ref_cold", "ref_warm", "ref_warm2")
 
+# Which reference an output must equal is derived from where it ran, never taken from the
+# `ref` label the runner wrote: the requests of these phases are the first on a freshly
+# loaded model (the upstream reference start's cold request, a fresh start's true cold
+# wave, the wave right after an unload), so they are compared with the cold reference;
+# those of the warm phases ran on a model that had already served requests.
+COLD_PHASES = ("ref_cold", "cold_wave", "reload_wave")
+# reference-start phases: how many times the same request ran before on the one slot
+REF_WARM_REPEATS = {"ref_warm": 1, "ref_warm2": 2}
+WARM_PHASES = ("warm_wave", "mixed_wave", "serial_reuse")
+DERIVED_PHASES = (*COLD_PHASES, *REF_WARM_REPEATS, *WARM_PHASES)
+
+
+def derived_ref(e: Mapping[str, object], cache_sensitive: bool) -> str | None:
+    """The reference a request's output must equal, derived from its recorded history:
+    its phase (the first requests after a fresh start or a reload are cold; a reference
+    start's warm repeats follow the same request), and for a warm request on a
+    cache-sensitive model its recorded slot history (None when that history was not
+    observed). For phases outside COLD_PHASES, REF_WARM_REPEATS and WARM_PHASES (probes
+    judged by their own assertions) the runner's label stands. A label that disagrees with
+    this is recorded (`Tally.relabelled`), never followed."""
+    phase = e.get("phase")
+    if phase not in DERIVED_PHASES:
+        label = e.get("ref")
+        return label if isinstance(label, str) else None
+    req = str(e.get("req"))
+    if phase in COLD_PHASES:
+        return f"hist:{req}" if cache_sensitive else f"{req}|cold"
+    if isinstance(phase, str) and phase in REF_WARM_REPEATS:
+        return "hist:" + ">".join([req] * (REF_WARM_REPEATS[phase] + 1)) if cache_sensitive else f"{req}|warm"
+    history = e.get("history")
+    if not isinstance(history, list):
+        return None  # no recorded slot history: no reference is shown to apply
+    if cache_sensitive:
+        # an unobserved slot history has no same-history reference (never the closest one)
+        if "?" in history:
+            return None
+        return "hist:" + ">".join([*map(str, history), req])
+    # stateless: warm, unless the slot was seen to have served nothing yet
+    return f"{req}|{'cold' if history == [] else 'warm'}"
+
+
 # Events that record a start ended early by parval (not by the server dying): it could not
 # start, stopped answering, hung past a deadline, or hit the memory guard.
 STOPPED_KINDS = ("start_failed", "start_aborted", "start_timeout", "wave_timeout", "memory_guard")

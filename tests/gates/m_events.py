@@ -74,6 +74,7 @@ class Events:
             artifact = hashlib.sha256(raw).hexdigest()
             (self.run_dir / "artifacts" / f"{artifact}.json").write_bytes(raw)
             output = canonicalize(raw, VOLATILE).to_json()
+        label = ref if ref is not None else f"{req}|{'cold' if phase == 'ref_cold' else 'warm'}"
         e = {
             "kind": "request",
             "run": run,
@@ -81,9 +82,10 @@ class Events:
             "phase": phase,
             "wave": wave,
             "req": req,
-            "ref": ref if ref is not None else f"{req}|{'cold' if phase == 'ref_cold' else 'warm'}",
+            "ref": label,
             "slot": None,
-            "history": None,
+            # the slot history the runner records beside the label (a warm one served before)
+            "history": [] if label.endswith("|cold") else [req],
             "reply": {"status": status, "outcome": "ok" if status == 200 else "http_error", "ms": 1.0, "error": ""},
             "t_send": t_send,
             "t_done": t_done,

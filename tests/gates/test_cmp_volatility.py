@@ -4,11 +4,16 @@ it PENDING."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from parval.gates.compare import canonicalize, remove_volatile
+from parval.gates.context import JudgeContext, exact_result
 from parval.gates.quality import q2_volatile_fields
-from parval.gates.volatility import leaves_at, volatility
+from parval.gates.volatility import content_path, leaves_at, volatility
 from parval.status import Status
 from tests.gates.cmp_events import Events, tts_reply
 
@@ -49,23 +54,28 @@ def test_leaves_walk_objects_and_lists() -> None:
 
 
 def test_volatility_statuses() -> None:
-    varies = {"g": [{"t": {"a": 1}}, {"t": {"a": 2}}]}
-    assert volatility(varies, "t")["status"] == "varies"
-    part = {"g": [{"t": {"a": 1, "b": 5}}, {"t": {"a": 2, "b": 5}}]}
-    got = volatility(part, "t")
-    assert got["status"] == "stable" and got["stable"] == ["t.b"] and got["varying"] == ["t.a"]
-    assert volatility({"g": [{"t": 1}]}, "t")["status"] == "unmeasured"
-    assert volatility({"g": [{"x": 1}, {"x": 1}]}, "t")["status"] == "absent"
+    varies = {"g": [{"timing": {"a": 1}}, {"timing": {"a": 2}}]}
+    assert volatility(varies, "timing")["status"] == "varies"
+    part = {"g": [{"timing": {"a": 1, "b": 5}}, {"timing": {"a": 2, "b": 5}}]}
+    got = volatility(part, "timing")
+    assert got["status"] == "stable" and got["stable"] == ["timing.b"] and got["varying"] == ["timing.a"]
+    assert volatility({"g": [{"timing": 1}]}, "timing")["status"] == "unmeasured"
+    assert volatility({"g": [{"x": 1}, {"x": 1}]}, "timing")["status"] == "absent"
     # Present in one repeat, missing in the other: that is variation.
-    assert volatility({"g": [{"t": 1}, {"x": 1}]}, "t")["status"] == "varies"
+    assert volatility({"g": [{"timing": 1}, {"x": 1}]}, "timing")["status"] == "varies"
+    # Anything outside the timing report is output content, whatever it does.
+    assert volatility({"g": [{"t": 1}, {"t": 2}]}, "t")["status"] == "content"
 
 
 def test_excluding_a_stable_field_fails_q2_naming_it(tmp_path: Path) -> None:
-    # `words` is identical on every repeat: excluding it hides meaningful output.
+    # `words` is output content: excluding it hides meaningful output.
     ev = repeats(tmp_path, WALLS, words=[{"word": "hello", "start": 0.0, "end": 0.4}])
     r = q2(ev, "timing.wall_ms", "words")
     assert r.status is Status.FAIL
-    assert "words" in r.reason and "words[0].word" in r.reason and "timing.wall_ms" not in r.reason.split("(")[0]
+    assert "['words'] name output content" in r.reason and "timing.wall_ms" not in r.reason
+    # a stable timing leaf fails by name
+    r = q2(repeats(tmp_path / "t", WALLS), "timing.wall_ms", "timing.audio_duration_ms")
+    assert r.status is Status.FAIL and "timing.audio_duration_ms (stable" in r.reason
 
 
 def test_excluding_an_object_with_one_stable_leaf_fails_q2(tmp_path: Path) -> None:
@@ -115,3 +125,85 @@ def test_missing_evidence_is_pending(tmp_path: Path) -> None:
 def test_whole_meaningful_objects_still_fail_q2(tmp_path: Path) -> None:
     r = q2(repeats(tmp_path, WALLS), "text")
     assert r.status is Status.FAIL and "remove meaningful output" in r.reason
+
+
+# -- only volatile scalars of the timing report may be excluded (issue 33, item 4) ---------
+
+
+def varying_content(tmp_path: Path, field: str, values: list[Any]) -> Events:
+    """Baseline a/b whose `field` differs on every reply (as wall_ms does)."""
+    ev = Events(tmp_path)
+    it = iter(zip(WALLS, values, strict=True))
+
+    def reply() -> dict[str, Any]:
+        wall, value = next(it)
+        return tts_reply(wall_ms=wall, **{field: value})
+
+    ev.baseline({phase: [reply(), reply()] for phase in ("ref_cold", "ref_warm", "ref_warm2")})
+    return ev
+
+
+def artifacts(i: int) -> list[dict[str, Any]]:
+    return [{"id": "emb", "kind": "speaker_embedding", "payload": f"AAAA{i}", "meta": {"dim": "4"}}]
+
+
+CONTENT_CASES: list[tuple[str, str, list[Any]]] = [
+    ("artifacts.payload", "artifacts", [artifacts(i) for i in range(6)]),
+    ("artifacts", "artifacts", [artifacts(i) for i in range(6)]),
+    ("words", "words", [[{"word": "hi", "start_sample": i, "end_sample": 9}] for i in range(6)]),
+    ("words.start_sample", "words", [[{"word": "hi", "start_sample": i, "end_sample": 9}] for i in range(6)]),
+    ("speaker_turns", "speaker_turns", [[{"start_sample": 0, "end_sample": i, "speaker_id": 1}] for i in range(6)]),
+    ("language", "language", ["en", "de", "fr", "es", "it", "nl"]),
+    ("custom_schema_output.data", "custom_schema_output", [{"schema": "s", "data": {"n": i}} for i in range(6)]),
+    ("segments", "segments", [[{"start_sample": i, "end_sample": 9, "confidence": 0.5}] for i in range(6)]),
+]
+
+
+@pytest.mark.parametrize(("path", "field", "values"), CONTENT_CASES, ids=[c[0] for c in CONTENT_CASES])
+def test_excluding_varying_content_never_passes_q2(tmp_path: Path, path: str, field: str, values: list[Any]) -> None:
+    # The baseline's content varies across identical serial requests: it is parity
+    # unverified, never a volatile field Q2 admits as excluded.
+    r = q2(varying_content(tmp_path, field, values), "timing.wall_ms", path)
+    assert r.status is Status.FAIL, r.reason
+    assert path in r.reason and "output content" in r.reason
+
+
+def test_a_scalar_inside_timing_reached_through_objects_only_is_excludable() -> None:
+    assert not content_path("timing.wall_ms") and not content_path("timing")
+    for path in ("artifacts.payload", "words", "language", "text", "meta.timing", "named_audio_outputs.timing"):
+        assert content_path(path), path
+    # a timing field holding a string or an array is content too (measured in the replies)
+    assert (
+        volatility({"g": [{"timing": {"wall_ms": "a"}}, {"timing": {"wall_ms": "b"}}]}, "timing.wall_ms")["status"]
+        == "content"
+    )
+    assert (
+        volatility({"g": [{"timing": {"wall_ms": 1}}, {"timing": {"wall_ms": 2}}]}, "timing.wall_ms")["status"]
+        == "varies"
+    )
+
+
+def test_content_named_as_volatile_is_still_compared() -> None:
+    a = json.dumps({"text": "a", "artifacts": artifacts(1), "language": "en", "timing": {"wall_ms": 1}}).encode()
+    b = json.dumps({"text": "a", "artifacts": artifacts(2), "language": "de", "timing": {"wall_ms": 2}}).encode()
+    vol = ["timing.wall_ms", "artifacts.payload", "artifacts", "language"]
+    assert canonicalize(a, vol).canon != canonicalize(b, vol).canon
+    # only the varying timing scalar differs: equal
+    c = json.dumps({"text": "a", "artifacts": artifacts(1), "language": "en", "timing": {"wall_ms": 9}}).encode()
+    assert canonicalize(a, vol).canon == canonicalize(c, vol).canon
+    assert remove_volatile({"timing": None, "text": "x"}, ["timing"]) == {"text": "x"}
+    assert remove_volatile({"timing": {"note": "slow"}}, ["timing"]) == {"timing": {"note": "slow"}}
+
+
+def test_comparisons_under_a_plan_excluding_content_are_parity_unverified(tmp_path: Path) -> None:
+    ev = repeats(tmp_path, WALLS)
+    ctx = ev.context()
+    ctx.plan["compare"].update(vol("timing.wall_ms", "artifacts.payload"))
+    ctx = JudgeContext(ctx.rec, ctx.plan, ctx.manifest, ctx.run_dir, "plan.yaml")
+    tally = ctx.judge(ctx.rec.requests("ref-baseline-b", ("ref_cold",)))
+    assert tally.exact == 1
+    r = exact_result("M2.exact", tally, "outputs", ctx)
+    assert r.status is Status.PENDING and "parity unverified" in r.reason and "artifacts.payload" in r.reason
+    # the same outputs under a plan excluding only the timing scalar PASS
+    ok = exact_result("M2.exact", tally, "outputs", ev.context())
+    assert ok.status is Status.PASS, ok.reason

@@ -49,11 +49,14 @@ def test_vad_control_moves_one_segment_boundary() -> None:
 
 
 def test_control_is_not_caught_when_the_content_is_excluded() -> None:
-    # The comparator must see the planted change through the content itself: with the
-    # segments excluded, nothing else differs (an added marker key would still differ).
+    # The comparator must see the planted change through the content itself: without the
+    # segments, nothing else differs (an added marker key would still differ).
     body = json.dumps(VAD).encode()
-    planted = plant_mismatch(body)
-    assert canonicalize(planted, ["timing", "segments"]).canon == canonicalize(body, ["timing", "segments"]).canon
+    planted = json.loads(plant_mismatch(body))
+    assert {k: v for k, v in planted.items() if k != "segments"} == {k: v for k, v in VAD.items() if k != "segments"}
+    # ...and content is never excluded, whatever a plan names: the control is caught
+    named = ["timing", "segments"]
+    assert canonicalize(json.dumps(planted).encode(), named).canon != canonicalize(body, named).canon
 
 
 def test_asr_words_control_moves_one_word_time() -> None:
