@@ -59,13 +59,18 @@ class ResumeRefused(UsageError):
 
 
 class ServerStartError(ParvalError):
-    """A server process could not be started or never became ready."""
+    """A server process could not be started or never became ready. `server_exit`: the
+    status of a process that exited by itself before it was ready (None otherwise: it was
+    killed at the readiness deadline, or never ran)."""
 
     exit_code = EXIT_INCOMPLETE
 
-    def __init__(self, message: str, *, log_tail: str = "", hint: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, log_tail: str = "", hint: str | None = None, server_exit: int | None = None
+    ) -> None:
         super().__init__(message, hint=hint)
         self.log_tail = log_tail
+        self.server_exit = server_exit
 
 
 class StartPreparationError(ParvalError):

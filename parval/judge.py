@@ -14,6 +14,7 @@ from typing import Any, TypedDict
 from parval import PROCEDURE_VERSION, __version__
 from parval.gates import admission_verdict as adm
 from parval.gates.campaign_cost import campaign_overhead
+from parval.gates.cannot_start import cannot_start_events
 from parval.gates.context import JudgeContext
 from parval.gates.execution_path import judge_execution_path
 from parval.gates.framework_ref import framework_checks
@@ -157,6 +158,7 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
         interrupted=interrupted,
         missing="not collected by this run",
         not_run=adm.not_run_counts(rec.events),
+        cannot_start=list(cannot_start_events(rec.events).values()),
     )
     admission_ready, flat, assertions = d.admission_ready, d.flat, d.assertions
     model_status = combine(r.status for r in flat)

@@ -50,6 +50,14 @@ def run_command(
             "above it (they cannot be admitted); the report lists them as not run.",
         ),
     ] = False,
+    without_gpu: Annotated[
+        bool,
+        typer.Option(
+            "--without-gpu",
+            help="Run a plan with memory.gpu_required on a machine where NVML cannot read GPU memory "
+            "(refused otherwise, before anything starts); its memory checks (M5) then stay PENDING.",
+        ),
+    ] = False,
 ) -> None:
     """Run a whole validation campaign and write the evidence.
 
@@ -84,6 +92,10 @@ incomplete, 4 internal error.
         raise UsageError("name the plan (parval run PLAN) or the run to continue (parval run --resume RUN)")
     shard_t = _parse_shard(shard)
     from parval.gates.framework_identity import refuse_modified_record
+    from parval.plan.preflight import gpu_refusal
+
+    if not without_gpu and (refusal := gpu_refusal(loaded)) is not None:
+        raise refusal
 
     refuse_modified_record(loaded.framework.get("record"), loaded.base_dir)
     with handle_signals(grace_s=loaded.timeouts["shutdown_grace_s"]) as sigs:

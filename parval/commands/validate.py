@@ -25,3 +25,8 @@ def validate_command(plan: Annotated[Path, typer.Argument(help="The YAML run pla
         raise PlanError(f"{plan}: a catalogue, not a plan", hint=f"parval catalogue validate {plan}")
     loaded = load_plan(plan)
     typer.echo(describe_schedule(loaded))
+    from parval.plan.preflight import gpu_refusal
+
+    # The plan is valid; it may be run on another machine than the one checking it.
+    if (refusal := gpu_refusal(loaded)) is not None:
+        typer.echo(f"warning: on this machine `parval run` refuses this plan (exit 2): {refusal}", err=True)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from parval.gates import shape
+from parval.gates.cannot_start import cause as cannot_start_cause
 from parval.jsonread import as_int
 from parval.plan.waves import skipped_counts
 from parval.procedure.catalogue import all_ids, group_of
@@ -187,21 +188,33 @@ ENTRIES: tuple[Entry, ...] = shape.entries_of({"Q6": q6})
 
 
 def verdict_line(
-    admission_ready: bool, admitted: list[int], statuses: list[Result], interrupted: bool
+    admission_ready: bool,
+    admitted: list[int],
+    statuses: list[Result],
+    interrupted: bool,
+    cannot_start: Sequence[str] = (),
 ) -> tuple[str, int]:
-    """The first line of every report and the exit code (0 / 1 / 3)."""
+    """The first line of every report and the exit code (0 / 1 / 3). `cannot_start`: the
+    causes, in plain words, of executables whose first start exited before it was ready
+    (gates/cannot_start.py): they lead the line, whatever else it says."""
     fails = sorted({f"{r.id}" + (f"@{r.count}" if r.count else "") for r in statuses if r.status is Status.FAIL})
     adm = ", ".join(str(n) for n in admitted) or "none"
+    cause = "".join(f"{c}; " for c in cannot_start)
     if fails:
         return (
-            f"NOT ADMITTED — {len(fails)} required assertion(s) FAILED ({', '.join(fails[:8])}"
+            f"NOT ADMITTED — {cause}{len(fails)} required assertion(s) FAILED ({', '.join(fails[:8])}"
             f"{'…' if len(fails) > 8 else ''}); validated counts: {adm}"
         ), 1
     if interrupted:
-        return f"{PENDING_TEXT} (run interrupted); validated counts so far: {adm}", 3
+        return f"{PENDING_TEXT} (run interrupted); {cause}validated counts so far: {adm}", 3
     if admission_ready:
         return f"ADMITTED at counts {adm}", 0
     unresolved = sorted({r.id for r in statuses if r.status in (Status.PENDING, Status.BLOCKED, Status.UNSUPPORTED)})
+    if cause:
+        return (
+            f"BLOCKED — {cause}{len(unresolved)} assertion(s) unresolved "
+            f"({', '.join(unresolved[:6])}{'…' if len(unresolved) > 6 else ''}); validated counts: {adm}"
+        ), 3
     return (
         f"{PENDING_TEXT} — {len(unresolved)} assertion(s) unresolved "
         f"({', '.join(unresolved[:6])}{'…' if len(unresolved) > 6 else ''}); "
@@ -247,15 +260,31 @@ class Decision:
     assertions: list[Result]
     line: str
     exit_code: int
+    # executable_cannot_start events (gates/cannot_start.py): shown under the verdict line
+    cannot_start: list[Mapping[str, object]] = field(default_factory=list)
 
     def verdict_json(self, line: str | None = None) -> dict[str, object]:
         """The evidence's `verdict` block; `line` replaces the verdict line (merged runs say so)."""
-        return {
+        out: dict[str, object] = {
             "line": self.line if line is None else line,
             "exit_code": self.exit_code,
             "admitted_counts": self.admitted,
             "counts": {str(n): str(v) for n, v in self.verdicts.items()},
         }
+        if self.cannot_start:
+            out["cannot_start"] = [
+                {
+                    "role": e.get("role"),
+                    "executable": e.get("executable"),
+                    "run": e.get("run"),
+                    "exit_code": e.get("exit_code"),
+                    "cause": cannot_start_cause(e),
+                    "last_lines": e.get("last_lines"),
+                    "stream": e.get("stream"),
+                }
+                for e in self.cannot_start
+            ]
+        return out
 
 
 def not_run_counts(events: Sequence[Mapping[str, object]]) -> dict[int, str]:
@@ -284,6 +313,7 @@ def decide(
     interrupted: bool,
     missing: str,
     not_run: dict[int, str] | None = None,
+    cannot_start: Sequence[Mapping[str, object]] = (),
 ) -> Decision:
     """Count verdicts, admitted counts (Q6 appended to `model_level`), one entry per
     assertion ID (`missing` explains IDs nobody collected), the verdict line and exit code.
@@ -302,8 +332,9 @@ def decide(
     for r in flat + framework:
         by_id.setdefault(r.id, []).append(r)
     assertions = [aggregate(by_id[i]) if i in by_id else pending(i, missing) for i in all_ids()]
-    line, code = verdict_line(admission_ready, admitted, flat + framework, interrupted)
-    return Decision(verdicts, admitted, admission_ready, flat, assertions, line, code)
+    causes = [cannot_start_cause(e) for e in cannot_start]
+    line, code = verdict_line(admission_ready, admitted, flat + framework, interrupted, causes)
+    return Decision(verdicts, admitted, admission_ready, flat, assertions, line, code, list(cannot_start))
 
 
 def model_checks_block(

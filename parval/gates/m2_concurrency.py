@@ -13,6 +13,8 @@ from dataclasses import replace
 from typing import NotRequired, TypedDict
 
 from parval.gates import shape
+from parval.gates.cannot_start import cannot_start_events
+from parval.gates.cannot_start import cause as cannot_start_cause
 from parval.gates.context import JudgeContext, exact_result
 from parval.gates.exactness import Tally
 from parval.gates.records import COUNT_PHASES, complete_starts, schedule_missing, starts_missing, typed
@@ -332,6 +334,9 @@ def _stop_text(stop: Mapping[str, object]) -> str:
         (STARTS + " of the count<N>-s<k> starts",),
         ("crash_at_4",),
         (
+            "FAIL at every count when the candidate executable's first start exited by itself before it was ready "
+            "(executable_cannot_start: a build that cannot start cannot be admitted at any count; a readiness "
+            "timeout is not that)",
             "BLOCKED when parval stopped a start (start_failed / start_aborted / start_timeout / wave_timeout /"
             " memory_guard), naming why; the faults hang_requests and drop_connection leave it BLOCKED",
             "every other M2/M3 judge PASSes only on the complete starts (at least three, every one recorded) and "
@@ -350,6 +355,14 @@ def m2_starts(ctx: JudgeContext, n: int) -> Result:
     crashed = [c for c in rec.crashes if c["run"] in runs]
     stops = [f for f in rec.failures if str(f.get("run", f.get("unit", ""))).startswith(f"count{n}-")]
     ev: dict[str, object] = {"starts": runs, "complete": complete}
+    if (broken := cannot_start_events(rec.events).get("candidate")) is not None:
+        return shape.failed(
+            "M2.starts",
+            f"{cannot_start_cause(broken)} (its first start, {broken.get('run')}); no start at count {n} was tried",
+            violation=dict(broken),
+            log_tail="\n".join(str(x) for x in lines) if isinstance(lines := broken.get("last_lines"), list) else "",
+            **ev,
+        )
     if crashed:
         c = crashed[0]
         return shape.failed(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from parval.jsontypes import JsonObject
 from parval.procedure.catalogue import group_of
 from parval.report.evidence_types import Assertion, Evidence, RunInfo
 from parval.report.failures_md import explain_failure, unresolved_lines
@@ -188,12 +189,33 @@ def _provenance(ev: Evidence, ctx: ReportContext) -> object:
     return prov
 
 
+def _cannot_start_block(entries: list[JsonObject]) -> list[str]:
+    """Right under the verdict line: each executable that could not start, with the
+    server's own last output (a few lines)."""
+    out: list[str] = []
+    for e in entries:
+        lines = e.get("last_lines")
+        said = [str(x) for x in lines] if isinstance(lines, list) else []
+        out += [
+            f"> **The {esc(str(e.get('role')))} executable cannot start.** `{esc(str(e.get('executable')))}` "
+            f"exited with status {e.get('exit_code')} before it was ready ({esc(str(e.get('run')))}, its first "
+            "start); parval tried no other start of it."
+        ]
+        if said:
+            out += [f"> Its last {e.get('stream') or 'output'} lines:", ">", *[f">     {x}" for x in said]]
+        else:
+            out += ["> It printed nothing."]
+        out += [""]
+    return out
+
+
 def _header(ev: Evidence, ctx: ReportContext | None = None) -> list[str]:
     ident = ev["identity"]
     v = ev["verdict"]
     out = [
         f"**parval: {v['line']}**",
         "",
+        *_cannot_start_block(v.get("cannot_start") or []),
         f"Model `{ident['model']}` ({ident['family']}, {ident['task']}, {ident['mode']}) on "
         f"`{ident['backend']}` · candidate `{str(ident['candidate_sha256'])[:12]}` · "
         f"baseline `{str(ident['baseline_sha256'])[:12]}` · "

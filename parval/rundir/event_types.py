@@ -422,6 +422,19 @@ class CampaignStoppedEvent(TypedDict):
     reason: str
 
 
+class ExecutableCannotStartEvent(TypedDict):
+    """The first start of an executable exited before it was ready (gates/cannot_start.py)."""
+
+    kind: Literal["executable_cannot_start"]
+    role: str
+    executable: str
+    run: str
+    exit_code: int
+    last_lines: list[JsonValue]  # each a str
+    stream: str
+    reason: str
+
+
 class CampaignInterruptedEvent(TypedDict):
     kind: Literal["campaign_interrupted"]
     signal: str
@@ -730,6 +743,7 @@ EVENT_TYPES: dict[str, tuple[type, ...]] = {
     "x3_resize_probe": (X3ResizeProbeEvent,),
     "campaign_start": (CampaignStartEvent,),
     "campaign_stopped": (CampaignStoppedEvent,),
+    "executable_cannot_start": (ExecutableCannotStartEvent,),
     "campaign_interrupted": (CampaignInterruptedEvent,),
     "campaign_timeout": (CampaignTimeoutEvent,),
     "recovery_count": (RecoveryCountEvent,),

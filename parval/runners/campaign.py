@@ -13,8 +13,10 @@ from pathlib import Path
 import anyio
 
 from parval.errors import ServerStartError
+from parval.gates import cannot_start as cs
 from parval.plan.load import Plan
 from parval.procedure.names import (
+    BASELINE_RUNS,
     HISTORY_PREFIX,
     MEMBASE_PREFIX,
     REF_BASELINE_A,
@@ -51,6 +53,9 @@ class Campaign(CampaignContext):
         self.not_run: dict[int, str] = {}
         self._cleared: set[int] = set()
         self.skip_runs = skip_runs or set()
+        if self.skip_runs:  # resumed: an executable found unable to start stays so
+            self.cannot_start.update(cs.cannot_start_events(read_events(log.path)))
+            self.started.update(self.cannot_start)
 
     # -- schedule ---------------------------------------------------------------------
     def units(self) -> list[Unit]:
@@ -137,6 +142,17 @@ class Campaign(CampaignContext):
                 break
         return self.not_run.get(n)
 
+    def cannot_start_skip(self, unit: str) -> tuple[str, str] | None:
+        """(role, why) when `unit` needs an executable whose first start exited before it
+        was ready (gates/cannot_start.py): no other start of it is tried. None to run it."""
+        for role in unit_executables(unit):
+            if (event := self.cannot_start.get(role)) is not None:
+                return (
+                    role,
+                    f"not run: {cs.cause(event)} (its first start, {event.get('run')}); no other start of it is tried",
+                )
+        return None
+
     def count_failures(self, n: int) -> list[str]:
         """The per-count assertions (M2, M3) that FAIL at count n in the evidence so far."""
         from parval.gates.context import JudgeContext
@@ -181,6 +197,10 @@ class Campaign(CampaignContext):
                                 continue
                             if (why := self.fail_fast_skip(name)) is not None:
                                 self.log.append("unit_skipped", unit=name, reason=why, not_run=True)
+                                continue
+                            if (cause := self.cannot_start_skip(name)) is not None:
+                                role, why = cause
+                                self.log.append("unit_skipped", unit=name, reason=why, not_run=True, cannot_start=role)
                                 continue
                             current = name
                             self.log.append("unit_begin", unit=name)
@@ -271,6 +291,16 @@ class Campaign(CampaignContext):
 _COUNT_UNIT = re.compile(
     rf"count(\d+)-s\d+|{re.escape(HISTORY_PREFIX)}(\d+)|independent-(\d+)|{re.escape(MEMBASE_PREFIX)}(\d+)"
 )
+
+
+def unit_executables(unit: str) -> tuple[str, ...]:
+    """Which of the plan's executables a unit starts: the baseline for its references,
+    history replays and memory baselines; none for the negative control; else the candidate."""
+    if unit == "negative-control":
+        return ()
+    if unit in BASELINE_RUNS or unit.startswith((HISTORY_PREFIX, MEMBASE_PREFIX)):
+        return ("baseline",)
+    return ("candidate",)
 
 
 def unit_count(unit: str) -> int | None:

@@ -3,17 +3,21 @@ start settings, model entries, launch specs, request bodies and fresh starts."""
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
+from parval.errors import ServerStartError
+from parval.gates import cannot_start as cs
 from parval.plan.load import OMIT, NamedRequest, Plan, model_entry, shard_counts
 from parval.rundir.artifacts import ArtifactStore
 from parval.rundir.events import EventLog
 from parval.runners.fresh import fresh_start
 from parval.runners.start import Start, StartSettings
+from parval.server.groups import real_error
 from parval.server.launch import launch_spec
 from parval.server.memory import MemoryConfig
-from parval.server.process import LaunchSpec
+from parval.server.process import LaunchSpec, tail
 
 
 class CampaignContext:
@@ -27,6 +31,10 @@ class CampaignContext:
         self.store = ArtifactStore(run_dir / "artifacts")
         self.requests: list[NamedRequest] = plan.requests()
         self.shard = shard
+        # Executables ("baseline", "candidate") started in this campaign so far, and those
+        # whose first start exited before it was ready (role -> its executable_cannot_start).
+        self.started: set[str] = set()
+        self.cannot_start: dict[str, Mapping[str, object]] = {}
         mem = plan.memory
         t = plan.timeouts
         self.settings = StartSettings(
@@ -79,19 +87,55 @@ class CampaignContext:
     def start(
         self, name: str, role: str, spec: LaunchSpec, count: int | None, **meta: object
     ) -> AbstractAsyncContextManager[Start]:
-        return fresh_start(
-            name=name,
-            role=role,
-            attempt=self.log.seq,
-            spec=spec,
-            directory=self.run_dir / "servers" / f"{name}-{self.log.seq}",
-            log=self.log,
-            store=self.store,
-            settings=self.settings,
-            count=count,
-            cache_sensitive=self.plan.cache_sensitive,
-            meta=meta,
-        )
+        return self._start(name, role, spec, count, **meta)
+
+    @asynccontextmanager
+    async def _start(
+        self, name: str, role: str, spec: LaunchSpec, count: int | None, **meta: object
+    ) -> AsyncIterator[Start]:
+        """A fresh start (`fresh_start`). The first start of an executable that exits by
+        itself before it is ready records `executable_cannot_start` (gates/cannot_start.py):
+        the campaign tries no other start of it. A readiness timeout is not that."""
+        first = spec.role not in self.started
+        self.started.add(spec.role)
+        directory = self.run_dir / "servers" / f"{name}-{self.log.seq}"
+        ready = False
+        try:
+            async with fresh_start(
+                name=name,
+                role=role,
+                attempt=self.log.seq,
+                spec=spec,
+                directory=directory,
+                log=self.log,
+                store=self.store,
+                settings=self.settings,
+                count=count,
+                cache_sensitive=self.plan.cache_sensitive,
+                meta=meta,
+            ) as st:
+                ready = True
+                yield st
+        except BaseException as exc:
+            err = real_error(exc) if isinstance(exc, BaseExceptionGroup) else exc
+            if first and not ready and isinstance(err, ServerStartError) and err.server_exit is not None and spec.role:
+                self.record_cannot_start(name, spec, err.server_exit, directory)
+            raise
+
+    def record_cannot_start(self, name: str, spec: LaunchSpec, exit_code: int, directory: Path) -> None:
+        stderr = cs.last_lines(tail(directory.absolute() / "stderr.log"))
+        stdout = cs.last_lines(tail(directory.absolute() / "stdout.log"))
+        lines, stream = (stderr, "stderr") if stderr else (stdout, "stdout")
+        fields: dict[str, object] = {
+            "role": spec.role,
+            "executable": str(spec.executable),
+            "run": name,
+            "exit_code": exit_code,
+            "last_lines": lines,
+            "stream": stream,
+        }
+        reason = f"{cs.cause(fields)}; its first start ({name}) never became ready, so no other start of it is tried"
+        self.cannot_start[spec.role] = self.log.append("executable_cannot_start", reason=reason, **fields)
 
     def shard_counts(self) -> list[int]:
         return shard_counts(self.plan.counts, self.shard)

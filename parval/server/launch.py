@@ -31,5 +31,5 @@ def launch_spec(
     env.update(extra_env or {})
     cfg = server_config({**plan.server, **(server or {})}, models[0], models)
     return LaunchSpec(
-        exe, cfg, flagged and spec.knows_parallel_jobs, tuple(spec.args), env, ui_management=ui_management
+        exe, cfg, flagged and spec.knows_parallel_jobs, tuple(spec.args), env, ui_management=ui_management, role=role
     )

@@ -109,3 +109,13 @@ def open_device(index: int) -> GpuDevice | str:
         pynvml.nvmlShutdown()
         return f"unavailable: NVML device {index}: {exc}"
     return NvmlDevice(pynvml, handle, v2)
+
+
+def probe(index: int) -> str | None:
+    """None when NVML can read device `index` here; else "unavailable: <reason>". Opens and
+    closes NVML (a check before a campaign: `parval.plan.preflight`)."""
+    device = open_device(index)
+    if isinstance(device, str):
+        return device
+    device.close()
+    return None

@@ -94,6 +94,7 @@ class LaunchSpec:
     extra_args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     ui_management: bool = False
+    role: str = ""  # the plan's server it starts: "baseline" or "candidate"
 
 
 @dataclass
@@ -277,7 +278,9 @@ async def wait_ready(server: ServerProcess, deadline_s: float) -> float:
             rc = server.returncode()
             if rc is not None:
                 raise ServerStartError(
-                    f"{server.name}: server exited with status {rc} before becoming ready", log_tail=server.log_tail()
+                    f"{server.name}: server exited with status {rc} before becoming ready",
+                    log_tail=server.log_tail(),
+                    server_exit=rc,
                 )
             try:
                 with anyio.move_on_after(max(0.05, deadline_s - (time.monotonic() - t0))):

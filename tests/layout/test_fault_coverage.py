@@ -210,7 +210,7 @@ CAUGHT_BY: dict[str, tuple[Catch, ...] | Gap] = {
     ),
     "never_ready": (Catch(f"{RELIABILITY}::test_never_ready_is_blocked_with_the_log_tail", ("M2.starts",), "BLOCKED"),),
     "startup_crash": (
-        Catch(f"{RELIABILITY}::test_startup_crash_is_recorded_with_exit_status_and_log", ("M2.starts",), "BLOCKED"),
+        Catch(f"{RELIABILITY}::test_startup_crash_is_recorded_with_exit_status_and_log", ("M2.starts",)),
     ),
     "hang_shutdown": (
         Catch(

@@ -56,13 +56,20 @@ def test_never_ready_is_blocked_with_the_log_tail(tmp_path: Path, tmp_run: Path)
 
 @pytest.mark.slow
 def test_startup_crash_is_recorded_with_exit_status_and_log(tmp_path: Path, tmp_run: Path) -> None:
+    # The candidate exits at startup on its first start: a build that cannot start. No other
+    # start of it is tried, and M2.starts FAILs at every count naming the exit and the log.
     plan = fault_plan(tmp_path / "plan", "startup_crash")
     rc, ev, evs = _run(plan, tmp_run, limit_s=40)
-    failed = [e for e in evs if e["kind"] == "start_failed" and e["unit"] == "count1-s1"]
-    assert failed and "exited with status 1 before becoming ready" in failed[0]["reason"]
+    failed = [e for e in evs if e["kind"] == "start_failed"]
+    assert [e["unit"] for e in failed] == ["ref-candidate-legacy"]
+    assert "exited with status 1 before becoming ready" in failed[0]["reason"]
     assert "injected startup crash" in failed[0]["log_tail"]
-    assert per_count(ev, 1, "M2.starts")["status"] == "BLOCKED"
-    assert rc in (1, 3)
+    [broken] = [e for e in evs if e["kind"] == "executable_cannot_start"]
+    assert broken["role"] == "candidate" and broken["exit_code"] == 1
+    assert "count1-s1" in {e["unit"] for e in evs if e["kind"] == "unit_skipped" and e.get("cannot_start")}
+    m2 = per_count(ev, 1, "M2.starts")
+    assert m2["status"] == "FAIL" and "injected startup crash" in m2["reason"]
+    assert rc == 1 and "injected startup crash" in ev["verdict"]["line"]
 
 
 @pytest.mark.slow
