@@ -119,6 +119,7 @@ async def warm_during_cold(rig: Rig, models: Models) -> None:
         after = await rig.run("warm-b-after", b)
         rows = rig.samples_of(a, cold.t_send, cold.t_done)
         obs["published_at"] = next((row[0] for row in rows if row[3]), None)
+        obs["unpublished_until"] = rig.last_read_unloaded(a, cold.t_send, cold.t_done)
         return rig.observed(obs, [cold, warm, before, after], tags=_tags(models))
 
     facts = await attempts("f5.warm_during_cold", attempt)

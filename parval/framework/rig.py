@@ -253,6 +253,21 @@ class Rig:
                 last = values
         return rows
 
+    def last_read_unloaded(self, model: str, t0: float, t1: float) -> float | None:
+        """When, within a window, the last status read still showing `model` unloaded was
+        taken, before any read showing it loaded (relative seconds; None: no such read). A
+        load surely still ran then."""
+        last = None
+        for s in self.poller.between(t0, t1):
+            x = s.get(model)
+            if x is None:
+                continue
+            if x.loaded:
+                break
+            if x.loaded is False:  # the server answered at or after the read was sent
+                last = self.rel(s.t - s.rtt)
+        return last
+
     def observed(self, obs: Obs, flights: list[Flight], **facts: object) -> Facts:
         """The facts of one forced situation, completed with what every judge may read:
         the rig, the measured timing, the references known now and the flights."""

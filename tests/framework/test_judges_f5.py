@@ -111,6 +111,25 @@ def test_warm_during_cold_has_no_threshold_from_an_idle_calibration() -> None:
     assert v.status is Status.BLOCKED and v.retry
 
 
+def test_a_load_shorter_than_a_request_is_decided_from_the_warm_time_measured() -> None:
+    """A correct server's record came out BLOCKED in 4 of 5 runs: A's load ended 279 ms after
+    B's warm request was sent, within one warm request (302 ms). Waiting for the rest of
+    the load would add it to B's own warm time; B answering sooner than that shows it did
+    not wait, from what the run measured (the last read still showing A unloaded)."""
+    # B sent at 0.10, A still unloaded at a read sent at 0.18, published 0.20; B takes 150 ms
+    # around the probe. Waiting would take >= 0.08 + 0.75 * 0.15 = 0.1925 s: it took 0.20.
+    slow = warm_cold(0.30, published=0.20) | {"unpublished_until": 0.18}
+    assert run_judge("f5.warm_during_cold", slow).status is Status.BLOCKED
+    quick = warm_cold(0.27, published=0.20) | {"unpublished_until": 0.18}
+    v = run_judge("f5.warm_during_cold", quick)
+    assert v.status is Status.PASS and "it did not wait for the load" in v.detail(), v.detail()
+    # A server that held B until the publication, then served it: never a PASS.
+    held = warm_cold(0.20 + 0.15, published=0.20) | {"unpublished_until": 0.18}
+    assert run_judge("f5.warm_during_cold", held).status is Status.BLOCKED
+    # A record made before the last unloaded read was kept: judged as before.
+    assert run_judge("f5.warm_during_cold", warm_cold(0.27, published=0.20)).status is Status.BLOCKED
+
+
 def test_warm_during_cold_is_not_forced_when_the_cold_load_was_not_seen() -> None:
     v = run_judge("f5.warm_during_cold", warm_cold(seen=False))
     assert v.status is Status.BLOCKED and v.retry and "cold load finished before" in v.detail()
