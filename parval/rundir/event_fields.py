@@ -91,6 +91,20 @@ class OneOf(FieldType):
         return {"enum": list(self.values)}
 
 
+@dataclass(frozen=True)
+class Name(FieldType):
+    """A non-empty string: a phase, a run or a request name that decides how an event is
+    judged (an empty one is no name)."""
+
+    def accepts(self, value: object) -> bool:
+        return (value is None and self.nullable) or (isinstance(value, str) and value != "")
+
+    def json_schema(self) -> JsonObject:
+        return {"type": "string", "minLength": 1}
+
+
+NAME = Name("a non-empty string", (str,))
+
 WAVE_MODE = OneOf("together, ordered, reversed or serial", (str,), values=("together", "ordered", "reversed", "serial"))
 
 Fields = Mapping[str, FieldType]
@@ -140,9 +154,9 @@ EVENT_FIELDS: dict[str, Shape] = {
     "request": Shape(
         {
             **START,
-            "phase": TEXT,
+            "phase": NAME,
             "wave": INT,
-            "req": TEXT,
+            "req": NAME,
             "ref": TEXT.or_null,
             "reply": OBJECT,
             "t_send": NUMBER,
