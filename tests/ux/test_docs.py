@@ -49,7 +49,7 @@ def test_ci_runs_each_test_once() -> None:
         if line.strip() and not line.strip().startswith("#")
     ]
     pytests = [c for c in commands if "-m pytest" in c]
-    assert pytests == [TESTS, ".venv/bin/python -m pytest -m slow -n 3"], pytests
+    assert pytests == [TESTS, ".venv/bin/python -m pytest -m slow -n 2"], pytests
     for retry in ("--lf", "--last-failed", "--reruns", "--sw", "--stepwise", "||", "until ", "while "):
         assert not any(retry in c for c in pytests), retry
     assert not any(c.startswith(("for ", "until ", "while ")) for c in commands), "no loop in .ci/run"
