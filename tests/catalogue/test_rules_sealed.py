@@ -38,14 +38,19 @@ def _loosen(run: Path, reseal: bool = True) -> None:
         reseal_run(run, "test: a bound changed after the run")
 
 
+def _sealed_run(tmp_path: Path, *, failing: bool = False, sealed_rules: bool = True) -> Path:
+    """One sealed run (ADMITTED as recorded unless `failing`) under tmp_path/runs/a, with the
+    catalogue of test_every_run_counts at tmp_path/c.yaml."""
+    _, combo = _combo(tmp_path)
+    ev = _evidence(combo, "2026-01-01T00:00:00Z", failing=failing) | _COMPLETE
+    return _run(tmp_path / "runs", "a", ev, _manifest(), sealed_rules=sealed_rules)
+
+
 def _runs(tmp_path: Path, *, failing: bool = False, sealed_rules: bool = True) -> tuple[Path, Path, Path]:
     """One run (ADMITTED as recorded unless `failing`) whose rules were loosened and resealed."""
-    cat, combo = _combo(tmp_path)
-    root = tmp_path / "runs"
-    ev = _evidence(combo, "2026-01-01T00:00:00Z", failing=failing) | _COMPLETE
-    run = _run(root, "a", ev, _manifest(), sealed_rules=sealed_rules)
+    run = _sealed_run(tmp_path, failing=failing, sealed_rules=sealed_rules)
     _loosen(run)
-    return cat, root, run
+    return tmp_path / "c.yaml", tmp_path / "runs", run
 
 
 def _says_rules_changed(text: str, fmt: str) -> None:
@@ -109,14 +114,7 @@ def test_a_run_recorded_before_the_snapshot_was_sealed_is_caught_by_its_reseal(t
 def test_editing_the_manifest_and_the_rules_together_is_still_caught(tmp_path: Path) -> None:
     # The manifest re-sealed to name the edited plan.json: the chain still names the
     # manifest and plan.json each earlier judging saw.
-    cat, combo = _combo(tmp_path)
-    run = _run(
-        tmp_path / "runs",
-        "a",
-        _evidence(combo, "2026-01-01T00:00:00Z", failing=False) | _COMPLETE,
-        _manifest(),
-        sealed_rules=True,
-    )
+    run = _sealed_run(tmp_path)
     _loosen(run, reseal=False)
     from tests.catalogue.kit import sha256
 
@@ -133,14 +131,7 @@ def test_editing_the_manifest_and_the_rules_together_is_still_caught(tmp_path: P
 def test_an_unchanged_run_and_an_unresealed_edit(tmp_path: Path) -> None:
     # Nothing changed: no reason, the verdict as recorded. An edit without a reseal is
     # refused outright (exit 2), as before.
-    cat, combo = _combo(tmp_path)
-    run = _run(
-        tmp_path / "runs",
-        "a",
-        _evidence(combo, "2026-01-01T00:00:00Z", failing=False) | _COMPLETE,
-        _manifest(),
-        sealed_rules=True,
-    )
+    run = _sealed_run(tmp_path)
     assert rules_changes(run) == []
     assert render_report([run], fmt="json", catalogue=None, redact=False, rejudge=False)[1] == 0
     reseal_run(run, "test: restored from a backup, nothing changed")
