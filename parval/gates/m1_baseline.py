@@ -251,9 +251,12 @@ def m1_cold_warm_refs(ctx: JudgeContext, serial: SerialVerdict) -> Result:
     from parval.gates.execution_path import campaign_counts
 
     for n in campaign_counts(ctx):
-        gaps = starts_missing(ctx, n, "M1.cold_warm_refs") or schedule_missing(
-            ctx, n, "M1.cold_warm_refs", COUNT_PHASES
-        )
+        stopped = starts_missing(ctx, n, "M1.cold_warm_refs")
+        if stopped is not None and stopped.status is Status.BLOCKED:
+            # a start the server crashed in (or parval stopped) recorded no later waves: that
+            # count is judged by its M2.starts and never admitted; it hides no label
+            continue
+        gaps = stopped or schedule_missing(ctx, n, "M1.cold_warm_refs", COUNT_PHASES)
         if gaps is not None:
             return replace(gaps, count=None)
     if not ctx.cache_sensitive:
