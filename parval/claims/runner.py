@@ -22,7 +22,7 @@ from pathlib import Path
 
 from parval.claims.combination import Combination, run_dir_name
 from parval.claims.inputs import Action, check_run_dir, run_state, set_aside
-from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE, PlanError
+from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE, PlanError, UsageError
 from parval.jsontypes import JsonObject
 from parval.plan.load import Plan
 from parval.report.evidence_types import Evidence
@@ -87,6 +87,20 @@ def check_combinations(combos: list[Combination]) -> dict[str, Plan]:
     if problems:
         raise PlanError(f"{len(problems)} combination problem(s); nothing was run:\n" + "\n".join(problems))
     return plans
+
+
+def check_gpu_readable(plans: dict[str, Plan]) -> None:
+    """Refuse (exit 2) when any chosen combination's plan requires GPU memory readings that
+    NVML cannot give on this machine: each such campaign would run to its end with M5 PENDING."""
+    from parval.plan.preflight import WITHOUT_GPU, gpu_refusal
+
+    refused = [(key, r) for key, plan in plans.items() if (r := gpu_refusal(plan)) is not None]
+    if refused:
+        raise UsageError(
+            f"{len(refused)} combination(s) require GPU memory readings this machine cannot give; nothing was run:\n"
+            + "\n".join(f"  {key}: {r.message}" for key, r in refused),
+            hint=f"run them on a machine with the NVIDIA driver, or anyway with {WITHOUT_GPU} (M5 then stays PENDING)",
+        )
 
 
 def worst_exit(codes: list[int]) -> int:
@@ -166,15 +180,20 @@ def run_catalogue(
     detect: bool,
     listen: Listen,
     echo: Callable[[str], None],
+    without_gpu: bool = False,
 ) -> tuple[list[Outcome], int | None]:
     """Run the selected combinations in order; (outcomes, exit code of a stopping signal).
     `backends`: run only those backends' combinations; `detect`: only those whose backend
-    is found on this machine (else every selected one)."""
+    is found on this machine (else every selected one). A combination whose plan requires
+    GPU memory NVML cannot read here refuses the whole run before anything starts, unless
+    `without_gpu`."""
     out = out.resolve()  # --out as given may be relative; servers run in their own directory
     here = backends_here() if detect and not backends else {}
     wanted = set(backends) if backends else set(here) if detect else {c.backend for c in combos}
     chosen = [c for c in combos if c.backend in wanted]
     plans = check_combinations(chosen)
+    if not without_gpu:
+        check_gpu_readable(plans)
     for c in chosen:
         check_run_dir(out / run_dir_name(c.key, shard))
     outcomes: list[Outcome] = []

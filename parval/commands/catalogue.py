@@ -136,6 +136,14 @@ def run_command(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Also show each campaign's own progress (as parval run does).")
     ] = False,
+    without_gpu: Annotated[
+        bool,
+        typer.Option(
+            "--without-gpu",
+            help="Run combinations whose plan requires GPU memory readings even where NVML cannot read the "
+            "device (their M5 stays PENDING); without it such a catalogue run is refused before anything starts.",
+        ),
+    ] = False,
 ) -> None:
     """Collect the evidence of every combination whose backend is on this machine.
 
@@ -172,7 +180,14 @@ kept under OUT/superseded/. Exit code: 0 every combination run here admitted, 1 
             typer.echo(line, err=True)
 
     outcomes, signalled = run_catalogue(
-        combos, target, shard=_parse_shard(shard), backends=backend or None, detect=not only, listen=listen, echo=echo
+        combos,
+        target,
+        shard=_parse_shard(shard),
+        backends=backend or None,
+        detect=not only,
+        listen=listen,
+        echo=echo,
+        without_gpu=without_gpu,
     )
     ran = [o for o in outcomes if o.exit_code is not None]
     code = worst_exit([int(o.exit_code) for o in ran if o.exit_code is not None]) if ran else 3
@@ -183,17 +198,22 @@ kept under OUT/superseded/. Exit code: 0 every combination run here admitted, 1 
         + f"; disclose with: parval report --catalogue {target} --claims {catalogue}"
     )
     if signalled is not None:
-        again = _same_run(catalogue, out, backend, only, shard)
+        again = _same_run(catalogue, out, backend, only, shard, without_gpu)
         typer.echo(f"parval: error: interrupted; continue with: {again}", err=True)
         code = signalled
     raise typer.Exit(code)
 
 
 def _same_run(
-    catalogue: Path, out: Path | None, backend: list[str] | None, only: list[str] | None, shard: str | None
+    catalogue: Path,
+    out: Path | None,
+    backend: list[str] | None,
+    only: list[str] | None,
+    shard: str | None,
+    without_gpu: bool = False,
 ) -> str:
     """The `parval catalogue run` command that continues this one: the same catalogue,
-    --out, --backend, --only and --shard (shell-quoted)."""
+    --out, --backend, --only, --shard and --without-gpu (shell-quoted)."""
     import shlex
 
     words = ["parval", "catalogue", "run", str(catalogue)]
@@ -205,6 +225,8 @@ def _same_run(
         words += ["--only", key]
     if shard is not None:
         words += ["--shard", shard]
+    if without_gpu:
+        words.append("--without-gpu")
     return shlex.join(words)
 
 

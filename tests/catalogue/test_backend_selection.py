@@ -26,6 +26,7 @@ def ran(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     done: list[str] = []
     monkeypatch.setattr(runner, "backends_here", lambda: {"cpu": "always"})
     monkeypatch.setattr(runner, "check_combinations", lambda combos: {c.key: None for c in combos})
+    monkeypatch.setattr(runner, "check_gpu_readable", lambda plans: None)
     monkeypatch.setattr(runner, "check_run_dir", lambda path: None)
 
     def run_one(combo: Any, plan: Any, out: Path, shard: Any, listen: Any, started: Any) -> tuple[Outcome, None]:
@@ -93,3 +94,39 @@ def test_detection_finds_the_cpu_and_a_gpu_backend_only_with_its_device(monkeypa
     closed: list[bool] = []
     monkeypatch.setattr(nvml, "open_device", lambda index: SimpleNamespace(close=lambda: closed.append(True)))
     assert runner.backends_here()["cuda"] == "NVML found device 0" and closed == [True]
+
+
+def test_a_gpu_plan_on_a_machine_without_nvml_is_refused_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A combination that requires GPU memory readings NVML cannot give here would run its
+    whole campaign and end M5 PENDING: the catalogue run refuses at once (exit 2), naming
+    it, unless --without-gpu."""
+    from parval.errors import UsageError
+    from parval.server import nvml
+
+    done: list[str] = []
+    gpu_plan = SimpleNamespace(path=Path("cuda.yaml"), memory={"gpu_required": True, "nvml_device_index": 0})
+    cpu_plan = SimpleNamespace(path=Path("cpu.yaml"), memory={"gpu_required": False})
+    monkeypatch.setattr(nvml, "probe", lambda index: "not found (no NVIDIA driver)")
+    monkeypatch.setattr(
+        runner,
+        "check_combinations",
+        lambda combos: {c.key: gpu_plan if c.backend == "cuda" else cpu_plan for c in combos},
+    )
+    monkeypatch.setattr(runner, "check_run_dir", lambda path: None)
+
+    def run_one(combo: Any, plan: Any, out: Path, shard: Any, listen: Any, started: Any) -> tuple[Outcome, None]:
+        done.append(combo.key)
+        return Outcome(combo.key, out / combo.key, "run", 3, "pending", 0.1), None
+
+    monkeypatch.setattr(runner, "run_one", run_one)
+    kw: Any = {"shard": None, "listen": lambda: None, "echo": lambda line: None, "detect": True}
+    with pytest.raises(UsageError) as refused:
+        run_catalogue(COMBOS, tmp_path, backends=["cpu", "cuda"], **kw)
+    assert done == []
+    assert "tts.cuda.offline: cuda.yaml: memory.gpu_required is true" in refused.value.message
+    assert "tts.cpu.offline" not in refused.value.message
+    assert "--without-gpu" in str(refused.value)
+    run_catalogue(COMBOS, tmp_path, backends=["cpu", "cuda"], without_gpu=True, **kw)
+    assert done == ["tts.cpu.offline", "tts.cuda.offline"]
