@@ -337,7 +337,13 @@ def merge_evidence(runs: list[LoadedRun]) -> Evidence:
         per_count[n] = _combine_by_id([(r, _results(_count_assertions(r.ev, n), n)) for r in covering], once=False)
     interrupted = any(r.ev["run"].get("interrupted") for r in runs)
     d = adm.decide(
-        counts, model_level, per_count, fw, interrupted=interrupted, missing="not collected by any merged run"
+        counts,
+        model_level,
+        per_count,
+        fw,
+        interrupted=interrupted,
+        missing="not collected by any merged run",
+        cannot_start=_cannot_start(runs),
     )
     admission_ready, flat, assertions = d.admission_ready, d.flat, d.assertions
     line = f"{d.line} (merged from {len(runs)} runs)"
@@ -408,6 +414,17 @@ def merge_evidence(runs: list[LoadedRun]) -> Evidence:
     # a merge with a run judged under rules changed after its events never admits.
     changed = [f"{r.dir}: {why}" for r in runs for why in _rules_changed(r.ev)]
     return rules_changed_evidence(historical_evidence(built_record(record)), changed)
+
+
+def _cannot_start(runs: list[LoadedRun]) -> list[Mapping[str, object]]:
+    """Every merged run's executables that could not start, once per executable and cause:
+    the merged verdict line leads with them as each run's own does."""
+    seen: dict[tuple[str, ...], Mapping[str, object]] = {}
+    for r in runs:
+        for e in r.ev["verdict"].get("cannot_start") or []:
+            key = tuple(str(e.get(k)) for k in ("role", "executable", "exit_code", "cause"))
+            seen.setdefault(key, {**e, "run": f"{r.dir}: {e.get('run')}"})
+    return list(seen.values())
 
 
 def _rules_changed(ev: Evidence) -> list[str]:

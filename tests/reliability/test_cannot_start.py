@@ -86,6 +86,16 @@ def test_a_candidate_that_cannot_start_fails_fast_and_says_why(tmp_path: Path) -
     assert "audiocpp_server starting" not in screen  # stderr says why; stdout is not dumped there
     assert proc.stdout.splitlines()[0] == ev["verdict"]["line"]
 
+    # merged with a second run of the same build, the cause still leads the merged verdict
+    again = tmp_path / "run2"
+    assert parval("run", plan, "--out", again, "-q", timeout=120).returncode == 1
+    merged = parval("report", run_dir, again, "--format", "md", timeout=60)
+    assert merged.returncode == 1, merged.stderr
+    head = merged.stdout.splitlines()[0]
+    assert "the candidate executable exited with status 127 before it was ready" in head and LOADER in head, head
+    assert head.count("exited with status 127") == 1  # one cause, not one per run
+    assert "The candidate executable cannot start." in "\n".join(merged.stdout.splitlines()[:12])
+
 
 def test_a_baseline_that_cannot_start_is_blocked_and_says_why(tmp_path: Path) -> None:
     plan = _plan(tmp_path, "baseline")
