@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 
 from parval.jsontypes import JsonObject
-from parval.judge import judge_run
+from parval.judge import MID_RUN, judge_run
 from parval.plan.load import Plan
 from parval.report.render import write_reports
 from parval.rundir.events import EventListener, EventLog
@@ -56,7 +56,9 @@ def run_plan(
     log = EventLog(run_dir / EVENTS, sync_behind=True)  # waves do not wait for fsync
     log.listeners.extend(listeners or [])
     try:
-        anyio.run(Campaign(plan, run_dir, log, shard=shard, skip_runs=skip_runs, fail_fast=fail_fast).run)
+        anyio.run(
+            Campaign(plan, run_dir, log, judging=MID_RUN, shard=shard, skip_runs=skip_runs, fail_fast=fail_fast).run
+        )
     finally:
         log.close()
     # The campaign just completed this run: its judging is the run's first seal.

@@ -14,7 +14,6 @@ from typing import Any, TypedDict
 from parval import PROCEDURE_VERSION, __version__
 from parval.gates import admission_verdict as adm
 from parval.gates.campaign_cost import campaign_overhead
-from parval.gates.cannot_start import cannot_start_events
 from parval.gates.context import JudgeContext
 from parval.gates.execution_path import judge_execution_path
 from parval.gates.framework_ref import framework_checks
@@ -27,15 +26,17 @@ from parval.gates.m6_modes import judge_m6
 from parval.gates.masking import mask_comparisons, negative_control_caught
 from parval.gates.performance import build_performance
 from parval.gates.quality import judge_quality, q5_intermittent
-from parval.gates.records import Records, load_records
 from parval.jsontypes import JsonValue
+from parval.plan.load import Plan
 from parval.plan.schemas import schema_version
 from parval.procedure.sealed_rules import as_read
-from parval.report.evidence_types import built_record
-from parval.rundir.events import campaign_shard
+from parval.rundir.cannot_start import cannot_start_events
+from parval.rundir.events import campaign_shard, read_events
+from parval.rundir.evidence_types import built_record
 from parval.rundir.files import sha256_file, write_json
 from parval.rundir.layout import EVENTS, EVIDENCE, MANIFEST
-from parval.status import Result, combine
+from parval.rundir.records import Records, build_records, load_records
+from parval.status import Result, Status, combine
 
 
 def load_json(path: Path) -> dict[str, Any]:
@@ -253,3 +254,26 @@ def _record_path(plan: dict[str, Any], plan_path: str) -> str | None:
         return None
     p = Path(rp)
     return str(p if p.is_absolute() else Path(plan_path).parent / p)
+
+
+class _MidRun:
+    """The gates' judgement of a campaign's evidence so far, handed to the campaign (the
+    recorder, which never imports the judges): parval.runners.campaign.MidRunJudging."""
+
+    @staticmethod
+    def _context(events: Path, plan: Plan, run_dir: Path) -> JudgeContext:
+        return JudgeContext(build_records(read_events(events)), plan.raw, {}, run_dir, str(plan.path))
+
+    def largest_validated(self, events: Path, plan: Plan, run_dir: Path, counts: list[int]) -> int:
+        ctx = self._context(events, plan, run_dir)
+        return adm.largest_consecutive(
+            counts, plan.counts, lambda n: all(r.status is Status.PASS for r in judge_m2(ctx, n))
+        )
+
+    def count_failures(self, events: Path, plan: Plan, run_dir: Path, n: int) -> list[str]:
+        ctx = self._context(events, plan, run_dir)
+        results = [*judge_m2(ctx, n), *judge_m3(ctx, n, variation_effects(ctx))]
+        return sorted({r.id for r in results if r.status is Status.FAIL})
+
+
+MID_RUN = _MidRun()

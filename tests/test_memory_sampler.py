@@ -16,10 +16,10 @@ from typing import Any
 import anyio
 import pytest
 
+from parval.nvml import GpuDevice, NvmlDevice, open_device
 from parval.server import host_memory
 from parval.server.host_memory import host_tree_memory
 from parval.server.memory import MemoryConfig, MemorySampler, PhaseTracker
-from parval.server.nvml import GpuDevice, NvmlDevice, open_device
 
 STEP_MIB = 64
 

@@ -36,6 +36,7 @@ from parval.bench.util import (
 )
 from parval.jsonread import as_float, as_int
 from parval.jsontypes import JsonObject
+from parval.judge import MID_RUN
 from parval.plan.schemas import schema_version
 from parval.rundir.artifacts import ArtifactStore
 from parval.rundir.events import EventLog
@@ -105,7 +106,7 @@ async def run_campaign(
     rss_before = proc_status_kib("VmRSS")
     peak_reset = reset_peak_rss()
     log = TimedEventLog(run_dir / EVENTS)
-    campaign = Campaign(plan, run_dir, log)
+    campaign = Campaign(plan, run_dir, log, judging=MID_RUN)
     store = TimedArtifactStore(run_dir / "artifacts")
     campaign.store = store
     captured: list[JsonObject] = []

@@ -10,4 +10,6 @@ collects the evidence on this machine (`runner.py`, resumable by `inputs.py`),
 `parval report --catalogue DIR --claims CAT` discloses every claimed count
 (`disclosure.py`). Not to be confused with `parval.procedure.catalogue`, the catalogue of
 the procedure's assertion IDs.
+
+May import: api (to run a combination's campaign), judge, report and every layer below.
 """

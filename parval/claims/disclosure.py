@@ -2,7 +2,7 @@
 
 Verdicts are read as the judges gave them (the evidence's `verdict.admitted_counts`,
 `verdict.counts`, its assertions, `framework_checks`, `performance`), for the evidence of
-the catalogue's candidate build (`evidence_found.py`). One row per claimed count:
+the catalogue's candidate build (`attribution.py`). One row per claimed count:
 
 * ADMITTED: the count is among the evidence's admitted counts;
 * NOT ADMITTED: the count's verdict is FAIL (the failing assertions are listed), in the
@@ -30,13 +30,14 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TypedDict
 
+from parval.claims.attribution import attribute
 from parval.claims.combination import Catalogue, Combination
-from parval.claims.evidence_found import Attributed, FoundRun, attribute, find_evidence
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE, RunDirError
 from parval.jsontypes import JsonValue
 from parval.report.catalogue_row import SetAside
-from parval.report.evidence_types import Assertion, Evidence, PerformanceRow
+from parval.report.evidence_found import Attributed, FoundRun, find_evidence
 from parval.report.load import run_problems
+from parval.rundir.evidence_types import Assertion, Evidence, PerformanceRow
 
 
 class State(StrEnum):

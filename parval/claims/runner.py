@@ -25,7 +25,7 @@ from parval.claims.inputs import Action, check_run_dir, run_state, set_aside
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE, PlanError, UsageError
 from parval.jsontypes import JsonObject
 from parval.plan.load import Plan
-from parval.report.evidence_types import Evidence
+from parval.rundir.evidence_types import Evidence
 from parval.rundir.layout import EVIDENCE
 
 
@@ -34,7 +34,7 @@ def backends_here() -> dict[str, str]:
     NVML finds a device; HIP/ROCm when /dev/kfd exists; Vulkan when `vulkaninfo --summary`
     succeeds; Metal on macOS."""
     found = {"cpu": "always available"}
-    from parval.server.nvml import open_device
+    from parval.nvml import open_device
 
     device = open_device(0)
     if not isinstance(device, str):

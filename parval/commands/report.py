@@ -87,16 +87,23 @@ NOT RUN, STALE, HISTORICAL), 2 a catalogue that does not validate. Every run und
         raise UsageError(f"--format {fmt!r}: use md, json or junit")
     if output is not None:
         refuse_inside_a_run(output)
-    text, code = render_report(
-        runs or [],
-        fmt=fmt,
-        catalogue=catalogue,
-        redact=redact_paths,
-        rejudge=rejudge,
-        output=output,
-        claims=claims,
-        set_aside=set_aside_decisions(set_aside or [], reasons or []),
-    )
+    decisions = set_aside_decisions(set_aside or [], reasons or [])
+    if claims is not None:
+        from parval.claims.render import render_claims_report
+
+        text, code = render_claims_report(
+            claims, catalogue, runs or [], fmt=fmt, redact=redact_paths, rejudge=rejudge, set_aside=decisions
+        )
+    else:
+        text, code = render_report(
+            runs or [],
+            fmt=fmt,
+            catalogue=catalogue,
+            redact=redact_paths,
+            rejudge=rejudge,
+            output=output,
+            set_aside=decisions,
+        )
     if output is not None:
         from parval.rundir.files import atomic_write
 

@@ -3,4 +3,6 @@ through its HTTP surface, CTest/sanitizer runs, and the record model evidence re
 
 `collect.run_framework` is the library entry point; the `parval framework` CLI command is
 parval.commands.framework.
-"""
+
+May import: server, procedure, rundir, outputs, plan and the foundation; never the gates or
+the runners (its siblings) nor the report that shows its record."""

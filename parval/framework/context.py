@@ -11,7 +11,7 @@ from parval.framework.judges import Findings
 from parval.framework.observed import Timing
 from parval.framework.preconditions import Capabilities, first_missing
 from parval.framework.settings import ProbeOptions
-from parval.gates.compare import canonicalize
+from parval.outputs.compare import canonicalize
 from parval.plan.load import OMIT, Plan, model_entry, resolve_executable
 from parval.rundir.artifacts import ArtifactStore
 from parval.rundir.events import EventLog

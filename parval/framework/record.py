@@ -1,7 +1,7 @@
 """The framework record: identity (what was tested, where), one result per F assertion,
 group summaries that are never a blanket pass over partial contract areas, the CTest runs
 and the verdict. Validated against schemas/framework.schema.json before it is written, and
-shown by `parval report FRAMEWORK_RUN` as markdown, JSON or JUnit (`render_framework`).
+shown by `parval report FRAMEWORK_RUN` (parval.report.framework_record).
 
 Format history: schema_version 1 = first version. Model evidence reads `identity`,
 `record_id` and `assertions` (parval/gates/framework_ref.py).
@@ -15,7 +15,6 @@ import re
 import time
 from pathlib import Path
 from typing import Literal, NotRequired, TypedDict, get_args
-from xml.etree import ElementTree as ET
 
 from parval import PROCEDURE_VERSION, __version__
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE
@@ -27,13 +26,10 @@ from parval.framework.runner import ProbeOutcome
 from parval.jsontypes import JsonObject
 from parval.plan.schemas import schema_errors, schema_version
 from parval.procedure.catalogue import FRAMEWORK_GATE, group_of
-from parval.report import junit
-from parval.report.md_base import esc
 from parval.rundir.files import sha256_file, write_json
 from parval.rundir.manifest import HostPlatform, driver_version, gpu_info, host_platform
 from parval.rundir.provenance import Provenance
 from parval.rundir.provenance import detect as detect_provenance
-from parval.rundir.provenance import label as provenance_label
 from parval.status import Result, Status, combine
 
 RECORD = "record.json"
@@ -327,44 +323,3 @@ def write_record(run_dir: Path, record: FrameworkRecord) -> Path:
     path = run_dir / RECORD
     write_json(path, record)
     return path
-
-
-# -- the record shown (`parval report FRAMEWORK_RUN`) --------------------------------------
-
-
-def render_framework(record: FrameworkRecord, fmt: str, notes: list[str]) -> str:
-    if fmt == "json":
-        return json.dumps(record, indent=2, sort_keys=True) + "\n"
-    if fmt == "junit":
-        return _junit(record)
-    return _markdown(record, notes)
-
-
-def _markdown(record: FrameworkRecord, notes: list[str]) -> str:
-    ident = record["identity"]
-    lines = [
-        f"## Framework record {record['record_id']}",
-        "",
-        f"**{record['verdict']['line']}**",
-        "",
-        f"candidate `{ident['candidate_name']}` sha256 `{ident['candidate_sha256'][:16]}`, backend "
-        f"{ident['backend']}, source commit {ident.get('source_commit') or 'not recorded'}, "
-        f"procedure {record['procedure_version']}, "
-        f"counts covered: {ident.get('counts') or 'none'}, made: {provenance_label(ident.get('provenance'))}",
-        "",
-    ]
-    lines += [f"> {n}" for n in notes]
-    lines += ["", "| assertion | status | reason |", "|---|---|---|"]
-    for a in record["assertions"]:
-        lines.append(f"| {a['id']} | {a['status']} | {esc(str(a['reason'])[:300])} |")
-    lines += ["", *[f"- {g['summary']}" for g in record["groups"].values()], ""]
-    return "\n".join(lines)
-
-
-def _junit(record: FrameworkRecord) -> str:
-    """One test case per F assertion, as the model run's JUnit has one per assertion."""
-    root = ET.Element("testsuites", name="parval framework")
-    suite = junit.testsuite(root, record["record_id"], [str(a["status"]) for a in record["assertions"]])
-    for a in record["assertions"]:
-        junit.assertion_case(suite, "parval.framework", str(a["id"]), str(a["status"]), str(a["reason"]))
-    return junit.document(root)

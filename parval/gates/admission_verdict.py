@@ -6,11 +6,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from parval.gates import shape
-from parval.gates.cannot_start import cause as cannot_start_cause
 from parval.jsonread import as_int
 from parval.plan.waves import skipped_counts
 from parval.procedure.catalogue import all_ids, group_of
 from parval.procedure.entry import PLAN, Declaration, Entry
+from parval.rundir.cannot_start import cause as cannot_start_cause
 from parval.status import Result, Status, combine, pending
 
 PENDING_TEXT = "evidence collected; validation pending"
@@ -196,7 +196,7 @@ def verdict_line(
 ) -> tuple[str, int]:
     """The first line of every report and the exit code (0 / 1 / 3). `cannot_start`: the
     causes, in plain words, of executables whose first start exited before it was ready
-    (gates/cannot_start.py): they lead the line, whatever else it says."""
+    (rundir/cannot_start.py): they lead the line, whatever else it says."""
     fails = sorted({f"{r.id}" + (f"@{r.count}" if r.count else "") for r in statuses if r.status is Status.FAIL})
     adm = ", ".join(str(n) for n in admitted) or "none"
     cause = "".join(f"{c}; " for c in cannot_start)
@@ -260,7 +260,7 @@ class Decision:
     assertions: list[Result]
     line: str
     exit_code: int
-    # executable_cannot_start events (gates/cannot_start.py): shown under the verdict line
+    # executable_cannot_start events (rundir/cannot_start.py): shown under the verdict line
     cannot_start: list[Mapping[str, object]] = field(default_factory=list)
 
     def verdict_json(self, line: str | None = None) -> dict[str, object]:

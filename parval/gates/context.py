@@ -11,12 +11,12 @@ from typing import Any
 
 from parval.gates import shape
 from parval.gates.exactness import Tally, judge_requests, set_aside_failures
-from parval.gates.records import DERIVED_PHASES, MIN_STARTS, REF_PHASES, Records, SetAsideCrash, derived_ref, typed
 from parval.gates.serial import SerialVerdict, serial_variation
-from parval.gates.volatility import content_exclusions
 from parval.jsonread import as_int
+from parval.outputs.volatility import content_exclusions
 from parval.plan.waves import StartSchedule, start_schedule
 from parval.rundir.event_types import RequestEvent, ServerReadyEvent
+from parval.rundir.records import DERIVED_PHASES, MIN_STARTS, REF_PHASES, Records, SetAsideCrash, derived_ref, typed
 from parval.status import Result
 
 __all__ = ["REF_PHASES", "JudgeContext", "SerialVerdict", "exact_result", "run_judges"]

@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from parval.gates.compare import within_tolerance
-from parval.gates.records import Records, derived_ref
 from parval.jsonread import contains, get
+from parval.outputs.compare import within_tolerance
 from parval.rundir.event_types import RequestEvent
+from parval.rundir.records import Records, derived_ref
 
 
 @dataclass

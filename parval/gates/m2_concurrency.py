@@ -13,14 +13,11 @@ from dataclasses import replace
 from typing import NotRequired, TypedDict
 
 from parval.gates import shape
-from parval.gates.cannot_start import cannot_start_events
-from parval.gates.cannot_start import cause as cannot_start_cause
 from parval.gates.context import JudgeContext, exact_result
 from parval.gates.exactness import Tally
-from parval.gates.records import COUNT_PHASES, complete_starts, schedule_missing, starts_missing, typed
 from parval.gates.unload_evidence import unload_check
 from parval.jsontypes import JsonObject
-from parval.plan.waves import UNLOAD_CYCLES
+from parval.plan.waves import MIN_POLLS_IN_FLIGHT, UNLOAD_CYCLES
 from parval.procedure.entry import (
     COMPARED,
     COUNT_REQUESTS,
@@ -35,10 +32,13 @@ from parval.procedure.entry import (
     Entry,
     Gate,
 )
+from parval.rundir.cannot_start import cannot_start_events
+from parval.rundir.cannot_start import cause as cannot_start_cause
 from parval.rundir.event_types import ProbeEvent, RequestEvent, WaveEvent
+from parval.rundir.records import COUNT_PHASES, complete_starts, schedule_missing, starts_missing, typed
 from parval.status import Result, Status
 
-__all__ = ["ENTRIES", "JUDGES", "MIN_POLLS_IN_FLIGHT", "client_overlap", "judge_m2"]
+__all__ = ["ENTRIES", "JUDGES", "client_overlap", "judge_m2"]
 
 # Each judge below declares its registry entry, judged once per count.
 _m2 = Gate("count")
@@ -63,11 +63,6 @@ def counters_seen(waves: Sequence[WaveEvent]) -> str:
 
 
 # --- what the starts of one count showed: the violations M2 (and Q5) FAIL on -------
-
-# Successful status samples taken wholly inside the window in which the client had all N
-# requests of a wave in flight (last send to first reply): with fewer, the poller cannot
-# show that N leases were never held together (the campaign repeats such a wave).
-MIN_POLLS_IN_FLIGHT = 5
 
 
 class UnloadRow(TypedDict):

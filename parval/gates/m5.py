@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Literal, NotRequired, TypedDict, overload
 
 from parval.gates import shape
-from parval.gates.records import Records
 from parval.gates.shape import blocked, pending
 from parval.jsonread import as_float, as_int, get, item
 from parval.jsontypes import JsonObject, JsonValue
 from parval.procedure.entry import MEMORY, PLAN, Entry, Gate
+from parval.rundir.records import Records
 from parval.status import Result, Status
 from parval.status import pending as pending_result
 

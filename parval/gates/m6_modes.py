@@ -12,17 +12,16 @@ naming the crash; one parval stopped blocks every mode it did not record."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Literal
 
 from parval.gates import shape
-from parval.gates.compare import canonicalize
 from parval.gates.context import JudgeContext, run_judges
 from parval.gates.m2_concurrency import NO_COUNTERS
-from parval.gates.records import COUNT_PHASES
+from parval.outputs.compare import BATCH_EXCLUDED, canonicalize
 from parval.procedure.entry import COUNT_REQUESTS, MASKED, NEGATIVE, PLAN, REFS, Declaration, Entry, Gate
 from parval.rundir.event_types import BatchRecord, M6BatchEvent, M6StreamingEvent
+from parval.rundir.records import COUNT_PHASES
 from parval.status import Result, Status
 
 
@@ -35,10 +34,6 @@ def _m6(evidence: tuple[str, ...], *notes: str) -> Declaration:
 def _m6_compared(evidence: tuple[str, ...], *notes: str) -> Declaration:
     return _m6((*evidence, NEGATIVE), *notes, MASKED)
 
-
-# Batch results carry `timing: null` by contract (aggregate timing is in the done event),
-# so a batch result is compared with its reference without `timing`.
-BATCH_EXCLUDED = ("timing",)
 
 RUN = "modes"
 # The modes the modes start collects, in its order, each with the event that records it.
@@ -387,9 +382,3 @@ ENTRIES: tuple[Entry, ...] = shape.entries_of(JUDGES)
 def judge_m6(ctx: JudgeContext) -> list[Result]:
     """Every M6 assertion, each reproducible from the modes start."""
     return run_judges(ctx, JUDGES, "modes")
-
-
-def batch_result_canon(result: object, volatile: list[str]) -> str | None:
-    """How the campaign canonicalises one batch result (None when it is not a valid one)."""
-    out = canonicalize(json.dumps(result).encode(), [*volatile, *BATCH_EXCLUDED])
-    return out.canon if out.valid else None

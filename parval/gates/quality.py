@@ -14,8 +14,8 @@ from parval.gates.exactness import failure_key
 from parval.gates.m2_concurrency import active_violations, drain_violations, unload_violations
 from parval.gates.m4_recovery import aside_violations
 from parval.gates.masking import COMPARISON_IDS
-from parval.gates.volatility import VOLATILE_ROOT, content_exclusions, volatility
 from parval.jsonread import as_int, iterate
+from parval.outputs.volatility import VOLATILE_ROOT, content_exclusions, volatility
 from parval.procedure.entry import MASKED, NEGATIVE, PLAN, SET_ASIDE, Entry, Gate
 from parval.status import Result, Status, combine
 
@@ -133,7 +133,7 @@ def q2_volatile_fields(ctx: JudgeContext, results: list[Result]) -> Result:
     """Q2: only fields measured to be volatile may be excluded: each excluded path must
     vary across identical serial requests in the recorded baseline runs (every leaf of an
     excluded object); a stable leaf is meaningful output that the exclusion would hide.
-    Only volatile scalars may be excluded at all (gates/volatility.py VOLATILE_ROOT): an
+    Only volatile scalars may be excluded at all (outputs/volatility.py VOLATILE_ROOT): an
     exclusion of output content fails, whether or not it varies."""
     vol = (ctx.plan.get("compare") or {}).get("volatile_fields", [])
     whole = content_exclusions([str(v["path"]) for v in vol])

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from parval.gates.exactness import tolerance_check
-from parval.gates.records import REF_PHASES, Records
 from parval.rundir.event_types import RequestEvent
+from parval.rundir.records import REF_PHASES, Records
 from parval.status import Status
 
 # What serial repeats of the baseline showed: status, reason, evidence. The evidence says

@@ -1,2 +1,4 @@
-"""The run plan: loading and validating it, its JSON Schemas, the schedule it implies, the
-starter plan of `parval init`."""
+"""The run plan: loading and validating it, its JSON Schemas, the schedule it implies (and
+its constants: waves, attempts, polls), the starter plan of `parval init`.
+
+May import: the foundation (errors, JSON readers, NVML for the preflight check)."""

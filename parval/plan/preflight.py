@@ -13,7 +13,7 @@ WITHOUT_GPU = "--without-gpu"
 def gpu_refusal(plan: Plan) -> UsageError | None:
     """The refusal `parval run` raises (exit 2) when the plan requires GPU memory and NVML
     cannot read the plan's device here; None when it can, or the plan does not require it."""
-    from parval.server import nvml
+    from parval import nvml
 
     memory = plan.memory
     if not memory.get("gpu_required", True):

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from parval.plan.load import Plan
-from parval.plan.waves import TEN_WAVES, UNLOAD_CYCLES, mixed_waves, skipped_counts_warning
-from parval.runners.phases import WAVE_ATTEMPTS
+from parval.plan.waves import TEN_WAVES, UNLOAD_CYCLES, WAVE_ATTEMPTS, mixed_waves, skipped_counts_warning
 
 
 def schedule_rows(plan: Plan) -> list[tuple[str, int, int, int]]:

@@ -17,6 +17,18 @@ UNLOAD_CYCLES = 3
 # The procedure's minimum of mixed warm waves per start at the largest admitted count.
 TEN_WAVES = 10
 
+# A wave whose N leases were not all seen at once is repeated (every attempt is recorded
+# and compared) only when a repeat can change what is seen: on a loaded machine the client
+# may fail to overlap short requests, and that must not read as a server that cannot run
+# N at once. A server without counters, or one whose counters stayed below N in several
+# polls while the client had all N requests in flight, shows the same on every repeat.
+WAVE_ATTEMPTS = 3
+
+# Successful status samples taken wholly inside the window in which the client had all N
+# requests of a wave in flight (last send to first reply): with fewer, the poller cannot
+# show that N leases were never held together (the campaign repeats such a wave).
+MIN_POLLS_IN_FLIGHT = 5
+
 
 def mixed_waves(plan: Mapping[str, object], n: int) -> int:
     """Mixed warm waves per start at count n: `waves.mixed_at_largest` at the plan's largest

@@ -1,1 +1,6 @@
-"""The procedure as data: the assertion catalogue and the registry of how each ID is judged."""
+"""The procedure as data: the assertion catalogue, the registry's `Entry` form and scopes,
+run names, what the API reference promises about the server, and the rules every reader
+applies to evidence (procedure version, sealed rules). The registry that gathers every
+judge's entry is parval/registry.py, above the judges.
+
+May import: rundir and the foundation."""

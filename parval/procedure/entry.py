@@ -1,8 +1,8 @@
 """One registry entry (`Entry`), the scopes an assertion is judged in, the evidence kinds
 the entries name, and the forms they are declared in: a model judge declares its entry
 where it is registered (`Declaration`, given to parval.gates.shape.judge), a framework
-group lists its entries beside its judges (`framework_entry`). registry.py assembles them;
-this module imports none of them back."""
+group lists its entries beside its judges (`framework_entry`). parval/registry.py, above
+every judge, assembles them; this module imports none of them."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from parval.procedure.version import historical_evidence
 from parval.rundir.rules_seal import rules_changes
 
 if TYPE_CHECKING:
-    from parval.report.evidence_types import Evidence
+    from parval.rundir.evidence_types import Evidence
 
 RULES_CHANGED = "RULES CHANGED"
 

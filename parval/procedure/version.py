@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 from parval import PROCEDURE_VERSION
 
 if TYPE_CHECKING:
-    from parval.report.evidence_types import Evidence
+    from parval.rundir.evidence_types import Evidence
 
 HISTORICAL = "HISTORICAL"
 

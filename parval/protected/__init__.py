@@ -10,4 +10,6 @@ machine-readable output and distinct exit codes:
   (CRLF read as LF on both sides).
 
 git always runs through argument lists, never through a shell.
+
+May import: the foundation only.
 """

@@ -16,12 +16,12 @@ from parval.jsontypes import JsonObject, JsonValue
 from parval.procedure.sealed_rules import as_read
 from parval.procedure.version import historical_reason, is_current
 from parval.report.catalogue_row import CatalogueRow, CatalogueVerdict, RunWhy, SetAside
-from parval.report.evidence_types import Evidence
 from parval.report.history import HistoricalRow
+from parval.rundir.evidence_types import Evidence
 from parval.rundir.layout import MANIFEST, find_runs
 
 if TYPE_CHECKING:
-    from parval.claims.evidence_found import FoundRun as FoundRunT
+    from parval.report.evidence_found import FoundRun as FoundRunT
 
 
 def blocking(ev: Evidence) -> list[str]:
@@ -98,7 +98,7 @@ def catalogue_verdicts(
 ) -> tuple[list[CatalogueVerdict], list[dict[str, str]], list[RunWhy]]:
     """One verdict per model/family/task/backend/mode under `root` (module docstring); runs
     of an older candidate build than the newest run's are stale, as the claims make them."""
-    from parval.claims.evidence_found import Attributed, find_evidence, merge_current
+    from parval.report.evidence_found import Attributed, find_evidence, merge_current
 
     groups: dict[str, list[FoundRunT]] = {}
     found = find_evidence(root, set_aside)

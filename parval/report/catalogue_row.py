@@ -40,7 +40,7 @@ class RunWhy(TypedDict):
 class CatalogueVerdict(TypedDict):
     """One verdict of the catalogue: every run of one model/family/task/backend/mode that
     tested the newest candidate build, merged as `parval report RUN...` merges them
-    (`parval.claims.evidence_found.merge_current`); runs of older builds are stale."""
+    (`parval.report.evidence_found.merge_current`); runs of older builds are stale."""
 
     model: JsonValue
     family: JsonValue

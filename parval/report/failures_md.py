@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from parval.jsonread import iterate
-from parval.report.evidence_types import Assertion, AssertionEvidence, Evidence, MergedRun, RunInfo
 from parval.report.md_base import ICON, MAX_ROWS, ReportContext, count_sources, detailed, esc, short
+from parval.rundir.evidence_types import Assertion, AssertionEvidence, Evidence, MergedRun, RunInfo
 
 UNRESOLVED = ("BLOCKED", "UNSUPPORTED", "PENDING")
 _ProblemList = Literal["errors", "malformed", "indeterminate", "no_reference"]

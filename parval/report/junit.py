@@ -12,9 +12,9 @@ from typing import Literal
 from xml.etree import ElementTree as ET
 
 from parval.report.catalogue_row import CatalogueRow, CatalogueVerdict, RunWhy
-from parval.report.evidence_types import Assertion, AssertionEvidence, Evidence
 from parval.report.failures_md import campaign_command
 from parval.report.md_base import detailed
+from parval.rundir.evidence_types import Assertion, AssertionEvidence, Evidence
 
 SKIPPED = ("PENDING", "BLOCKED", "UNSUPPORTED", "NOT_APPLICABLE", "HISTORICAL", "RULES CHANGED")
 _PROBLEM_KEYS: tuple[Literal["errors", "malformed", "indeterminate", "no_reference"], ...] = (

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from parval.errors import RunDirError
 from parval.procedure.sealed_rules import as_read
-from parval.report.evidence_types import Evidence, built_record
 from parval.report.render import write_reports
+from parval.rundir.evidence_types import Evidence, built_record
 from parval.rundir.layout import EVENTS, EVIDENCE
 from parval.rundir.verified import Verified, verified
 

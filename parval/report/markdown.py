@@ -13,10 +13,10 @@ from pathlib import Path
 
 from parval.jsontypes import JsonObject
 from parval.procedure.catalogue import group_of
-from parval.report.evidence_types import Assertion, Evidence, RunInfo
 from parval.report.failures_md import explain_failure, unresolved_lines
 from parval.report.md_base import ICON, ReportContext, detailed, esc, short
 from parval.report.performance_md import performance_table_markdown
+from parval.rundir.evidence_types import Assertion, Evidence, RunInfo
 from parval.rundir.provenance import label
 from parval.status import Status, combine
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from parval.jsontypes import JsonObject
-from parval.report.evidence_types import Assertion, Evidence, RunInfo
+from parval.rundir.evidence_types import Assertion, Evidence, RunInfo
 
 ICON = {"PASS": "✅", "FAIL": "❌", "PENDING": "⏳", "BLOCKED": "⛔", "UNSUPPORTED": "🚫", "NOT_APPLICABLE": "➖"}
 MAX_ROWS = 10

@@ -49,8 +49,8 @@ from parval.plan.schemas import schema_version
 from parval.procedure.catalogue import group_of
 from parval.procedure.sealed_rules import rules_changed_evidence
 from parval.procedure.version import historical_evidence
-from parval.report.evidence_types import Assertion, Evidence, MergedRun, built_record
 from parval.rundir.events import read_events
+from parval.rundir.evidence_types import Assertion, Evidence, MergedRun, built_record
 from parval.rundir.layout import EVENTS, MANIFEST
 from parval.status import Result, Status, combine, pending
 

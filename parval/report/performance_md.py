@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from parval.gates.campaign_cost import describe_overhead
 from parval.gates.performance import MIN_WARM_REPEATS, TABLE_COLUMNS
-from parval.report.evidence_types import Performance, TimeStats
 from parval.report.md_base import esc
+from parval.rundir.evidence_types import Performance, TimeStats
 
 
 def time_cell(st: TimeStats | None) -> str:

@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from parval.jsontypes import JsonObject
-from parval.report.evidence_types import Evidence, built_record
 from parval.report.md_base import ReportContext
 from parval.rundir.events import iter_events
+from parval.rundir.evidence_types import Evidence, built_record
 from parval.rundir.files import atomic_write
 from parval.rundir.layout import EVENTS, MANIFEST
 

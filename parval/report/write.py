@@ -15,19 +15,8 @@ from parval.report.render import render_evidence
 FORMATS = ("md", "json", "junit")
 
 
-def render_report(
-    runs: list[Path],
-    *,
-    fmt: str,
-    catalogue: Path | None,
-    redact: bool,
-    rejudge: bool,
-    output: Path | None = None,
-    claims: Path | None = None,
-    set_aside: Sequence[SetAside] = (),
-) -> tuple[str, int]:
-    """`parval report`: one run, several runs (merged), a catalogue of runs, or the
-    disclosure of a catalogue's claims → (text, exit code)."""
+def check_options(fmt: str, catalogue: Path | None, set_aside: Sequence[SetAside]) -> None:
+    """The options every form of `parval report` checks first."""
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: use md, json or junit")
     if set_aside and catalogue is None:
@@ -36,20 +25,21 @@ def render_report(
             hint="parval report --catalogue runs/ --set-aside runs/old --reason 'why'; "
             "or leave the run out of `parval report RUN...`",
         )
-    if claims is not None:
-        if catalogue is None or runs or rejudge:
-            raise UsageError(
-                "--claims CAT discloses the runs under --catalogue DIR (no run directories, no --rejudge)",
-                hint="parval report --catalogue runs/ --claims plans/catalogue.yaml",
-            )
-        from parval.report.claims import render_claims
 
-        text, code = render_claims(claims, catalogue, fmt, set_aside)
-        if redact:
-            from parval.report.redact import redact_paths
 
-            text = redact_paths(text)
-        return text, code
+def render_report(
+    runs: list[Path],
+    *,
+    fmt: str,
+    catalogue: Path | None,
+    redact: bool,
+    rejudge: bool,
+    output: Path | None = None,
+    set_aside: Sequence[SetAside] = (),
+) -> tuple[str, int]:
+    """`parval report`: one run, several runs (merged) or a catalogue of runs → (text, exit
+    code). The disclosure of a catalogue's claims (`--claims`) is parval.claims.render."""
+    check_options(fmt, catalogue, set_aside)
     if catalogue is not None or len(runs) != 1:
         if rejudge:
             raise UsageError(
@@ -68,8 +58,8 @@ def render_report(
     from parval.framework.rejudge import is_framework_run
 
     if is_framework_run(run_dir):  # a shared framework record (parval framework)
-        from parval.framework.record import render_framework
         from parval.framework.rejudge import load_framework_record
+        from parval.report.framework_record import render_framework
 
         record, notes = load_framework_record(run_dir, rejudge)
         return render_framework(record, fmt, notes), int(record["verdict"]["exit_code"])

@@ -423,7 +423,7 @@ class CampaignStoppedEvent(TypedDict):
 
 
 class ExecutableCannotStartEvent(TypedDict):
-    """The first start of an executable exited before it was ready (gates/cannot_start.py)."""
+    """The first start of an executable exited before it was ready (rundir/cannot_start.py)."""
 
     kind: Literal["executable_cannot_start"]
     role: str

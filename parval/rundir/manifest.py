@@ -112,7 +112,7 @@ class Manifest(TypedDict):
 
 def gpu_info() -> JsonObject:
     try:
-        from parval.server import nvml
+        from parval import nvml
     except ImportError:
         return {"available": False, "reason": "NVML module unavailable"}
     describe = getattr(nvml, "describe_gpus", None)

@@ -9,11 +9,11 @@ import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 
 from parval.errors import ServerStartError
-from parval.gates import cannot_start as cs
 from parval.plan.load import Plan
 from parval.procedure.names import (
     BASELINE_RUNS,
@@ -25,6 +25,7 @@ from parval.procedure.names import (
     REF_LEGACY,
     count_start_name,
 )
+from parval.rundir import cannot_start as cs
 from parval.rundir.events import EventLog, read_events
 from parval.runners import phases as ph
 from parval.runners.context import CampaignContext
@@ -32,6 +33,20 @@ from parval.runners.start import StartAborted
 from parval.server.groups import real_error
 
 Unit = tuple[str, Callable[[], Awaitable[None]]]
+
+
+class MidRunJudging(Protocol):
+    """What the campaign judges while it runs, from the events recorded so far: the count M4
+    and M6 run at, and (--fail-fast) the counts that already FAIL. The caller hands in the
+    gates' own judgement (parval.judge.MID_RUN), so the recorder never imports the judges."""
+
+    def largest_validated(self, events: Path, plan: Plan, run_dir: Path, counts: list[int]) -> int:
+        """The largest count of the consecutive prefix of `counts` whose M2 assertions passed."""
+        ...
+
+    def count_failures(self, events: Path, plan: Plan, run_dir: Path, n: int) -> list[str]:
+        """The per-count assertions (M2, M3) that FAIL at count n."""
+        ...
 
 
 class Campaign(CampaignContext):
@@ -43,11 +58,13 @@ class Campaign(CampaignContext):
         run_dir: Path,
         log: EventLog,
         *,
+        judging: MidRunJudging,
         shard: tuple[int, int] | None = None,
         skip_runs: set[str] | None = None,
         fail_fast: bool = False,
     ) -> None:
         super().__init__(plan, run_dir, log, shard=shard)
+        self.judging = judging
         self.fail_fast = fail_fast
         # --fail-fast: count -> why it is not run (a lower count already has a FAIL).
         self.not_run: dict[int, str] = {}
@@ -101,24 +118,14 @@ class Campaign(CampaignContext):
         """The largest count of the consecutive prefix whose M2 assertions passed so far. A
         count the plan never tests ends the prefix ([1, 2, 4] stops at 2: 4 can never be
         admitted); a count another shard runs does not."""
-        from parval.gates.admission_verdict import largest_consecutive
-        from parval.gates.context import JudgeContext
-        from parval.gates.m2_concurrency import judge_m2
-        from parval.gates.records import build_records
-        from parval.status import Status
-
-        rec = build_records(read_events(self.log.path))
-        ctx = JudgeContext(rec, self.plan.raw, {}, self.run_dir, str(self.plan.path))
-        best = largest_consecutive(
-            self.shard_counts(), self.plan.counts, lambda n: all(r.status is Status.PASS for r in judge_m2(ctx, n))
-        )
+        best = self.judging.largest_validated(self.log.path, self.plan, self.run_dir, self.shard_counts())
         self.log.append("recovery_count", count=best, reason="largest consecutive count whose M2 passed")
         return best
 
     def fail_fast_skip(self, unit: str) -> str | None:
         """With --fail-fast: why a unit of a count above a count with a FAIL is not run
         (admission is consecutive, so such a count cannot be admitted); None to run it.
-        Judged from the evidence recorded so far, with the gates' own functions."""
+        Judged from the evidence recorded so far, with the gates' own functions (`judging`)."""
         n = unit_count(unit)
         if not self.fail_fast or n is None:
             return None
@@ -144,7 +151,7 @@ class Campaign(CampaignContext):
 
     def cannot_start_skip(self, unit: str) -> tuple[str, str] | None:
         """(role, why) when `unit` needs an executable whose first start exited before it
-        was ready (gates/cannot_start.py): no other start of it is tried. None to run it."""
+        was ready (rundir/cannot_start.py): no other start of it is tried. None to run it."""
         for role in unit_executables(unit):
             if (event := self.cannot_start.get(role)) is not None:
                 return (
@@ -155,16 +162,7 @@ class Campaign(CampaignContext):
 
     def count_failures(self, n: int) -> list[str]:
         """The per-count assertions (M2, M3) that FAIL at count n in the evidence so far."""
-        from parval.gates.context import JudgeContext
-        from parval.gates.m2_concurrency import judge_m2
-        from parval.gates.m3_mixed_waves import judge_m3, variation_effects
-        from parval.gates.records import build_records
-        from parval.status import Status
-
-        rec = build_records(read_events(self.log.path))
-        ctx = JudgeContext(rec, self.plan.raw, {}, self.run_dir, str(self.plan.path))
-        results = [*judge_m2(ctx, n), *judge_m3(ctx, n, variation_effects(ctx))]
-        return sorted({r.id for r in results if r.status is Status.FAIL})
+        return self.judging.count_failures(self.log.path, self.plan, self.run_dir, n)
 
     async def run(self) -> None:
         from parval import signals

@@ -8,8 +8,8 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
 from parval.errors import ServerStartError
-from parval.gates import cannot_start as cs
 from parval.plan.load import OMIT, NamedRequest, Plan, model_entry, shard_counts
+from parval.rundir import cannot_start as cs
 from parval.rundir.artifacts import ArtifactStore
 from parval.rundir.events import EventLog
 from parval.runners.fresh import fresh_start
@@ -94,7 +94,7 @@ class CampaignContext:
         self, name: str, role: str, spec: LaunchSpec, count: int | None, **meta: object
     ) -> AsyncIterator[Start]:
         """A fresh start (`fresh_start`). The first start of an executable that exits by
-        itself before it is ready records `executable_cannot_start` (gates/cannot_start.py):
+        itself before it is ready records `executable_cannot_start` (rundir/cannot_start.py):
         the campaign tries no other start of it. A readiness timeout is not that."""
         first = spec.role not in self.started
         self.started.add(spec.role)

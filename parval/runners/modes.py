@@ -159,7 +159,7 @@ async def streaming_checks(c: CampaignContext, st: Start, n: int) -> None:
 
 
 async def batch_checks(c: CampaignContext, st: Start, n: int) -> None:
-    from parval.gates.m6_modes import batch_result_canon
+    from parval.outputs.compare import batch_result_canon
 
     history = await warm_every_slot(c, st, n)
     payload = {"model": c.plan.model_id, "requests": [r.body for r in c.requests]}

@@ -8,11 +8,10 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from parval.gates.m2_concurrency import MIN_POLLS_IN_FLIGHT
 from parval.jsonread import as_int, get, item
 from parval.jsontypes import JsonObject
 from parval.plan.load import NamedRequest
-from parval.plan.waves import UNLOAD_CYCLES, mixed_waves
+from parval.plan.waves import MIN_POLLS_IN_FLIGHT, UNLOAD_CYCLES, WAVE_ATTEMPTS, mixed_waves
 from parval.procedure.server_facts import ROUTE_BULK_UNLOAD
 from parval.runners.start import Start, StartAborted
 from parval.server.status_poller import summarise_window
@@ -57,14 +56,6 @@ def mixed_order(reqs: list[NamedRequest], n: int, m: int) -> list[NamedRequest]:
     k = m // 2
     order = [reqs[(i + k * n) % len(reqs)] for i in range(n)]
     return order[::-1] if m % 2 == 1 else order
-
-
-# A wave whose N leases were not all seen at once is repeated (every attempt is recorded
-# and compared) only when a repeat can change what is seen: on a loaded machine the client
-# may fail to overlap short requests, and that must not read as a server that cannot run
-# N at once. A server without counters, or one whose counters stayed below N in several
-# polls while the client had all N requests in flight, shows the same on every repeat.
-WAVE_ATTEMPTS = 3
 
 
 def concurrency_shown(wave_event: JsonObject, n: int) -> bool:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from parval.gates.compare import canonicalize, same
-from parval.gates.planted import plant_mismatch
+from parval.outputs.compare import canonicalize, same
+from parval.outputs.planted import plant_mismatch
 from parval.procedure.names import HISTORY_PREFIX, REF_BASELINE_A, REF_CAP1
 from parval.rundir.events import read_events
 from parval.runners.start import Start
@@ -83,7 +83,7 @@ async def perf_serial(c: CampaignContext, st: Start, series: str) -> None:
 
 
 def _histories_to_replay(c: CampaignContext, n: int) -> list[list[str]]:
-    from parval.gates.records import build_records
+    from parval.rundir.records import build_records
 
     rec = build_records(read_events(c.log.path))  # complete attempts only
     keys: set[str] = set()

@@ -12,8 +12,8 @@ from typing import NotRequired, TypedDict
 
 import anyio
 
-from parval.gates.compare import Output, canonicalize
 from parval.jsontypes import JsonObject
+from parval.outputs.compare import Output, canonicalize
 from parval.rundir.artifacts import ArtifactStore
 from parval.rundir.events import EventLog
 from parval.server.client import CONNECT_ERROR, INDETERMINATE, OK, Client, Reply, ReplySummary

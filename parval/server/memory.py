@@ -17,8 +17,8 @@ from typing import Literal, NotRequired, TypedDict, TypeVar
 
 import anyio
 
+from parval.nvml import GpuDevice, open_device
 from parval.server.host_memory import tree_memory_detail
-from parval.server.nvml import GpuDevice, open_device
 
 _DRAIN_INTERVAL_S = 0.02
 _MAX_ERRORS_KEPT = 20

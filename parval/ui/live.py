@@ -24,7 +24,7 @@ from parval.plan.load import GPU_BACKENDS
 from parval.ui.state import ProgressState, fmt_duration
 
 if TYPE_CHECKING:
-    from parval.server.nvml import GpuDevice
+    from parval.nvml import GpuDevice
 
 MEMORY_EVERY_S = 1.0
 
@@ -69,7 +69,7 @@ class MemoryProbe:
             return f"n/a (backend {backend or 'unknown'})"
         if not self._device_tried:
             self._device_tried = True
-            from parval.server.nvml import open_device
+            from parval.nvml import open_device
 
             self._device = open_device(as_int(index))
         if isinstance(self._device, str) or self._device is None:

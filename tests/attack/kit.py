@@ -34,10 +34,10 @@ from parval.gates.m5 import memory_results
 from parval.gates.m6_modes import judge_m6
 from parval.gates.masking import COMPARISON_IDS
 from parval.gates.quality import judge_quality, q5_intermittent
-from parval.gates.records import build_records
 from parval.procedure.catalogue import FRAMEWORK_GATE, all_ids
 from parval.rundir.event_fields import EventFieldError
 from parval.rundir.events import read_events
+from parval.rundir.records import build_records
 from parval.status import Result, Status
 
 PER_COUNT = ("M2.", "M3.", "M5.")

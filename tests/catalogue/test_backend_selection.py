@@ -82,7 +82,7 @@ def test_only_runs_every_selected_combination(tmp_path: Path, ran: list[str]) ->
 
 def test_detection_finds_the_cpu_and_a_gpu_backend_only_with_its_device(monkeypatch: pytest.MonkeyPatch) -> None:
     """No NVML device, no /dev/kfd, no vulkaninfo: the CPU only; an NVML device adds CUDA."""
-    import parval.server.nvml as nvml
+    import parval.nvml as nvml
 
     monkeypatch.setattr(nvml, "open_device", lambda index: "NVML cannot initialise (no NVIDIA driver)")
     monkeypatch.setattr(runner.shutil, "which", lambda name: None)

@@ -11,7 +11,7 @@ import pytest
 
 from parval.claims.combination import Combination, load_catalogue
 from parval.claims.disclosure import State, count_rows
-from parval.claims.evidence_found import Attributed
+from parval.report.evidence_found import Attributed
 from tests.conftest import write_plan
 
 from .kit import build, write_catalogue
@@ -84,8 +84,8 @@ def test_the_framework_record_a_row_used_and_its_reuse_are_disclosed(combo: Comb
     JSON); a refused reuse says why; both name the record and whether it was trusted."""
     from types import SimpleNamespace
 
+    from parval.claims import render_md as claims_md
     from parval.claims.disclosure import CombinationDisclosure
-    from parval.report import claims_md
 
     ev = _evidence({"1": "PASS"}, [1], {})
     ev["framework_checks"] = {

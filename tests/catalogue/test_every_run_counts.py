@@ -14,8 +14,8 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from parval.claims.combination import Combination, load_catalogue
+from parval.claims.render import render_claims
 from parval.report.catalogue import render_catalogue
-from parval.report.claims import render_claims
 from parval.report.merge import MergeRefused
 from parval.report.write import render_many
 from tests.conftest import write_plan

@@ -14,9 +14,9 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from parval.api import finalize
+from parval.claims.render import render_claims
 from parval.judge import judge_run
 from parval.report.catalogue import render_catalogue
-from parval.report.claims import render_claims
 from parval.report.write import render_many, render_report
 from parval.rundir.integrity import DERIVED
 from parval.rundir.rules_seal import rules_changes

@@ -36,7 +36,7 @@ from parval.framework.observed import (
     waits,
 )
 from parval.procedure.catalogue import FRAMEWORK_GATE
-from parval.procedure.registry import ENTRIES
+from parval.registry import ENTRIES
 from parval.status import Status
 
 from .factkit import facts, fl, manager, stagger

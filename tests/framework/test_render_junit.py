@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any, cast
 from xml.etree import ElementTree as ET
 
-from parval.framework.record import FrameworkRecord, render_framework
+from parval.framework.record import FrameworkRecord
+from parval.report.framework_record import render_framework
 
 
 def test_framework_junit_has_a_case_per_assertion_by_status() -> None:

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
-from parval.gates.compare import canonicalize
 from parval.gates.context import JudgeContext
-from parval.gates.records import build_records
+from parval.outputs.compare import canonicalize
+from parval.rundir.records import build_records
 
 VOLATILE = ["timing"]
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from parval.gates import canonical_hash
-from parval.gates.canonical_hash import MIN_SET_ASIDE_CHARS, canonical_sha256
+from parval.outputs import canonical_hash
+from parval.outputs.canonical_hash import MIN_SET_ASIDE_CHARS, canonical_sha256
 
 
 def _reference(data: Any) -> str:

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from parval.gates.compare import canonicalize, remove_volatile
 from parval.gates.context import JudgeContext, exact_result
 from parval.gates.quality import q2_volatile_fields
-from parval.gates.volatility import content_path, leaves_at, volatility
+from parval.outputs.compare import canonicalize, remove_volatile
+from parval.outputs.volatility import content_path, leaves_at, volatility
 from parval.status import Status
 from tests.gates.cmp_events import Events, tts_reply
 

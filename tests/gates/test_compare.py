@@ -10,8 +10,8 @@ import json
 import numpy as np
 import soundfile as sf
 
-from parval.gates.compare import canonicalize, first_difference, remove_volatile
-from parval.gates.planted import plant_mismatch
+from parval.outputs.compare import canonicalize, first_difference, remove_volatile
+from parval.outputs.planted import plant_mismatch
 
 
 def wav_b64(samples: np.ndarray) -> str:

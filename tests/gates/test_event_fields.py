@@ -12,9 +12,9 @@ import pytest
 
 from parval.errors import EXIT_USAGE, RunDirError
 from parval.gates.m2_concurrency import judge_m2, m2_starts
-from parval.gates.records import build_records
 from parval.rundir.event_fields import EVENT_FIELDS, EventFieldError, check_read
 from parval.rundir.events import EventLog
+from parval.rundir.records import build_records
 from parval.status import Status
 from tests.gates.m_events import Events, baseline_refs, full_start, plan
 
@@ -105,6 +105,7 @@ def test_the_campaign_judging_between_units_survives_a_wave_timeout(tmp_path: Pa
     import json
     from types import SimpleNamespace
 
+    from parval.judge import MID_RUN
     from parval.runners.campaign import Campaign
 
     ev = Events(tmp_path)
@@ -121,6 +122,7 @@ def test_the_campaign_judging_between_units_survives_a_wave_timeout(tmp_path: Pa
     c.log = SimpleNamespace(path=path, append=lambda kind, **f: appended.append((kind, f)))  # type: ignore[assignment]
     c.plan = SimpleNamespace(raw=p, path=Path("plan.yaml"), counts=[1, 2])  # type: ignore[assignment]
     c.run_dir = tmp_path
+    c.judging = MID_RUN
     c.shard_counts = lambda: [1, 2]  # type: ignore[method-assign]
     assert c.count_failures(1) == [] and c.count_failures(2) == []
     assert c.largest_validated() == 1

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from parval.gates.m6_modes import batch_result_canon, judge_m6
+from parval.gates.m6_modes import judge_m6
+from parval.outputs.compare import batch_result_canon
 from parval.status import Status
 from tests.gates.m_events import DRAINED, Events, plan, tts_body
 

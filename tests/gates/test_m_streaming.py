@@ -15,7 +15,7 @@ from tests.gates.m_events import Events, baseline_refs, full_start, plan, tts_bo
 def _pcm_sha(body: dict[str, Any]) -> str:
     import json
 
-    from parval.gates.compare import canonicalize
+    from parval.outputs.compare import canonicalize
 
     return str(canonicalize(json.dumps(body).encode(), ["timing"]).audio["audio"]["sha256"])
 

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
-from parval.gates.compare import canonicalize
-from parval.gates.planted import plant_mismatch
+from parval.outputs.compare import canonicalize
+from parval.outputs.planted import plant_mismatch
 
 VOL = ["timing"]
 

@@ -1,5 +1,5 @@
 """The negative control's planted change, exactly: one byte, character, boundary or sample
-of a reply's real content, nothing else (parval/gates/planted.py)."""
+of a reply's real content, nothing else (parval/outputs/planted.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from parval.gates.compare import decode_pcm
-from parval.gates.planted import plant_beyond, plant_mismatch
+from parval.outputs.compare import decode_pcm
+from parval.outputs.planted import plant_beyond, plant_mismatch
 
 
 def wav(values: list[float], subtype: str = "PCM_16", rate: int = 1000) -> str:

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from parval.gates.compare import _NATIVE, decode_pcm
-from parval.gates.wav import read_plain_pcm
+from parval.outputs.compare import _NATIVE, decode_pcm
+from parval.outputs.wav import read_plain_pcm
 
 
 def _wav(subtype: str, channels: int = 1, frames: int = 1600, rate: int = 16000) -> bytes:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from parval.gates.compare import within_tolerance
 from parval.gates.framework_ref import x4_result
 from parval.gates.masking import negative_control_caught
-from parval.gates.planted import plant_beyond, plant_mismatch
+from parval.outputs.compare import within_tolerance
+from parval.outputs.planted import plant_beyond, plant_mismatch
 from parval.status import Status
 from tests.gates.cmp_events import Events as CmpEvents
 from tests.gates.cmp_events import tts_reply

@@ -1,4 +1,4 @@
-"""The assertion registry (parval/procedure/registry.py) cannot drift from the code: every
+"""The assertion registry (parval/registry.py) cannot drift from the code: every
 catalogue ID has exactly one entry, declared in the module of its judge, every named judge
 is the function that really judges it (the gate modules' own `JUDGES` tables, the
 framework's registered observation judges), every fault named is a stand-in fault, and
@@ -19,7 +19,7 @@ import pytest
 
 from parval.procedure.catalogue import FRAMEWORK_GATE, all_ids
 from parval.procedure.entry import CTEST_PART
-from parval.procedure.registry import DECLARED_IN, ENTRIES, SCOPES, Entry, entry
+from parval.registry import DECLARED_IN, ENTRIES, SCOPES, Entry, entry
 from tests.layout.imports import ROOT
 
 # Each model group's gate module, whose `JUDGES` table maps an ID to the function judging it.
@@ -300,7 +300,7 @@ def test_explain_an_unknown_id_is_a_usage_error() -> None:
 
 @pytest.mark.parametrize("e", ENTRIES, ids=lambda e: e.id)
 def test_every_entry_describes_within_100_columns(e: Entry) -> None:
-    from parval.procedure.explain import describe
+    from parval.commands.explain import describe
 
     text = describe(e)
     assert text.startswith(e.id)

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from parval.errors import PlanError
-from parval.gates.compare import canonicalize
 from parval.gates.exactness import judge_requests
-from parval.gates.records import build_records
+from parval.outputs.compare import canonicalize
 from parval.plan.load import Plan, load_plan
+from parval.rundir.records import build_records
 from parval.server.client import CONNECT_ERROR, INDETERMINATE, OK, OVERSIZE, Client
 from tests.conftest import SMALL_PLAN, write_plan
 
@@ -282,7 +282,7 @@ def test_a_reply_nested_too_deeply_to_parse_is_malformed_not_a_crash() -> None:
 
 
 def _decodes(value: str) -> bool:
-    from parval.gates.compare import decode_wav_b64
+    from parval.outputs.compare import decode_wav_b64
 
     return decode_wav_b64(value)[0] is not None
 

@@ -135,7 +135,7 @@ def test_gpu_required_without_nvml_is_refused_before_the_campaign(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # CI has no GPU; the probe is faked so that a machine with one gives the same answer
-    monkeypatch.setattr("parval.server.nvml.probe", lambda index: "unavailable: NVML init failed: Driver Not Loaded")
+    monkeypatch.setattr("parval.nvml.probe", lambda index: "unavailable: NVML init failed: Driver Not Loaded")
     plan = plankit.write(tmp_path / "plan", plankit.small_plan(memory={"gpu_required": True}), model=MODEL_BYTES)
     run_dir = tmp_path / "run"
     t0 = time.monotonic()
@@ -155,10 +155,10 @@ def test_gpu_refusal_passes_with_nvml_and_for_cpu_plans(tmp_path: Path, monkeypa
         plankit.write(tmp_path / "gpu", plankit.small_plan(memory={"gpu_required": True}), model=MODEL_BYTES)
     )
     cpu = load_plan(plankit.write(tmp_path / "cpu", plankit.small_plan(), model=MODEL_BYTES))
-    monkeypatch.setattr("parval.server.nvml.probe", lambda index: "unavailable: NVML init failed: no driver")
+    monkeypatch.setattr("parval.nvml.probe", lambda index: "unavailable: NVML init failed: no driver")
     refusal = gpu_refusal(gpu)
     assert isinstance(refusal, UsageError) and "memory.gpu_required" in refusal.message
     assert "no driver" in refusal.message
     assert gpu_refusal(cpu) is None
-    monkeypatch.setattr("parval.server.nvml.probe", lambda index: None)  # NVML available
+    monkeypatch.setattr("parval.nvml.probe", lambda index: None)  # NVML available
     assert gpu_refusal(gpu) is None

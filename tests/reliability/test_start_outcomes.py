@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
+from parval.judge import MID_RUN
 from parval.plan.load import load_plan
 from parval.rundir.events import EventLog
 from parval.runners import phases
@@ -27,7 +28,7 @@ def run_count_start(
     plan = load_plan(plan_path)
     run_dir.mkdir(parents=True)
     log = EventLog(run_dir / "events.jsonl")
-    c = Campaign(plan, run_dir, log)
+    c = Campaign(plan, run_dir, log, judging=MID_RUN)
     name = f"count{n}-s1"
 
     async def main() -> bool:

@@ -13,9 +13,9 @@ import pytest
 
 from parval.gates.context import JudgeContext
 from parval.gates.m2_concurrency import m2_starts
-from parval.gates.records import load_records
 from parval.plan.load import load_plan
 from parval.rundir.events import EventLog, read_events
+from parval.rundir.records import load_records
 from parval.runners.context import CampaignContext
 from parval.runners.phases import count_start
 from parval.runners.start import StartAborted

@@ -10,7 +10,7 @@ import json
 
 import soundfile as sf
 
-from parval.gates.compare import decode_pcm
+from parval.outputs.compare import decode_pcm
 
 
 def _flip_wav_b64(value: str) -> str:

@@ -10,9 +10,9 @@ from typing import TypedDict
 from parval.claims.disclosure import CombinationDisclosure, CountRow, Disclosure, State
 from parval.gates.performance import TABLE_COLUMNS
 from parval.jsontypes import JsonValue
-from parval.report.evidence_types import TimeStats
 from parval.report.md_base import esc, short
 from parval.report.performance_md import pct_cell, time_cell
+from parval.rundir.evidence_types import TimeStats
 
 STATE_ICON = {
     State.ADMITTED: "✅",

@@ -1,20 +1,16 @@
-"""The evidence under a runs folder, attributed to a catalogue's combinations.
+"""The evidence under a runs folder: every readable run with its identity, the unreadable
+ones, the runs set aside and the imported historical records (`find_evidence`), and the
+current runs of one tested identity merged into one verdict (`merge_current`), as
+`parval report --catalogue DIR` lists them and a catalogue's claims attribute them
+(parval.claims.attribution).
 
-A run belongs to a combination when its evidence names the combination's model id,
-backend and mode (so runs made with plain `parval run` count too). It is *current* when it
-tested the catalogue's candidate build for that backend: the same executable sha256 and,
-where both the catalogue and the run name one, the same source commit; otherwise it is
-STALE evidence (new executables inherit nothing). Every current run counts, none is
-superseded by a newer one (an intermittent failure stays failed when later repeats pass):
-they are merged into one verdict the way `parval report RUN1 RUN2` merges. A run that
-cannot be merged with the newest is left out, with the reason, when it is another tested
-identity (its plan settings or files differ); when only its provenance differs (local and
-CI are never merged) it is the same tested identity, and the counts it FAILED cannot be
-admitted (`failed_apart`). Imported historical records (`parval import`)
-are attributed by model, backend and mode, and never count toward admission; nor does a
-run made under another procedure version (`historical_runs`). A run leaves
-the verdicts only by an explicit decision, `--set-aside RUN --reason TEXT`, which every
-output format shows.
+Every current run counts, none is superseded by a newer one (an intermittent failure stays
+failed when later repeats pass): they are merged the way `parval report RUN1 RUN2` merges.
+A run that cannot be merged with the newest is left out, with the reason, when it is
+another tested identity (its plan settings or files differ); when only its provenance
+differs (local and CI are never merged) it is the same tested identity, and the counts it
+FAILED cannot be admitted (`failed_apart`). A run leaves the verdicts only by an explicit
+decision, `--set-aside RUN --reason TEXT`, which every output format shows.
 """
 
 from __future__ import annotations
@@ -25,16 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
 
-from parval.claims.combination import Combination
 from parval.errors import ParvalError, UsageError
 from parval.jsonread import get
 from parval.jsontypes import JsonObject, JsonValue
 from parval.procedure.sealed_rules import as_read
-from parval.procedure.version import historical_reason, is_current
 from parval.report.catalogue_row import SetAside
-from parval.report.evidence_types import Evidence
 from parval.report.history import HistoricalRow, historical_rows
 from parval.report.merge import LoadedRun, MergeRefused, check_mergeable, merge_evidence
+from parval.rundir.evidence_types import Evidence
 from parval.rundir.layout import MANIFEST, find_runs
 
 
@@ -87,10 +81,6 @@ class FoundRun:
     @property
     def date(self) -> str:
         return str(self.ev.get("generated_at") or "")
-
-    def belongs_to(self, combo: Combination) -> bool:
-        i = self.identity
-        return (i.get("model"), i.get("backend"), i.get("mode")) == (combo.model_id, combo.backend, combo.mode)
 
     def summary(self) -> RunSummary:
         return {
@@ -215,30 +205,3 @@ def merge_current(out: Attributed, current: list[FoundRun]) -> None:
             out.covered.setdefault(n, []).append(run.rel)
         for n, why in run.loaded.not_run.items():
             out.not_run.setdefault(n, why)
-
-
-def attribute(combo: Combination, found: Found, sha256: str) -> Attributed:
-    """The evidence of `combo` for the candidate build with `sha256` (module docstring)."""
-    out = Attributed()
-    commit = combo.build.candidate.source_commit
-    current: list[FoundRun] = []
-    for run in found.runs:
-        if not run.belongs_to(combo):
-            continue
-        version = run.ev.get("procedure_version")
-        if not is_current(version):
-            out.historical_runs.append((run, historical_reason(version)))
-            continue
-        why = stale_reason(run, sha256, commit)
-        if why is None:
-            current.append(run)
-        else:
-            out.stale.append((run, why))
-    merge_current(out, current)
-    out.set_aside = [(r, why) for r, why in found.set_aside if r.belongs_to(combo)]
-    out.historical = [
-        h
-        for h in found.historical
-        if (h.get("model"), h.get("backend")) == (combo.model_id, combo.backend) and h.get("mode") in (None, combo.mode)
-    ]
-    return out

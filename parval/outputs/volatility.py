@@ -1,6 +1,6 @@
 """Whether a field the plan excludes from comparison as volatile really varies: measured
 over replies to identical requests, never assumed (the excluded paths as `remove_volatile`
-in gates/compare.py walks them)."""
+in outputs/compare.py walks them)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import json
 # audio and named outputs, artifacts and their payloads, segments, words, speaker turns,
 # structured outputs, any string, boolean or array, and any field reached through an array
 # (a segment's or a word's time is that item's output). Content is never excluded:
-# `remove_volatile` (gates/compare.py) keeps it in the comparison whatever the plan says, Q2
+# `remove_volatile` (outputs/compare.py) keeps it in the comparison whatever the plan says, Q2
 # fails a plan that declares it volatile, and comparisons under such a plan are "parity
 # unverified" (`content_exclusions`). A varying content field is parity unverified, never
 # a reason to exclude it.

@@ -6,7 +6,7 @@ hashed separately so a report can name which stem differs. Two outputs are equal
 canonical hashes are equal: byte-identical audio and exact text and metadata (Q2, Q3).
 A declared tolerance (`within_tolerance`) covers PCM sample values only, compared at each
 file's own sample format (a PCM_32 or float difference below 16 bits is a difference);
-whether an excluded field is really volatile is measured (gates/volatility.py), not assumed.
+whether an excluded field is really volatile is measured (outputs/volatility.py), not assumed.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ import numpy as np
 import numpy.typing as npt
 import soundfile as sf
 
-from parval.gates.canonical_hash import canonical_sha256
-from parval.gates.volatility import content_path, excludable
-from parval.gates.wav import read_plain_pcm
+from parval.outputs.canonical_hash import canonical_sha256
+from parval.outputs.volatility import content_path, excludable
+from parval.outputs.wav import read_plain_pcm
 
 T = TypeVar("T")
 
@@ -54,7 +54,7 @@ class Output:
 
 def remove_volatile(data: T, paths: list[str]) -> T:
     """`data` without the named volatile fields, as far as they are volatile scalars
-    (gates/volatility.py `excludable`): a declared path that names output content (outside
+    (outputs/volatility.py `excludable`): a declared path that names output content (outside
     the timing report, through an array, a string, an array...) is left in and compared."""
     out = copy.deepcopy(data)
     for path in paths:
@@ -376,3 +376,14 @@ def max_abs_sample_diff(a_body: bytes, b_body: bytes) -> float | None:
     if structural or not pairs:
         return None
     return max(lsb16_diff(pa_, pb_) for _, pa_, pb_ in pairs)
+
+
+# Batch results carry `timing: null` by contract (aggregate timing is in the done event),
+# so a batch result is compared with its reference without `timing`.
+BATCH_EXCLUDED = ("timing",)
+
+
+def batch_result_canon(result: object, volatile: list[str]) -> str | None:
+    """How the campaign canonicalises (and M6 reads) one batch result (None when it is not a valid one)."""
+    out = canonicalize(json.dumps(result).encode(), [*volatile, *BATCH_EXCLUDED])
+    return out.canon if out.valid else None

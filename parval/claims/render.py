@@ -10,11 +10,12 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from parval.claims.disclosure import Disclosure, State, disclose
+from parval.errors import UsageError
 from parval.report.catalogue_row import SetAside
 
 
 def claims_json(d: Disclosure) -> dict[str, object]:
-    from parval.report.claims_md import comparison_rows, verdict_line
+    from parval.claims.render_md import comparison_rows, verdict_line
 
     return {
         "kind": "parval-claims",
@@ -75,6 +76,33 @@ def render_claims(catalogue: Path, runs_dir: Path, fmt: str, set_aside: Sequence
         return json.dumps(claims_json(d), indent=2, sort_keys=True) + "\n", d.exit_code
     if fmt == "junit":
         return claims_junit(d), d.exit_code
-    from parval.report.claims_md import render_claims_markdown
+    from parval.claims.render_md import render_claims_markdown
 
     return render_claims_markdown(d), d.exit_code
+
+
+def render_claims_report(
+    claims: Path,
+    catalogue: Path | None,
+    runs: list[Path],
+    *,
+    fmt: str,
+    redact: bool,
+    rejudge: bool,
+    set_aside: Sequence[SetAside] = (),
+) -> tuple[str, int]:
+    """`parval report --catalogue DIR --claims CAT` → (text, exit code)."""
+    from parval.report.write import check_options
+
+    check_options(fmt, catalogue, set_aside)
+    if catalogue is None or runs or rejudge:
+        raise UsageError(
+            "--claims CAT discloses the runs under --catalogue DIR (no run directories, no --rejudge)",
+            hint="parval report --catalogue runs/ --claims plans/catalogue.yaml",
+        )
+    text, code = render_claims(claims, catalogue, fmt, set_aside)
+    if redact:
+        from parval.report.redact import redact_paths
+
+        text = redact_paths(text)
+    return text, code

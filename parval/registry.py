@@ -6,11 +6,12 @@ Each entry is declared beside its judge: a model assertion's (X, M, Q: judged fr
 run's events) at its judge in the gate module, `@shape.judge(ID, declaration)`, read back as
 the module's `ENTRIES`; a framework group's (F: judged from the framework record's
 observations and CTest runs) in the module of that group's judges, beside its `JUDGES`
-table. `Entry`, the scopes and the evidence kinds they share live in entry.py; this module
-only assembles them. `parval explain ID` prints an entry; tests/layout/test_registry.py
-checks that every catalogue ID has exactly one entry, declared in the module of its judge,
-and that each named judge exists and is the function its gate module's own table (`JUDGES`)
-dispatches to, so the registry cannot drift from the code.
+table. `Entry`, the scopes and the evidence kinds they share live in parval.procedure.entry,
+below every judge; this module, above them all, only assembles them. `parval explain ID`
+prints an entry; tests/layout/test_registry.py checks that every catalogue ID has exactly
+one entry, declared in the module of its judge, and that each named judge exists and is the
+function its gate module's own table (`JUDGES`) dispatches to, so the registry cannot drift
+from the code.
 """
 
 from __future__ import annotations

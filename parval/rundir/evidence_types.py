@@ -160,7 +160,7 @@ class Verdict(TypedDict):
     exit_code: int
     admitted_counts: list[int]
     counts: dict[str, str]  # the verdict per count (string keys)
-    # executables whose first start exited before it was ready (gates/cannot_start.py)
+    # executables whose first start exited before it was ready (rundir/cannot_start.py)
     cannot_start: NotRequired[list[JsonObject]]
 
 
