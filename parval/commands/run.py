@@ -93,10 +93,12 @@ incomplete, 4 internal error.
         raise UsageError("name the plan (parval run PLAN) or the run to continue (parval run --resume RUN)")
     shard_t = _parse_shard(shard)
     from parval.gates.framework_identity import refuse_modified_record
-    from parval.plan.preflight import gpu_refusal
+    from parval.plan.preflight import gpu_refusal, machine_warnings
 
     if not without_gpu and (refusal := gpu_refusal(loaded)) is not None:
         raise refusal
+    for line in machine_warnings(loaded):
+        typer.echo(line, err=True)
 
     refuse_modified_record(loaded.framework.get("record"), loaded.base_dir)
     with handle_signals(grace_s=loaded.timeouts["shutdown_grace_s"]) as sigs:
