@@ -2,7 +2,7 @@
 
 Exit codes: 0 admitted · 1 a required assertion FAILED · 2 usage or plan error ·
 3 evidence incomplete (PENDING/BLOCKED or interrupted) · 4 internal error ·
-130/143 interrupted by SIGINT/SIGTERM (partial evidence written).
+130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP (partial evidence written).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from parval.errors import EXIT_INTERNAL, EXIT_USAGE, ParvalError, RunDirError, U
 EXIT_HELP = (
     "Exit codes: 0 admitted (every required assertion PASS) · 1 a required assertion FAILED · "
     "2 usage or plan error · 3 evidence incomplete (PENDING/BLOCKED, or interrupted) · "
-    "4 internal error · 130/143 interrupted by SIGINT/SIGTERM."
+    "4 internal error · 130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP."
 )
 
 app = typer.Typer(

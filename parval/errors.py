@@ -6,7 +6,7 @@ Exit codes (documented in README and `parval --help`):
   2  usage or plan error (bad plan, missing file, bad argument, git error)
   3  evidence incomplete: PENDING/BLOCKED, or the run was interrupted
   4  internal error (a bug in parval, or a start parval could not prepare; the run stays resumable)
-  130/143  interrupted by SIGINT/SIGTERM (partial evidence written)
+  130/143/129  interrupted by SIGINT/SIGTERM/SIGHUP (partial evidence written)
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ EXIT_INCOMPLETE = 3
 EXIT_INTERNAL = 4
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
+EXIT_SIGHUP = 129  # 128 + SIGHUP: the terminal or SSH session went away
 
 
 class ParvalError(Exception):

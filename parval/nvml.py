@@ -119,3 +119,29 @@ def probe(index: int) -> str | None:
         return device
     device.close()
     return None
+
+
+def index_of_uuid(uuid: str) -> int | str:
+    """NVML's index of the GPU whose UUID is, or starts with, `uuid` (CUDA_VISIBLE_DEVICES
+    may name a GPU by a unique UUID prefix); else "unavailable: <reason>"."""
+    try:
+        import pynvml
+    except ImportError as exc:
+        return f"unavailable: pynvml not importable ({exc})"
+    try:
+        pynvml.nvmlInit()
+    except (pynvml.NVMLError, OSError) as exc:
+        return f"unavailable: NVML init failed: {exc}"
+    try:
+        found: list[int] = []
+        for index in range(int(pynvml.nvmlDeviceGetCount())):
+            name = pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(index))
+            if (name.decode() if isinstance(name, bytes) else str(name)).startswith(uuid):
+                found.append(index)
+    except pynvml.NVMLError as exc:
+        return f"unavailable: NVML: {exc}"
+    finally:
+        pynvml.nvmlShutdown()
+    if len(found) != 1:
+        return f"unavailable: {len(found)} NVML devices have a UUID starting {uuid}"
+    return found[0]

@@ -1,17 +1,23 @@
-"""Ctrl-C / SIGTERM during `parval run`.
+"""Ctrl-C / SIGTERM / SIGHUP during `parval run`.
 
 First signal: the campaign is cancelled cleanly from inside its event loop (it polls
 `interrupted()`): the server of the current start is stopped within its grace period
 (SIGTERM, then SIGKILL to the whole process group), the start is recorded as abandoned,
 the campaign records `campaign_interrupted`, and the partial evidence is judged and
 written (evidence.json marked interrupted, report.md). `parval run` then exits 130
-(SIGINT) or 143 (SIGTERM). The handler itself never raises into the running code (an
+(SIGINT), 143 (SIGTERM) or 129 (SIGHUP). The handler itself never raises into the running code (an
 exception at an arbitrary bytecode could tear an event write); a timer thread kills every
 server that is still alive shortly after the grace period, whatever the event loop does.
 
 Second signal: every server group is killed at once and parval exits immediately
 (`os._exit`), with the same exit code. Events already on disk stay valid (each was
 fsynced when written); `parval run PLAN --resume RUN` continues the campaign.
+
+SIGHUP (the SSH session or terminal went away) is handled like SIGINT, so a hangup leaves
+a resumable run instead of killing parval mid-write; the terminal it was writing to is
+gone, so stdout/stderr that were a terminal are pointed at /dev/null first (a write to a
+hung-up terminal fails). Where SIGHUP is already ignored (`nohup`), it stays ignored: the
+campaign goes on.
 """
 
 from __future__ import annotations
@@ -24,10 +30,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import FrameType
 
-from parval.errors import EXIT_SIGINT, EXIT_SIGTERM
+from parval.errors import EXIT_SIGHUP, EXIT_SIGINT, EXIT_SIGTERM
 from parval.server.reaper import kill_all_servers
 
-HANDLED = (signal.SIGINT, signal.SIGTERM)
+HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # What signal.signal takes and returns: a function, SIG_DFL/SIG_IGN, or None (not set from Python).
 SignalHandler = Callable[[int, FrameType | None], object] | int | None
 # Extra time after the grace period before the timer thread SIGKILLs what is left.
@@ -35,7 +41,21 @@ KILL_MARGIN_S = 2.0
 
 
 def exit_code_for(signum: int) -> int:
-    return EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT
+    return {signal.SIGTERM: EXIT_SIGTERM, signal.SIGHUP: EXIT_SIGHUP}.get(signal.Signals(signum), EXIT_SIGINT)
+
+
+def _detach_from_terminal(fds: tuple[int, ...]) -> None:
+    """Point `fds` (those that were a terminal) at /dev/null: after a hangup, writing the
+    verdict or a progress line to the dead terminal would fail (EIO) before the evidence is
+    written."""
+    if not fds:
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in fds:
+            os.dup2(null, fd)
+    finally:
+        os.close(null)
 
 
 @dataclass
@@ -71,11 +91,15 @@ def interrupted() -> int | None:
 
 @contextmanager
 def handle_signals(grace_s: float = 10.0) -> Iterator[SignalState]:
-    """Install the SIGINT/SIGTERM handlers for the block (main thread only)."""
+    """Install the SIGINT/SIGTERM/SIGHUP handlers for the block (main thread only); a signal
+    ignored on entry (SIGHUP under `nohup`) stays ignored."""
     global _current
     state = SignalState(grace_s)
+    terminals = tuple(fd for fd in (1, 2) if os.isatty(fd))  # after a hangup isatty() is False
 
     def handler(signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGHUP:
+            _detach_from_terminal(terminals)
         if state.received:
             kill_all_servers()
             os._exit(exit_code_for(state.received[0]))
@@ -87,7 +111,9 @@ def handle_signals(grace_s: float = 10.0) -> Iterator[SignalState]:
     if threading.current_thread() is not threading.main_thread():
         yield state  # signals are only delivered to the main thread; nothing to install
         return
-    previous: dict[int, SignalHandler] = {s: signal.signal(s, handler) for s in HANDLED}
+    previous: dict[int, SignalHandler] = {
+        s: signal.signal(s, handler) for s in HANDLED if signal.getsignal(s) is not signal.SIG_IGN
+    }
     outer, _current = _current, state
     try:
         yield state

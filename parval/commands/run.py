@@ -61,8 +61,9 @@ def run_command(
 ) -> None:
     """Run a whole validation campaign and write the evidence.
 
-    Ctrl-C (or SIGTERM) stops the servers within the plan's shutdown grace period, writes the \
-partial evidence marked interrupted and exits 130 (143); a second Ctrl-C kills at once. `parval \
+    Ctrl-C (or SIGTERM, or SIGHUP: the SSH session went away) stops the servers within the plan's \
+shutdown grace period, writes the partial evidence marked interrupted and exits 130 (143, 129); a \
+second Ctrl-C kills at once. Under `nohup` a hangup is ignored and the campaign goes on. `parval \
 run --resume RUN` continues an interrupted run with the plan it keeps: completed starts are kept, \
 the interrupted one is redone on a fresh process (a PLAN named as well must be that plan, or the \
 resume is refused naming what differs).
@@ -92,10 +93,12 @@ incomplete, 4 internal error.
         raise UsageError("name the plan (parval run PLAN) or the run to continue (parval run --resume RUN)")
     shard_t = _parse_shard(shard)
     from parval.gates.framework_identity import refuse_modified_record
-    from parval.plan.preflight import gpu_refusal
+    from parval.plan.preflight import gpu_refusal, machine_warnings
 
     if not without_gpu and (refusal := gpu_refusal(loaded)) is not None:
         raise refusal
+    for line in machine_warnings(loaded):
+        typer.echo(line, err=True)
 
     refuse_modified_record(loaded.framework.get("record"), loaded.base_dir)
     with handle_signals(grace_s=loaded.timeouts["shutdown_grace_s"]) as sigs:

@@ -8,10 +8,23 @@ from typing import Annotated
 import typer
 
 
-def validate_command(plan: Annotated[Path, typer.Argument(help="The YAML run plan.")]) -> None:
-    """Check a plan against the schema and named files; print the schedule it would run.
+def validate_command(
+    plan: Annotated[Path, typer.Argument(help="The YAML run plan.")],
+    like: Annotated[
+        Path | None,
+        typer.Option(
+            "--like",
+            help="An earlier run directory of the same server and model: its measured time per start and per "
+            "request, scaled to this plan's schedule, gives the campaign's expected duration.",
+        ),
+    ] = None,
+) -> None:
+    """Check a plan against the schema and named files; print the schedule it would run and
+    how long it can take (at most, from the plan's timeouts; about, with --like RUN).
 
     Example: parval validate plans/demo.yaml
+
+    Example: parval validate plans/my-model.yaml --like runs/my-model-first
     """
     from parval.errors import PlanError
     from parval.plan.load import load_plan, parse_plan_text
@@ -25,8 +38,22 @@ def validate_command(plan: Annotated[Path, typer.Argument(help="The YAML run pla
         raise PlanError(f"{plan}: a catalogue, not a plan", hint=f"parval catalogue validate {plan}")
     loaded = load_plan(plan)
     typer.echo(describe_schedule(loaded))
-    from parval.plan.preflight import gpu_refusal
+    from parval.plan.estimate import bound_line, like_line
+
+    typer.echo(bound_line(loaded))
+    if like is None:
+        typer.echo(
+            f"time: for an estimate, name an earlier run of this server and model: parval validate {plan} --like RUN"
+        )
+    else:
+        line, warnings = like_line(loaded, like)
+        typer.echo(line)
+        for warning in warnings:
+            typer.echo(warning, err=True)
+    from parval.plan.preflight import gpu_refusal, machine_warnings
 
     # The plan is valid; it may be run on another machine than the one checking it.
     if (refusal := gpu_refusal(loaded)) is not None:
         typer.echo(f"warning: on this machine `parval run` refuses this plan (exit 2): {refusal}", err=True)
+    for line in machine_warnings(loaded):
+        typer.echo(line, err=True)

@@ -100,6 +100,7 @@ class RunStartEvent(TypedDict):
     count: int | None
     exe_role: NotRequired[str]
     config: NotRequired[ServerConfigRecord]
+    env: NotRequired[list[str]]  # the names of the variables in the server's environment
 
 
 class RunEndEvent(TypedDict):

@@ -19,7 +19,7 @@ from parval.rundir.files import atomic_write
 from parval.runners.start import Start, StartAborted, StartSettings
 from parval.server.client import Client
 from parval.server.memory import GuardStop, MemorySample, MemorySampler, PhaseTracker
-from parval.server.process import LaunchSpec, spawn, wait_ready
+from parval.server.process import LaunchSpec, server_env, spawn, wait_ready
 from parval.server.status_poller import StatusPoller
 
 _FIELD = {
@@ -67,7 +67,15 @@ async def fresh_start(
       counts as incomplete (a resume redoes it from a fresh process).
     """
     log.append(
-        "run_start", run=name, attempt=attempt, role=role, count=count, flagged=spec.flagged, config=spec.config, **meta
+        "run_start",
+        run=name,
+        attempt=attempt,
+        role=role,
+        count=count,
+        flagged=spec.flagged,
+        config=spec.config,
+        env=sorted(server_env(spec.env)),  # the names the server's environment holds (values stay out)
+        **meta,
     )
     server = spawn(spec, directory, name)
     phases = PhaseTracker("startup")

@@ -9,6 +9,15 @@ from parval.plan.load import Plan, resolve_executable
 from parval.server.process import LaunchSpec, server_config
 
 
+def plan_env(plan: Plan, role: str) -> dict[str, str]:
+    """What parval sets in the `role` server's environment, over the allow-listed part of its
+    own: the plan's `servers.<role>.env` and the observer switch."""
+    env = dict((plan.baseline if role == "baseline" else plan.candidate).env)
+    # Observer traces (validation builds) let the probes see which session served whom.
+    env.setdefault("AUDIOCPP_SLOT_VALIDATION_OBSERVER", "1")
+    return env
+
+
 def launch_spec(
     plan: Plan,
     role: str,
@@ -25,9 +34,7 @@ def launch_spec(
     exe = resolve_executable(spec.executable, plan.base_dir)
     if exe is None:
         raise ServerStartError(f"servers.{role}.executable: '{spec.executable}' not found")
-    env = dict(spec.env)
-    # Observer traces (validation builds) let the probes see which session served whom.
-    env.setdefault("AUDIOCPP_SLOT_VALIDATION_OBSERVER", "1")
+    env = plan_env(plan, role)
     env.update(extra_env or {})
     cfg = server_config({**plan.server, **(server or {})}, models[0], models)
     return LaunchSpec(

@@ -8,9 +8,12 @@ Safe by default:
 * No shell: the server is started from an argument list (`subprocess.Popen(argv)`).
 * The server's environment is the plan's explicit `env` for that server plus only these
   variables taken from parval's own environment (`ENV_ALLOW`): PATH, HOME, USER, LANG,
-  LC_ALL, TMPDIR, TZ, LD_LIBRARY_PATH, CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES,
-  VK_ICD_FILENAMES, VK_DRIVER_FILES, HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, SYSTEMROOT,
-  OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE. Nothing else (no tokens, no proxies) leaks through.
+  LC_ALL, TMPDIR, TZ, LD_LIBRARY_PATH, CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER,
+  NVIDIA_VISIBLE_DEVICES, VK_ICD_FILENAMES, VK_DRIVER_FILES, HIP_VISIBLE_DEVICES,
+  ROCR_VISIBLE_DEVICES, SYSTEMROOT, OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE. Nothing else (no
+  tokens, no proxies) leaks through. A variable left out that changes how a server runs
+  (threads, devices, preloaded libraries: `dropped_env`) is named by `parval validate` and
+  `parval run`, never dropped silently; the plan's `servers.<name>.env` passes it.
 
 No server outlives parval: every group started here is registered with
 `parval.server.reaper` (atexit and a watchdog process kill what is left).
@@ -50,6 +53,7 @@ ENV_ALLOW = (
     "TZ",
     "LD_LIBRARY_PATH",
     "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",  # what CUDA_VISIBLE_DEVICES's numbers mean (FASTEST_FIRST or PCI_BUS_ID)
     "NVIDIA_VISIBLE_DEVICES",
     "VK_ICD_FILENAMES",
     "VK_DRIVER_FILES",
@@ -59,6 +63,25 @@ ENV_ALLOW = (
     "OPENBLAS_CORETYPE",
     "OPENBLAS_L2_SIZE",
 )
+# Variables not passed that change how a server runs (thread pools, devices, ggml and BLAS
+# settings, allocators, preloaded libraries): each one set here is named, never dropped silently.
+BEHAVIOUR_PREFIXES = (
+    "OMP_",
+    "GOMP_",
+    "KMP_",
+    "GGML_",
+    "CUDA_",
+    "NVIDIA_",
+    "MKL_",
+    "OPENBLAS_",
+    "BLIS_",
+    "VK_",
+    "HIP_",
+    "HSA_",
+    "ROCR_",
+    "AUDIOCPP_",
+)
+BEHAVIOUR_NAMES = ("LD_PRELOAD", "GLIBC_TUNABLES", "MALLOC_ARENA_MAX")
 # After SIGKILL, how long to wait for the kernel to reap the leader before giving up.
 KILL_WAIT_S = 5.0
 
@@ -212,11 +235,28 @@ def connect_host(host: str) -> str:
     return host
 
 
-def server_env(extra: dict[str, str]) -> dict[str, str]:
+def server_env(extra: Mapping[str, str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The allow-listed part of parval's environment plus the plan's explicit `env`."""
-    env = {k: v for k, v in os.environ.items() if k in ENV_ALLOW}
+    environ = os.environ if environ is None else environ
+    env = {k: v for k, v in environ.items() if k in ENV_ALLOW}
     env.update({str(k): str(v) for k, v in extra.items()})
     return env
+
+
+def dropped_env(
+    explicit: Mapping[str, Mapping[str, str]], environ: Mapping[str, str] | None = None
+) -> dict[str, list[str]]:
+    """The variables set in parval's environment that change how a server runs but do not
+    reach it, each with the servers (the keys of `explicit`, their plan `env`) it misses."""
+    environ = os.environ if environ is None else environ
+    out: dict[str, list[str]] = {}
+    for name in sorted(environ):
+        if name in ENV_ALLOW or not (name.startswith(BEHAVIOUR_PREFIXES) or name in BEHAVIOUR_NAMES):
+            continue
+        missing = [role for role, env in explicit.items() if name not in env]
+        if missing:
+            out[name] = missing
+    return out
 
 
 def spawn(spec: LaunchSpec, directory: Path, name: str) -> ServerProcess:

@@ -16,8 +16,10 @@ from .kit import Outcome, invoke, parval
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
-SETUP = "python3.11 -m venv .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/parval run plans/demo.yaml"
+# The demo needs parval's runtime dependencies only; the tests add the dev extra.
+SETUP = "python3.11 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/parval run plans/demo.yaml"
 TESTS = ".venv/bin/python -m pytest"
+TEST_SETUP = f".venv/bin/pip install -e '.[dev]' && {TESTS}"
 
 
 def _commands() -> list[str]:
@@ -32,7 +34,7 @@ def test_readme_starts_with_the_two_commands() -> None:
     assert lines[0].startswith("# ")
     assert not lines[1].startswith(("#", "```"))  # one sentence
     assert lines[2].startswith("```")
-    assert lines[3:6] == [SETUP, TESTS, "```"]
+    assert lines[3:6] == [SETUP, TEST_SETUP, "```"]
 
 
 def test_ci_runs_the_readme_test_command() -> None:
@@ -97,6 +99,7 @@ def test_readme_sections() -> None:
         "## Scale-out",
         "## Many runs, one verdict",
         "## Progress output",
+        "## GPU box",
     ):
         assert heading in text, heading
     assert "sbatch" in text and "--array" in text  # the Slurm example
@@ -131,3 +134,58 @@ def test_demo_runs_and_its_evidence_matches_the_schema(tmp_path: Path) -> None:
         "3": "PENDING",
         "4": out.evidence["verdict"]["counts"]["4"],
     }
+
+
+def _section(heading: str) -> str:
+    text = README.read_text()
+    start = text.index(f"\n## {heading}\n")
+    end = text.index("\n## ", start + 1)
+    return text[start:end]
+
+
+def test_gpu_box_comes_before_the_reference() -> None:
+    text = README.read_text()
+    assert text.index("\n## GPU box\n") < text.index("\n## Commands\n") < text.index("\n## Plan format\n")
+    section = _section("GPU box")
+    for needed in ("server.device", "memory.nvml_device_index", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"):
+        assert needed in section, needed
+    from parval.server.process import ENV_ALLOW
+
+    assert all(name in section for name in ENV_ALLOW), "the allow-list, in full"
+    assert "nohup" in section and "systemd-run" in section and "parval catalogue slurm" in section
+
+
+def _sh_blocks(section: str) -> list[list[str]]:
+    blocks = section.split("```sh\n")[1:]
+    return [[line for line in b.split("```")[0].splitlines() if line.strip()] for b in blocks]
+
+
+@pytest.mark.slow
+def test_gpu_box_commands_run_as_written(tmp_path: Path) -> None:
+    """The section's parval commands (unattended demo run, then both validates), exactly as
+    written, in a directory laid out as the repository root: relative paths, `.venv/bin/parval`."""
+    import shutil
+    import subprocess
+    import sys
+    import time
+
+    root = tmp_path / "checkout"
+    shutil.copytree(REPO / "plans", root / "plans")
+    (root / ".venv" / "bin").mkdir(parents=True)
+    (root / ".venv" / "bin" / "parval").symlink_to(Path(sys.executable).parent / "parval")
+    blocks = [b for b in _sh_blocks(_section("GPU box")) if any(".venv/bin/parval" in line for line in b)]
+    (nohup,) = [b for b in blocks if any("nohup" in line for line in b)]
+    (validates,) = [b for b in blocks if all("parval validate" in line for line in b)]
+
+    def sh(line: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", "-c", line], cwd=root, capture_output=True, text=True, timeout=60, check=False)
+
+    assert [sh(line).returncode for line in nohup] == [0, 0]
+    deadline = time.monotonic() + 400
+    log = root / "runs" / "demo.log"
+    while time.monotonic() < deadline and "evidence collected" not in (log.read_text() if log.exists() else ""):
+        time.sleep(1.0)
+    assert (root / "runs" / "demo" / "evidence.json").is_file(), log.read_text()
+    plain, like = (sh(line) for line in validates)
+    assert plain.returncode == 0 and "time: at most" in plain.stdout, plain.stderr
+    assert like.returncode == 0 and "time: about" in like.stdout and "scaled from runs/demo" in like.stdout, like.stderr
