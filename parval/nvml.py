@@ -113,7 +113,7 @@ def open_device(index: int) -> GpuDevice | str:
 
 def probe(index: int) -> str | None:
     """None when NVML can read device `index` here; else "unavailable: <reason>". Opens and
-    closes NVML (a check before a campaign: `parval.plan.preflight`)."""
+    closes NVML (a check before a campaign: `parval.server.preflight`)."""
     device = open_device(index)
     if isinstance(device, str):
         return device

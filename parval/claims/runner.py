@@ -92,7 +92,7 @@ def check_combinations(combos: list[Combination]) -> dict[str, Plan]:
 def check_gpu_readable(plans: dict[str, Plan]) -> None:
     """Refuse (exit 2) when any chosen combination's plan requires GPU memory readings that
     NVML cannot give on this machine: each such campaign would run to its end with M5 PENDING."""
-    from parval.plan.preflight import WITHOUT_GPU, gpu_refusal
+    from parval.server.preflight import WITHOUT_GPU, gpu_refusal
 
     refused = [(key, r) for key, plan in plans.items() if (r := gpu_refusal(plan)) is not None]
     if refused:

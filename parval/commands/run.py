@@ -93,7 +93,7 @@ incomplete, 4 internal error.
         raise UsageError("name the plan (parval run PLAN) or the run to continue (parval run --resume RUN)")
     shard_t = _parse_shard(shard)
     from parval.gates.framework_identity import refuse_modified_record
-    from parval.plan.preflight import gpu_refusal, machine_warnings
+    from parval.server.preflight import gpu_refusal, machine_warnings
 
     if not without_gpu and (refusal := gpu_refusal(loaded)) is not None:
         raise refusal

@@ -38,7 +38,7 @@ def validate_command(
         raise PlanError(f"{plan}: a catalogue, not a plan", hint=f"parval catalogue validate {plan}")
     loaded = load_plan(plan)
     typer.echo(describe_schedule(loaded))
-    from parval.plan.estimate import bound_line, like_line
+    from parval.rundir.estimate import bound_line, like_line
 
     typer.echo(bound_line(loaded))
     if like is None:
@@ -50,7 +50,7 @@ def validate_command(
         typer.echo(line)
         for warning in warnings:
             typer.echo(warning, err=True)
-    from parval.plan.preflight import gpu_refusal, machine_warnings
+    from parval.server.preflight import gpu_refusal, machine_warnings
 
     # The plan is valid; it may be run on another machine than the one checking it.
     if (refusal := gpu_refusal(loaded)) is not None:

@@ -102,8 +102,8 @@ def test_a_gpu_plan_on_a_machine_without_nvml_is_refused_before_anything_runs(
     """A combination that requires GPU memory readings NVML cannot give here would run its
     whole campaign and end M5 PENDING: the catalogue run refuses at once (exit 2), naming
     it, unless --without-gpu."""
-    from parval.errors import UsageError
     from parval import nvml
+    from parval.errors import UsageError
 
     done: list[str] = []
     gpu_plan = SimpleNamespace(path=Path("cuda.yaml"), memory={"gpu_required": True, "nvml_device_index": 0})

@@ -13,7 +13,7 @@ import pytest
 
 from parval.errors import UsageError
 from parval.plan.load import load_plan
-from parval.plan.preflight import gpu_refusal
+from parval.server.preflight import gpu_refusal
 from tests import plankit
 from tests.conftest import MODEL_BYTES
 

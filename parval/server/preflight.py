@@ -105,7 +105,7 @@ def _device_mismatch(device: int, nvml_index: int, env: Mapping[str, str]) -> st
     if entry.isdigit():
         physical: int | str = int(entry)
     elif entry.startswith("GPU-"):
-        from parval.server import nvml
+        from parval import nvml
 
         physical = nvml.index_of_uuid(entry)
         if isinstance(physical, str):
