@@ -25,7 +25,14 @@ from parval.jsonread import iterate
 from parval.jsontypes import JsonObject, JsonValue
 from parval.plan.load import GPU_BACKENDS
 from parval.plan.schemas import schema_version
-from parval.plan.starter import BACKENDS, PLACEHOLDER, advertised_counts, read_server_config, starter_plan
+from parval.plan.starter import (
+    BACKENDS,
+    PLACEHOLDER,
+    advertised_counts,
+    missing_slots_warning,
+    read_server_config,
+    starter_plan,
+)
 
 
 @dataclass
@@ -116,6 +123,16 @@ def _rel(path: Path, start: Path) -> str:
         return str(path.resolve())
 
 
+def proposal_warnings(sources: list[Source]) -> list[str]:
+    """What `parval init` warns about the same entries: a model without `slots` (count 1 only)."""
+    return [
+        w
+        for src in sources
+        for entry in iterate(src.config["models"])
+        if isinstance(entry, dict) and (w := missing_slots_warning(entry, src.path))
+    ]
+
+
 def write_proposal(
     sources: list[Source], output: Path, plans_dir: Path, *, force: bool = False
 ) -> tuple[str, list[tuple[Path, bool]]]:
@@ -162,13 +179,17 @@ def write_proposal(
         ]
     lines += ["", "claims:"]
     for p, (plan, _) in zip(props, plans, strict=True):
-        slots = p.entry.get("slots", 1)
+        slots = (
+            f"the advertised slots: {p.entry['slots']}"
+            if "slots" in p.entry
+            else f"WARNING: {p.source.path} gives no `slots`: count 1 only"
+        )
         lines += [
             f"  - name: {p.name}",
             f"    plan: {_rel(plan, cat_dir)}",
             f"    backends: [{', '.join(p.backends)}]",
             f"    modes: [{p.mode}]",
-            f"    counts: {json.dumps(p.counts)}   # the advertised slots: {slots}",
+            f"    counts: {json.dumps(p.counts)}   # {slots}",
             "    shards: 1                # EDIT: split it into --shard jobs for `parval catalogue slurm|matrix`",
         ]
     return "\n".join(lines) + "\n", plans

@@ -65,7 +65,7 @@ def init_command(
 
     Example: parval catalogue init --server-config cuda.json --server-config vulkan.json -o plans/catalogue.yaml
     """
-    from parval.claims.propose import Source, read_model_spec, write_proposal
+    from parval.claims.propose import Source, proposal_warnings, read_model_spec, write_proposal
     from parval.plan.starter import read_server_config
 
     sources = [Source(p, read_server_config(p), "server config") for p in server_config or []]
@@ -80,6 +80,8 @@ def init_command(
     for plan, written in plans:
         typer.echo(f"{'wrote' if written else 'kept '} {plan}", err=True)
     typer.echo(f"wrote {output}: {len(plans)} claim(s)", err=True)
+    for warning in proposal_warnings(sources):
+        typer.echo(warning, err=True)
     typer.echo(f"next: replace the EDIT-ME placeholders, then run: parval catalogue validate {output}", err=True)
 
 

@@ -9,7 +9,14 @@ from typing import Annotated
 import typer
 
 from parval.errors import UsageError
-from parval.plan.starter import PLACEHOLDER, advertised_counts, pick_model, read_server_config, starter_plan
+from parval.plan.starter import (
+    PLACEHOLDER,
+    advertised_counts,
+    missing_slots_warning,
+    pick_model,
+    read_server_config,
+    starter_plan,
+)
 from parval.plan.waves import skipped_counts_warning
 
 
@@ -48,9 +55,11 @@ def init_command(
     target = output if output is not None else Path(f"{str(entry['id']).replace(':', '-')}.plan.yaml")
     plan_dir = Path.cwd() if to_stdout else target.parent
     text = starter_plan(config, entry, server_config, plan_dir)
+    slots = missing_slots_warning(entry, server_config)
+    warnings = [*([slots] if slots else []), *starter_warnings(text)]
     if to_stdout:
         sys.stdout.write(text)
-        for warning in starter_warnings(text):
+        for warning in warnings:
             typer.echo(warning, err=True)
         return
     if target.exists() and not force:
@@ -58,6 +67,6 @@ def init_command(
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, "utf-8")
     typer.echo(f"wrote {target}: counts 1..{advertised_counts(entry)[-1]} for model {entry['id']!r}", err=True)
-    for warning in starter_warnings(text):
+    for warning in warnings:
         typer.echo(warning, err=True)
     typer.echo(f"next: replace the {PLACEHOLDER} placeholders, then run: parval validate {target}", err=True)

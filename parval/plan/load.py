@@ -28,12 +28,9 @@ from parval.plan.sections import (
     ServerEntry,
     ServerSection,
 )
-from parval.plan.variations import VARIATION_KINDS, variation_kind, variation_problems
+from parval.plan.variations import PATH_KEYS, VARIATION_KINDS, same_file_problems, variation_kind, variation_problems
 
-__all__ = ["VARIATION_KINDS", "variation_kind"]
-
-# Request keys that name files on the machine running the server.
-PATH_KEYS = ("audio", "voice_ref", "source_audio", "target_voice", "prosody_ref", "style_ref")
+__all__ = ["PATH_KEYS", "VARIATION_KINDS", "variation_kind"]
 
 
 @dataclass(frozen=True)
@@ -268,10 +265,10 @@ def load_plan(path: Path, *, check_files: bool = True, located_at: Path | None =
             f"{path}: {len(errors)} schema error(s):\n{lines}", hint="`parval schema plan` prints the plan schema"
         )
     raw = fill_defaults(load_schema("plan"), data)
-    if defects := variation_problems(raw):
+    plan = Plan(path=(located_at or path).resolve(), raw=raw, sha256=hashlib.sha256(text.encode()).hexdigest())
+    if defects := variation_problems(raw) + same_file_problems(raw, lambda v: os.path.realpath(plan.resolve(v))):
         lines = "\n".join(f"  {path.name}: {d}" for d in defects)
         raise PlanError(f"{path}: {len(defects)} problem(s) with the request variations:\n{lines}")
-    plan = Plan(path=(located_at or path).resolve(), raw=raw, sha256=hashlib.sha256(text.encode()).hexdigest())
     if check_files:
         problems = file_problems(plan)
         if problems:

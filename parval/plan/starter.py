@@ -3,9 +3,12 @@
 The plan takes the model entry (id, family, task, mode, path, options), the server-wide
 settings (backend, device, threads, timeouts) and the model's advertised `slots` (counts
 1..slots) from the config. What only the user knows is left as an `EDIT-ME` placeholder:
-the two executables (upstream legacy build and candidate), fixture files for audio-input
-tasks, and the memory stabilisation rule (which must be declared before the run). Until
-the placeholders are real, `parval validate` names each one.
+the two executables (upstream legacy build and candidate) and fixture files for
+audio-input tasks; until they are real, `parval validate` names each one. What the
+procedure needs and a default can honestly give is declared: the variation kinds the task
+supports, a memory stabilisation rule with its bound (declared before any data is seen),
+and the volatile timing fields the task's replies carry. `parval init` and `parval
+catalogue init` both write their plans here.
 """
 
 from __future__ import annotations
@@ -15,10 +18,12 @@ import os
 from pathlib import Path
 
 from parval.errors import InputFileError, UsageError
+from parval.gates.volatility import VOLATILE_ROOT
 from parval.jsonread import as_int, iterate
 from parval.jsontypes import JsonObject, JsonValue
 from parval.plan.load import GPU_BACKENDS
 from parval.plan.schemas import schema_version
+from parval.plan.variations import supported_kinds
 
 PLACEHOLDER = "EDIT-ME"
 TEXT_TASKS = {"tts", "gen", "vdes", "clon"}  # text in (with a seed); every other task takes audio in
@@ -32,6 +37,19 @@ ENTRY_EXTRA_KEYS = (
     "live_ingest",
 )
 BACKENDS = {"cpu", "cuda", "hip", "rocm", "vulkan", "metal"}
+
+# What a /v1/tasks/run reply's `timing` carries (API reference 6.1): `wall_ms` always;
+# `audio_duration_ms` (deterministic) and `rtf` only when the result has an audio output.
+# Excluding a field no reply carries leaves Q2 PENDING, so `rtf` is excluded only for tasks
+# known to answer with audio, and left to the user where the output is not known.
+AUDIO_OUT_TASKS = frozenset({"tts", "gen", "vdes", "clon", "vc", "s2s", "svc"})
+NO_AUDIO_OUT_TASKS = frozenset({"vad", "asr", "diar", "align", "spk"})  # segments, text, turns, words, embeddings
+
+# The starter's memory stabilisation rule (M5.stable): the per-wave peak may grow by less
+# than the bound over the last K repeated-use waves of every start. K fits the starter's
+# own waves (2 warm + 10 mixed per start) with room to spare.
+STABILISATION_K = 5
+STABILISATION_MIB = 64
 
 
 def _y(value: object) -> str:
@@ -72,10 +90,49 @@ def pick_model(config: JsonObject, model_id: str | None, where: Path) -> JsonObj
 
 
 def advertised_counts(entry: JsonObject) -> list[int]:
+    """Counts 1..slots; an entry without `slots` advertises one slot (see `missing_slots_warning`)."""
     slots = entry.get("slots", 1)
     if isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= 16:
         raise UsageError(f"model {entry['id']!r}: slots must be an integer between 1 and 16, got {slots!r}")
     return list(range(1, slots + 1))
+
+
+def missing_slots_warning(entry: JsonObject, where: Path) -> str | None:
+    """What `parval init` and `parval catalogue init` print for a model entry without
+    `slots`: its plan covers count 1 only, which is easy to miss."""
+    if "slots" in entry:
+        return None
+    return (
+        f"warning: {where}: model {entry['id']!r} has no `slots`, so its plan covers count 1 only; "
+        f'to validate more parallel slots, add "slots": N (1-16, what the candidate advertises) to its '
+        "entry there and write the plan again"
+    )
+
+
+def volatile_timing_fields(task: str) -> list[str]:
+    """The starter's `compare.volatile_fields` (see AUDIO_OUT_TASKS): measured times only."""
+    paths = [f"{VOLATILE_ROOT}.wall_ms"]
+    if task in AUDIO_OUT_TASKS:
+        paths.append(f"{VOLATILE_ROOT}.rtf")
+    return paths
+
+
+def _volatile_lines(task: str) -> list[str]:
+    why = {
+        f"{VOLATILE_ROOT}.wall_ms": "execution wall time differs on every run",
+        f"{VOLATILE_ROOT}.rtf": "real-time factor (wall time / audio duration) differs on every run",
+    }
+    lines = [
+        "compare:",
+        "  # Only measured times in the reply's `timing` may be excluded, and only those the replies",
+        "  # carry (an excluded field no reply carries leaves Q2 PENDING).",
+        "  volatile_fields:",
+    ]
+    for path in volatile_timing_fields(task):
+        lines += [f"    - path: {path}", f"      justification: {why[path]}"]
+    if task not in AUDIO_OUT_TASKS | NO_AUDIO_OUT_TASKS:
+        lines += [f"    # EDIT: add {VOLATILE_ROOT}.rtf here if this task's replies carry it (an audio output)"]
+    return lines
 
 
 def variation_kinds(task: str) -> list[str]:
@@ -131,6 +188,17 @@ def _requests(task: str) -> list[str]:
 def starter_plan(config: JsonObject, entry: JsonObject, config_path: Path, plan_dir: Path) -> str:
     """The plan text (YAML with comments)."""
     counts = advertised_counts(entry)
+    # A config without `slots` advertises one slot: said where the counts are, not silently.
+    counts_lines = (
+        [f"counts: {_y(counts)}          # 1 up to the config's advertised slots ({counts[-1]})"]
+        if "slots" in entry
+        else [
+            f"# WARNING: the config gives model {entry['id']!r} no `slots`, so this plan covers count 1 only.",
+            f'# To validate more parallel slots, add "slots": N to its entry in {config_path}',
+            "# and write the plan again (or list counts 1..N here).",
+            f"counts: {_y(counts)}",
+        ]
+    )
     path = entry["path"]
     if not isinstance(path, str):
         raise TypeError(f"expected str, bytes or os.PathLike object, not {type(path).__name__}")
@@ -199,6 +267,14 @@ def starter_plan(config: JsonObject, entry: JsonObject, config_path: Path, plan_
             f"  variation_kinds: [{', '.join(variation_kinds(task))}]   "
             "# EDIT: the kinds this model supports (length, seed, reference, preparation, content)"
         ),
+        *(
+            [
+                "  # A model that takes no reference voice: say why instead (M3.variation shows it):",
+                '  # variation_kinds_justification: {reference: "<why the model takes no reference>"}',
+            ]
+            if "reference" in (supported_kinds(task) or ())
+            else []
+        ),
         "",
         "# What parval cannot discover (M1.manifest stays PENDING naming each item left out):",
         "# identity:",
@@ -206,24 +282,24 @@ def starter_plan(config: JsonObject, entry: JsonObject, config_path: Path, plan_
         "#   candidate: {source_commit: <git sha>, build_flags: <cmake flags>}",
         "#   quantization: <f16, q8_0, none ...>",
         "",
-        f"counts: {_y(counts)}          # 1 up to the config's advertised slots ({counts[-1]})",
+        *counts_lines,
         "starts_per_count: 3          # the procedure's minimum (M2.starts)",
         "waves: {warm: 2, mixed_at_largest: 10, serial_reuse: 2}   # ten mixed waves at every count",
         "",
         *_requests(task),
         "",
-        "compare:",
-        "  volatile_fields:",
-        "    - path: timing.wall_ms",
-        "      justification: execution wall time differs on every run",
-        "    - path: timing.rtf",
-        "      justification: real-time factor (wall time / audio duration) differs on every run",
+        *_volatile_lines(task),
         "",
         "memory:",
         f"  gpu_required: {_y(gpu)}",
-        "  # Declare the stabilisation rule BEFORE the run (M5.stable stays PENDING without one;",
-        "  # never choose the bound after seeing the data). EDIT-ME and uncomment:",
-        (f"  # stabilisation: {{last_k_waves: 5, max_growth_mib: 64, metric: {'gpu_process' if gpu else 'host_rss'}}}"),
+        "  # M5.stable's rule, declared before the run (never choose or change the bound after",
+        f"  # seeing the data): the per-wave peak may grow by less than {STABILISATION_MIB} MiB over the",
+        f"  # last {STABILISATION_K} repeated-use waves of every start. EDIT before the first run if your",
+        "  # model needs another bound.",
+        (
+            f"  stabilisation: {{last_k_waves: {STABILISATION_K}, max_growth_mib: {STABILISATION_MIB}, "
+            f"metric: {'gpu_process' if gpu else 'host_rss'}}}"
+        ),
         "",
         "framework:",
         ("  record: null              # the shared F1-F6 record from `parval framework` (else F1-F6 stay PENDING)"),

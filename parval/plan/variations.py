@@ -4,9 +4,12 @@ a kind label that does not match the field it changes)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from parval.jsonread import contains, get, iterate
+
+# Request keys that name files on the machine running the server.
+PATH_KEYS = ("audio", "voice_ref", "source_audio", "target_voice", "prosody_ref", "style_ref")
 
 VARIATION_KINDS = ("length", "seed", "reference", "preparation", "content")
 
@@ -94,5 +97,42 @@ def variation_problems(raw: Mapping[str, object]) -> list[str]:
             out.append(
                 f"{where}: kind '{kind}', but it changes '{field}', which is a {' or '.join(kinds)} variation "
                 "(label the kind the change really is)"
+            )
+    return out
+
+
+def same_file_problems(raw: Mapping[str, object], resolve: Callable[[str], str]) -> list[str]:
+    """Variations whose changed file is one another variation or the base request already
+    names, once `resolve` (the plan's path resolution) has made their paths comparable:
+    `a.wav` and `./x/../a.wav` are one input, so the second variation covers nothing new
+    (and a variation on the base request's file changes no input). The same spelling as the
+    base request is `variation_problems`' to report."""
+    reqs = raw.get("requests") or {}
+    base = get(reqs, "base") or {}
+    out: list[str] = []
+    named: dict[tuple[str, str], list[str]] = {}
+    for i, v in enumerate(iterate(get(reqs, "variations") or [])):
+        field = str(get(v, "changes", ""))
+        value = get(get(v, "request") or {}, field)
+        if field not in PATH_KEYS or not isinstance(value, str) or value.startswith("data:"):
+            continue
+        where = f"requests.variations[{i}] ({get(v, 'name')})"
+        try:
+            file = resolve(value)
+            base_value = get(base, field)
+            same_as_base = isinstance(base_value, str) and base_value != value and resolve(base_value) == file
+        except (OSError, ValueError, RuntimeError):  # an unusable path: file_problems names it
+            continue
+        if same_as_base:
+            out.append(
+                f"{where}: changes '{field}' to '{value}', which is the base request's file '{base_value}' "
+                f"({file}): it changes no input (give it another recording)"
+            )
+        named.setdefault((field, file), []).append(where)
+    for (field, file), wheres in named.items():
+        if len(wheres) > 1:
+            out.append(
+                f"{' and '.join(wheres)} change '{field}' to the same file {file}: one input is one "
+                "variation (give each variation its own recording)"
             )
     return out

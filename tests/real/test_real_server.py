@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import soundfile as sf
 import yaml
 
 from parval.plan.load import load_plan
@@ -23,15 +24,23 @@ pytestmark = pytest.mark.real
 
 def silero_plan(real: Path, directory: Path) -> Path:
     """The shipped example plan with its FILL IN paths pointed at the real-audiocpp folder
-    (nothing is written there: run directories go under `directory`)."""
+    (nothing is written there: run directories go under `directory`). The folder has two
+    recordings; the content variation is the base recording played backwards (as long,
+    other content), written under `directory`."""
     raw = yaml.safe_load(EXAMPLE.read_text())
     exe = str(real / "bin" / "audiocpp_server")
     raw["servers"]["baseline"]["executable"] = exe
     raw["servers"]["candidate"]["executable"] = exe
     raw["model"]["path"] = str(real / "models" / "silero_vad")
-    raw["requests"]["base"]["audio"] = str(real / "fixtures" / "speech16k.wav")
-    raw["requests"]["variations"][0]["request"]["audio"] = str(real / "fixtures" / "other16k.wav")
+    speech = real / "fixtures" / "speech16k.wav"
+    raw["requests"]["base"]["audio"] = str(speech)
     directory.mkdir(parents=True, exist_ok=True)
+    samples, rate = sf.read(speech, dtype="int16")
+    reversed_speech = directory / "speech16k-reversed.wav"
+    sf.write(reversed_speech, samples[::-1], rate, subtype="PCM_16")
+    fill = {"other_length": real / "fixtures" / "other16k.wav", "other_content": reversed_speech}
+    for variation in raw["requests"]["variations"]:
+        variation["request"]["audio"] = str(fill[variation["name"]])
     path = directory / "silero-vad.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     return path
@@ -112,6 +121,21 @@ def test_real_server_verdict_is_truthful(real_run: tuple[dict[str, Any], list[di
     for reason in all_reasons(evidence):
         low = reason.lower()
         assert "non-zero" not in low and "lease left held" not in low and "lease was held" not in low, reason
+
+
+@pytest.mark.slow
+def test_real_server_example_declares_what_its_own_checks_need(
+    real_run: tuple[dict[str, Any], list[dict[str, Any]]],
+) -> None:
+    """The example's variation kinds, stabilisation rule and volatile fields are judged, not
+    left PENDING for want of a declaration, at every count it plans."""
+    evidence, _ = real_run
+    a = by_id(evidence)
+    for aid in ("M3.variation", "M5.stable"):
+        for n in (1, 2):
+            entry = count_entry(a[aid], n)
+            assert entry["status"] == "PASS", (aid, n, entry["reason"])
+    assert a["Q2"]["status"] == "PASS", a["Q2"]["reason"]
 
 
 @pytest.mark.slow
