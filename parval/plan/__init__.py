@@ -1,4 +1,5 @@
 """The run plan: loading and validating it, its JSON Schemas, the schedule it implies (and
 its constants: waves, attempts, polls), the starter plan of `parval init`.
 
-May import: the foundation (errors, JSON readers, NVML for the preflight check)."""
+May import: the foundation (errors, JSON readers) and outputs (which reply fields are volatile,
+for the starter plan's exclusions)."""

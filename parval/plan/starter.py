@@ -18,9 +18,9 @@ import os
 from pathlib import Path
 
 from parval.errors import InputFileError, UsageError
-from parval.gates.volatility import VOLATILE_ROOT
 from parval.jsonread import as_int, iterate
 from parval.jsontypes import JsonObject, JsonValue
+from parval.outputs.volatility import VOLATILE_ROOT
 from parval.plan.load import GPU_BACKENDS
 from parval.plan.schemas import schema_version
 from parval.plan.variations import supported_kinds

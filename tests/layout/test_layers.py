@@ -16,7 +16,8 @@ from tests.layout.imports import ROOT, graph, modules
 # Bottom to top. A unit may import only units of lower layers.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("foundation", "standin"),  # errors, JSON types and readers, Status/Result, NVML; the stand-in
-    ("plan", "protected", "outputs"),  # the plan; the source boundary (X4); canonical outputs
+    ("outputs",),  # canonical outputs and which of their fields are volatile
+    ("plan", "protected"),  # the plan; the source boundary (X4)
     ("rundir",),  # the run directory: events, records, evidence and manifest types, files
     ("procedure",),  # the procedure as data: catalogue, entries, names, server facts, versions
     ("server",),  # talking to one server process

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from parval.gates.volatility import content_path
+from parval.outputs.volatility import content_path
 from parval.plan.load import load_plan
 from parval.plan.variations import supported_kinds, unjustified_omissions, variation_kind
 from parval.plan.waves import mixed_waves
