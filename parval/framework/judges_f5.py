@@ -164,11 +164,11 @@ def warm_during_cold(f: Facts) -> Verdict:
     tries = [dict(a) for a in f["attempts"]] if "attempts" in f else [f]
     verdicts = [judged(_warm_attempt, a) for a in tries]
     k = len(verdicts)
-    if k == 1:
-        return verdicts[0]
     for i, v in enumerate(verdicts, 1):
         if v.status is Status.FAIL:
-            return v.labelled(f"attempt {i} of {k}")
+            return v if k == 1 else v.labelled(f"attempt {i} of {k}")
+    if "attempts" not in f:  # one attempt on its own (also how the probe decides to try again)
+        return verdicts[0]
     numbers = [a.get("attempt") for a in tries]
     if numbers != list(range(k)):
         v = Verdict()
@@ -181,7 +181,7 @@ def warm_during_cold(f: Facts) -> Verdict:
             return out
     last = verdicts[-1].labelled(f"attempt {k} of {k}")
     if not verdicts[-1].retry:
-        if last.status is Status.PASS:
+        if last.status is Status.PASS and k > 1:
             last.passed.append(
                 "earlier attempt(s) not forced: "
                 + "; ".join(
