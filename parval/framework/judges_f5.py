@@ -155,7 +155,9 @@ def describe_forcing(forcing: dict[str, object] | None) -> str:
 
 def warm_during_cold(f: Facts) -> Verdict:
     """F5.two_models: a warm request sent during another model's guarded cold load is
-    answered while that load still runs. The attempts are weighed together: each forced
+    answered while that load still runs. Over HTTP a warm request held up by the load cannot
+    be told from one a busy machine made slow, so anything else is not forced (BLOCKED after
+    the attempts), never a FAIL. The attempts are weighed together: each forced
     the situation its own way (`forcing`); a violation in any stands; a PASS is the attempt
     that forced it; BLOCKED names every try and why it was not forced. Every attempt but
     the last must be one that was not forced (else the probe would not have tried again),
