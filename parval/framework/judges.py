@@ -138,7 +138,7 @@ JUDGES: dict[str, Judge] = assemble(
 
 # Judges that read every attempt of an observation themselves (a later attempt is weighed
 # against the earlier ones), rather than attempt by attempt.
-WHOLE_RECORD: frozenset[Judge] = frozenset({judges_f4.stalled_socket_io})
+WHOLE_RECORD: frozenset[Judge] = frozenset({judges_f4.stalled_socket_io, judges_f5.warm_during_cold})
 
 
 def run_judge(key: str, facts: Facts) -> Verdict:

@@ -16,6 +16,7 @@ from parval.framework.observed import (
     Verdict,
     all_ok,
     flight,
+    judged,
     listed,
     margin_s,
     ms,
@@ -29,6 +30,7 @@ from parval.framework.observed import (
 )
 from parval.framework.preconditions import route_absent
 from parval.procedure.entry import CTEST_PART, Entry, framework_entry
+from parval.status import Status
 
 BUSY_LIMIT_TEXT = "every loaded model is busy"
 
@@ -128,22 +130,96 @@ def _answered_sooner_than_waiting(f: Facts, warm: FlightFact, durations: list[fl
     if left <= 0 or took >= waited_at_least:
         return None
     return (
-        f"the warm model answered in {ms(took)} ms, sooner than waiting for the {ms(left)} ms of A's load left "
+        f"the warm model answered in {ms(took)} ms, sooner than waiting for the {ms(left)} ms of the load left "
         f"when it was sent and then serving (at least {ms(waited_at_least)} ms, its warm requests around the "
         f"probe taking {', '.join(str(ms(x)) for x in durations)} ms): it did not wait for the load"
     )
 
 
+# The flights of one warm_during_cold attempt: (cold request, warm request, the warm
+# model's requests just before and after). A record made before attempts varied their
+# forcing has no `forcing` and named A and B in its labels.
+LABELS = ("cold", "warm", "warm-before", "warm-after")
+LABELS_AB = ("cold-a", "warm-b", "warm-b-before", "warm-b-after")
+
+
+def describe_forcing(forcing: dict[str, object] | None) -> str:
+    """How one attempt forced the situation, in words (the BLOCKED text names every try)."""
+    if forcing is None:
+        return "A cold, B's base request"
+    text = f"{forcing['cold']} cold, {forcing['warm']}'s {forcing['request']} request"
+    if forcing.get("evict") is not None:
+        text += f", the load first evicting {forcing['evict']}"
+    return text + f", status read every {forcing['status_poll_ms']} ms"
+
+
 def warm_during_cold(f: Facts) -> Verdict:
-    """F5.two_models: a warm request to B sent during A's cold load is answered while that
-    load still runs (B answered before A's publication). Over HTTP a warm request held up by
-    the load cannot be told from one a busy machine made slow, so B answering after the
-    publication is not forced (BLOCKED after the attempts), never a FAIL; the attempt is
-    decisive only when A's load still ran for one of B's warm requests (measured just
-    before and after, under the same load) after B's request was sent."""
+    """F5.two_models: a warm request sent during another model's guarded cold load is
+    answered while that load still runs. Over HTTP a warm request held up by the load cannot
+    be told from one a busy machine made slow, so anything else is not forced (BLOCKED after
+    the attempts), never a FAIL. The attempts are weighed together: each forced
+    the situation its own way (`forcing`); a violation in any stands; a PASS is the attempt
+    that forced it; BLOCKED names every try and why it was not forced. Every attempt but
+    the last must be one that was not forced (else the probe would not have tried again),
+    and the attempts must be numbered without a gap: an attempt's evidence taken out could
+    hide a violation, so it leaves the result PENDING, never a PASS."""
+    tries = [dict(a) for a in f["attempts"]] if "attempts" in f else [f]
+    verdicts = [judged(_warm_attempt, a) for a in tries]
+    k = len(verdicts)
+    for i, v in enumerate(verdicts, 1):
+        if v.status is Status.FAIL:
+            return v if k == 1 else v.labelled(f"attempt {i} of {k}")
+    if "attempts" not in f:  # one attempt on its own (also how the probe decides to try again)
+        return verdicts[0]
+    numbers = [a.get("attempt") for a in tries]
+    if numbers != list(range(k)):
+        v = Verdict()
+        v.pend(f"the attempts recorded are numbered {numbers}, not 0 to {k - 1}: an attempt's evidence is missing")
+        return v
+    for i, v in enumerate(verdicts[:-1], 1):
+        if not v.retry:
+            out = v.labelled(f"attempt {i} of {k}")
+            out.pend(f"attempt {i} of {k} does not show the situation was not forced, yet the probe tried again")
+            return out
+    last = verdicts[-1].labelled(f"attempt {k} of {k}")
+    if not verdicts[-1].retry:
+        if last.status is Status.PASS and k > 1:
+            last.passed.append(
+                "earlier attempt(s) not forced: "
+                + "; ".join(
+                    _try_text(i, a, v) for i, (a, v) in enumerate(zip(tries[:-1], verdicts[:-1], strict=True), 1)
+                )
+            )
+        return last
+    out = Verdict()
+    for i, (a, v) in enumerate(zip(tries, verdicts, strict=True), 1):
+        out.not_forced(f"after {k} attempt(s): {_try_text(i, a, v)}")
+    return out
+
+
+def _try_text(i: int, attempt: Facts, v: Verdict) -> str:
+    forcing = attempt.get("forcing")
+    return f"try {i} ({describe_forcing(forcing if isinstance(forcing, dict) else None)}): {'; '.join(v.blockers)}"
+
+
+def _warm_attempt(f: Facts) -> Verdict:
+    """One attempt: the warm request answered while the cold load still ran (before its
+    publication, which came at least one of the warm model's requests, measured just before
+    and after under the same load, after it was sent), or sooner than waiting for the rest
+    of the load could have taken (`_answered_sooner_than_waiting`). Over HTTP a warm request
+    held up by the load cannot be told from one a busy machine made slow, so anything else
+    is not forced, never a FAIL."""
     v = Verdict()
-    cold, warm = flight(f, "cold-a"), flight(f, "warm-b")
-    refs = named(f, "warm-b-before", "warm-b-after")
+    forcing = f.get("forcing")
+    labels = LABELS if forcing is not None else LABELS_AB
+    cold, warm = flight(f, labels[0]), flight(f, labels[1])
+    refs = named(f, *labels[2:])
+    if forcing is not None:
+        if cold.model != forcing["cold"] or warm.model != forcing["warm"] or cold.model == warm.model:
+            raise ValueError(f"the recorded forcing {forcing} does not name the models the requests went to")
+        tag = str(forcing["tag"])
+    else:
+        tag = _tag(f, str(warm.model))
     v.require(bool(f["settled"]), "both completed")
     if not f["cold_load_seen"]:
         v.not_forced("the cold load finished before it could be observed")
@@ -156,20 +232,20 @@ def warm_during_cold(f: Facts) -> Verdict:
     published = f["published_at"]
     publication = cold.t_done if published is None else float(published)
     if warm.t_done <= publication and publication - warm.t_send >= d:
-        v.require(True, f"the warm model answered in {ms(warm.t_done - warm.t_send)} ms during A's cold load")
+        v.require(True, f"the warm model answered in {ms(warm.t_done - warm.t_send)} ms during the cold load")
     elif (decided := _answered_sooner_than_waiting(f, warm, durations)) is not None:
         v.require(True, decided)
     elif publication - warm.t_send < d:
         v.not_forced(
-            f"A's load ended {ms(publication - warm.t_send)} ms after B's warm request was sent, within one "
+            f"the cold load ended {ms(publication - warm.t_send)} ms after the warm request was sent, within one "
             f"warm request ({ms(d)} ms): waiting for it cannot be told from a slow request"
         )
     else:
         v.not_forced(
-            f"the warm model answered {ms(warm.t_done - publication)} ms after A's load was published: "
+            f"the warm model answered {ms(warm.t_done - publication)} ms after the cold load was published: "
             "held up by the load or slowed by the machine, which HTTP cannot tell apart"
         )
-    outputs_match(v, f, _tag(f, str(warm.model)), [warm, *refs], "the warm model")
+    outputs_match(v, f, tag, [warm, *refs], "the warm model")
     return v
 
 

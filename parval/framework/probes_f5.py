@@ -98,32 +98,115 @@ async def together(rig: Rig, models: Models, n: int, limit: int) -> Facts:
     return rig.observed(obs, flights, models=[a, b], tags=_tags(models))
 
 
+# The observer's interval in the later attempts: fine enough to see the cold load start and
+# end within a small share of it (never coarser than the plan's own interval).
+FAST_POLL_LOADS = 40
+FAST_POLL_FLOOR_S = 0.002
+
+
 async def warm_during_cold(rig: Rig, models: Models) -> None:
     """A warm model is not held up by another model's guarded cold load (judged by
-    judges_f5.warm_during_cold), with B's warm requests measured just before and after."""
+    judges_f5.warm_during_cold), with the warm model's requests measured just before and after.
+
+    Where an attempt could not force that (the load ended too soon after the warm request
+    was sent to tell waiting from a slow request), the next one forces it differently, each
+    way recorded as the attempt's `forcing`: attempt 1 makes the cold load first evict an
+    idle third model (the evict -> load sequence the load guard covers, so the guarded
+    window grows by a measured teardown), has the warm model send the plan's quickest
+    request as measured on it (so the load outlasts more of a request) and reads the status
+    more often; attempt 2 does the same with the roles swapped."""
     t = timing(rig)
-    (a, _, _), (b, _, _) = models[0], models[1]
-    if rig.ctx.load_too_fast("F5.two_models", "warm_during_cold@limit2", 2, "the load", "overlap with"):
+    (a, _, _), (b, _, _), (m, _, _) = models
+    window = t.load_s + t.teardown_s  # the longest guarded window an attempt can force
+    if window < 2 * t.gap_s:
+        rig.ctx.findings.add(
+            "F5.two_models",
+            "warm_during_cold@limit2",
+            Status.PENDING,
+            f"the load takes {t.load_s * 1000:.0f} ms and an idle unload {t.teardown_s * 1000:.0f} ms: too fast "
+            "to overlap with, even when the load first evicts another model",
+        )
         return
+    quickest: dict[str, tuple[str, dict[str, float]]] = {}
+    plan_poll = rig.poller.interval_s
+    fast_poll = min(plan_poll, max(FAST_POLL_FLOOR_S, t.load_s / FAST_POLL_LOADS))
+    tags = _tags(models)
+    schedule = [(a, b, None, False), (a, b, m, True), (b, a, m, True)]
 
     async def attempt(i: int) -> Facts:
+        cold_id, warm_id, evict, harder = schedule[min(i, len(schedule) - 1)]
         obs = Obs(attempt=i)
-        await reset(rig, [a])
-        await rig.run("warm-b-warmup", b)
-        before = await rig.run("warm-b-before", b)
-        cold = await rig.start_run("cold-a", a)
-        during = await rig.wait(lambda s: s.active(a) >= 1 and s.loaded(a) is False, t.slack_s)
-        obs["cold_load_seen"] = during is not None and not cold.finished
-        warm = await rig.start_run("warm-b", b)
-        obs["settled"] = await rig.settle([cold, warm], t.slack_s)
-        after = await rig.run("warm-b-after", b)
-        rows = rig.samples_of(a, cold.t_send, cold.t_done)
+        rig.poller.interval_s = fast_poll if harder else plan_poll
+        try:
+            await reset(rig, [cold_id])
+            if evict is not None:
+                # Used before the warm model, so the oldest idle one the cold load evicts.
+                await rig.run("evictee", evict)
+            await rig.run("warm-warmup", warm_id)
+            name = "base"
+            measured: dict[str, float] = {}
+            if harder:
+                if warm_id not in quickest:
+                    quickest[warm_id] = await _quickest_request(rig, warm_id, tags[warm_id])
+                name, measured = quickest[warm_id]
+            request = _plan_request(rig, name)
+            obs["forcing"] = {
+                "cold": cold_id,
+                "warm": warm_id,
+                "request": name,
+                "tag": tags[warm_id] if name == "base" else _variation_tag(tags[warm_id], name),
+                "measured_ms": measured,
+                "evict": evict,
+                "teardown_ms": round(t.teardown_s * 1000, 2) if evict is not None else None,
+                "status_poll_ms": round(rig.poller.interval_s * 1000, 3),
+            }
+            before = await rig.run("warm-before", warm_id, request=request)
+            cold = await rig.start_run("cold", cold_id)
+            during = await rig.wait(lambda s: s.active(cold_id) >= 1 and s.loaded(cold_id) is False, t.slack_s)
+            obs["cold_load_seen"] = during is not None and not cold.finished
+            warm = await rig.start_run("warm", warm_id, request=request)
+            obs["settled"] = await rig.settle([cold, warm], t.slack_s)
+            after = await rig.run("warm-after", warm_id, request=request)
+        finally:
+            rig.poller.interval_s = plan_poll
+        rows = rig.samples_of(cold_id, cold.t_send, cold.t_done)
         obs["published_at"] = next((row[0] for row in rows if row[3]), None)
-        obs["unpublished_until"] = rig.last_read_unloaded(a, cold.t_send, cold.t_done)
-        return rig.observed(obs, [cold, warm, before, after], tags=_tags(models))
+        obs["unpublished_until"] = rig.last_read_unloaded(cold_id, cold.t_send, cold.t_done)
+        if evict is not None:
+            # Whether the evicted model was seen unloaded while the cold request ran (evidence
+            # that the eviction was part of the window, not judged).
+            gone = [row[0] for row in rig.samples_of(evict, cold.t_send, cold.t_done) if row[3] is False]
+            obs["evictee_unloaded_at"] = gone[0] if gone else None
+        return rig.observed(obs, [cold, warm, before, after], tags=tags)
 
-    facts = await attempts("f5.warm_during_cold", attempt)
+    facts = await attempts("f5.warm_during_cold", attempt, tries=len(schedule))
     rig.ctx.findings.observe("F5.two_models", "warm_during_cold@limit2", "f5.warm_during_cold", facts)
+
+
+def _variation_tag(tag: str, request: str) -> str:
+    """The reference tag of a registration's outputs for a plan request other than the base."""
+    return f"{tag}+{request}"
+
+
+def _plan_request(rig: Rig, name: str) -> dict[str, object]:
+    return next(r.body for r in rig.ctx.plan.requests() if r.name == name)
+
+
+async def _quickest_request(rig: Rig, model: str, tag: str) -> tuple[str, dict[str, float]]:
+    """The plan request `model` answers soonest while warm (each timed twice, the quicker
+    kept), with every measured time (ms). The two outputs of a variation are recorded as
+    its warm references (after another request, then after itself)."""
+    measured: dict[str, float] = {}
+    for r in rig.ctx.plan.requests():
+        runs = [await rig.run(f"measure-{r.name}{k}", model, request=r.body) for k in range(2)]
+        if any(f.status != 200 or f.reply is None for f in runs):
+            continue  # a request this registration does not serve is no candidate
+        measured[r.name] = round(min(f.reply.elapsed_s for f in runs if f.reply is not None) * 1000, 3)
+        if r.name != "base":
+            rig.ctx.add_refs(model, _variation_tag(tag, r.name), [None, *(rig.output(f) for f in runs)])
+    if not measured:
+        return "base", measured
+    return min(measured, key=lambda name: measured[name]), measured
 
 
 async def unload_together(rig: Rig, models: Models, n: int) -> Facts:

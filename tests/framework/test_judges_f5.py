@@ -3,6 +3,7 @@ fails exactly the misbehaviour it exists to catch."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from parval.framework.judges import run_judge
@@ -75,16 +76,42 @@ def test_together_under_limit_one_fails_two_loaded_models_or_another_error() -> 
 # -- warm_during_cold ---------------------------------------------------------------------------
 
 
-def warm_cold(warm_done: float = 0.26, *, seen: bool = True, published: float | None = 0.38) -> dict[str, Any]:
+FORCING = {
+    "cold": "m",
+    "warm": "m-b",
+    "request": "base",
+    "tag": "opt2",
+    "measured_ms": {},
+    "evict": None,
+    "teardown_ms": None,
+    "status_poll_ms": 5.0,
+}
+
+
+def warm_cold(
+    warm_done: float = 0.26, *, seen: bool = True, published: float | None = 0.38, attempt: int = 0
+) -> dict[str, Any]:
     """A's cold load runs 0.0 -> 0.38 (published), its request ends at 0.40; B's warm
     requests take 150 ms before and after; the probe's warm request is sent at 0.10."""
     flights = [
-        fl("cold-a", 0.0, 0.40),
-        run_b("warm-b", 0.10, warm_done),
-        run_b("warm-b-before", -0.3, -0.15),
-        run_b("warm-b-after", 0.5, 0.65),
+        fl("cold", 0.0, 0.40),
+        run_b("warm", 0.10, warm_done),
+        run_b("warm-before", -0.3, -0.15),
+        run_b("warm-after", 0.5, 0.65),
     ]
-    return two_model_facts(flights, cold_load_seen=seen, published_at=published)
+    return two_model_facts(
+        flights, cold_load_seen=seen, published_at=published, attempt=attempt, forcing=copy.deepcopy(FORCING)
+    )
+
+
+def warm_cold_ab(warm_done: float = 0.26, *, published: float | None = 0.38) -> dict[str, Any]:
+    """The same as recorded before attempts varied their forcing: no `forcing`, A and B in
+    the labels."""
+    f = warm_cold(warm_done, published=published)
+    del f["forcing"], f["attempt"]
+    for x in f["flights"]:
+        x["label"] = {"cold": "cold-a", "warm": "warm-b"}.get(x["label"], x["label"].replace("warm-", "warm-b-"))
+    return f
 
 
 def test_warm_during_cold_passes_a_warm_model_answering_at_once() -> None:
@@ -128,6 +155,86 @@ def test_a_load_shorter_than_a_request_is_decided_from_the_warm_time_measured() 
     assert run_judge("f5.warm_during_cold", held).status is Status.BLOCKED
     # A record made before the last unloaded read was kept: judged as before.
     assert run_judge("f5.warm_during_cold", warm_cold(0.27, published=0.20)).status is Status.BLOCKED
+
+
+def test_warm_during_cold_recorded_before_forcing_varied_is_judged_as_before() -> None:
+    assert run_judge("f5.warm_during_cold", warm_cold_ab()).status is Status.PASS
+    v = run_judge("f5.warm_during_cold", warm_cold_ab(0.55))
+    assert v.status is Status.BLOCKED and "170 ms after the cold load was published" in v.detail(), v.detail()
+
+
+def forced(i: int, warm_done: float, **forcing: Any) -> dict[str, Any]:
+    """Attempt i of warm_during_cold, forced its own way (`forcing` over FORCING)."""
+    f = warm_cold(warm_done, attempt=i)
+    f["forcing"].update(forcing)
+    return f
+
+
+# A warm request sent 100 ms into a load that ended 100 ms later, within one 150 ms request.
+SHORT = {"published": 0.20}
+EVICT = {"evict": "m-m", "teardown_ms": 150.0, "status_poll_ms": 2.0}
+
+
+def tries(*attempts: dict[str, Any]) -> dict[str, Any]:
+    return {"attempts": list(attempts)}
+
+
+def test_warm_during_cold_blocked_names_every_try_and_how_each_was_forced() -> None:
+    """A quick load came out BLOCKED after three identical tries; the tries now differ, and
+    the BLOCKED names each one's forcing and why it did not force the situation."""
+    fs = [warm_cold(0.30, attempt=i, **SHORT) for i in range(3)]
+    fs[1]["forcing"].update(EVICT, request="short", tag="opt2+short")
+    fs[1]["refs"]["m-b|opt2+short"] = {"warm": ["out-b"]}
+    fs[2]["forcing"].update(EVICT, cold="m-b", warm="m", request="short", tag="base+short")
+    fs[2]["flights"][0]["model"] = "m-b"
+    for x in fs[2]["flights"][1:]:
+        x["model"], x["output"] = "m", "out-base"
+    fs[2]["refs"]["m|base+short"] = {"warm": ["out-base"]}
+    v = run_judge("f5.warm_during_cold", tries(*fs))
+    assert v.status is Status.BLOCKED and v.retry, v.detail()
+    text = v.detail()
+    assert "try 1 (m cold, m-b's base request, status read every 5.0 ms)" in text, text
+    assert "try 2 (m cold, m-b's short request, the load first evicting m-m, status read every 2.0 ms)" in text
+    assert "try 3 (m-b cold, m's short request, the load first evicting m-m" in text
+    assert text.count("within one warm request") == 3
+
+
+def test_warm_during_cold_passes_on_the_try_that_forced_it_naming_the_earlier_ones() -> None:
+    second = forced(1, 0.26, **EVICT)
+    v = run_judge("f5.warm_during_cold", tries(warm_cold(0.30, **SHORT), second))
+    assert v.status is Status.PASS, v.detail()
+    assert "attempt 2 of 2: the warm model answered in 160 ms during the cold load" in v.detail()
+    assert "earlier attempt(s) not forced: try 1 (m cold, m-b's base request" in v.detail()
+
+
+def test_warm_during_cold_a_violation_in_any_try_stands() -> None:
+    bad = forced(1, 0.26, **EVICT)
+    bad["flights"][1]["output"] = "out-base"  # the warm model answered with the cold one's session
+    v = run_judge("f5.warm_during_cold", tries(warm_cold(0.30, **SHORT), bad))
+    assert v.status is Status.FAIL and "attempt 2 of 2" in v.detail() and "differ: warm" in v.detail()
+
+
+def test_warm_during_cold_an_attempt_stripped_of_its_evidence_never_leaves_a_pass() -> None:
+    """An attempt taken out, its forcing or its requests removed, or its forcing naming
+    other models than its requests went to: never a PASS (it could hide a violation)."""
+    first, second = warm_cold(0.30, **SHORT), forced(1, 0.26, **EVICT)
+    assert run_judge("f5.warm_during_cold", tries(first, second)).status is Status.PASS
+    # the attempt that was not forced taken out: the numbering shows the gap
+    assert run_judge("f5.warm_during_cold", tries(second, second)).status is Status.PENDING
+    v = run_judge("f5.warm_during_cold", tries(second))  # the second try kept alone
+    assert v.status is Status.PENDING and "numbered [1]" in v.detail(), v.detail()
+    for strip in ("forcing", "flights", "cold_load_seen", "published_at"):
+        for which in (0, 1):
+            pair = [copy.deepcopy(first), copy.deepcopy(second)]
+            del pair[which][strip]
+            v = run_judge("f5.warm_during_cold", tries(*pair))
+            assert v.status is not Status.PASS, (strip, which, v.detail())
+    lying = copy.deepcopy(second)
+    lying["forcing"]["warm"] = "m-m"
+    assert run_judge("f5.warm_during_cold", tries(first, lying)).status is Status.PENDING
+    # a first try that passed yet was followed by another: not what the probe does
+    v = run_judge("f5.warm_during_cold", tries(warm_cold(attempt=0), second))
+    assert v.status is Status.PENDING and "yet the probe tried again" in v.detail(), v.detail()
 
 
 def test_warm_during_cold_is_not_forced_when_the_cold_load_was_not_seen() -> None:
@@ -566,7 +673,7 @@ def test_warm_during_cold_without_a_publication_time_uses_the_cold_reply() -> No
     v = run_judge("f5.warm_during_cold", warm_cold(published=None))  # the cold reply came at 0.40
     assert v.status is Status.PASS, v.detail()
     v = run_judge("f5.warm_during_cold", warm_cold(0.65, published=None))
-    assert v.status is Status.BLOCKED and "answered 250 ms after A's load was published" in v.detail(), v.detail()
+    assert v.status is Status.BLOCKED and "answered 250 ms after the cold load was published" in v.detail(), v.detail()
 
 
 def test_warm_during_cold_a_load_ending_within_one_warm_request_is_not_forced_even_if_answered_before() -> None:
@@ -574,12 +681,12 @@ def test_warm_during_cold_a_load_ending_within_one_warm_request_is_not_forced_ev
     one warm request (150 ms): B would have answered then even had it waited for the load."""
     v = run_judge("f5.warm_during_cold", warm_cold(0.18, published=0.20))
     assert v.status is Status.BLOCKED and v.retry, v.detail()
-    assert "A's load ended 100 ms after B's warm request was sent" in v.detail()
+    assert "the cold load ended 100 ms after the warm request was sent" in v.detail()
 
 
 def test_warm_during_cold_names_how_late_the_warm_model_answered() -> None:
     v = run_judge("f5.warm_during_cold", warm_cold(0.55))  # published at 0.38
-    assert "the warm model answered 170 ms after A's load was published" in v.detail(), v.detail()
+    assert "the warm model answered 170 ms after the cold load was published" in v.detail(), v.detail()
 
 
 def test_warm_during_cold_without_the_reference_durations_is_pending_naming_them() -> None:
