@@ -42,7 +42,7 @@ QUICK: BenchConfig = {
 CAMPAIGN_N = 16
 
 
-def _parse_ns(text: str) -> list[int]:
+def parse_ns(text: str) -> list[int]:
     try:
         ns = sorted({int(x) for x in text.split(",") if x.strip()})
     except ValueError:
@@ -52,7 +52,7 @@ def _parse_ns(text: str) -> list[int]:
     return ns
 
 
-def _environment() -> Environment:
+def environment() -> Environment:
     try:
         load = list(os.getloadavg())
     except OSError:
@@ -73,7 +73,7 @@ def _real(value: object) -> float:
     raise TypeError(f"expected a number, not '{type(value).__name__}'")
 
 
-async def _run_all(cfg: Mapping[str, object], workdir: Path, log: Callable[[str], None]) -> BenchResults:
+async def run_all(cfg: Mapping[str, object], workdir: Path, log: Callable[[str], None]) -> BenchResults:
     """Every measurement for `cfg` (a BenchConfig, adjusted by the command line)."""
     from parval.bench.campaign import run_campaign
     from parval.bench.poll import run_poll

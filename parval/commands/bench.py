@@ -12,9 +12,6 @@ from typing import Annotated
 import anyio
 import typer
 
-from parval.bench.runner import CAMPAIGN_N, FULL, QUICK, SCHEMA_VERSION, _environment, _parse_ns, _run_all
-from parval.jsonread import as_int
-
 
 def bench_command(
     quick: Annotated[bool, typer.Option("--quick", help="Few waves and counts (tests, CI).")] = False,
@@ -41,22 +38,24 @@ def bench_command(
     Example: parval bench --quick --json bench.json
     """
     from parval.bench.report import render, targets
+    from parval.bench.runner import CAMPAIGN_N, FULL, QUICK, SCHEMA_VERSION, environment, parse_ns, run_all
+    from parval.jsonread import as_int
 
     cfg: dict[str, object] = dict(QUICK if quick else FULL)
     if ns is not None:
-        cfg["ns"] = _parse_ns(ns)
+        cfg["ns"] = parse_ns(ns)
     if waves is not None:
         cfg["waves"] = waves
     if requests is not None:
         cfg["requests"] = requests
         cfg["starts"] = max(1, min(as_int(cfg["starts"]), requests // (CAMPAIGN_N * 2)))
-    env = _environment()
+    env = environment()
 
     def log(msg: str) -> None:
         typer.echo(f"parval bench: {msg}", err=True)
 
     with tempfile.TemporaryDirectory(prefix="parval-bench-") as tmp:
-        results = anyio.run(_run_all, cfg, Path(tmp), log)
+        results = anyio.run(run_all, cfg, Path(tmp), log)
     try:
         env["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     except OSError:

@@ -28,12 +28,6 @@ OnlyOpt = Annotated[
 ]
 
 
-def _parse_shard(value: str | None) -> tuple[int, int] | None:
-    from parval.commands.run import _parse_shard as parse
-
-    return parse(value)
-
-
 @app.command("init")
 def init_command(
     server_config: Annotated[
@@ -167,6 +161,7 @@ kept under OUT/superseded/. Exit code: 0 every combination run here admitted, 1 
     """
     from parval.claims.combination import load_catalogue
     from parval.claims.runner import run_catalogue, worst_exit
+    from parval.commands.run import parse_shard
     from parval.ui.lines import Finish, Listener
     from parval.ui.listener import make_listener
 
@@ -184,7 +179,7 @@ kept under OUT/superseded/. Exit code: 0 every combination run here admitted, 1 
     outcomes, signalled = run_catalogue(
         combos,
         target,
-        shard=_parse_shard(shard),
+        shard=parse_shard(shard),
         backends=backend or None,
         detect=not only,
         listen=listen,

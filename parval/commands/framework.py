@@ -7,9 +7,6 @@ from typing import Annotated
 
 import typer
 
-from parval.framework.collect import run_framework
-from parval.framework.record import RECORD
-
 
 def framework_command(
     plan: Annotated[Path, typer.Argument(help="The YAML run plan (same format as `parval run`).")],
@@ -51,6 +48,8 @@ executable or backend, keeps that model's framework_checks PENDING.
     Exit codes: 0 every applicable F assertion PASS · 1 an F assertion FAILED · 2 usage or plan \
 error · 3 evidence incomplete (PENDING/BLOCKED).
     """
+    from parval.framework.collect import run_framework
+    from parval.framework.record import RECORD
 
     argv = ["parval", "framework", str(plan)]
     for flag, value in (("--out", out), ("--source-commit", source_commit), ("--probes", probes), ("--only", only)):

@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from parval.errors import InputFileError
-from parval.report.history import _sha256, build_historical, write_historical
 
 
 def import_command(
@@ -41,7 +40,9 @@ history/model-may
 
     Example: parval import old-report.map.yaml --procedure 2026-03-01
     """
-    sha = _sha256(candidate) if candidate is not None and candidate.is_file() else None
+    from parval.report.history import build_historical, file_sha256, write_historical
+
+    sha = file_sha256(candidate) if candidate is not None and candidate.is_file() else None
     if candidate is not None and sha is None:
         raise InputFileError(f"--candidate {candidate}: no such file")
     record = build_historical(old, procedure, candidate_sha256=sha)

@@ -9,21 +9,14 @@ from typing import Annotated
 import typer
 
 from parval.errors import UsageError
-from parval.plan.starter import (
-    PLACEHOLDER,
-    advertised_counts,
-    missing_slots_warning,
-    pick_model,
-    read_server_config,
-    starter_plan,
-)
-from parval.plan.waves import skipped_counts_warning
 
 
 def starter_warnings(text: str) -> list[str]:
     """What keeps the written plan's counts from being admitted (`parval validate` says the
     same): a skipped count means nothing above it can ever be admitted."""
     import yaml
+
+    from parval.plan.waves import skipped_counts_warning
 
     counts = [int(c) for c in (yaml.safe_load(text) or {}).get("counts") or []]
     warning = skipped_counts_warning(counts)
@@ -49,6 +42,15 @@ def init_command(
 
     Example: parval init --server-config server.json --model my-tts --output plans/my-tts.yaml
     """
+    from parval.plan.starter import (
+        PLACEHOLDER,
+        advertised_counts,
+        missing_slots_warning,
+        pick_model,
+        read_server_config,
+        starter_plan,
+    )
+
     config = read_server_config(server_config)
     entry = pick_model(config, model, server_config)
     to_stdout = output is not None and str(output) == "-"

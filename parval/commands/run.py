@@ -10,7 +10,7 @@ import typer
 from parval.errors import UsageError
 
 
-def _parse_shard(value: str | None) -> tuple[int, int] | None:
+def parse_shard(value: str | None) -> tuple[int, int] | None:
     if value is None:
         return None
     try:
@@ -91,7 +91,7 @@ incomplete, 4 internal error.
         loaded = load_plan(plan)
     else:
         raise UsageError("name the plan (parval run PLAN) or the run to continue (parval run --resume RUN)")
-    shard_t = _parse_shard(shard)
+    shard_t = parse_shard(shard)
     from parval.gates.framework_identity import refuse_modified_record
     from parval.server.preflight import gpu_refusal, machine_warnings
 

@@ -9,8 +9,6 @@ from typing import Annotated
 import typer
 
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, UsageError
-from parval.rundir.integrity import read_chain, verify_run
-from parval.rundir.verified import reseal_run, reseals
 
 
 def verify_command(
@@ -37,6 +35,9 @@ def verify_command(
 
     Example: parval verify runs/demo --reseal --reason "restored from backup after a disk failure"
     """
+    from parval.rundir.integrity import read_chain, verify_run
+    from parval.rundir.verified import reseal_run, reseals
+
     if reseal:
         if not reason:
             raise UsageError("--reseal needs --reason TEXT: why this directory may be trusted as it stands")

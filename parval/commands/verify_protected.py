@@ -9,10 +9,6 @@ from typing import Annotated
 import typer
 
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, InputFileError, ParvalError
-from parval.protected.check import verify_protected
-from parval.protected.config import ProtectedConfig
-from parval.rundir.files import write_json
-from parval.status import Status
 
 
 def verify_protected_command(
@@ -35,6 +31,11 @@ def verify_protected_command(
     Example:
       parval verify-protected --repo ../audio.cpp --upstream 612c5e9f --json
     """
+    from parval.protected.check import verify_protected
+    from parval.protected.config import ProtectedConfig
+    from parval.rundir.files import write_json
+    from parval.status import Status
+
     try:
         cfg = ProtectedConfig.load(config) if config is not None else None
         result = verify_protected(repo, upstream, cfg)

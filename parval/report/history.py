@@ -45,7 +45,7 @@ IDENTITY_KEYS = ("model", "family", "task", "backend", "mode")
 _STATUSES = {"PASS", "FAIL", "PENDING", "BLOCKED", "UNSUPPORTED", "NOT_APPLICABLE"}
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -259,7 +259,7 @@ def _from_mapping(data: Mapping[str, object], base: Path, version: str) -> Impor
     if report:
         rp = Path(str(report))
         rp = rp if rp.is_absolute() else base / rp
-        source = {"report": str(rp), "report_sha256": _sha256(rp) if rp.is_file() else None}
+        source = {"report": str(rp), "report_sha256": file_sha256(rp) if rp.is_file() else None}
         if not rp.is_file():
             limitations.append(f"the mapped report {rp} is not available to check against")
     return _imported(ident_raw, tested, entries, limitations, "mapping", source)
@@ -310,7 +310,7 @@ def build_historical(old: Path, version: str, *, candidate_sha256: str | None = 
     )
     entries = body["entries"]
     failures = sorted({e["original_id"] for e in entries if e["status"] == "FAIL"})
-    digest = _sha256(path)
+    digest = file_sha256(path)
     line = (
         f"HISTORICAL evidence (procedure {version}): "
         f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, "

@@ -45,8 +45,8 @@ def run_problems(run_dir: Path, ev: Evidence) -> list[str]:
     """What `verified` would refuse `run_dir` for, listed rather than raised, with `ev` (the
     evidence about to be presented) held to the hashes on disk: the catalogue shows a run's
     problems on its rows (INVALID EVIDENCE) and decides whether to rerun it."""
-    from parval.rundir.integrity import _unsealed_problem, integrity_problems
+    from parval.rundir.integrity import integrity_problems, unsealed_problem
 
-    if (lost := _unsealed_problem(run_dir)) is not None:
+    if (lost := unsealed_problem(run_dir)) is not None:
         return [lost]
     return integrity_problems(run_dir, ev)

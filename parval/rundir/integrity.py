@@ -233,7 +233,7 @@ def _event_kind(raw: bytes) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
-def _unsealed_problem(run_dir: Path) -> str | None:
+def unsealed_problem(run_dir: Path) -> str | None:
     """Why an unsealed directory may not be sealed now (None: it was never judged)."""
     if (run_dir / LISTING).exists() or (run_dir / CHAIN).exists():
         return None
@@ -252,7 +252,7 @@ def write_listing(run_dir: Path, *, first: bool = False) -> str:
     process that just completed the run seals it (its completion event is its own). Returns
     the listing's sha256."""
     problems = chain_problems(run_dir)
-    if not first and (lost := _unsealed_problem(run_dir)) is not None:
+    if not first and (lost := unsealed_problem(run_dir)) is not None:
         problems = [lost, *problems]
     if problems:
         raise IntegrityError(
@@ -261,10 +261,10 @@ def write_listing(run_dir: Path, *, first: bool = False) -> str:
             hint=f"`parval verify {run_dir}` lists every difference; "
             f"`parval verify {run_dir} --reseal --reason TEXT` reseals it as it stands (recorded)",
         )
-    return _list_and_link(run_dir)
+    return list_and_link(run_dir)
 
 
-def _list_and_link(run_dir: Path, **extra: object) -> str:
+def list_and_link(run_dir: Path, **extra: object) -> str:
     lines = [f"{sha256_file(p)}  {p.relative_to(run_dir).as_posix()}\n" for p in _tracked(run_dir)]
     text = "".join(lines)
     atomic_write(run_dir / LISTING, text)

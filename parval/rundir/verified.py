@@ -22,10 +22,10 @@ from parval.jsontypes import JsonObject
 from parval.rundir.integrity import (
     CHAIN,
     LISTING,
-    _list_and_link,
-    _unsealed_problem,
+    list_and_link,
     read_chain,
     seal_run,
+    unsealed_problem,
     verify_problems,
 )
 from parval.rundir.layout import EVENTS, MANIFEST
@@ -90,7 +90,7 @@ def verified(run_dir: Path, *, rejudging: bool = False) -> Verified:
     not asked (after an explicit reseal it names the files before the reseal)."""
     if not run_dir.is_dir():
         raise RunDirError(f"{run_dir}: no such run directory")
-    if (lost := _unsealed_problem(run_dir)) is not None:
+    if (lost := unsealed_problem(run_dir)) is not None:
         raise TamperedRunError(
             f"{run_dir}: refused: {lost}",
             hint=f"if this directory is to be trusted as it stands: `parval verify {run_dir} --reseal --reason TEXT`",
@@ -118,7 +118,7 @@ def reseal_run(run_dir: Path, reason: str) -> list[str]:
     if not (run_dir / EVENTS).exists() and not (run_dir / MANIFEST).exists():
         raise RunDirError(f"{run_dir}: not a parval run directory (no events.jsonl or manifest.json)")
     found, _ = verify_problems(run_dir)
-    _list_and_link(run_dir, resealed={"reason": reason.strip(), "parval_version": __version__, "found": found[:50]})
+    list_and_link(run_dir, resealed={"reason": reason.strip(), "parval_version": __version__, "found": found[:50]})
     seal_run(run_dir)
     return found
 
