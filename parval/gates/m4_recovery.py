@@ -54,8 +54,9 @@ UNLOAD_NOTES = (
     "unloaded means /v1/models showed loaded:false after the in-flight work drained (or on the quiet "
     "second unload), never the reply's `unloaded` list; barging needs the server's order: the later request, "
     "sent a gap derived from the measured service time after the still-pending unload, seen queued behind "
-    "it with a slot free (needed for a PASS) or admitted past it; the probe is tried again (3 tries, the gap "
-    "growing) until it queues behind, and barging FAILs only when every try saw it (FIFO is enqueue order, "
+    "it with a slot free (needed for a PASS) or admitted past it; the probe is tried again (3 tries: the gap "
+    "grows after a try that saw the later request admitted past, shrinks after one that saw no order, as with a "
+    "quick model) until it queues behind, and barging FAILs only when every try saw it (FIFO is enqueue order, "
     "not packet arrival: a busy server may not have enqueued the unload yet); otherwise PENDING, or BLOCKED "
     "once the tries are spent",
     "a recovery start whose server crashed FAILs the probe it was running and leaves the later probes BLOCKED",

@@ -96,7 +96,7 @@ def admitted_past(e: Mapping[str, object], which: str) -> str | None:
 
 def barging_reproduced(tries: Sequence[Mapping[str, object]], which: str) -> str | None:
     """Barging as a violation: every try of the probe (all it was allowed) saw the later
-    request admitted past the waiting unload, with the gap growing between tries. None
+    request admitted past the waiting unload (each such try grows the next try's gap). None
     otherwise."""
     if not tries:
         return None

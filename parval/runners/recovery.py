@@ -111,15 +111,25 @@ async def invalid_alongside(c: CampaignContext, st: Start, n: int) -> None:
 UNLOAD_TRIES = 3
 
 
-def later_gap_s(st: Start, tried: int = 1) -> float:
-    """How long after the unload the later request is sent: long enough for the server to
-    have taken the unload first (a few polls, a fraction of a measured service time), as the
-    framework's forced orders stagger managers; half as long again on each later try (a
-    quarter, three eighths, half a service time), so a busy server has longer to enqueue the
-    unload while the work in flight still holds it. The unload is checked to be still pending."""
+def later_gap_s(st: Start) -> float:
+    """How long after the unload the later request is sent on the first try: long enough
+    for the server to have taken the unload first (a few polls, a fraction of a measured
+    service time), as the framework's forced orders stagger managers. The unload is checked
+    to be still pending when it is sent."""
     service = st.service_s() or 0.0
-    base = max(0.01, 4 * st.settings.poll_interval_s, 0.25 * service)
-    return round(base * (1 + 0.5 * (tried - 1)), 6)
+    return round(max(0.01, 4 * st.settings.poll_interval_s, 0.25 * service), 6)
+
+
+def next_gap_s(st: Start, gap: float, order: str) -> float:
+    """The gap of the next try, from what this one saw: half as long again after the later
+    request was admitted past the unload (a busy server may not have enqueued the unload
+    yet); half as long after it was not seen queued at all (the unload was over, or the
+    work it waited for ended, before a status read could see the later request queued: a
+    quick model), never under two status reads. Barging is a FAIL only when every try saw
+    it, so the gap has grown on every try before one can be."""
+    if order == "admitted_past":
+        return round(gap * 1.5, 6)
+    return round(max(0.002, 2 * st.settings.poll_interval_s, gap / 2), 6)
 
 
 def later_order(st: Start, busy: int, t_later: float, t_unload_done: float) -> tuple[str, LaterSamples]:
@@ -145,13 +155,17 @@ def later_order(st: Start, busy: int, t_later: float, t_unload_done: float) -> t
 async def unload_in_flight(c: CampaignContext, st: Start, n: int, which: str) -> None:
     """The unload probe, tried again (bounded) until the later request is seen queued
     behind the waiting unload: an order not observed, or a later request admitted past the
-    unload (which a busy server may not have enqueued yet), is tried again."""
+    unload (which a busy server may not have enqueued yet), is tried again with the gap
+    changed for what that try saw (`next_gap_s`)."""
+    gap = later_gap_s(st)
     for tried in range(1, UNLOAD_TRIES + 1):
-        if await _unload_in_flight_once(c, st, n, which, tried) == "queued_behind":
+        order = await _unload_in_flight_once(c, st, n, which, tried, gap)
+        if order == "queued_behind":
             return
+        gap = next_gap_s(st, gap, order)
 
 
-async def _unload_in_flight_once(c: CampaignContext, st: Start, n: int, which: str, tried: int) -> str:
+async def _unload_in_flight_once(c: CampaignContext, st: Start, n: int, which: str, tried: int, gap: float) -> str:
     """N requests active, then an unload: it must wait for them (admitting nothing past
     it) and leave the model unloaded; then a cold reload. Returns the observed order."""
     await _unload_all(c, st)
@@ -169,7 +183,6 @@ async def _unload_in_flight_once(c: CampaignContext, st: Start, n: int, which: s
     # Keep one slot spare (when there is more than one): a later request must still queue
     # behind the waiting unload instead of taking the free slot (no barging).
     busy = max(1, n - 1)
-    gap = later_gap_s(st, tried)
     sent: dict[str, float | bool] = {}
 
     async def wave() -> None:
