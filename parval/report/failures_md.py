@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from parval.jsonread import iterate
-from parval.report.md_base import ICON, MAX_ROWS, ReportContext, count_sources, detailed, esc, short
+from parval.report.md_base import ICON, MAX_ROWS, ReportContext, count_sources, cut, detailed, esc, plain, short
 from parval.rundir.evidence_types import Assertion, AssertionEvidence, Evidence, MergedRun, RunInfo
 
 UNRESOLVED = ("BLOCKED", "UNSUPPORTED", "PENDING")
@@ -70,31 +70,75 @@ def error_table(items: Sequence[Mapping[str, object]], total: int, what: str) ->
     for i, m in enumerate(items[:MAX_ROWS], 1):
         outcome = m.get("error") or m.get("problem") or m.get("outcome") or m.get("ref") or ""
         status = f"HTTP {m['status']}: " if m.get("status") else ""
-        rows.append(f"| {i} | " + " | ".join(_where(m)) + f" | {esc(status + str(outcome))[:200]} |")
+        rows.append(f"| {i} | " + " | ".join(_where(m)) + f" | {esc(cut(plain(status + str(outcome)), 200))} |")
     return rows + _more(items, total)
 
 
+# Event bookkeeping a reader has no use for: the event kind, its sequence number and epoch time
+_INTERNAL = ("kind", "seq", "t")
+
+
+def cell(key: str, value: object) -> str:
+    """One evidence value as a table cell: a slots form keeps its JSON spelling (null, false
+    and "4" are different forms), a missing value is a dash, a long text keeps its end (a log
+    tail's last words say what happened)."""
+    if key in ("value", "slots"):
+        return esc(json.dumps(value))
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    text = str(value).strip()
+    if len(text) > 80:
+        tail = text[-79:]
+        text = "…" + (tail.split(" ", 1)[1] if " " in tail[:30] else tail)
+    return esc(text)
+
+
+def _record_rows(value: list[Mapping[str, object]]) -> tuple[list[str], list[list[str]]]:
+    """The columns worth reading (scalars, bookkeeping left out; a start's attempt shown as
+    its server directory) and the rows."""
+    first = value[0]
+    cols = [
+        k for k in first if k not in _INTERNAL and (isinstance(first[k], str | int | float | bool) or first[k] is None)
+    ]
+    server_dir = "run" in cols and "attempt" in cols
+    cols = [k for k in cols if k != "attempt"][:6]
+    head = cols + (["server files"] if server_dir else [])
+    rows = []
+    for v in value[:MAX_ROWS]:
+        row = [cell(c, v.get(c)) for c in cols]
+        if server_dir:
+            row.append(f"`servers/{esc(v.get('run'))}-{v.get('attempt')}/`")
+        rows.append(row)
+    return head, rows
+
+
 def generic_evidence(evidence: Mapping[str, object]) -> list[str]:
-    """Lists of records as small tables, scalars as one line: for FAILs without mismatches."""
+    """Lists of records as small tables, scalars as one line: for FAILs without mismatches.
+    A list that repeats one already shown (a violation that is the records) is shown once."""
     lines: list[str] = []
     scalars = []
+    shown: list[object] = []
     for key, value in sorted(evidence.items()):
-        if key in ("per_count", "status_before_negative_control", "status_before_serial_check"):
+        if key in ("per_count", "status_before_negative_control", "status_before_serial_check", "rests_on"):
             continue
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            cols = [k for k in value[0] if isinstance(value[0][k], str | int | float | bool) or value[0][k] is None][:7]
+            if value in shown:
+                continue
+            shown.append(value)
+            cols, rows = _record_rows(value)
             if not cols:
                 continue
-            lines += [f"`{key}`:", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-            for v in value[:MAX_ROWS]:
-                lines.append("| " + " | ".join(esc(v.get(c, ""))[:80] for c in cols) + " |")
+            lines += [f"{key.replace('_', ' ')}:", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+            lines += ["| " + " | ".join(r) + " |" for r in rows]
             if len(value) > MAX_ROWS:
                 lines += ["", f"… {len(value) - MAX_ROWS} more in evidence.json."]
             lines.append("")
-        elif isinstance(value, str | int | float | bool) or value is None:
-            scalars.append(f"{key}={value}")
+        elif (isinstance(value, str | int | float | bool) or value is None) and key not in _INTERNAL:
+            scalars.append(f"{key.replace('_', ' ')}: {cut(plain(cell(key, value)), 120)}")
     if scalars:
-        lines.append("Facts: " + esc(", ".join(scalars[:12])))
+        lines.append("Facts: " + "; ".join(scalars[:12]))
     return lines
 
 
@@ -157,7 +201,7 @@ def reproduce_block(
 
 def explain_failure(count: int | None, a: Assertion, ev: Evidence, context: ReportContext) -> list[str]:
     where = f" at count {count}" if count is not None else ""
-    lines = [f"#### ❌ {a['id']}{where}", "", esc(a.get("reason", "")), ""]
+    lines = [f"#### ❌ {a['id']}{where}", "", esc(plain(a.get("reason", ""))), ""]
     e: AssertionEvidence = a.get("evidence") or {}
     mism = e.get("mismatches") or []
     first: Mapping[str, object] | None = None
@@ -207,5 +251,5 @@ def unresolved_lines(ev: Evidence) -> list[str]:
     lines = []
     for (status, reason), ids in sorted(groups.items(), key=lambda kv: (UNRESOLVED.index(kv[0][0]), -len(kv[1]))):
         shown = ", ".join(ids[:8]) + (f" (+{len(ids) - 8} more)" if len(ids) > 8 else "")
-        lines.append(f"- {ICON[status]} **{status}** {esc(shown)}: {esc(reason)[:300]}")
+        lines.append(f"- {ICON[status]} **{status}** {esc(shown)}: {esc(cut(plain(reason), 300))}")
     return lines

@@ -4,6 +4,7 @@ render the same evidence the same way."""
 
 from __future__ import annotations
 
+import re
 from typing import TypedDict
 
 from parval.jsontypes import JsonObject
@@ -26,6 +27,37 @@ def esc(text: object) -> str:
     """Safe inside a table cell; `<` outside code spans is escaped (GitHub hides unknown tags)."""
     parts = str(text).replace("|", "\\|").replace("\n", " ").split("`")
     return "`".join(p if i % 2 else p.replace("<", "&lt;") for i, p in enumerate(parts))
+
+
+def cut(text: object, n: int) -> str:
+    """`text` in at most about `n` characters, cut at a word boundary with an ellipsis."""
+    s = str(text).strip()
+    if len(s) <= n:
+        return s
+    head = s[:n].rstrip()
+    space = head.rfind(" ")
+    if space > n // 2:
+        head = head[:space]
+    return head.rstrip(" ,;:(") + "…"
+
+
+# Python reprs a judge's reason may carry, in the JSON forms the plan and the server use
+_REPR = {"None": "null", "False": "false", "True": "true"}
+_SLOT_REPR = re.compile(r"\b(slots)=(None|False|True|'([^']*)')")
+_REPEATED_COUNT = re.compile(r"\b(count \d+): \1: ")
+# a start's attempt number is the event sequence number its server directory is named by
+_ATTEMPT = re.compile(r"\b([A-Za-z][\w.]*(?:-[\w.]+)*) attempt (\d+)\b")
+
+
+def plain(reason: object) -> str:
+    """A judge's reason as a reader should see it: no Python reprs (`slots=None` is
+    `slots=null`), no count named twice, the model-level entry not called `count None`, and a
+    start named by its server directory rather than by the sequence number of its start."""
+    s = str(reason)
+    s = _SLOT_REPR.sub(lambda m: f"{m[1]}=" + (f'"{m[3]}"' if m[3] is not None else _REPR[m[2]]), s)
+    s = _REPEATED_COUNT.sub(r"\1: ", s)
+    s = s.replace("count None: ", "model level: ")
+    return _ATTEMPT.sub(r"\1 (servers/\1-\2)", s)
 
 
 def short(h: object, n: int = 16) -> str:

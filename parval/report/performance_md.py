@@ -4,8 +4,10 @@ the quality verdicts that decide admission."""
 
 from __future__ import annotations
 
-from parval.gates.campaign_cost import describe_overhead
+from collections.abc import Mapping
+
 from parval.gates.performance import MIN_WARM_REPEATS, TABLE_COLUMNS
+from parval.jsonread import as_float
 from parval.report.md_base import esc
 from parval.rundir.evidence_types import Performance, TimeStats
 
@@ -36,6 +38,18 @@ def pct_cell(pct: float | None, admitted: bool, vs_estimate: bool = False) -> st
     if pct > 0 and not admitted:
         cell += " (not admitted)"
     return cell
+
+
+def campaign_line(o: Mapping[str, object] | None) -> str:
+    """How long the campaign took and what it ran. The server-time and overhead figures stay
+    in evidence.json: they sum every request's service time, so with requests served
+    concurrently they exceed the wall time and say nothing about parval's own cost."""
+    if not o:
+        return "Campaign: its duration is not available (the campaign did not end)."
+    return (
+        f"Campaign: {as_float(o['wall_s']):.1f} s from start to end, {o['requests']} requests "
+        f"over {o['starts']} server starts."
+    )
 
 
 def performance_table_markdown(perf: Performance) -> str:
@@ -106,6 +120,5 @@ def performance_table_markdown(perf: Performance) -> str:
         lines.append(f"| {p['count']} | {cell} |")
     lines += [""] + [f"- {n}" for n in perf.get("notes", [])]
     if "campaign_overhead" in perf:  # a single run's record; a merged record has one per run
-        cost = describe_overhead(perf["campaign_overhead"])
-        lines += ["", f"Campaign cost (parval's own time beside the server's): {cost}."]
+        lines += ["", campaign_line(perf["campaign_overhead"])]
     return "\n".join(lines) + "\n"

@@ -46,14 +46,7 @@ def render_report(
                 "--rejudge works on one run directory at a time",
                 hint="re-judge each run (parval report RUN --rejudge), then merge",
             )
-        return render_many(
-            runs,
-            fmt=fmt,
-            catalogue=catalogue,
-            redact=redact,
-            image_base=output.parent if output is not None else None,
-            set_aside=set_aside,
-        )
+        return render_many(runs, fmt=fmt, catalogue=catalogue, redact=redact, set_aside=set_aside)
     run_dir = runs[0]
     from parval.framework.rejudge import is_framework_run
 
@@ -64,14 +57,7 @@ def render_report(
         record, notes = load_framework_record(run_dir, rejudge)
         return render_framework(record, fmt, notes), int(record["verdict"]["exit_code"])
     ev, check = load_run(run_dir, rejudge)
-    text = render_evidence(
-        ev,
-        fmt,
-        run_dirs=[run_dir],
-        image_base=output.parent if output is not None else None,
-        redact=redact,
-        integrity=[check.line()],
-    )
+    text = render_evidence(ev, fmt, run_dirs=[run_dir], redact=redact, integrity=[check.line()])
     if redact:
         from parval.report.redact import redact_paths
 
@@ -80,12 +66,7 @@ def render_report(
 
 
 def render_many(
-    runs: list[Path],
-    fmt: str,
-    catalogue: Path | None,
-    redact: bool,
-    image_base: Path | None = None,
-    set_aside: Sequence[SetAside] = (),
+    runs: list[Path], fmt: str, catalogue: Path | None, redact: bool, set_aside: Sequence[SetAside] = ()
 ) -> tuple[str, int]:
     """`parval report RUN1 RUN2 ...` or `parval report --catalogue DIR` → (text, exit code)."""
     if catalogue is not None:
@@ -104,12 +85,7 @@ def render_many(
         loaded = [LoadedRun(p, ev) for p, ev, _ in read]
         ev = merge_evidence(loaded)
         text = render_evidence(
-            ev,
-            fmt,
-            run_dirs=[r.dir for r in loaded],
-            image_base=image_base,
-            redact=redact,
-            integrity=[check.line() for _, _, check in read],
+            ev, fmt, run_dirs=[r.dir for r in loaded], redact=redact, integrity=[check.line() for _, _, check in read]
         )
         code = int(ev["verdict"]["exit_code"])
     if redact:
