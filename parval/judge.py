@@ -27,6 +27,7 @@ from parval.gates.masking import mask_comparisons, negative_control_caught
 from parval.gates.performance import build_performance
 from parval.gates.quality import judge_quality, q5_intermittent
 from parval.jsontypes import JsonValue
+from parval.plan.judged import JudgedPlan, judged_plan
 from parval.plan.load import Plan
 from parval.plan.schemas import schema_version
 from parval.procedure.sealed_rules import as_read
@@ -111,9 +112,10 @@ def performance_series(rec: Records) -> tuple[list[Series], list[Rejection]]:
 def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) -> dict[str, Any]:
     manifest = load_json(run_dir / MANIFEST)
     plan_snapshot = load_json(run_dir / "plan.json")
+    plan = judged_plan(plan_snapshot)
     rec = load_records(run_dir)
     plan_path = manifest["plan"]["path"]
-    ctx = JudgeContext(rec, plan_snapshot, manifest, run_dir, plan_path)
+    ctx = JudgeContext(rec, plan, manifest, run_dir, plan_path)
     counts = ctx.counts
     serial = ctx.serial
     model_level: list[Result] = [*judge_execution_path(ctx), *judge_m1(ctx, serial), *judge_m4(ctx), *judge_m6(ctx)]
@@ -121,7 +123,7 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
     per_count: dict[int, list[Result]] = {}
     for n in counts:
         per_count[n] = [*judge_m2(ctx, n), *judge_m3(ctx, n, effects)]
-    for r in memory_results(rec, run_dir, plan_snapshot, counts):
+    for r in memory_results(rec, run_dir, plan, counts):
         per_count.setdefault(r.count or 0, []).append(r)
     everything = model_level + [r for rs in per_count.values() for r in rs]
     model_level += judge_quality(ctx, everything)
@@ -134,13 +136,12 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
     per_count = {n: mask_comparisons(rs, caught, serial) for n, rs in per_count.items()}
 
     protected = None
-    prot_path = plan_snapshot.get("framework", {}).get("protected")
-    if prot_path:
-        p = Path(prot_path)
+    if plan.framework_protected:
+        p = Path(plan.framework_protected)
         p = p if p.is_absolute() else Path(plan_path).parent / p
         protected = load_json(p) if p.exists() else None
     fw_results, fw_info = framework_checks(
-        _record_path(plan_snapshot, plan_path), manifest, protected, plan=plan_snapshot, counts=counts
+        _record_path(plan, plan_path), manifest, protected, plan=plan_snapshot, counts=counts
     )
 
     campaign_end = rec.kind("campaign_end")
@@ -165,7 +166,7 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
     model_status = combine(r.status for r in flat)
     series, rejections = performance_series(rec)
     mem_status = combine(r.status for r in flat if r.id.startswith("M5."))
-    label = f"{plan_snapshot['server']['backend']}/{plan_snapshot['model']['id']}"
+    label = f"{plan.backend}/{plan.model.id}"
     perf = build_performance(
         series,
         rejections,
@@ -197,11 +198,11 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
             "provenance": manifest.get("provenance"),
         },
         "identity": {
-            "model": plan_snapshot["model"]["id"],
-            "family": plan_snapshot["model"]["family"],
-            "task": plan_snapshot["model"]["task"],
-            "mode": plan_snapshot["model"]["mode"],
-            "backend": plan_snapshot["server"]["backend"],
+            "model": plan.model.id,
+            "family": plan.model.family,
+            "task": plan.model.task,
+            "mode": plan.model.mode,
+            "backend": plan.backend,
             "candidate_sha256": manifest["executables"]["candidate"]["sha256"],
             "baseline_sha256": manifest["executables"]["baseline"]["sha256"],
             "model_sha256": manifest["model"]["sha256"],
@@ -248,11 +249,10 @@ def procedure_versions(manifest: Mapping[str, object]) -> tuple[str, list[str]]:
     return made, []
 
 
-def _record_path(plan: dict[str, Any], plan_path: str) -> str | None:
-    rp = plan.get("framework", {}).get("record")
-    if not rp:
+def _record_path(plan: JudgedPlan, plan_path: str) -> str | None:
+    if not plan.framework_record:
         return None
-    p = Path(rp)
+    p = Path(plan.framework_record)
     return str(p if p.is_absolute() else Path(plan_path).parent / p)
 
 
@@ -262,7 +262,7 @@ class _MidRun:
 
     @staticmethod
     def _context(events: Path, plan: Plan, run_dir: Path) -> JudgeContext:
-        return JudgeContext(build_records(read_events(events)), plan.raw, {}, run_dir, str(plan.path))
+        return JudgeContext(build_records(read_events(events)), judged_plan(plan.raw), {}, run_dir, str(plan.path))
 
     def largest_validated(self, events: Path, plan: Plan, run_dir: Path, counts: list[int]) -> int:
         ctx = self._context(events, plan, run_dir)
