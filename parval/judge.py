@@ -33,7 +33,17 @@ from parval.plan.schemas import schema_version
 from parval.procedure.sealed_rules import as_read
 from parval.rundir.cannot_start import cannot_start_events
 from parval.rundir.events import campaign_shard, read_events
-from parval.rundir.evidence_types import built_record
+from parval.rundir.evidence_types import (
+    Evidence,
+    Identity,
+    RunInfo,
+    assertions_block,
+    failures_block,
+    framework_checks_block,
+    model_checks_block,
+    performance_block,
+    verdict_block,
+)
 from parval.rundir.files import sha256_file, write_json
 from parval.rundir.layout import EVENTS, EVIDENCE, MANIFEST
 from parval.rundir.records import Records, build_records, load_records
@@ -109,7 +119,7 @@ def performance_series(rec: Records) -> tuple[list[Series], list[Rejection]]:
     return list(series.values()), rejections
 
 
-def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) -> dict[str, Any]:
+def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) -> Evidence:
     manifest = load_json(run_dir / MANIFEST)
     plan_snapshot = load_json(run_dir / "plan.json")
     plan = judged_plan(plan_snapshot)
@@ -178,7 +188,34 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
         admitted_counts=d.admitted,
     )
     perf["campaign_overhead"] = campaign_overhead(rec.events)
-    evidence: dict[str, Any] = {
+    run_info: RunInfo = {
+        "dir": str(run_dir),
+        "plan": plan_path,
+        "plan_sha256": manifest["plan"]["sha256"],
+        "events_sha256": sha256_file(run_dir / EVENTS),
+        "events": len(rec.events),
+        "manifest_sha256": sha256_file(run_dir / MANIFEST),
+        "interrupted": interrupted,
+        "shard": shard,
+        "provenance": manifest.get("provenance"),
+    }
+    identity: Identity = {
+        "model": plan.model.id,
+        "family": plan.model.family,
+        "task": plan.model.task,
+        "mode": plan.model.mode,
+        "backend": plan.backend,
+        "candidate_sha256": manifest["executables"]["candidate"]["sha256"],
+        "baseline_sha256": manifest["executables"]["baseline"]["sha256"],
+        "model_sha256": manifest["model"]["sha256"],
+    }
+    model_checks = {
+        **adm.model_checks_block(flat, model_level, per_count),
+        "variation_effects": effects,
+        "negative_control": neg[-1] if neg else None,
+    }
+    # The blocks the gates build are checked against the schema as they are written.
+    built: Evidence = {
         "schema_version": schema_version("evidence"),
         "procedure_version": made_under,
         "judged_with_procedure_version": PROCEDURE_VERSION,
@@ -186,43 +223,20 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
         "warnings": warnings,
         "parval_version": __version__,
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "run": {
-            "dir": str(run_dir),
-            "plan": plan_path,
-            "plan_sha256": manifest["plan"]["sha256"],
-            "events_sha256": sha256_file(run_dir / EVENTS),
-            "events": len(rec.events),
-            "manifest_sha256": sha256_file(run_dir / MANIFEST),
-            "interrupted": interrupted,
-            "shard": shard,
-            "provenance": manifest.get("provenance"),
-        },
-        "identity": {
-            "model": plan.model.id,
-            "family": plan.model.family,
-            "task": plan.model.task,
-            "mode": plan.model.mode,
-            "backend": plan.backend,
-            "candidate_sha256": manifest["executables"]["candidate"]["sha256"],
-            "baseline_sha256": manifest["executables"]["baseline"]["sha256"],
-            "model_sha256": manifest["model"]["sha256"],
-        },
-        "verdict": d.verdict_json(),
-        "assertions": [a.to_json() for a in assertions],
-        "model_checks": {
-            **adm.model_checks_block(flat, model_level, per_count),
-            "variation_effects": effects,
-            "negative_control": neg[-1] if neg else None,
-        },
-        "framework_checks": {**fw_info, "results": adm.as_json(fw_results)},
+        "run": run_info,
+        "identity": identity,
+        "verdict": verdict_block(d.verdict_json()),
+        "assertions": assertions_block([a.to_json() for a in assertions]),
+        "model_checks": model_checks_block(model_checks),
+        "framework_checks": framework_checks_block({**fw_info, "results": adm.as_json(fw_results)}),
         "admission_ready": admission_ready,
         "all_plan_rules": admission_ready,
-        "performance": perf,
-        "failures": [*rec.failures, *[{k: v for k, v in c.items()} for c in rec.crashes]],
+        "performance": performance_block(perf),
+        "failures": failures_block([*rec.failures, *[{k: v for k, v in c.items()} for c in rec.crashes]]),
     }
     # Another procedure version's run is historical, and a run whose rules changed after its
     # events never admits, whichever parval re-judges it.
-    evidence = dict(as_read(run_dir, built_record(evidence)))
+    evidence = as_read(run_dir, built)
     if write:
         from parval.rundir.integrity import write_listing
 
