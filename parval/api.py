@@ -4,8 +4,8 @@ the integrity seal), load evidence. No printing here; parval/commands/ prints.""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -14,6 +14,7 @@ from parval.judge import MID_RUN, judge_run
 from parval.plan.load import Plan
 from parval.report.render import write_reports
 from parval.rundir.events import EventListener, EventLog
+from parval.rundir.evidence_types import Evidence
 from parval.rundir.files import sha256_file, write_json
 from parval.rundir.integrity import seal_run
 from parval.rundir.layout import EVENTS, MANIFEST, PLAN_SNAPSHOT, new_run_dir
@@ -48,7 +49,7 @@ def run_plan(
     shard: tuple[int, int] | None = None,
     skip_runs: set[str] | None = None,
     fail_fast: bool = False,
-) -> tuple[Path, dict[str, Any]]:
+) -> tuple[Path, Evidence]:
     """Run the whole campaign (fresh run dir unless `run_dir` is given for a resume),
     then judge it. Returns (run_dir, evidence)."""
     # Absolute (as prepare_run_dir makes it), because servers run in their own directory.
@@ -65,7 +66,7 @@ def run_plan(
     return run_dir, judge_run(run_dir, first_seal=True)
 
 
-def finalize(run_dir: Path, evidence: JsonObject) -> None:
+def finalize(run_dir: Path, evidence: Mapping[str, object]) -> None:
     """report.md (and memory plots) next to the evidence, then the seal `parval verify` checks."""
     write_reports(run_dir, evidence)
     seal_run(run_dir)

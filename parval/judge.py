@@ -27,12 +27,23 @@ from parval.gates.masking import mask_comparisons, negative_control_caught
 from parval.gates.performance import build_performance
 from parval.gates.quality import judge_quality, q5_intermittent
 from parval.jsontypes import JsonValue
+from parval.plan.judged import JudgedPlan, judged_plan
 from parval.plan.load import Plan
 from parval.plan.schemas import schema_version
 from parval.procedure.sealed_rules import as_read
 from parval.rundir.cannot_start import cannot_start_events
 from parval.rundir.events import campaign_shard, read_events
-from parval.rundir.evidence_types import built_record
+from parval.rundir.evidence_types import (
+    Evidence,
+    Identity,
+    RunInfo,
+    assertions_block,
+    failures_block,
+    framework_checks_block,
+    model_checks_block,
+    performance_block,
+    verdict_block,
+)
 from parval.rundir.files import sha256_file, write_json
 from parval.rundir.layout import EVENTS, EVIDENCE, MANIFEST
 from parval.rundir.records import Records, build_records, load_records
@@ -108,12 +119,13 @@ def performance_series(rec: Records) -> tuple[list[Series], list[Rejection]]:
     return list(series.values()), rejections
 
 
-def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) -> dict[str, Any]:
+def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) -> Evidence:
     manifest = load_json(run_dir / MANIFEST)
     plan_snapshot = load_json(run_dir / "plan.json")
+    plan = judged_plan(plan_snapshot)
     rec = load_records(run_dir)
     plan_path = manifest["plan"]["path"]
-    ctx = JudgeContext(rec, plan_snapshot, manifest, run_dir, plan_path)
+    ctx = JudgeContext(rec, plan, manifest, run_dir, plan_path)
     counts = ctx.counts
     serial = ctx.serial
     model_level: list[Result] = [*judge_execution_path(ctx), *judge_m1(ctx, serial), *judge_m4(ctx), *judge_m6(ctx)]
@@ -121,7 +133,7 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
     per_count: dict[int, list[Result]] = {}
     for n in counts:
         per_count[n] = [*judge_m2(ctx, n), *judge_m3(ctx, n, effects)]
-    for r in memory_results(rec, run_dir, plan_snapshot, counts):
+    for r in memory_results(rec, run_dir, plan, counts):
         per_count.setdefault(r.count or 0, []).append(r)
     everything = model_level + [r for rs in per_count.values() for r in rs]
     model_level += judge_quality(ctx, everything)
@@ -134,13 +146,12 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
     per_count = {n: mask_comparisons(rs, caught, serial) for n, rs in per_count.items()}
 
     protected = None
-    prot_path = plan_snapshot.get("framework", {}).get("protected")
-    if prot_path:
-        p = Path(prot_path)
+    if plan.framework_protected:
+        p = Path(plan.framework_protected)
         p = p if p.is_absolute() else Path(plan_path).parent / p
         protected = load_json(p) if p.exists() else None
     fw_results, fw_info = framework_checks(
-        _record_path(plan_snapshot, plan_path), manifest, protected, plan=plan_snapshot, counts=counts
+        _record_path(plan, plan_path), manifest, protected, plan=plan_snapshot, counts=counts
     )
 
     campaign_end = rec.kind("campaign_end")
@@ -165,7 +176,7 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
     model_status = combine(r.status for r in flat)
     series, rejections = performance_series(rec)
     mem_status = combine(r.status for r in flat if r.id.startswith("M5."))
-    label = f"{plan_snapshot['server']['backend']}/{plan_snapshot['model']['id']}"
+    label = f"{plan.backend}/{plan.model.id}"
     perf = build_performance(
         series,
         rejections,
@@ -177,7 +188,34 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
         admitted_counts=d.admitted,
     )
     perf["campaign_overhead"] = campaign_overhead(rec.events)
-    evidence: dict[str, Any] = {
+    run_info: RunInfo = {
+        "dir": str(run_dir),
+        "plan": plan_path,
+        "plan_sha256": manifest["plan"]["sha256"],
+        "events_sha256": sha256_file(run_dir / EVENTS),
+        "events": len(rec.events),
+        "manifest_sha256": sha256_file(run_dir / MANIFEST),
+        "interrupted": interrupted,
+        "shard": shard,
+        "provenance": manifest.get("provenance"),
+    }
+    identity: Identity = {
+        "model": plan.model.id,
+        "family": plan.model.family,
+        "task": plan.model.task,
+        "mode": plan.model.mode,
+        "backend": plan.backend,
+        "candidate_sha256": manifest["executables"]["candidate"]["sha256"],
+        "baseline_sha256": manifest["executables"]["baseline"]["sha256"],
+        "model_sha256": manifest["model"]["sha256"],
+    }
+    model_checks = {
+        **adm.model_checks_block(flat, model_level, per_count),
+        "variation_effects": effects,
+        "negative_control": neg[-1] if neg else None,
+    }
+    # The blocks the gates build are checked against the schema as they are written.
+    built: Evidence = {
         "schema_version": schema_version("evidence"),
         "procedure_version": made_under,
         "judged_with_procedure_version": PROCEDURE_VERSION,
@@ -185,43 +223,20 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
         "warnings": warnings,
         "parval_version": __version__,
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "run": {
-            "dir": str(run_dir),
-            "plan": plan_path,
-            "plan_sha256": manifest["plan"]["sha256"],
-            "events_sha256": sha256_file(run_dir / EVENTS),
-            "events": len(rec.events),
-            "manifest_sha256": sha256_file(run_dir / MANIFEST),
-            "interrupted": interrupted,
-            "shard": shard,
-            "provenance": manifest.get("provenance"),
-        },
-        "identity": {
-            "model": plan_snapshot["model"]["id"],
-            "family": plan_snapshot["model"]["family"],
-            "task": plan_snapshot["model"]["task"],
-            "mode": plan_snapshot["model"]["mode"],
-            "backend": plan_snapshot["server"]["backend"],
-            "candidate_sha256": manifest["executables"]["candidate"]["sha256"],
-            "baseline_sha256": manifest["executables"]["baseline"]["sha256"],
-            "model_sha256": manifest["model"]["sha256"],
-        },
-        "verdict": d.verdict_json(),
-        "assertions": [a.to_json() for a in assertions],
-        "model_checks": {
-            **adm.model_checks_block(flat, model_level, per_count),
-            "variation_effects": effects,
-            "negative_control": neg[-1] if neg else None,
-        },
-        "framework_checks": {**fw_info, "results": adm.as_json(fw_results)},
+        "run": run_info,
+        "identity": identity,
+        "verdict": verdict_block(d.verdict_json()),
+        "assertions": assertions_block([a.to_json() for a in assertions]),
+        "model_checks": model_checks_block(model_checks),
+        "framework_checks": framework_checks_block({**fw_info, "results": adm.as_json(fw_results)}),
         "admission_ready": admission_ready,
         "all_plan_rules": admission_ready,
-        "performance": perf,
-        "failures": [*rec.failures, *[{k: v for k, v in c.items()} for c in rec.crashes]],
+        "performance": performance_block(perf),
+        "failures": failures_block([*rec.failures, *[{k: v for k, v in c.items()} for c in rec.crashes]]),
     }
     # Another procedure version's run is historical, and a run whose rules changed after its
     # events never admits, whichever parval re-judges it.
-    evidence = dict(as_read(run_dir, built_record(evidence)))
+    evidence = as_read(run_dir, built)
     if write:
         from parval.rundir.integrity import write_listing
 
@@ -248,11 +263,10 @@ def procedure_versions(manifest: Mapping[str, object]) -> tuple[str, list[str]]:
     return made, []
 
 
-def _record_path(plan: dict[str, Any], plan_path: str) -> str | None:
-    rp = plan.get("framework", {}).get("record")
-    if not rp:
+def _record_path(plan: JudgedPlan, plan_path: str) -> str | None:
+    if not plan.framework_record:
         return None
-    p = Path(rp)
+    p = Path(plan.framework_record)
     return str(p if p.is_absolute() else Path(plan_path).parent / p)
 
 
@@ -262,7 +276,7 @@ class _MidRun:
 
     @staticmethod
     def _context(events: Path, plan: Plan, run_dir: Path) -> JudgeContext:
-        return JudgeContext(build_records(read_events(events)), plan.raw, {}, run_dir, str(plan.path))
+        return JudgeContext(build_records(read_events(events)), judged_plan(plan.raw), {}, run_dir, str(plan.path))
 
     def largest_validated(self, events: Path, plan: Plan, run_dir: Path, counts: list[int]) -> int:
         ctx = self._context(events, plan, run_dir)

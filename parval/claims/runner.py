@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,7 +116,7 @@ def _verdict(run_dir: Path) -> tuple[int, str]:
 
 
 # (the event listener, what is handed the evidence once judged), made afresh for each run
-Listen = Callable[[], tuple[Callable[[JsonObject], None], Callable[[JsonObject], None]]]
+Listen = Callable[[], tuple[Callable[[JsonObject], None], Callable[[Mapping[str, object]], None]]]
 
 
 def run_one(

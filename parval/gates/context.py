@@ -12,11 +12,11 @@ from typing import Any
 from parval.gates import shape
 from parval.gates.exactness import Tally, judge_requests, set_aside_failures
 from parval.gates.serial import SerialVerdict, serial_variation
-from parval.jsonread import as_int
 from parval.outputs.volatility import content_exclusions
-from parval.plan.waves import StartSchedule, start_schedule
+from parval.plan.judged import JudgedPlan, as_judged
+from parval.plan.waves import StartSchedule
 from parval.rundir.event_types import RequestEvent, ServerReadyEvent
-from parval.rundir.records import DERIVED_PHASES, MIN_STARTS, REF_PHASES, Records, SetAsideCrash, derived_ref, typed
+from parval.rundir.records import DERIVED_PHASES, REF_PHASES, Records, SetAsideCrash, derived_ref, typed
 from parval.status import Result
 
 __all__ = ["REF_PHASES", "JudgeContext", "SerialVerdict", "exact_result", "run_judges"]
@@ -26,30 +26,34 @@ class JudgeContext:
     """One run as the model-gate judges see it, with the plan's comparison rules applied."""
 
     def __init__(
-        self, rec: Records, plan: dict[str, Any], manifest: dict[str, Any], run_dir: Path | None, plan_path: str
+        self,
+        rec: Records,
+        plan: JudgedPlan | Mapping[str, object],
+        manifest: dict[str, Any],
+        run_dir: Path | None,
+        plan_path: str,
     ) -> None:
         self.rec = rec
-        self.plan = plan
+        self.plan = as_judged(plan)
         self.manifest = manifest
         self.run_dir = run_dir
         self.plan_path = plan_path
-        compare = plan.get("compare") or {}
-        tol = compare.get("tolerance")
+        tol = self.plan.tolerance
         # The plan's tolerance; `tolerance` below is where it applies.
-        self.declared_tolerance: int | None = int(tol["max_abs_sample_diff"]) if tol else None
-        self.volatile: list[str] = [str(v["path"]) for v in compare.get("volatile_fields", [])]
+        self.declared_tolerance: int | None = tol["max_abs_sample_diff"] if tol else None
+        self.volatile: list[str] = self.plan.volatile
         # Declared exclusions that name output content: never excluded, and no comparison
         # under such a plan PASSes (recorded canonical forms may have left the content out).
         self.content_excluded: list[str] = content_exclusions(self.volatile)
         # What each count's starts must record, read from the plan once for every judge.
-        self.required_starts: int = max(MIN_STARTS, as_int(plan.get("starts_per_count", MIN_STARTS)))
-        self.schedules: dict[int, StartSchedule] = {n: start_schedule(plan, n) for n in self.counts}
+        self.required_starts: int = self.plan.required_starts
+        self.schedules: Mapping[int, StartSchedule] = self.plan.schedules
 
     @cached_property
     def serial(self) -> SerialVerdict:
         """What serial repeats of the upstream baseline showed (M1.serial_repeat)."""
-        reqs = self.plan.get("requests")
-        names = ["base", *(str(v["name"]) for v in reqs.get("variations", []))] if reqs else None
+        # a plan that names no requests: each baseline start's own requests are compared
+        names = self.request_names if self.plan.base_request is not None else None
         return serial_variation(
             self.rec, run_dir=self.run_dir, tolerance=self.declared_tolerance, volatile=self.volatile, requests=names
         )
@@ -57,7 +61,7 @@ class JudgeContext:
     @property
     def request_names(self) -> list[str]:
         """The plan's request names: base and each variation."""
-        return ["base", *(str(v["name"]) for v in (self.plan.get("requests") or {}).get("variations", []))]
+        return self.plan.request_names
 
     @cached_property
     def reference_gap(self) -> str | None:
@@ -111,7 +115,7 @@ class JudgeContext:
         which must stay byte-identical."""
         if self.declared_tolerance is None:
             return None
-        return self.declared_tolerance if self.serial[2].get("tolerance_applies") else None
+        return self.declared_tolerance if self.serial.tolerance_applies else None
 
     def judge(self, events: list[RequestEvent]) -> Tally:
         """Judge these requests; the same starts' and phases' requests in set-aside
@@ -172,11 +176,11 @@ class JudgeContext:
 
     @property
     def counts(self) -> list[int]:
-        return sorted(int(c) for c in self.plan["counts"])
+        return list(self.plan.counts)
 
     @property
     def cache_sensitive(self) -> bool:
-        return bool(self.plan["model"].get("cache_sensitive"))
+        return self.plan.model.cache_sensitive
 
 
 def _scope_key(e: RequestEvent) -> tuple[object, ...]:
@@ -195,7 +199,7 @@ def exact_result(
         r = shape.failed(
             id_, f"{what}: {tally.problem()}", violation=[*tally.errors, *tally.malformed], failure_kind="request", **ev
         )
-    elif tally.mismatches and tally.all_within_declared and not ctx.serial[2].get("measured"):
+    elif tally.mismatches and tally.all_within_declared and not ctx.serial.measured:
         r = shape.pending(
             id_,
             f"{what}: {len(tally.mismatches)} output(s) differ from their reference within the declared tolerance "

@@ -61,7 +61,7 @@ def framework_checks(
     manifest: dict[str, Any],
     protected: dict[str, Any] | None,
     *,
-    plan: dict[str, Any] | None = None,
+    plan: Mapping[str, object] | None = None,
     counts: list[int] | None = None,
 ) -> tuple[list[Result], dict[str, Any]]:
     """(F results + X4, the framework_checks object for the evidence).
@@ -174,7 +174,7 @@ def framework_checks(
 
 
 # -- the record's checks --------------------------------------------------------------------
-def _reuse(plan: dict[str, Any] | None, manifest: dict[str, Any]) -> ReuseDecision | None:
+def _reuse(plan: Mapping[str, object] | None, manifest: dict[str, Any]) -> ReuseDecision | None:
     from parval.gates.framework_reuse import decide
 
     fw = (plan or {}).get("framework")
@@ -183,7 +183,8 @@ def _reuse(plan: dict[str, Any] | None, manifest: dict[str, Any]) -> ReuseDecisi
         return None
     plan_path = (manifest.get("plan") or {}).get("path")
     base = Path(plan_path).parent if plan_path else Path(".")
-    family = str(((plan or {}).get("model") or {}).get("family") or manifest.get("model", {}).get("family"))
+    model = (plan or {}).get("model") or {}
+    family = str(get(model, "family") or manifest.get("model", {}).get("family"))
     return decide(cfg, base, family)
 
 

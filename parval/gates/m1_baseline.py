@@ -57,7 +57,7 @@ def manifest_gaps(ctx: JudgeContext) -> list[str]:
         return value is None or (isinstance(value, str) and not value.strip())
 
     gaps = [f"{path} ({what})" for path, what in MANIFEST_ITEMS if blank(at(path))]
-    declared = (ctx.plan.get("model") or {}).get("auxiliary_files") or []
+    declared = ctx.plan.model.auxiliary_files
     hashed = at("model.auxiliary") or {}
     if not isinstance(hashed, Sized):  # as len() would
         raise TypeError(f"object of type '{type(hashed).__name__}' has no len()")
@@ -128,12 +128,10 @@ def m1_manifest(ctx: JudgeContext, serial: SerialVerdict) -> Result:
 )
 def m1_serial_repeat(ctx: JudgeContext, serial: SerialVerdict) -> Result:
     """M1.serial_repeat: the verdict of `serial_variation`, judged once per run."""
-    status, reason, evidence = serial
-    if status is Status.PASS:
-        return shape.passed(
-            "M1.serial_repeat", reason, {"outputs compared": evidence.get("outputs_compared")}, **evidence
-        )
-    return Result("M1.serial_repeat", status, reason, dict(evidence))
+    if serial.status is Status.PASS:
+        shown = {"outputs compared": serial.outputs_compared}
+        return shape.passed("M1.serial_repeat", serial.reason, shown, **serial.evidence)
+    return Result("M1.serial_repeat", serial.status, serial.reason, serial.evidence)
 
 
 def _parity(id_: str, run: str, ctx: JudgeContext) -> Result:

@@ -443,7 +443,7 @@ def m2_cold_wave(ctx: JudgeContext, n: int) -> Result:
 def m2_warm_waves(ctx: JudgeContext, n: int) -> Result:
     """M2.warm_waves: every complete start ran its planned warm waves, and its mixed ones
     when the plan declares variations."""
-    variations = bool(ctx.plan["requests"].get("variations"))
+    variations = bool(ctx.plan.variations)
 
     def ran_warm(run: str) -> bool:
         waves = ctx.rec.waves(run)
@@ -640,8 +640,7 @@ def m2_drained(ctx: JudgeContext, n: int) -> Result:
 def drain_lag_bound(ctx: JudgeContext) -> float | None:
     """How long the plan lets counters lag a wave's last reply (timeouts.drain_lag_ms); None
     when it declares none (the lag is reported, not judged)."""
-    bound = (ctx.plan.get("timeouts") or {}).get("drain_lag_ms")
-    return float(bound) if isinstance(bound, int | float) else None
+    return ctx.plan.drain_lag_ms
 
 
 @shape.judge(

@@ -18,14 +18,8 @@ from parval.gates.context import JudgeContext, exact_result
 from parval.gates.m2_concurrency import NO_COUNTERS, counters_seen
 from parval.jsonread import get
 from parval.outputs.compare import decode_wav_b64, remove_volatile
-from parval.plan.variations import (
-    VARIATION_KINDS,
-    omitted_kinds,
-    supported_kinds,
-    unjustified_omissions,
-    variation_kind,
-)
-from parval.plan.waves import TEN_WAVES, mixed_waves
+from parval.plan.variations import VARIATION_KINDS, supported_kinds
+from parval.plan.waves import TEN_WAVES
 from parval.procedure.entry import MASKED, NEGATIVE, PLAN, REFS, WAVES, Declaration, Entry, Gate
 from parval.rundir.event_types import RequestEvent, WaveEvent
 from parval.rundir.records import complete_starts, schedule_missing, starts_missing
@@ -159,7 +153,7 @@ def m3_ten_waves(ctx: JudgeContext, n: int, effects: list[VariationEffect]) -> R
     id_ = "M3.ten_waves"
     per = mixed_wave_counts(ctx, n)
     largest = max(ctx.counts)
-    planned = mixed_waves(ctx.plan, n)
+    planned = len(ctx.schedules[n].waves["mixed_wave"])
     short = {r: k for r, k in per.items() if k < TEN_WAVES}
     if planned < TEN_WAVES and n != largest:
         return Result(
@@ -280,8 +274,7 @@ def content_digest(ctx: JudgeContext, e: RequestEvent | None, cache: dict[str, s
     except (OSError, ValueError, RecursionError):
         data = None
     if isinstance(data, dict):
-        vol = [str(v["path"]) for v in (ctx.plan.get("compare") or {}).get("volatile_fields", [])]
-        data = remove_volatile(data, vol)
+        data = remove_volatile(data, ctx.volatile)
         content = {k: _content_value(k, data[k]) for k in CONTENT_KEYS if k in data}
         if content:
             blob = json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
@@ -344,14 +337,14 @@ def variation_effects(ctx: JudgeContext) -> list[VariationEffect]:
     content of the output (not merely echoed metadata) and, for a length variation, the
     effective length?"""
     refs = ctx.rec.refs
-    base_req = ctx.plan["requests"]["base"]
+    base_req = ctx.plan.base_request or {}
     base_ref = refs.get("base|cold") or refs.get("hist:base")
     base_content = content_digest(ctx, base_ref)
     out: list[VariationEffect] = []
-    for v in ctx.plan["requests"].get("variations", []):
-        field_, name = v["changes"], v["name"]
+    for v in ctx.plan.variations:
+        field_, name = v.changes, v.name
         ref = refs.get(f"{name}|cold") or refs.get(f"hist:{name}")
-        changed_input = base_req.get(field_) != v["request"].get(field_)
+        changed_input = base_req.get(field_) != v.request.get(field_)
         changed_output = None
         content = content_digest(ctx, ref)
         if content and base_content:
@@ -359,10 +352,10 @@ def variation_effects(ctx: JudgeContext) -> list[VariationEffect]:
         canon_changed = None
         if ref and base_ref:
             canon_changed = (ref.get("output") or {}).get("canon") != (base_ref.get("output") or {}).get("canon")
-        kind = variation_kind(v)
+        kind = v.kind
         length_changed = None
         if kind == "length":
-            a, b = _length_of(ctx, base_ref, field_, base_req), _length_of(ctx, ref, field_, v["request"])
+            a, b = _length_of(ctx, base_ref, field_, base_req), _length_of(ctx, ref, field_, v.request)
             length_changed = None if a is None or b is None else a != b
         out.append(
             {
@@ -373,7 +366,7 @@ def variation_effects(ctx: JudgeContext) -> list[VariationEffect]:
                 "output_changed": changed_output,
                 "length_changed": length_changed,
                 "reply_changed": canon_changed,
-                "applied": v["request"],
+                "applied": v.request,
                 "audio": (ref.get("output") or {}).get("audio") if ref else None,
             }
         )
@@ -382,9 +375,9 @@ def variation_effects(ctx: JudgeContext) -> list[VariationEffect]:
 
 def _kinds_text(ctx: JudgeContext) -> tuple[list[str], str]:
     """The task's kinds the plan omits, with the plan's reasons (limitations to show)."""
-    model = ctx.plan.get("model") or {}
-    why = model.get("variation_kinds_justification") or {}
-    omitted = omitted_kinds(model)
+    model = ctx.plan.model
+    why = model.variation_kinds_justification
+    omitted = list(model.omitted_kinds)
     return omitted, "; ".join(f"{k}: {why.get(k) or '(no reason given)'}" for k in omitted)
 
 
@@ -416,17 +409,17 @@ def m3_variation(ctx: JudgeContext, n: int, effects: list[VariationEffect]) -> R
     content, on the reference server and on the candidate, covering the kinds the task
     supports (an omitted kind needs the plan's reason, which the result shows)."""
     id_ = "M3.variation"
-    model = ctx.plan.get("model") or {}
-    declared = model.get("variation_kinds")
+    model = ctx.plan.model
+    declared = model.variation_kinds
     omitted, omitted_text = _kinds_text(ctx)
     limitations = [f"variation kinds the task supports but the plan leaves out: {omitted_text}"] if omitted else []
 
     def out(r: Result) -> Result:
         return replace(r, limitations=[*r.limitations, *limitations])
 
-    unjustified = unjustified_omissions(model)
+    unjustified = list(model.unjustified_omissions)
     if declared is not None and not declared:
-        if unjustified or supported_kinds(str(model.get("task", ""))) is None:
+        if unjustified or supported_kinds(model.task) is None:
             return out(
                 shape.pending(
                     id_,

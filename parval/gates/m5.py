@@ -21,8 +21,9 @@ from typing import Literal, NotRequired, TypedDict, overload
 
 from parval.gates import shape
 from parval.gates.shape import blocked, pending
-from parval.jsonread import as_float, as_int, get, item
+from parval.jsonread import as_float
 from parval.jsontypes import JsonObject, JsonValue
+from parval.plan.judged import JudgedPlan, as_judged
 from parval.procedure.entry import MEMORY, PLAN, Entry, Gate
 from parval.rundir.records import Records
 from parval.status import Result, Status
@@ -1067,9 +1068,12 @@ def _guard_stop(value: JsonValue) -> JsonObject | None:
     return None
 
 
-def memory_results(rec: Records, run_dir: Path, plan: Mapping[str, object], counts: list[int]) -> list[Result]:
-    mem = item(plan, "memory")
-    declared = get(mem, "baseline_comparison") or None
+def memory_results(
+    rec: Records, run_dir: Path, plan: JudgedPlan | Mapping[str, object], counts: list[int]
+) -> list[Result]:
+    judged = as_judged(plan)
+    mem = judged.memory
+    declared = mem.baseline_reason is not None
     baseline = [
         m
         for n in counts
@@ -1085,23 +1089,15 @@ def memory_results(rec: Records, run_dir: Path, plan: Mapping[str, object], coun
         for i, run in enumerate(rec.count_runs(n), start=1)
         if (m := _start_memory(rec, run_dir, run, n, i)) is not None
     ]
-    rule_raw = get(mem, "stabilisation")
-    rule = (
-        StabilisationRule(
-            as_int(item(rule_raw, "last_k_waves")),
-            as_float(item(rule_raw, "max_growth_mib")),
-            str(get(rule_raw, "metric", "host_rss")),
-        )
-        if rule_raw
-        else None
-    )
+    stab = mem.stabilisation
+    rule = StabilisationRule(stab["last_k_waves"], stab["max_growth_mib"], stab["metric"]) if stab else None
     results = assess_m5(
         starts,
         rule,
-        gpu_required=bool(get(mem, "gpu_required", True)),
+        gpu_required=mem.gpu_required,
         baseline=baseline if declared else None,
-        baseline_reason=str(item(declared, "reason")) if declared else None,
-        expected_starts=max(3, as_int(plan.get("starts_per_count", 3))),
+        baseline_reason=mem.baseline_reason,
+        expected_starts=judged.required_starts,
     )
     have = {r.count for r in results}
     for n in counts:

@@ -71,7 +71,7 @@ def not_recorded(ctx: JudgeContext, id_: str) -> Result:
 
 
 def _admits(ctx: JudgeContext) -> set[str]:
-    return set(ctx.plan["model"].get("admit_modes", ["offline"]))
+    return set(ctx.plan.model.admit_modes)
 
 
 @shape.judge(
@@ -92,7 +92,7 @@ def m6_offline(ctx: JudgeContext) -> Result:
     from parval.gates.m2_concurrency import m2_exact
 
     rec = ctx.rec
-    mode = ctx.plan["model"].get("mode", "offline")
+    mode = ctx.plan.model.mode
     lowest = min(ctx.counts)
     offline = ctx.judge([e for r in rec.count_runs(lowest) for e in rec.requests(r, COUNT_PHASES)])
     if not offline.compared:

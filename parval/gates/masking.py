@@ -111,12 +111,12 @@ def mask_comparison(r: Result, caught: bool, serial: SerialVerdict) -> Result:
             reason="negative control not caught (or not run): the comparator was not shown able to fail; " + r.reason,
             evidence={**r.evidence, "status_before_negative_control": str(r.status)},
         )
-    varies = bool(serial[2].get("varies")) and serial[0] is not Status.PASS
-    if serial[0] is not Status.PASS and (r.status is Status.PASS or (r.status is Status.FAIL and varies)):
+    varies = serial.varies and serial.status is not Status.PASS
+    if serial.status is not Status.PASS and (r.status is Status.PASS or (r.status is Status.FAIL and varies)):
         return replace(
             r,
-            status=Status.BLOCKED if serial[0] is Status.BLOCKED else Status.PENDING,
-            reason=f"parity unverified ({serial[1]}); " + r.reason,
+            status=Status.BLOCKED if serial.status is Status.BLOCKED else Status.PENDING,
+            reason=f"parity unverified ({serial.reason}); " + r.reason,
             evidence={**r.evidence, "status_before_serial_check": str(r.status)},
         )
     return r

@@ -15,7 +15,7 @@ from parval.gates.m2_concurrency import active_violations, drain_violations, unl
 from parval.gates.m4_recovery import aside_violations
 from parval.gates.masking import COMPARISON_IDS
 from parval.jsonread import as_int, iterate
-from parval.outputs.volatility import VOLATILE_ROOT, content_exclusions, volatility
+from parval.outputs.volatility import VOLATILE_ROOT, MeasuredExclusion, volatility
 from parval.procedure.entry import MASKED, NEGATIVE, PLAN, SET_ASIDE, Entry, Gate
 from parval.status import Result, Status, combine
 
@@ -64,7 +64,7 @@ def q1_settings(ctx: JudgeContext, results: list[Result]) -> Result:
     unrecorded = []
     for run, start in ctx.rec.runs.items():
         models = (start.get("config") or {}).get("models") or []
-        entry = next((m for m in models if m.get("id") == ctx.plan["model"]["id"]), None)
+        entry = next((m for m in models if m.get("id") == ctx.plan.model.id), None)
         if entry is not None:
             settings[run] = {k: v for k, v in entry.items() if k not in ("slots", "id")}
         else:
@@ -88,7 +88,7 @@ def q1_settings(ctx: JudgeContext, results: list[Result]) -> Result:
         "Q1",
         f"identical model settings in all {len(settings)} compared runs",
         {"runs with the model's settings": sorted(settings)},
-        quality_settings=(ctx.plan.get("compare") or {}).get("quality_settings", {}),
+        quality_settings=ctx.plan.quality_settings,
     )
 
 
@@ -135,8 +135,8 @@ def q2_volatile_fields(ctx: JudgeContext, results: list[Result]) -> Result:
     excluded object); a stable leaf is meaningful output that the exclusion would hide.
     Only volatile scalars may be excluded at all (outputs/volatility.py VOLATILE_ROOT): an
     exclusion of output content fails, whether or not it varies."""
-    vol = (ctx.plan.get("compare") or {}).get("volatile_fields", [])
-    whole = content_exclusions([str(v["path"]) for v in vol])
+    vol = ctx.plan.volatile_fields
+    whole = ctx.content_excluded
     if whole:
         return shape.failed(
             "Q2",
@@ -161,7 +161,9 @@ def q2_volatile_fields(ctx: JudgeContext, results: list[Result]) -> Result:
         }
         if not ctx.rec.complete(run) or got != {(q, p) for q in ctx.request_names for p in REF_PHASES}:
             problems.append(f"{run} is not recorded whole (every request cold, warm and repeated warm, raw replies)")
-    measured = [{**volatility(groups, v["path"]), "justification": v["justification"]} for v in vol]
+    measured: list[MeasuredExclusion] = [
+        {**volatility(groups, v["path"]), "justification": v["justification"]} for v in vol
+    ]
     ev: dict[str, object] = {
         "volatile_fields": measured,
         "identical_request_groups": len(groups),
@@ -242,7 +244,7 @@ def q2_volatile_fields(ctx: JudgeContext, results: list[Result]) -> Result:
 def q3_tolerance(ctx: JudgeContext, results: list[Result]) -> Result:
     """Q3: a tolerance, if any, was declared in the plan (hashed in the manifest) before
     the run, and applies only where serial repeats were measured to vary."""
-    tol = (ctx.plan.get("compare") or {}).get("tolerance")
+    tol = ctx.plan.tolerance
     plan_sha = str((ctx.manifest.get("plan") or {}).get("sha256", ""))[:12]
     if not plan_sha:
         # the plan's hash in the manifest is what shows the comparison rules were fixed before the run
@@ -256,7 +258,7 @@ def q3_tolerance(ctx: JudgeContext, results: list[Result]) -> Result:
         else "not applied: "
         + (
             "serial repeats of the baseline were byte-identical, so outputs must be byte-identical"
-            if ctx.serial[2].get("measured")
+            if ctx.serial.measured
             else "serial variation not measured"
         )
     )

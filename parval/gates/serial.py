@@ -7,6 +7,7 @@ must then be byte-identical everywhere."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from parval.gates.exactness import tolerance_check
@@ -14,10 +15,31 @@ from parval.rundir.event_types import RequestEvent
 from parval.rundir.records import REF_PHASES, Records
 from parval.status import Status
 
-# What serial repeats of the baseline showed: status, reason, evidence. The evidence says
-# whether variation was measured (`measured`), seen (`varies`) and whether the declared
-# tolerance applies (`tolerance_applies`: repeats varied, within it).
-SerialVerdict = tuple[Status, str, dict[str, object]]
+
+@dataclass(frozen=True)
+class SerialVerdict:
+    """What serial repeats of the baseline showed (M1.serial_repeat's verdict)."""
+
+    status: Status
+    reason: str
+    measured: bool  # were serial repeats measured at all
+    varies: bool  # did they differ (beyond or within the declared tolerance)
+    tolerance_applies: bool  # they varied, and only within the declared tolerance
+    outputs_compared: int | None = None  # None when not measured
+    facts: dict[str, object] = field(default_factory=dict)  # how they differed, or why not measured
+
+    @property
+    def evidence(self) -> dict[str, object]:
+        """M1.serial_repeat's evidence: the findings and the facts they rest on."""
+        found: dict[str, object] = {
+            "measured": self.measured,
+            "varies": self.varies,
+            "tolerance_applies": self.tolerance_applies,
+        }
+        if self.outputs_compared is not None:
+            found["outputs_compared"] = self.outputs_compared
+        return {**found, **self.facts}
+
 
 BASELINES = ("ref-baseline-a", "ref-baseline-b")
 
@@ -27,7 +49,7 @@ def _outputs(rec: Records, run: str) -> dict[tuple[str, str], RequestEvent]:
 
 
 def _unmeasured(status: Status, reason: str, **evidence: object) -> SerialVerdict:
-    return status, reason, {"measured": False, "varies": False, "tolerance_applies": False, **evidence}
+    return SerialVerdict(status, reason, measured=False, varies=False, tolerance_applies=False, facts=evidence)
 
 
 def serial_variation(
@@ -92,38 +114,31 @@ def serial_variation(
                 w = outs.get((req, "ref_warm"))
                 if w:
                     differ(w, e, {"req": req, "run": run}, ("warm", "warm2"))
-    ev: dict[str, object] = {
-        "outputs_compared": len(a),
-        "differences": diffs,
-        "measured": True,
-        "varies": bool(diffs or tolerated),
-        "tolerance_applies": bool(tolerated) and not diffs,
-    }
+    facts: dict[str, object] = {"differences": diffs}
     if tolerance is not None:
-        ev.update(within_declared_tolerance=tolerated, tolerance=tolerance)
+        facts.update(within_declared_tolerance=tolerated, tolerance=tolerance)
+
+    def measured(status: Status, reason: str) -> SerialVerdict:
+        varies, applies = bool(diffs or tolerated), bool(tolerated) and not diffs
+        return SerialVerdict(status, reason, True, varies, applies, outputs_compared=len(a), facts=facts)
+
     if diffs:
         beyond = f" beyond the declared tolerance {tolerance}" if tolerance is not None else ""
-        return (
+        return measured(
             Status.PENDING,
-            (
-                f"parity unverified: serial output varies ({len(diffs)} "
-                "difference(s) between repeats on one slot or across two fresh "
-                f"starts{beyond})"
-            ),
-            ev,
+            f"parity unverified: serial output varies ({len(diffs)} "
+            "difference(s) between repeats on one slot or across two fresh "
+            f"starts{beyond})",
         )
     if tolerated:
-        return (
+        return measured(
             Status.PASS,
-            (
-                f"{len(a)} outputs agree across two fresh starts and warm repeats within the declared tolerance "
-                f"({len(tolerated)} repeat(s) differ by at most {tolerance} LSB, never exact): the tolerance applies"
-            ),
-            ev,
+            f"{len(a)} outputs agree across two fresh starts and warm repeats within the declared tolerance "
+            f"({len(tolerated)} repeat(s) differ by at most {tolerance} LSB, never exact): the tolerance applies",
         )
     note = (
         f"; the declared tolerance ({tolerance}) is not applied: deterministic output must be byte-identical"
         if tolerance is not None
         else ""
     )
-    return Status.PASS, f"{len(a)} outputs identical across two fresh starts and warm repeats{note}", ev
+    return measured(Status.PASS, f"{len(a)} outputs identical across two fresh starts and warm repeats{note}")

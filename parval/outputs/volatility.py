@@ -5,6 +5,7 @@ in outputs/compare.py walks them)."""
 from __future__ import annotations
 
 import json
+from typing import TypedDict
 
 # What may be excluded from comparison at all, the one rule (the procedure's quality rules:
 # "exclude only named, justified volatile fields such as timing, never an entire metadata
@@ -117,7 +118,26 @@ def leaves_at(data: object, path: str) -> dict[str, str] | None:
 _ABSENT = "\0absent"
 
 
-def volatility(groups: dict[str, list[object]], path: str) -> dict[str, object]:
+class Volatility(TypedDict):
+    """What the baseline's identical requests showed of one excluded path (Q2)."""
+
+    path: str
+    status: str  # content, absent, stable, unmeasured or varies
+    varying: list[str]
+    stable: list[str]
+    unmeasured: list[str]
+    content: list[str]
+    groups: int
+    repeated_groups: int
+
+
+class MeasuredExclusion(Volatility):
+    """An excluded path's volatility, with the plan's reason for excluding it."""
+
+    justification: str
+
+
+def volatility(groups: dict[str, list[object]], path: str) -> Volatility:
     """Is an excluded path measured to vary? `groups` holds parsed replies to identical
     requests (one group per request and history). A leaf varies when it differs within some
     group; it is stable when it was seen in a group of two or more replies and never

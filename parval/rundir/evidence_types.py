@@ -1,15 +1,20 @@
-"""The evidence record (evidence.json, `schemas/evidence.schema.json`) as the report, the
-catalogue and the claims disclosure read it: one TypedDict per object of the schema. Only
-the shape is declared; a record read from disk is not checked against it here (`parval
-schema evidence` and the judge keep it), so a reader that needs a value's exact type of an
-open part (an assertion's raw `evidence`) still narrows it."""
+"""The evidence record (evidence.json, `schemas/evidence.schema.json`) as the judge writes it
+and the report, the catalogue and the claims disclosure read it: one TypedDict per object of
+the schema. The judge builds each block the gates hand it through a reader below that checks
+it against the schema (`evidence_block`); a record read from disk is not checked here, so a
+reader that needs a value's exact type of an open part (an assertion's raw `evidence`)
+still narrows it."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NotRequired, TypedDict, cast
+from functools import cache
+from typing import NotRequired, TypedDict, TypeGuard, cast
+
+import jsonschema
 
 from parval.jsontypes import JsonObject, JsonValue
+from parval.plan.schemas import format_path, load_schema
 
 
 # -- the performance table (P5), as parval.gates.performance writes it ------------------
@@ -262,6 +267,10 @@ class Evidence(TypedDict):
 
     schema_version: int
     procedure_version: str
+    # a run's own record: the procedure it is judged under, and a warning where that differs
+    judged_with_procedure_version: NotRequired[str]
+    procedure_version_differs: NotRequired[bool]
+    warnings: NotRequired[list[str]]
     parval_version: NotRequired[str]
     generated_at: NotRequired[str]
     run: RunInfo
@@ -284,3 +293,91 @@ def built_record(record: Mapping[str, object]) -> Evidence:
     (`parval.judge.judge_run`, the merge's blocks from `parval.gates.admission_verdict`): taken as
     the evidence it is, unchanged and unchecked, like a record read back from evidence.json."""
     return cast(Evidence, record)
+
+
+# -- the blocks the judge writes, each checked against its part of the schema -----------
+@cache
+def _validator(block: str) -> jsonschema.Draft202012Validator:
+    """A validator of one top-level property of the evidence schema (`{block: value}`)."""
+    root = load_schema("evidence")
+    properties = root["properties"]
+    assert isinstance(properties, dict)
+    only = {**root, "required": [block], "properties": {block: properties[block]}}
+    return jsonschema.Draft202012Validator(only)
+
+
+def _errors(block: str, value: object) -> list[str]:
+    found = sorted(_validator(block).iter_errors({block: value}), key=lambda e: [str(p) for p in e.absolute_path])
+    return [f"{format_path(e.absolute_path)}: {e.message}" for e in found]
+
+
+def _mismatch(block: str, value: object) -> ValueError:
+    errors = _errors(block, value)
+    more = f" (+{len(errors) - 3} more)" if len(errors) > 3 else ""
+    return ValueError(f"evidence {block} does not match schemas/evidence.schema.json: " + "; ".join(errors[:3]) + more)
+
+
+def _is_verdict(value: object) -> TypeGuard[Verdict]:
+    return not _errors("verdict", value)
+
+
+def _is_assertions(value: object) -> TypeGuard[list[Assertion]]:
+    return not _errors("assertions", value)
+
+
+def _is_model_checks(value: object) -> TypeGuard[ModelChecks]:
+    return not _errors("model_checks", value)
+
+
+def _is_framework_checks(value: object) -> TypeGuard[FrameworkChecks]:
+    return not _errors("framework_checks", value)
+
+
+def _is_performance(value: object) -> TypeGuard[Performance]:
+    return not _errors("performance", value)
+
+
+def _is_failures(value: object) -> TypeGuard[list[JsonObject]]:
+    return not _errors("failures", value)
+
+
+def verdict_block(value: object) -> Verdict:
+    """`verdict`, checked against the schema (ValueError naming what does not match)."""
+    if _is_verdict(value):
+        return value
+    raise _mismatch("verdict", value)
+
+
+def assertions_block(value: object) -> list[Assertion]:
+    """`assertions`, checked against the schema."""
+    if _is_assertions(value):
+        return value
+    raise _mismatch("assertions", value)
+
+
+def model_checks_block(value: object) -> ModelChecks:
+    """`model_checks`, checked against the schema."""
+    if _is_model_checks(value):
+        return value
+    raise _mismatch("model_checks", value)
+
+
+def framework_checks_block(value: object) -> FrameworkChecks:
+    """`framework_checks`, checked against the schema."""
+    if _is_framework_checks(value):
+        return value
+    raise _mismatch("framework_checks", value)
+
+
+def performance_block(value: object) -> Performance:
+    """`performance`, checked against the schema."""
+    if _is_performance(value):
+        return value
+    raise _mismatch("performance", value)
+
+
+def failures_block(value: object) -> list[JsonObject]:
+    """`failures`, checked against the schema."""
+    if _is_failures(value):
+        return value
+    raise _mismatch("failures", value)

@@ -372,17 +372,14 @@ class JudgedRun(Protocol):
 
     @property
     def required_starts(self) -> int:
-        """Fresh starts each count needs: the plan's starts_per_count, at least MIN_STARTS."""
+        """Fresh starts each count needs: the plan's starts_per_count, at least
+        parval.plan.judged.MIN_STARTS."""
         ...
 
     @property
     def schedules(self) -> Mapping[int, StartSchedule]:
         """What one start records at each of the plan's counts."""
         ...
-
-
-# The procedure's minimum of fresh starts per advertised count.
-MIN_STARTS = 3
 
 
 def complete_starts(ctx: JudgedRun, n: int) -> list[str]:

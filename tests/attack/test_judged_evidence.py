@@ -14,6 +14,7 @@ import pytest
 from parval import PROCEDURE_VERSION, __version__
 from parval.gates.m5 import _start_memory, memory_results
 from parval.judge import _record_path, judge_run, performance_series
+from parval.plan.judged import judged_plan
 from parval.plan.schemas import schema_errors
 from parval.rundir.files import sha256_file
 from parval.rundir.records import build_records, load_records
@@ -153,7 +154,7 @@ def test_a_start_without_a_memory_sampler_record_is_not_sampled(tmp_path: Path) 
 
 def test_a_count_without_complete_starts_gets_pending_memory_verdicts(tmp_path: Path) -> None:
     rec = build_records([])
-    plan = {"memory": {"gpu_required": False}, "starts_per_count": 3}
+    plan = {"counts": [1, 3], "model": {"id": "m"}, "memory": {"gpu_required": False}, "starts_per_count": 3}
     got = memory_results(rec, tmp_path, plan, [1, 3])
     pend = [(r.id, r.count) for r in got if r.status is Status.PENDING and "no complete start" in r.reason]
     for n in (1, 3):
@@ -236,10 +237,14 @@ def test_performance_series_keeps_cold_starts_apart_from_warm_repeats() -> None:
 
 def test_the_framework_record_path_is_read_next_to_the_plan(tmp_path: Path) -> None:
     plan_path = str(tmp_path / "plans" / "p.yaml")
-    assert _record_path({}, plan_path) is None
-    assert _record_path({"framework": {"record": ""}}, plan_path) is None
-    assert _record_path({"framework": {"record": "fw/r.json"}}, plan_path) == str(tmp_path / "plans" / "fw/r.json")
-    assert _record_path({"framework": {"record": "/abs/r.json"}}, plan_path) == "/abs/r.json"
+
+    def record_path(framework: dict[str, Any]) -> str | None:
+        return _record_path(judged_plan({"counts": [1], "model": {"id": "m"}, **framework}), plan_path)
+
+    assert record_path({}) is None
+    assert record_path({"framework": {"record": ""}}) is None
+    assert record_path({"framework": {"record": "fw/r.json"}}) == str(tmp_path / "plans" / "fw/r.json")
+    assert record_path({"framework": {"record": "/abs/r.json"}}) == "/abs/r.json"
 
 
 def test_a_run_is_judged_again_from_its_files_alone(clean: dict[str, tuple[Path, dict[str, Any]]]) -> None:

@@ -19,17 +19,17 @@ from parval.gates.shape import failed, passed
 from parval.status import Result, Status
 from tests.gates.cmp_events import SAMPLES, Events, tts_reply
 
-VARIES: tuple[Status, str, dict[str, Any]] = (
-    Status.PENDING,
-    "parity unverified: serial output varies",
-    {"measured": True, "varies": True},
+VARIES = SerialVerdict(
+    Status.PENDING, "parity unverified: serial output varies", measured=True, varies=True, tolerance_applies=False
 )
-UNMEASURED: tuple[Status, str, dict[str, Any]] = (
+UNMEASURED = SerialVerdict(
     Status.PENDING,
     "two fresh baseline starts are needed to measure serial repeat variation",
-    {"measured": False, "varies": False},
+    measured=False,
+    varies=False,
+    tolerance_applies=False,
 )
-STEADY: tuple[Status, str, dict[str, Any]] = (Status.PASS, "identical", {"measured": True, "varies": False})
+STEADY = SerialVerdict(Status.PASS, "identical", measured=True, varies=False, tolerance_applies=False)
 
 
 def verdicts(tmp_path: Path) -> dict[str, Result]:
@@ -131,17 +131,19 @@ def test_serial_repeat_honours_the_declared_tolerance(tmp_path: Path) -> None:
     within = baseline(tmp_path / "a", tts_reply(nudged(1)))
     rec = within.records()
     # Without a tolerance a one-LSB repeat difference is serial variation.
-    assert serial_variation(rec)[0] is Status.PENDING
-    st, reason, ev = serial_variation(rec, run_dir=within.run_dir, tolerance=1, volatile=within.volatile)
-    assert st is Status.PASS and "within the declared tolerance" in reason and "at most 1 LSB" in reason
-    assert ev["tolerance_applies"] is True
-    assert len(ev["within_declared_tolerance"]) == 1
+    assert serial_variation(rec).status is Status.PENDING
+    found = serial_variation(rec, run_dir=within.run_dir, tolerance=1, volatile=within.volatile)
+    assert found.status is Status.PASS and "within the declared tolerance" in found.reason
+    assert "at most 1 LSB" in found.reason
+    assert found.tolerance_applies is True and found.evidence["tolerance_applies"] is True
+    assert len(found.facts["within_declared_tolerance"]) == 1
     beyond = baseline(tmp_path / "b", tts_reply(nudged(5)))
-    st, reason, ev = serial_variation(beyond.records(), run_dir=beyond.run_dir, tolerance=1, volatile=beyond.volatile)
-    assert st is Status.PENDING and "beyond the declared tolerance" in reason
-    assert "exceeds" in ev["differences"][0]["tolerance_check"]
+    found = serial_variation(beyond.records(), run_dir=beyond.run_dir, tolerance=1, volatile=beyond.volatile)
+    assert found.status is Status.PENDING and "beyond the declared tolerance" in found.reason
+    assert "exceeds" in found.facts["differences"][0]["tolerance_check"]
     # A tolerance covers samples only: a different transcript is still variation.
     text = baseline(tmp_path / "c", tts_reply(nudged(1), text="other"))
     assert (
-        serial_variation(text.records(), run_dir=text.run_dir, tolerance=1, volatile=text.volatile)[0] is Status.PENDING
+        serial_variation(text.records(), run_dir=text.run_dir, tolerance=1, volatile=text.volatile).status
+        is Status.PENDING
     )

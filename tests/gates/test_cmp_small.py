@@ -7,18 +7,19 @@ from pathlib import Path
 from typing import Any
 
 from parval import PROCEDURE_VERSION
+from parval.gates.context import JudgeContext
 from parval.gates.quality import q1_settings
 from parval.judge import judge_run, procedure_versions
 from parval.plan.schemas import schema_errors
 from parval.status import Status
 from tests.conftest import SMALL_PLAN
-from tests.gates.cmp_events import Events, tts_reply
+from tests.gates.cmp_events import Events, plan, tts_reply
 
 
 def q1(ev: Events, model_id: str = "m") -> Any:
-    ctx = ev.context()
-    ctx.plan["model"]["id"] = model_id
-    return q1_settings(ctx, [])
+    declared = plan()
+    declared["model"]["id"] = model_id
+    return q1_settings(JudgeContext(ev.records(), declared, {}, ev.run_dir, "plan.yaml"), [])
 
 
 def test_q1_with_no_compared_run_is_pending(tmp_path: Path) -> None:

@@ -130,8 +130,8 @@ def test_a_tolerance_never_applies_where_serial_repeats_were_byte_identical(tmp_
     fine = ev.request("count2-s1", a, "cold_wave", tts_reply(nudged(2), text="hello"))
     ev.end("count2-s1", a)
     ctx = ev.context(tolerance=TOL)
-    assert ctx.serial[0] is Status.PASS and ctx.tolerance is None
-    assert "not applied" in ctx.serial[1]
+    assert ctx.serial.status is Status.PASS and ctx.tolerance is None
+    assert "not applied" in ctx.serial.reason
     r = exact_result("M2.exact", ctx.judge([fine]), "count 2", ctx)
     assert r.status is Status.FAIL and "byte-identical" in r.reason, r.reason
     assert r.evidence["within_declared_tolerance"] == 0
@@ -156,7 +156,7 @@ def test_within_declared_tolerance_against_an_unmeasured_baseline_is_pending(tmp
     beyond = ev.request("count2-s1", a, "cold_wave", tts_reply(nudged(9), text="hello"), wave=1)
     ev.end("count2-s1", a)
     ctx = ev.context(tolerance=TOL)
-    assert ctx.serial[2]["measured"] is False and ctx.tolerance is None
+    assert ctx.serial.measured is False and ctx.tolerance is None
     r = exact_result("M2.exact", ctx.judge([fine]), "count 2", ctx)
     assert r.status is Status.PENDING and "serial variation was not measured" in r.reason
     assert exact_result("M2.exact", ctx.judge([fine, beyond]), "count 2", ctx).status is Status.FAIL

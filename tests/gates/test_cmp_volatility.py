@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from parval.gates.context import JudgeContext, exact_result
+from parval.gates.context import exact_result
 from parval.gates.quality import q2_volatile_fields
 from parval.outputs.compare import canonicalize, remove_volatile
 from parval.outputs.volatility import content_path, leaves_at, volatility
@@ -39,9 +39,7 @@ WALLS = [10.0, 11.0, 12.0, 13.0, 14.0, 15.0]
 
 
 def q2(ev: Events, *paths: str) -> Any:
-    ctx = ev.context()
-    ctx.plan["compare"].update(vol(*paths))
-    return q2_volatile_fields(ctx, [])
+    return q2_volatile_fields(ev.context(**vol(*paths)), [])
 
 
 def test_leaves_walk_objects_and_lists() -> None:
@@ -197,9 +195,7 @@ def test_content_named_as_volatile_is_still_compared() -> None:
 
 def test_comparisons_under_a_plan_excluding_content_are_parity_unverified(tmp_path: Path) -> None:
     ev = repeats(tmp_path, WALLS)
-    ctx = ev.context()
-    ctx.plan["compare"].update(vol("timing.wall_ms", "artifacts.payload"))
-    ctx = JudgeContext(ctx.rec, ctx.plan, ctx.manifest, ctx.run_dir, "plan.yaml")
+    ctx = ev.context(**vol("timing.wall_ms", "artifacts.payload"))
     tally = ctx.judge(ctx.rec.requests("ref-baseline-b", ("ref_cold",)))
     assert tally.exact == 1
     r = exact_result("M2.exact", tally, "outputs", ctx)
