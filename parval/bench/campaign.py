@@ -9,7 +9,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 import yaml
 
@@ -39,11 +39,12 @@ from parval.jsontypes import JsonObject
 from parval.judge import MID_RUN
 from parval.plan.schemas import schema_version
 from parval.rundir.artifacts import ArtifactStore
+from parval.rundir.event_types import RequestEvent
 from parval.rundir.events import EventLog
 from parval.rundir.layout import EVENTS
 
 if TYPE_CHECKING:
-    from parval.runners.start import Drained
+    from parval.rundir.event_types import DrainedState
 
 START_GRACE_S = 10.0
 
@@ -216,8 +217,10 @@ async def run_campaign(
     }
 
 
-def _timed(drained: Callable[[float], Awaitable[Drained]], sink: list[float]) -> Callable[[float], Awaitable[Drained]]:
-    async def timed_drained(timeout_s: float = 1.5) -> Drained:
+def _timed(
+    drained: Callable[[float], Awaitable[DrainedState]], sink: list[float]
+) -> Callable[[float], Awaitable[DrainedState]]:
+    async def timed_drained(timeout_s: float = 1.5) -> DrainedState:
         t0 = time.monotonic()
         try:
             return await drained(timeout_s)
@@ -327,7 +330,8 @@ def _controlled_growth(run_dir: Path, sample: JsonObject, rounds: int = 200) -> 
     probe = run_dir / "bench-probe"
     probe.mkdir()
     shutil.copyfile(run_dir / EVENTS, probe / "grown.jsonl")
-    fields = {k: v for k, v in sample.items() if k not in ("seq", "t", "kind")}
+    # a request event as recorded, written again as it was (read back, so checked on read)
+    event = cast(RequestEvent, {k: v for k, v in sample.items() if k not in ("seq", "t")})
     logs = {"grown": EventLog(probe / "grown.jsonl"), "empty": EventLog(probe / "empty.jsonl")}
     stores = {"grown": ArtifactStore(run_dir / "artifacts"), "empty": ArtifactStore(probe / "artifacts")}
     nonce = os.urandom(8).hex()  # every put writes a new file
@@ -337,7 +341,7 @@ def _controlled_growth(run_dir: Path, sample: JsonObject, rounds: int = 200) -> 
         for i in range(rounds):
             for size in ("grown", "empty") if i % 2 == 0 else ("empty", "grown"):
                 t0 = time.perf_counter()
-                logs[size].append("request", **fields)
+                logs[size].write(event)
                 t1 = time.perf_counter()
                 stores[size].put(blob + f" probe {nonce} {i} {size}".encode(), "json")
                 t2 = time.perf_counter()

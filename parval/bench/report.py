@@ -155,7 +155,7 @@ def targets(data: Mapping[str, object]) -> list[TargetCheck]:
             None if rss is None else rss < RSS_TARGET_MIB,
         )
     )
-    for key, probe, label in (("event_log", "append", "EventLog.append"), ("artifacts", "put", "ArtifactStore.put")):
+    for key, probe, label in (("event_log", "append", "EventLog.write"), ("artifacts", "put", "ArtifactStore.put")):
         # judged on the interleaved probe (grown vs empty run at the same moment); the
         # in-run first/last tenth is shown too, but load from other processes moves it
         growth = _num(_at(camp, "controlled", probe, "ratio"))
@@ -309,12 +309,12 @@ def render(data: Mapping[str, object]) -> str:
     rows = [
         ["parval peak RSS, VmHWM (MiB)", _f(_at(camp, "rss", "peak_mib"), 1), res("campaign.peak_rss")],
         [
-            f"EventLog.append (request events) in the run, first -> last tenth (ms, n={item(el, 'calls')})",
+            f"EventLog.write (request events) in the run, first -> last tenth (ms, n={item(el, 'calls')})",
             f"{_f(item(el, 'first_ms'), 3)} -> {_f(item(el, 'last_ms'), 3)} (x{_f(item(el, 'ratio'))})",
             "",
         ],
         [
-            f"EventLog.append, empty run vs after the run, interleaved (ms, n={item(ctl, 'rounds')})",
+            f"EventLog.write, empty run vs after the run, interleaved (ms, n={item(ctl, 'rounds')})",
             f"{_f(_at(ctl, 'append', 'empty_ms'), 3)} vs {_f(_at(ctl, 'append', 'grown_ms'), 3)} "
             f"(x{_f(_at(ctl, 'append', 'ratio'))})",
             res("campaign.event_log_growth"),

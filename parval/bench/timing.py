@@ -9,8 +9,10 @@ import threading
 import time
 from pathlib import Path
 
+from parval.jsonread import as_int
 from parval.jsontypes import JsonObject
 from parval.rundir.artifacts import ArtifactStore
+from parval.rundir.event_types import Event
 from parval.rundir.events import EventLog
 
 
@@ -24,14 +26,14 @@ class TimedEventLog(EventLog):
         self.returned: list[float] = []
         self.returned_by_seq: dict[int, float] = {}
 
-    def append(self, kind: str, **fields: object) -> JsonObject:
+    def write(self, event: Event) -> JsonObject:
         t0 = time.perf_counter()
-        event = super().append(kind, **fields)
+        written = super().write(event)
         self.durations.append(time.perf_counter() - t0)
-        self.kinds.append(kind)
+        self.kinds.append(event["kind"])
         self.returned.append(time.monotonic())
-        self.returned_by_seq[int(event["seq"])] = self.returned[-1]
-        return event
+        self.returned_by_seq[as_int(written["seq"])] = self.returned[-1]
+        return written
 
 
 class TimedArtifactStore(ArtifactStore):

@@ -19,6 +19,7 @@ from parval.framework.record import RECORD, assemble, record_inputs, write_recor
 from parval.framework.runner import ProbeOutcome, check_options, judge_inputs, parse_selection, run_probes
 from parval.framework.settings import load_options
 from parval.plan.load import load_plan
+from parval.rundir.event_types import CtestRunEvent, FrameworkEndEvent, FrameworkStartEvent, RecordInputsEvent, plain
 from parval.rundir.events import EventLog
 from parval.rundir.files import write_json
 from parval.rundir.integrity import write_listing
@@ -58,17 +59,21 @@ def run_framework(
     started = time.time()
     try:
         ctx = FrameworkContext(plan, run_dir, log, options)
-        log.append("framework_start", plan=plan.name, plan_sha256=plan.sha256, only=only, selection=sorted(selected))
+        log.write(
+            FrameworkStartEvent(
+                kind="framework_start", plan=plan.name, plan_sha256=plan.sha256, only=only, selection=sorted(selected)
+            )
+        )
 
         async def main() -> tuple[list[ProbeOutcome], list[CTestRun]]:
             return await run_probes(ctx, selected)
 
         outcomes, runs = anyio.run(main)
         for r in runs:
-            log.append("ctest_run", run=r.to_json())
+            log.write(CtestRunEvent(kind="ctest_run", run=plain(r.to_json())))
         # Judging reads only recorded events from here on (the same path as --rejudge).
         inputs = judge_inputs(ctx, selected, only)
-        log.append("judge_inputs", **inputs)
+        log.write(inputs)
         rinputs = record_inputs(
             ctx,
             started=started,
@@ -77,10 +82,25 @@ def run_framework(
             source_commit=source_commit,
             argv=argv or ["parval", "framework", str(plan_path)],
         )
-        log.append("record_inputs", **rinputs)
+        log.write(
+            RecordInputsEvent(
+                kind="record_inputs",
+                procedure_version=rinputs["procedure_version"],
+                parval_version=rinputs["parval_version"],
+                created_at=rinputs["created_at"],
+                elapsed_s=rinputs["elapsed_s"],
+                identity=plain(rinputs["identity"]),
+                scope=plain(rinputs["scope"]),
+                contract=plain(rinputs["contract"]),
+                probes=[plain(p) for p in rinputs["probes"]],
+                reproduction=rinputs["reproduction"],
+            )
+        )
         record = assemble(rinputs, judge(ctx.findings.checks, runs, inputs), runs, ctx.findings.checks)
         write_record(run_dir, record)
-        log.append("framework_end", record_id=record["record_id"], verdict=record["verdict"])
+        log.write(
+            FrameworkEndEvent(kind="framework_end", record_id=record["record_id"], verdict=plain(record["verdict"]))
+        )
     finally:
         log.close()
     # Like a model run: a manifest, and the listing/chain that `parval verify` and model

@@ -14,6 +14,7 @@ from parval.framework.settings import ProbeOptions
 from parval.outputs.compare import canonicalize
 from parval.plan.load import OMIT, Plan, model_entry, resolve_executable
 from parval.rundir.artifacts import ArtifactStore
+from parval.rundir.event_types import CheckEvent, ObservationEvent
 from parval.rundir.events import EventLog
 from parval.server.launch import launch_spec
 from parval.server.process import LaunchSpec
@@ -27,9 +28,20 @@ class FrameworkContext:
         self.log = log
         self.options = options
         self.findings = Findings(
-            lambda check: log.append("check", **check.to_json()),
-            lambda assertion, name, judge, facts, evidence: log.append(
-                "observation", assertion=assertion, name=name, judge=judge, facts=facts, evidence=evidence
+            lambda check: log.write(
+                CheckEvent(
+                    kind="check",
+                    assertion=check.assertion,
+                    name=check.name,
+                    status=str(check.status),
+                    detail=check.detail,
+                    evidence=check.evidence,
+                )
+            ),
+            lambda assertion, name, judge, facts, evidence: log.write(
+                ObservationEvent(
+                    kind="observation", assertion=assertion, name=name, judge=judge, facts=facts, evidence=evidence
+                )
             ),
         )
         # Raw reply bodies of every probe request, content-addressed (made durable at the end).

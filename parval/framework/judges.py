@@ -30,6 +30,7 @@ from parval.framework.observed import Facts, Judge, Verdict, judged, over_attemp
 from parval.framework.preconditions import Capabilities, first_missing
 from parval.jsontypes import JsonObject
 from parval.procedure.catalogue import FRAMEWORK_GATE
+from parval.rundir.event_types import JudgeInputsEvent
 from parval.rundir.files import dumps
 from parval.status import Result, Status, combine
 
@@ -277,7 +278,7 @@ def _unavailable(raw: object) -> dict[str, str]:
     return {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
 
 
-def _declared(inputs: JudgeInputs) -> dict[str, str] | None:
+def _declared(inputs: JudgeInputs | JudgeInputsEvent) -> dict[str, str] | None:
     """The tests declared unrelated before the run, with why (None: a record from before
     such declarations, which called failures unrelated by a name pattern)."""
     raw = inputs.get("unrelated_tests")
@@ -286,7 +287,7 @@ def _declared(inputs: JudgeInputs) -> dict[str, str] | None:
     return {str(k): str(v) for k, v in raw.items()}
 
 
-def judge(checks: list[Check], runs: list[CTestRun], inputs: JudgeInputs) -> list[Result]:
+def judge(checks: list[Check], runs: list[CTestRun], inputs: JudgeInputs | JudgeInputsEvent) -> list[Result]:
     """One Result per F assertion, in catalogue order: a pure function of the recorded
     sub-checks, CTest runs and judging inputs."""
     findings = Findings()

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 
+from parval.rundir.event_types import CapabilitiesEvent
 from parval.status import Status
 
 COUNTERS = "counters"
@@ -39,6 +40,20 @@ class Capabilities:
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
+
+    def event(self, rig: str) -> CapabilitiesEvent:
+        """The `capabilities` event of the rig that showed them."""
+        return CapabilitiesEvent(
+            kind="capabilities",
+            rig=rig,
+            counters=self.counters,
+            loaded=self.loaded,
+            bulk_unload=self.bulk_unload,
+            bulk_status=self.bulk_status,
+            management=self.management,
+            management_status=self.management_status,
+            plan_ui_management=self.plan_ui_management,
+        )
 
     @classmethod
     def from_json(cls, raw: Mapping[str, object]) -> Capabilities:

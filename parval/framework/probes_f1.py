@@ -42,6 +42,14 @@ from parval.framework.scenarios import (
     timing,
     trace_lines,
 )
+from parval.rundir.event_types import (
+    CalibrationEvent,
+    FirstWaveEvent,
+    ForcedOrderEvent,
+    HealthyPlusOverdueEvent,
+    RequestOnlyQueueEvent,
+    plain,
+)
 from parval.status import Status
 
 PROVISIONAL = Timing(service_s=1.0, load_s=5.0, teardown_s=1.0)
@@ -70,14 +78,16 @@ async def first_wave(rig: Rig, model: str, n: int) -> tuple[Facts, list[Flight]]
     published = sorted({row[4] for row in obs["samples"] if row[4] is not None})
     if rig.flagged and published and ctx.capacity is None:
         ctx.capacity = published[0]
-    ctx.log.append(
-        "first_wave",
-        rig=rig.name,
-        model=model,
-        count=n,
-        capacity=published,
-        sessions=obs["sessions"],
-        timeline=rig.timeline(flights),
+    ctx.log.write(
+        FirstWaveEvent(
+            kind="first_wave",
+            rig=rig.name,
+            model=model,
+            count=n,
+            capacity=published,
+            sessions=obs["sessions"],
+            timeline=rig.timeline(flights),
+        )
     )
     return facts, flights
 
@@ -110,7 +120,11 @@ async def calibrate(rig: Rig, model: str) -> Timing:
     )
     # Without an unload the "cold" request ran on the first wave's pool: not a cold reference.
     rig.ctx.add_refs(model, "base", [rig.output(cold) if unloaded else None, *(rig.output(f) for f in warm)])
-    rig.ctx.log.append("calibration", rig=rig.name, timing=t.to_json(), statuses=[f.status for f in (cold, *warm, td)])
+    rig.ctx.log.write(
+        CalibrationEvent(
+            kind="calibration", rig=rig.name, timing=plain(t.to_json()), statuses=[f.status for f in (cold, *warm, td)]
+        )
+    )
     if any(f.status != 200 for f in (cold, *warm)):
         raise RuntimeError(
             "calibration requests failed: "
@@ -139,7 +153,7 @@ async def discover(rig: Rig, model: str) -> None:
         caps.management_status = reply.status
         if reply.status is not None:
             caps.management = reply.status != 403 and not route_absent(reply.status)
-    ctx.log.append("capabilities", rig=rig.name, **caps.to_json())
+    ctx.log.write(caps.event(rig.name))
 
 
 async def forced_order(rig: Rig, model: str, n: int, *, hold: int = 0) -> Facts:
@@ -166,7 +180,9 @@ async def forced_order(rig: Rig, model: str, n: int, *, hold: int = 0) -> Facts:
     everything = [*occupants, older, manager, *later]
     obs["settled"] = await rig.settle(everything, t.slack_s)
     obs["drained"] = await rig.drained([model], t.slack_s)
-    rig.ctx.log.append("forced_order", rig=rig.name, model=model, count=n, timeline=rig.timeline(everything))
+    rig.ctx.log.write(
+        ForcedOrderEvent(kind="forced_order", rig=rig.name, model=model, count=n, timeline=rig.timeline(everything))
+    )
     return rig.observed(obs, everything, occupants=[f.label for f in occupants], later=[f.label for f in later])
 
 
@@ -197,8 +213,10 @@ async def request_only_queue(rig: Rig, model: str, n: int) -> Facts:
     obs["settled"] = await rig.settle([*occupants, *queued], t.slack_s)
     obs["trace_seeds"] = [str(x.get("seed")) for x in trace_lines(rig, offset) if x.get("model") == model]
     obs["drained"] = await rig.drained([model], t.slack_s)
-    rig.ctx.log.append(
-        "request_only_queue", rig=rig.name, model=model, count=n, timeline=rig.timeline([*occupants, *queued])
+    rig.ctx.log.write(
+        RequestOnlyQueueEvent(
+            kind="request_only_queue", rig=rig.name, model=model, count=n, timeline=rig.timeline([*occupants, *queued])
+        )
     )
     return rig.observed(
         obs,
@@ -373,7 +391,7 @@ async def healthy_plus_overdue(rig: Rig, model: str, n: int, *, cold: bool = Fal
     probe = await rig.run("probe", model, busy_timeout_ms=probe_ms)
     obs["settled"] = await rig.settle([*old, *fresh, probe], t.slack_s)
     obs["drained"] = await rig.drained([model], t.slack_s)
-    rig.ctx.log.append("healthy_plus_overdue", rig=rig.name, count=n, probe_ms=probe_ms)
+    rig.ctx.log.write(HealthyPlusOverdueEvent(kind="healthy_plus_overdue", rig=rig.name, count=n, probe_ms=probe_ms))
     return rig.observed(
         obs, [*old, *fresh, probe], probe_ms=probe_ms, overdue=[f.label for f in old], healthy=[f.label for f in fresh]
     )

@@ -40,6 +40,7 @@ from parval.framework.scenarios import (
 )
 from parval.jsonread import get, iterate
 from parval.jsontypes import JsonValue
+from parval.rundir.event_types import OverlappingManagersEvent, ReconfigureQueuedEvent, UnloadNotUndoneEvent
 from parval.server.client import Reply
 from parval.status import Status
 
@@ -205,7 +206,7 @@ async def queued_before_barrier(rig: Rig, rc: Reconf, hold: int = 0) -> Facts:
     flights = [*occupants, older, manager, later]
     obs["settled"] = await rig.settle(flights, t.slack_s)
     obs["drained"] = await rig.drained([rc.model], t.slack_s)
-    rig.ctx.log.append("reconfigure_queued", rig=rig.name, timeline=rig.timeline(flights))
+    rig.ctx.log.write(ReconfigureQueuedEvent(kind="reconfigure_queued", rig=rig.name, timeline=rig.timeline(flights)))
     return rig.observed(obs, flights, occupants=[f.label for f in occupants])
 
 
@@ -224,7 +225,7 @@ async def unload_not_undone(rig: Rig, rc: Reconf, hold: int = 0) -> Facts:
     if not obs.blocked:
         end = await rig.wait(lambda s: s.active(rc.model) == 0 and s.queued(rc.model) == 0, t.slack_s)
         obs["ended_unloaded"] = end is not None and end.loaded(rc.model) is False
-    rig.ctx.log.append("unload_not_undone", rig=rig.name, timeline=rig.timeline(flights))
+    rig.ctx.log.write(UnloadNotUndoneEvent(kind="unload_not_undone", rig=rig.name, timeline=rig.timeline(flights)))
     return rig.observed(obs, flights, occupants=[f.label for f in occupants])
 
 
@@ -244,7 +245,9 @@ async def overlapping_managers(rig: Rig, rc: Reconf, hold: int = 0) -> Facts:
     obs["settled"] = await rig.settle(flights, t.slack_s)
     await rc.to("config-base", None)
     obs["drained"] = await rig.drained([rc.model], t.slack_s)
-    rig.ctx.log.append("overlapping_managers", rig=rig.name, timeline=rig.timeline(flights))
+    rig.ctx.log.write(
+        OverlappingManagersEvent(kind="overlapping_managers", rig=rig.name, timeline=rig.timeline(flights))
+    )
     return rig.observed(obs, flights, occupants=[f.label for f in occupants])
 
 

@@ -22,6 +22,7 @@ from parval.framework.observed import Facts, Obs, flight, named
 from parval.framework.probes_f1 import tested_counts
 from parval.framework.rig import Flight, Rig, open_rig
 from parval.framework.scenarios import ATTEMPTS, attempts, enqueue, occupy, reset, timing
+from parval.jsontypes import JsonObject
 from parval.server import reaper
 from parval.server.process import ServerProcess
 
@@ -166,7 +167,7 @@ async def shutdown_probe(ctx: FrameworkContext) -> None:
         )
 
 
-async def stop_after_drain(rig: Rig, work: list[Flight], grace_s: float) -> tuple[dict[str, object], list[str]]:
+async def stop_after_drain(rig: Rig, work: list[Flight], grace_s: float) -> tuple[JsonObject, list[str]]:
     """SIGTERM, then wait for the process to exit by itself: up to `grace_s` after SIGTERM
     and, while in-flight work is still being answered, up to `grace_s` after the last reply
     (a busy machine drains slower; the server is not killed for that). Then SIGKILL.

@@ -14,6 +14,7 @@ import anyio
 from parval.framework.context import FrameworkContext
 from parval.framework.ctest import DEFAULT_LABEL, STRESS_LABEL, CTestRun
 from parval.framework.ctest_run import run_ctest
+from parval.rundir.event_types import CtestEvent
 
 STRESS_SEED_ENV = "AUDIOCPP_STRESS_SEED"
 
@@ -68,7 +69,7 @@ async def ctest_runs(ctx: FrameworkContext) -> list[CTestRun]:
             meta=meta,
         )
         result: CTestRun = await anyio.to_thread.run_sync(call)
-        ctx.log.append("ctest", label=result.label, summary=result.summary(), status=result.status)
+        ctx.log.write(CtestEvent(kind="ctest", label=result.label, summary=result.summary(), status=result.status))
         return result
 
     if build:

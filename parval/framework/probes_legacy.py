@@ -37,7 +37,7 @@ async def legacy_probe(ctx: FrameworkContext) -> None:
     async with open_rig(ctx, "legacy", spec, [a, z, b, w]) as rig:
         await own_references(rig, z)
         caps = legacy_capabilities(rig, [a, z, b, w])
-        ctx.log.append("capabilities", rig=rig.name, **caps.to_json())
+        ctx.log.write(caps.event(rig.name))
         await first_session(rig, z, caps)
         await unpublished_skip(rig, w, caps)
         if not ctx.too_short("F1.timeouts", "timeouts@legacy"):

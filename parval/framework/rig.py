@@ -21,7 +21,8 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from parval.framework.poller import ModelsPoller, Snapshot
-from parval.jsontypes import JsonValue
+from parval.jsontypes import JsonObject, JsonValue
+from parval.rundir.event_types import FlightEvent, RigEndEvent, RigReadyEvent, RigStartEvent, plain
 from parval.server.client import Client, Reply
 from parval.server.process import LaunchSpec, ServerProcess, spawn, wait_ready
 
@@ -85,7 +86,7 @@ class Rig:
     flagged: bool
     t0: float = field(default_factory=time.monotonic)
     flights: list[Flight] = field(default_factory=list)
-    stop_info: dict[str, object] | None = None
+    stop_info: JsonObject | None = None
 
     def rel(self, t: float) -> float | None:
         return None if t == float("inf") else round(t - self.t0, 4)
@@ -110,20 +111,24 @@ class Rig:
     ) -> None:
         with anyio.CancelScope() as scope:
             flight.scope = scope
-            flight.t_send = time.monotonic()
+            flight.t_send = t_send = time.monotonic()
             task_status.started()
             flight.reply = await self.client.request(flight.method, flight.path, body, timeout_s)
         if scope.cancelled_caught:
             flight.cancelled = True
-        self.ctx.log.append(
-            "flight",
-            rig=self.name,
-            label=flight.label,
-            path=flight.path,
-            t_send=self.rel(flight.t_send),
-            t_done=self.rel(flight.t_done) if flight.reply else None,
-            cancelled=flight.cancelled,
-            reply=flight.reply.summary() if flight.reply else None,
+        sent = self.rel(t_send)
+        assert sent is not None  # a clock reading, never the unset inf
+        self.ctx.log.write(
+            FlightEvent(
+                kind="flight",
+                rig=self.name,
+                label=flight.label,
+                path=flight.path,
+                t_send=sent,
+                t_done=self.rel(flight.t_done) if flight.reply else None,
+                cancelled=flight.cancelled,
+                reply=flight.reply.summary() if flight.reply else None,
+            )
         )
         flight.done.set()
 
@@ -323,12 +328,20 @@ def _write_status(path: Path, rig: Rig) -> None:
 async def open_rig(ctx: FrameworkContext, name: str, spec: LaunchSpec, model_ids: list[str]) -> AsyncIterator[Rig]:
     """Launch, wait for /health, poll, yield; always stop the server and record the end."""
     directory: Path = ctx.run_dir / "servers" / name
-    ctx.log.append("rig_start", rig=name, flagged=spec.flagged, config=spec.config, ui_management=spec.ui_management)
+    ctx.log.write(
+        RigStartEvent(
+            kind="rig_start",
+            rig=name,
+            flagged=spec.flagged,
+            config=plain(spec.config),
+            ui_management=spec.ui_management,
+        )
+    )
     server = spawn(spec, directory, name)
     rig: Rig | None = None
     try:
         ready_s = await wait_ready(server, ctx.ready_timeout_s)
-        ctx.log.append("rig_ready", rig=name, ready_s=round(ready_s, 4), argv=server.argv)
+        ctx.log.write(RigReadyEvent(kind="rig_ready", rig=name, ready_s=round(ready_s, 4), argv=server.argv))
         async with anyio.create_task_group() as tg:
             poller = ModelsPoller(server.base_url, model_ids, ctx.poll_interval_s)
             tg.start_soon(poller.run)
@@ -354,11 +367,13 @@ async def open_rig(ctx: FrameworkContext, name: str, spec: LaunchSpec, model_ids
                 await server.stop(min(ctx.grace_s, 5.0))
         if rig is not None:
             _write_status(directory / "status.jsonl", rig)
-        ctx.log.append(
-            "rig_end",
-            rig=name,
-            stop=rig.stop_info if rig else server.stop_info,
-            polls=len(rig.poller.samples) if rig else 0,
-            poll_errors=rig.poller.errors if rig else 0,
-            log_tail=server.log_tail(1500),
+        ctx.log.write(
+            RigEndEvent(
+                kind="rig_end",
+                rig=name,
+                stop=rig.stop_info if rig is not None and rig.stop_info is not None else server.stop_info,
+                polls=len(rig.poller.samples) if rig else 0,
+                poll_errors=rig.poller.errors if rig else 0,
+                log_tail=server.log_tail(1500),
+            )
         )

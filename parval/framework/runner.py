@@ -23,7 +23,7 @@ import anyio
 from parval.errors import ServerStartError, UsageError
 from parval.framework.context import FrameworkContext
 from parval.framework.ctest import CTestRun
-from parval.framework.judges import JudgeInputs, judge
+from parval.framework.judges import judge
 from parval.framework.judges_f6 import DEFAULT_REQUIRED_TESTS, coverage_map
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, LOADED, MANAGEMENT, first_missing
 from parval.framework.probes_f1 import cap1_probe, fifo_probe, flagged_timeouts_probe, overdue_probe, unsupported_probe
@@ -35,6 +35,13 @@ from parval.framework.probes_f6 import ctest_runs
 from parval.framework.probes_legacy import legacy_probe
 from parval.framework.settings import ProbeOptions
 from parval.procedure.catalogue import FRAMEWORK_GATE, group_of
+from parval.rundir.event_types import (
+    JudgeInputsEvent,
+    ProbeBeginEvent,
+    ProbeEndEvent,
+    ProbeErrorEvent,
+    ProbeSkippedEvent,
+)
 from parval.server.groups import real_error
 from parval.status import Result, Status
 
@@ -179,7 +186,7 @@ async def run_probes(ctx: FrameworkContext, selected: set[str]) -> tuple[list[Pr
                         {"capabilities": ctx.caps.to_json(), "needs": list(probe.needs)},
                         precondition=True,
                     )
-            ctx.log.append("probe_skipped", probe=probe.name, status=str(gap[0]), reason=gap[1])
+            ctx.log.write(ProbeSkippedEvent(kind="probe_skipped", probe=probe.name, status=str(gap[0]), reason=gap[1]))
             outcomes.append(
                 {"probe": probe.name, "outcome": "precondition", "error": gap[1], "assertions": list(probe.assertions)}
             )
@@ -197,7 +204,7 @@ async def run_probes(ctx: FrameworkContext, selected: set[str]) -> tuple[list[Pr
 
 async def _run_one(ctx: FrameworkContext, probe: Probe) -> ProbeOutcome:
     t0 = time.monotonic()
-    ctx.log.append("probe_begin", probe=probe.name)
+    ctx.log.write(ProbeBeginEvent(kind="probe_begin", probe=probe.name))
     error = ""
     try:
         try:
@@ -207,15 +214,17 @@ async def _run_one(ctx: FrameworkContext, probe: Probe) -> ProbeOutcome:
             raise real_error(group, require_single=False) from None
     except ServerStartError as exc:
         error = f"server did not start: {exc.message}"
-        ctx.log.append("probe_error", probe=probe.name, error=error, log_tail=exc.log_tail)
+        ctx.log.write(ProbeErrorEvent(kind="probe_error", probe=probe.name, error=error, log_tail=exc.log_tail))
     except TimeoutError:
         error = f"timeouts.start_s={ctx.plan.timeouts['start_s']} reached"
-        ctx.log.append("probe_error", probe=probe.name, error=error)
+        ctx.log.write(ProbeErrorEvent(kind="probe_error", probe=probe.name, error=error))
     except Exception as exc:  # a probe bug or an unexpected reply shape: recorded, never a pass
         error = f"{type(exc).__name__}: {exc}"
-        ctx.log.append("probe_error", probe=probe.name, error=error, traceback=traceback.format_exc())
+        ctx.log.write(
+            ProbeErrorEvent(kind="probe_error", probe=probe.name, error=error, traceback=traceback.format_exc())
+        )
     elapsed = round(time.monotonic() - t0, 3)
-    ctx.log.append("probe_end", probe=probe.name, ok=not error, elapsed_s=elapsed)
+    ctx.log.write(ProbeEndEvent(kind="probe_end", probe=probe.name, ok=not error, elapsed_s=elapsed))
     if error:
         for aid in probe.assertions:
             ctx.findings.add(aid, probe.name, Status.BLOCKED, f"probe {probe.name} did not complete: {error}")
@@ -228,20 +237,21 @@ async def _run_one(ctx: FrameworkContext, probe: Probe) -> ProbeOutcome:
     }
 
 
-def judge_inputs(ctx: FrameworkContext, selected: set[str], only: str | None) -> JudgeInputs:
+def judge_inputs(ctx: FrameworkContext, selected: set[str], only: str | None) -> JudgeInputsEvent:
     """Everything besides the sub-checks and CTest runs that judging reads (recorded as an
     event, so `parval report --rejudge` needs nothing else)."""
-    return {
-        "selected": sorted(selected),
-        "only": only,
-        "plan_path": str(ctx.plan.path),
-        "required_tests": list(ctx.options.required_tests),
-        "default_transport_unchanged": ctx.options.default_transport_unchanged,
-        "sanitizers": list(ctx.options.sanitizers),
-        "sanitizers_unavailable": ctx.options.sanitizers_unavailable,
-        "unrelated_tests": dict(ctx.options.unrelated_tests),
-        "ctest_coverage": {k: list(v) for k, v in ctx.options.ctest_coverage.items()},
-    }
+    return JudgeInputsEvent(
+        kind="judge_inputs",
+        selected=sorted(selected),
+        only=only,
+        plan_path=str(ctx.plan.path),
+        required_tests=list(ctx.options.required_tests),
+        default_transport_unchanged=ctx.options.default_transport_unchanged,
+        sanitizers=list(ctx.options.sanitizers),
+        sanitizers_unavailable=ctx.options.sanitizers_unavailable,
+        unrelated_tests=dict(ctx.options.unrelated_tests),
+        ctest_coverage={k: list(v) for k, v in ctx.options.ctest_coverage.items()},
+    )
 
 
 def results(ctx: FrameworkContext, selected: set[str], runs: list[CTestRun], only: str | None) -> list[Result]:

@@ -1,29 +1,32 @@
-"""The fields each event kind carries: one table, kind → required fields with their types,
-enforced where events are written (`EventLog.append`) and where they are judged (the gates'
-record loader, the framework's `--rejudge`), so that a judge never meets an event without a
-field it reads. Every kind parval writes is declared (tests/rundir/test_event_kinds.py
-scans the source for them); schemas/events.schema.json is generated from this table.
+"""The fields each event kind carries, as parval checks them: derived from the kind's
+TypedDict (parval/rundir/event_types.py, the one declaration), enforced where events are
+written (`EventLog.write`) and where they are judged (the gates' record loader, the
+framework's `--rejudge`), so that a judge never meets an event without a field it reads;
+schemas/events.schema.json is generated from the same table.
 
-Each kind has one shape, or two where a probe records that it was skipped (`skipped`
-present: only the skipped shape's fields are required). Types are checked where cheap: a
-field declared `NUMBER` must be an int or float (not a bool), `TEXT` a str, and so on;
-`or_null` marks a field that must be present but may be null.
+Each kind has one shape, or two where a probe records that it was skipped (the TypedDict
+that requires `skipped`: only its fields are required then). Types are checked where
+cheap: a field declared `float` must be an int or float (not a bool), `str` a str, and so
+on; `X | None` marks a field that must be present but may be null.
 
 Events formats (`EVENTS_FORMAT`, named on the first event of a log: see events.py): in
-format 1 only the kinds the model gates read were declared, so a format-1 log is checked on
-read for those kinds only (`Shape.since_format`); every kind is checked in format 2 logs.
-Fields added after runs were recorded are upgraded on read in format-1 logs (`UPGRADES`):
-an older event gets a value that says it is older, never one that could make a verdict
-PASS."""
+format 1 only the kinds the model gates read were declared (`Format1Event`), so a
+format-1 log is checked on read for those kinds only (`Shape.since_format`); every kind is
+checked in format 2 logs. Fields added after runs were recorded are upgraded on read in
+format-1 logs (`UPGRADES`, from the fields annotated `Upgrade`): an older event gets a
+value that says it is older, never one that could make a verdict PASS."""
 
 from __future__ import annotations
 
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Annotated, Any, Final, Literal, NotRequired, Required, Union, get_args, get_origin
+from typing import is_typeddict as _is_typeddict
 
 from parval.errors import RunDirError
 from parval.jsontypes import JsonObject, JsonValue
+from parval.rundir.event_types import Format1Event, Format2Event, NonEmpty, Upgrade
 
 # The events format this parval writes (and the newest it reads): 1 = kinds the model gates
 # read declared, no marker; 2 = every kind declared, marked on a log's first event.
@@ -122,203 +125,91 @@ class Shape:
         return self.skipped if self.skipped is not None and "skipped" in event else self.fields
 
 
-START = {"run": TEXT, "attempt": INT}
-UNIT = {"unit": TEXT, "reason": TEXT}
-DRAIN = {"drained": OBJECT}
-IN_FLIGHT_UNLOAD = {
-    "issued_while_active": FLAG,
-    "busy": INT,
-    "ended_unloaded": FLAG,
-    "unloaded_seen": FLAG,
-    "unload_check": OBJECT,
-    "later_order": TEXT,
-    "tries": INT,
-}
-UNLOAD_TIMES = {"unload": OBJECT, "unload_done": NUMBER, "requests_done": LIST, "requests_latency": LIST}
+def field_type(hint: object) -> FieldType:
+    """The check of a field annotated `hint` in an event's TypedDict."""
+    marks: tuple[object, ...] = ()
+    if get_origin(hint) is Annotated:
+        marks = hint.__metadata__  # type: ignore[attr-defined]
+        hint = get_args(hint)[0]
+    if hint == JsonValue:
+        return ANY
+    if get_origin(hint) in (Union, types.UnionType) and type(None) in get_args(hint):
+        rest = [a for a in get_args(hint) if a is not type(None)]
+        assert len(rest) == 1, f"{hint}: one type or null"
+        return field_type(Annotated[(rest[0], *marks)] if marks else rest[0]).or_null
+    if get_origin(hint) is Literal:
+        values = tuple(str(v) for v in get_args(hint))
+        return OneOf(f"{', '.join(values[:-1])} or {values[-1]}", (str,), values=values)
+    if any(isinstance(m, NonEmpty) for m in marks):
+        assert hint is str, f"{hint}: only a string is non-empty"
+        return NAME
+    if _is_typeddict(hint) or get_origin(hint) is dict:
+        return OBJECT
+    if get_origin(hint) is list:
+        return LIST
+    scalars: dict[object, FieldType] = {str: TEXT, int: INT, float: NUMBER, bool: FLAG}
+    scalar = scalars.get(hint)
+    assert scalar is not None, f"{hint}: no check for this type"
+    return scalar
 
-EVENT_FIELDS: dict[str, Shape] = {
-    "campaign_end": Shape({"finished": FLAG}),
-    "count_not_run": Shape({"count": INT, "reason": TEXT}),
-    "run_start": Shape({**START, "role": TEXT, "count": INT.or_null}),
-    "run_end": Shape(START),
-    "run_abandoned": Shape(START),
-    "server_ready": Shape({**START, "argv": LIST, "warning_marker": FLAG}),
-    "server_crash": Shape({**START, "where": TEXT, "exit_code": INT}),
-    "slot_counters": Shape({**START, "published": FLAG}),
-    "start_failed": Shape(UNIT),
-    "start_aborted": Shape(UNIT),
-    "start_timeout": Shape(UNIT),
-    # `attempt` is attributed on read for older runs (the start's latest attempt)
-    "wave_timeout": Shape({"run": TEXT, "phase": TEXT, "wave": INT, "reason": TEXT}),
-    "memory_guard": Shape({**START, "reason": TEXT, "sample": OBJECT}),
-    "request": Shape(
-        {
-            **START,
-            "phase": NAME,
-            "wave": INT,
-            "req": NAME,
-            "ref": TEXT.or_null,
-            "reply": OBJECT,
-            "t_send": NUMBER,
-            "t_done": NUMBER,
-            "output": OBJECT.or_null,
-        }
-    ),
-    "wave": Shape(
-        {**START, "phase": TEXT, "wave": INT, "n": INT, "mode": WAVE_MODE, "batch_s": NUMBER, "status": OBJECT, **DRAIN}
-    ),
-    "probe": Shape({**START, "name": TEXT, "reply": OBJECT}),
-    "m4_invalid_alongside": Shape(
-        {**START, "invalid": OBJECT, "rejected": FLAG, **DRAIN}, skipped={"run": TEXT, "skipped": TEXT}
-    ),
-    "m4_load_failure": Shape(
-        {**START, "failure": OBJECT, "failed": FLAG, "retry": OBJECT, "retried": FLAG},
-        skipped={"run": TEXT, "skipped": TEXT},
-    ),
-    "m4_targeted_unload": Shape({**START, **UNLOAD_TIMES, **IN_FLIGHT_UNLOAD}),
-    "m4_all_unload": Shape({**START, **UNLOAD_TIMES, **IN_FLIGHT_UNLOAD}),
-    "m4_unload_during_first_load": Shape(
-        {**START, **UNLOAD_TIMES, "issued_during_load": FLAG, "ended_unloaded": FLAG, "unload_check": OBJECT}
-    ),
-    "m6_streaming": Shape({**START, "count": INT, "streams": LIST, "counters_present": FLAG, **DRAIN}),
-    "m6_batch": Shape({**START, "count": INT, "batches": INT, "expected_results": INT, "results": LIST, **DRAIN}),
-    "negative_control": Shape({"caught": FLAG.or_null}),
-    "perf": Shape({"series": TEXT, "count": INT, "batch_s": NUMBER, "latencies_s": LIST, "failures": INT}),
-    "rejection_latency": Shape({"count": INT, "latencies_ms": LIST}),
-    "x1_config_probe": Shape({"value": ANY, "rejected": FLAG}),
-    "x1_registration_probe": Shape({"run": TEXT, "value": ANY, "reply": OBJECT, "ok": FLAG}),
-    "x3_resize_probe": Shape({"run": TEXT, "steps": LIST}),
-}
 
-# The kinds declared in events format 2 (the rest of what parval writes): the fields every
-# writer of the kind passes. Campaigns and model runs:
-_CAMPAIGN_FIELDS: dict[str, Fields] = {
-    "campaign_start": {
-        "plan": TEXT,
-        "plan_sha256": TEXT,
-        "shard": LIST.or_null,
-        "counts": LIST,
-        "resumed": FLAG,
-        "fail_fast": FLAG,
-    },
-    "campaign_stopped": {"reason": TEXT},
-    "executable_cannot_start": {
-        "role": TEXT,
-        "executable": TEXT,
-        "run": TEXT,
-        "exit_code": INT,
-        "last_lines": LIST,
-        "stream": TEXT,
-        "reason": TEXT,
-    },
-    "campaign_interrupted": {"signal": TEXT, "unit": TEXT.or_null, "reason": TEXT},
-    "campaign_timeout": {"after_s": NUMBER, "reason": TEXT},
-    "recovery_count": {"count": INT, "reason": TEXT},
-    "unit_begin": {"unit": TEXT},
-    "unit_end": {"unit": TEXT, "ok": FLAG},
-    "unit_skipped": {"unit": TEXT, "reason": TEXT},
-    "server_leftover": {"unit": TEXT, "server": TEXT, "stop": OBJECT, "log_tail": TEXT},
-    "server_unresponsive": {
-        **START,
-        "where": TEXT,
-        "requests": INT,
-        "outcomes": LIST,
-        "request_timeout_s": NUMBER,
-        "log_tail": TEXT,
-    },
-    "wave_repeat": {
-        **START,
-        "count": INT.or_null,
-        "phase": TEXT,
-        "wave": INT,
-        "n": INT,
-        "retry": INT,
-        "repeat": FLAG,
-        "reason": TEXT,
-    },
-    "torn_tail_discarded": {"bytes": INT, "sha256": TEXT, "reason": TEXT},
-}
-# Framework records (`parval framework`): what `--rejudge` reads first.
-RIG = {"rig": TEXT}
-RIG_TIMELINE = {**RIG, "timeline": LIST}
-FORCED = {**RIG_TIMELINE, "model": TEXT, "count": INT}
-_FRAMEWORK_FIELDS: dict[str, Fields] = {
-    "framework_start": {"plan": TEXT, "plan_sha256": TEXT, "only": TEXT.or_null, "selection": LIST},
-    "framework_end": {"record_id": TEXT, "verdict": OBJECT},
-    "observation": {"assertion": TEXT, "name": TEXT, "judge": TEXT, "facts": OBJECT, "evidence": OBJECT},
-    "check": {"assertion": TEXT, "name": TEXT, "status": TEXT, "detail": TEXT, "evidence": OBJECT},
-    "ctest_run": {"run": OBJECT},
-    "ctest": {"label": TEXT, "summary": TEXT, "status": TEXT},
-    "judge_inputs": {
-        "selected": LIST,
-        "only": TEXT.or_null,
-        "plan_path": TEXT,
-        "required_tests": LIST,
-        "default_transport_unchanged": TEXT.or_null,
-        "sanitizers": LIST,
-        "sanitizers_unavailable": OBJECT,
-    },
-    "record_inputs": {
-        "procedure_version": TEXT,
-        "parval_version": TEXT,
-        "created_at": TEXT,
-        "elapsed_s": NUMBER,
-        "identity": OBJECT,
-        "scope": OBJECT,
-        "contract": OBJECT,
-        "probes": LIST,
-        "reproduction": TEXT,
-    },
-    "probe_begin": {"probe": TEXT},
-    "probe_end": {"probe": TEXT, "ok": FLAG, "elapsed_s": NUMBER},
-    "probe_error": {"probe": TEXT, "error": TEXT},
-    "probe_skipped": {"probe": TEXT, "status": TEXT, "reason": TEXT},
-    "rig_start": {**RIG, "flagged": FLAG, "config": OBJECT, "ui_management": FLAG},
-    "rig_ready": {**RIG, "ready_s": NUMBER, "argv": LIST},
-    "rig_end": {**RIG, "stop": OBJECT, "polls": INT, "poll_errors": INT, "log_tail": TEXT},
-    "flight": {
-        **RIG,
-        "label": TEXT,
-        "path": TEXT,
-        "t_send": NUMBER,
-        "t_done": NUMBER.or_null,
-        "cancelled": FLAG,
-        "reply": OBJECT.or_null,
-    },
-    "calibration": {**RIG, "timing": OBJECT, "statuses": LIST},
-    "capabilities": {
-        **RIG,
-        "counters": FLAG.or_null,
-        "loaded": FLAG.or_null,
-        "bulk_unload": FLAG.or_null,
-        "bulk_status": INT.or_null,
-        "management": FLAG.or_null,
-        "management_status": INT.or_null,
-        "plan_ui_management": FLAG,
-    },
-    "first_wave": {**FORCED, "capacity": LIST, "sessions": LIST},
-    "forced_order": FORCED,
-    "request_only_queue": FORCED,
-    "healthy_plus_overdue": {**RIG, "count": INT, "probe_ms": INT},
-    "overlapping_managers": RIG_TIMELINE,
-    "reconfigure_queued": RIG_TIMELINE,
-    "unload_not_undone": RIG_TIMELINE,
-}
-EVENT_FIELDS.update(
-    {kind: Shape(fields, since_format=2) for kind, fields in {**_CAMPAIGN_FIELDS, **_FRAMEWORK_FIELDS}.items()}
-)
+def _hints(cls: type) -> dict[str, object]:
+    """A TypedDict's annotations (its bases' first) as written, without `NotRequired`
+    (event_types.py evaluates them; get_type_hints would expand JsonValue)."""
+    hints: dict[str, object] = cls.__annotations__
+    return {name: get_args(h)[0] if get_origin(h) in (NotRequired, Required) else h for name, h in hints.items()}
 
-# Fields a kind gained after runs were recorded with it: the value an older event gets on
-# read, worded so that it names its age (and never a value a PASS could rest on).
-_UNOBSERVED: JsonObject = {"unloaded_seen": False, "unload_check": {}, "later_order": "unobserved", "tries": 1}
-UPGRADES: dict[str, JsonObject] = {
-    "wave_timeout": {"reason": "the wave did not complete within timeouts.wave_s (recorded without a reason)"},
-    # recorded before /v1/models was checked after an unload, or before the later request's
-    # place in the queue was observed: not shown
-    "m4_targeted_unload": _UNOBSERVED,
-    "m4_all_unload": _UNOBSERVED,
-    "m4_unload_during_first_load": {"unload_check": {}},
-}
+
+def _required(cls: type) -> Fields:
+    """The fields a TypedDict requires (but `kind`), in the order it declares them."""
+    required: frozenset[str] = cls.__required_keys__  # type: ignore[attr-defined]
+    return {name: field_type(h) for name, h in _hints(cls).items() if name in required and name != "kind"}
+
+
+def _kinds(cls: type) -> tuple[str, ...]:
+    return tuple(str(k) for k in get_args(_hints(cls)["kind"]))
+
+
+def _upgrades(cls: type) -> JsonObject:
+    """The fields annotated `Upgrade`, with the value an older event lacking them gets."""
+    out: JsonObject = {}
+    for name, hint in _hints(cls).items():
+        for mark in hint.__metadata__ if get_origin(hint) is Annotated else ():  # type: ignore[attr-defined]
+            if isinstance(mark, Upgrade):
+                out[name] = mark.value
+    return out
+
+
+def shapes_of(types: tuple[type, ...], since_format: int) -> tuple[dict[str, Shape], dict[str, JsonObject]]:
+    """kind -> its shape, and kind -> the fields an older event of it gets on read, for the
+    event TypedDicts `types` (a kind's skipped shape after its own)."""
+    table: dict[str, Shape] = {}
+    upgrades: dict[str, JsonObject] = {}
+    for cls in types:
+        fields = _required(cls)
+        for kind in _kinds(cls):
+            if "skipped" in fields:  # the shape of a probe that recorded why it did not run
+                assert kind in table, f"{kind}: declare its shape before its skipped shape"
+                table[kind] = Shape(table[kind].fields, fields, table[kind].since_format)
+                continue
+            assert kind not in table, f"{kind}: declared twice"
+            table[kind] = Shape(fields, since_format=since_format)
+            if extra := _upgrades(cls):
+                upgrades[kind] = extra
+    return table, upgrades
+
+
+def _table() -> tuple[dict[str, Shape], dict[str, JsonObject]]:
+    table, upgrades = shapes_of(get_args(Format1Event), 1)
+    later, later_upgrades = shapes_of(get_args(Format2Event), 2)
+    assert not set(table) & set(later), "a kind declared in both formats"
+    # only format-1 logs are upgraded: a kind declared since format 2 has every field
+    assert not later_upgrades, f"upgrades of kinds declared since format 2: {later_upgrades}"
+    return {**table, **later}, upgrades
+
+
+# kind -> its shape, and kind -> the fields an older (format-1) event of it gets on read.
+EVENT_FIELDS, UPGRADES = _table()
 
 
 class EventFieldError(RunDirError):

@@ -1,5 +1,6 @@
 """The JSON Schema of one events.jsonl line, generated from the table of event kinds
-(parval.rundir.event_fields), so that the two never disagree.
+(parval.rundir.event_fields, itself derived from the TypedDicts of
+parval.rundir.event_types), so that the two never disagree.
 
 `parval schema events` prints it; schemas/events.schema.json is the checked-in copy
 (tests/rundir/test_event_schema.py fails when it differs: regenerate it with
@@ -46,7 +47,7 @@ def events_schema() -> JsonObject:
             "One JSON object per line: `seq` (0, 1, ...), `t` (wall clock, seconds), `kind` and the "
             f"fields its kind declares (more are allowed). The first event of a log carries `{FORMAT_FIELD}`; "
             "a log without it is format 1 (older runs, read with the fields they lack filled in). "
-            "Generated from parval/rundir/event_fields.py."
+            "Generated from the event types of parval/rundir/event_types.py."
         ),
         "type": "object",
         "required": ["seq", "t", "kind"],

@@ -1,27 +1,61 @@
-"""Every event kind parval writes, one TypedDict per kind (two where a probe may record that
-it was skipped): the required keys are the fields parval.rundir.event_fields declares for
-the kind (checked when a log is read, so a reader can index them), `NotRequired` the
-optional ones parval's writers add and a judge reads with `.get`, typed as those writers
-record them (they are not checked on read). tests/rundir/test_event_types.py keeps the two
-tables in step and writes one event of every kind, built through its type, to a log that
-validates against schemas/events.schema.json.
+"""Every event kind parval writes, declared once: one TypedDict per kind (two where a probe
+may record that it was skipped), the type an event is written through (`EventLog.write`)
+and read through (`parval.rundir.records`). Everything else about a kind is derived from
+it: the fields `parval.rundir.event_fields` checks on write and on read, the upgrades of
+older logs, and schemas/events.schema.json.
 
-The table declares a nested object (a reply, a wave's status) only as an object: the ones
-the gates read have a TypedDict below with every key optional (`total=False`: older runs
-may lack a key, so the gates read them with `.get`), typed as parval's writer records it;
-the rest are JSON objects, narrowed where they are read."""
+* A required key is a field every writer of the kind passes: it is checked on write and on
+  read, so a reader may index it. `NotRequired` keys are the optional ones some writers add
+  (typed here, so mypy checks every writer; not checked on read, a judge reads them with
+  `.get`).
+* A field's type decides its check: `str`, `int`, `float` (an int or a float), `bool`, a
+  list, an object (a JSON object or a TypedDict), `JsonValue` (anything), a `Literal` of
+  strings (one of them), `X | None` (present, maybe null). `Annotated` adds what a type
+  cannot say: `Name` (a non-empty string), `Upgrade(value)` (what a format-1 event recorded
+  before the field existed gets on read).
+* The kinds are listed once, in `Format1Event` (the kinds the model gates read, declared
+  since events format 1) and `Format2Event` (the rest, declared since format 2).
+
+A nested object (a reply, a wave's status) has a TypedDict with every key optional
+(`total=False`): the writer fills every key, but older runs may lack one, so a judge reads
+them with `.get`."""
 
 # No `from __future__ import annotations`: TypedDict reads `NotRequired` from evaluated
-# annotations only (Python 3.11), and the test compares __required_keys__ with the table.
-from typing import Literal, NotRequired, TypedDict
+# annotations only (Python 3.11), and event_fields reads the annotations at import.
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Literal, NotRequired, TypeAlias, TypedDict, cast
 
 from parval.jsontypes import JsonObject, JsonValue
 
+
+@dataclass(frozen=True)
+class NonEmpty:
+    """A string that names what decides how an event is judged (a phase, a request): an
+    empty one is no name."""
+
+
+@dataclass(frozen=True, eq=False)
+class Upgrade:
+    """The value a format-1 event that lacks this field (recorded before it was added) gets
+    on read: worded so that it names its age, never a value a PASS could rest on."""
+
+    value: JsonValue
+
+
+def plain(record: Mapping[str, object]) -> JsonObject:
+    """A record typed where it is made (a TypedDict of JSON values) as the plain JSON object
+    an event field declares where no judge reads it through a type of its own."""
+    return cast(JsonObject, record)
+
+
+Name = Annotated[str, NonEmpty()]
 WaveMode = Literal["together", "ordered", "reversed", "serial"]
 
 
 class ReplySummary(TypedDict, total=False):
-    """A request's or a probe's `reply` (parval.server.client `Reply.summary`)."""
+    """A request's or a probe's `reply`, as parval.server.client `Reply.summary` writes it
+    (`error_type` only for an HTTP error)."""
 
     status: int | None
     outcome: str
@@ -31,17 +65,19 @@ class ReplySummary(TypedDict, total=False):
 
 
 class RequestOutput(TypedDict, total=False):
-    """A request's canonical `output` (parval.gates.canonical); the canonical form and
-    audio digests are compared and reported, never computed with."""
+    """A request's canonical `output` (parval.outputs.compare `Output.to_json`); the
+    canonical form and audio digests are compared and reported, never computed with."""
 
     valid: bool
     canon: JsonValue
     audio: JsonValue
     problem: JsonValue
+    text: str  # the first 200 characters of a text output
 
 
 class WaveStatus(TypedDict, total=False):
-    """What the status poller saw during one wave (parval.server.status_poller `WindowSummary`)."""
+    """What the status poller saw during one wave (parval.server.status_poller
+    `summarise_window`): a wave event's `status`."""
 
     polls: int
     poll_errors: int
@@ -54,7 +90,8 @@ class WaveStatus(TypedDict, total=False):
 
 
 class DrainedState(TypedDict, total=False):
-    """Whether the slots drained after a step (runners/start.py `Drained`)."""
+    """Whether the slots drained after a step (runners/start.py `Start.drained`); `waited`
+    and `polls_ok` only when the process published no counters to wait for."""
 
     ok: bool
     active: int | None
@@ -62,12 +99,16 @@ class DrainedState(TypedDict, total=False):
     fields_present: bool
     waited: bool
     polls_ok: bool
-    lag_ms: float | None  # from the step's last reply to the zero read (recorded since counters lag is judged)
+    # From the drain check's start (the step's last reply) to the poll that showed both
+    # counters at zero, and how many polls before it still showed work: a lagging counter
+    # (recorded since counters lag is judged).
+    lag_ms: float | None
     nonzero_reads: int
 
 
 class InFlightWindow(TypedDict, total=False):
-    """The window with every request of a wave in flight (runners/start.py `AllInFlight`)."""
+    """The window with every request of a wave in flight, and what the polls inside showed
+    (runners/start.py `Start.all_in_flight`)."""
 
     ms: float
     polls: int
@@ -75,15 +116,69 @@ class InFlightWindow(TypedDict, total=False):
     max_active_loaded: int | None
 
 
+class UnloadCheck(TypedDict, total=False):
+    """What /v1/models showed after an unload (runners/start.py `Start.observe_unloaded`)."""
+
+    reply: ReplySummary
+    loaded_false: bool
+    polls_after: int
+    still_loaded: bool
+    loaded_field: bool
+
+
+class StalledAdmission(TypedDict, total=False):
+    """An admission that did not show while several requests were in flight."""
+
+    request: int
+    want: int
+    outstanding: int
+    polls: int
+    max_active: int
+
+
+class AdmissionInfo(TypedDict, total=False):
+    """How an ordered wave was admitted (parval.server.admission): a wave event's `admission`."""
+
+    ordered_ok: bool
+    finished_early: bool
+    admit_waits_ms: list[float]
+    observed: bool
+    admit_timeout_s: float
+    stalled: StalledAdmission
+
+
+class LaterSamples(TypedDict, total=False):
+    """The status samples between an unload probe's later request and the unload's return."""
+
+    polls: int
+    max_active: int | None
+    max_queued: int | None
+
+
+class ResizeStep(TypedDict, total=False):
+    """One resize of the X3 probe: `capacity_refused` when the first was refused for
+    capacity (the probe ends there), the status fields seen otherwise."""
+
+    slots: int
+    reply: ReplySummary
+    capacity_refused: bool
+    status_fields: bool
+    slots_seen: int | None
+    output_status: int | None
+
+
 class CampaignEndEvent(TypedDict):
     kind: Literal["campaign_end"]
     finished: bool
+    elapsed_s: NotRequired[float]
 
 
 class CountNotRunEvent(TypedDict):
     kind: Literal["count_not_run"]
     count: int
     reason: str
+    after_count: NotRequired[int]  # the lower count with a FAIL
+    failed: NotRequired[list[str]]  # its failed assertions
 
 
 class ServerConfigRecord(TypedDict, total=False):
@@ -98,31 +193,42 @@ class RunStartEvent(TypedDict):
     attempt: int
     role: str
     count: int | None
-    exe_role: NotRequired[str]
+    flagged: NotRequired[bool]
     config: NotRequired[ServerConfigRecord]
     env: NotRequired[list[str]]  # the names of the variables in the server's environment
+    start_index: NotRequired[int]  # a count's starts: which one
+    exe_role: NotRequired[str]  # "baseline" for a start of the baseline executable
 
 
 class RunEndEvent(TypedDict):
     kind: Literal["run_end"]
     run: str
     attempt: int
-    memory: NotRequired[JsonObject | None]  # how the memory sampler ran
+    stop: NotRequired[JsonObject]  # how the server stopped
     status_fields: NotRequired[JsonObject]  # the /v1/models fields the start published
+    poll_errors: NotRequired[int]
+    polls: NotRequired[int]
+    memory: NotRequired[JsonObject | None]  # how the memory sampler ran (server.memory `SamplerInfo`)
+    log_tail: NotRequired[str]
 
 
 class RunAbandonedEvent(TypedDict):
     kind: Literal["run_abandoned"]
     run: str
     attempt: int
+    stop: NotRequired[JsonObject]
+    reason: NotRequired[str]
+    log_tail: NotRequired[str]
 
 
 class ServerReadyEvent(TypedDict):
     kind: Literal["server_ready"]
     run: str
     attempt: int
-    argv: list[JsonValue]
+    argv: list[str]
     warning_marker: bool
+    ready_s: NotRequired[float]
+    pid: NotRequired[int]
 
 
 class ServerCrashEvent(TypedDict):
@@ -132,6 +238,7 @@ class ServerCrashEvent(TypedDict):
     where: str
     exit_code: int
     signal: NotRequired[str | None]
+    log_tail: NotRequired[str]
 
 
 class SlotCountersEvent(TypedDict):
@@ -139,6 +246,9 @@ class SlotCountersEvent(TypedDict):
     run: str
     attempt: int
     published: bool
+    model_listed: NotRequired[bool]
+    observed: NotRequired[str]  # which sample was looked at
+    fields: NotRequired[list[str]]  # the slot fields it carried
 
 
 class _UnitStopped(TypedDict):
@@ -149,6 +259,7 @@ class _UnitStopped(TypedDict):
     reason: str
     run: NotRequired[str]
     attempt: NotRequired[int | None]
+    log_tail: NotRequired[str]
 
 
 class StartFailedEvent(_UnitStopped):
@@ -168,8 +279,12 @@ class WaveTimeoutEvent(TypedDict):
     run: str
     phase: str
     wave: int
-    reason: str
+    reason: Annotated[str, Upgrade("the wave did not complete within timeouts.wave_s (recorded without a reason)")]
+    # `attempt` is attributed on read for older runs (the start's latest attempt)
     attempt: NotRequired[int | None]
+    count: NotRequired[int | None]
+    n: NotRequired[int]
+    status: NotRequired[WaveStatus]  # what the poller saw meanwhile
 
 
 class MemoryGuardEvent(TypedDict):
@@ -177,16 +292,16 @@ class MemoryGuardEvent(TypedDict):
     run: str
     attempt: int
     reason: str
-    sample: JsonObject
+    sample: JsonObject  # the GPU sample that tripped the guard (server.memory `GuardStop`)
 
 
 class RequestEvent(TypedDict):
     kind: Literal["request"]
     run: str
     attempt: int
-    phase: str
+    phase: Name
     wave: int
-    req: str
+    req: Name
     ref: str | None
     reply: ReplySummary
     t_send: float
@@ -199,6 +314,8 @@ class RequestEvent(TypedDict):
     expect_error: NotRequired[bool]
     reversed: NotRequired[bool]
     retry: NotRequired[int]
+    perf_n: NotRequired[int]  # a serial performance request: the count it measures
+    resized_to: NotRequired[int]  # the first request after an X3 resize
 
 
 class WaveEvent(TypedDict):
@@ -216,9 +333,11 @@ class WaveEvent(TypedDict):
     count: NotRequired[int | None]
     t_start: NotRequired[float]
     t_end: NotRequired[float]
+    send_spread_ms: NotRequired[float | None]
     all_in_flight: NotRequired[InFlightWindow | None]
     # and by the mixed waves (runners/phases.py):
-    admission: NotRequired[JsonObject]
+    admission: NotRequired[AdmissionInfo]
+    trace_lines: NotRequired[int]
     trace_confirmed: NotRequired[bool | None]
     order: NotRequired[list[str]]
     retry: NotRequired[int]
@@ -233,6 +352,7 @@ class ProbeEvent(TypedDict):
     # The per-start unload probe (runners/phases.py `unload_reload`) and the check of
     # /v1/models after it (`Start.observe_unloaded`):
     cycle: NotRequired[int]
+    body: NotRequired[JsonObject | None]
     listed: NotRequired[bool]
     loaded_false: NotRequired[bool]
     loaded_field: NotRequired[bool | None]
@@ -244,19 +364,25 @@ class M4InvalidAlongsideEvent(TypedDict):
     kind: Literal["m4_invalid_alongside"]
     run: str
     attempt: int
-    invalid: JsonObject
+    invalid: ReplySummary
     rejected: bool
-    drained: JsonObject
+    drained: DrainedState
 
 
 class M4LoadFailureEvent(TypedDict):
     kind: Literal["m4_load_failure"]
     run: str
     attempt: int
-    failure: JsonObject
+    failure: ReplySummary
     failed: bool
-    retry: JsonObject
+    retry: ReplySummary
     retried: bool
+    registration: NotRequired[JsonObject]  # the plan's entry and the broken path
+    healthy_in_flight: NotRequired[bool]
+    healthy: NotRequired[int]
+    healthy_done: NotRequired[list[float]]
+    failure_done: NotRequired[float]
+    drained: NotRequired[DrainedState]
 
 
 class M4ProbeSkippedEvent(TypedDict):
@@ -270,35 +396,39 @@ class M4ProbeSkippedEvent(TypedDict):
 class _UnloadTimes(TypedDict):
     run: str
     attempt: int
-    unload: JsonObject
+    unload: ReplySummary
     unload_done: float
-    requests_done: list[JsonValue]
-    requests_latency: list[JsonValue]
+    requests_done: list[float]
+    requests_latency: list[float]
 
 
-class _InFlightUnload(_UnloadTimes):
+class M4InFlightUnloadEvent(_UnloadTimes):
+    """An unload of the model (targeted) or of every model (all) with work in flight."""
+
+    kind: Literal["m4_targeted_unload", "m4_all_unload"]
     issued_while_active: bool
     busy: int
     ended_unloaded: bool
-    unloaded_seen: bool
-    unload_check: JsonObject
-    later_order: str
-    tries: int
-
-
-class M4TargetedUnloadEvent(_InFlightUnload):
-    kind: Literal["m4_targeted_unload"]
-
-
-class M4AllUnloadEvent(_InFlightUnload):
-    kind: Literal["m4_all_unload"]
+    # Recorded before /v1/models was checked after an unload, or before the later
+    # request's place in the queue was observed: not shown.
+    unloaded_seen: Annotated[bool, Upgrade(False)]
+    unload_check: Annotated[UnloadCheck, Upgrade({})]
+    later_order: Annotated[str, Upgrade("unobserved")]
+    tries: Annotated[int, Upgrade(1)]
+    later_done: NotRequired[float]
+    gap_s: NotRequired[float]
+    unload_pending_at_later_send: NotRequired[bool]
+    later_samples: NotRequired[LaterSamples]
+    active_while_unload_waits: NotRequired[int]  # kept for older readers: later_samples' max_active
+    max_tries: NotRequired[int]
 
 
 class M4UnloadDuringFirstLoadEvent(_UnloadTimes):
     kind: Literal["m4_unload_during_first_load"]
     issued_during_load: bool
     ended_unloaded: bool
-    unload_check: JsonObject
+    unload_check: Annotated[UnloadCheck, Upgrade({})]
+    listed: NotRequired[bool]  # the unload's reply listed the model
 
 
 class StreamRecord(TypedDict, total=False):
@@ -329,6 +459,7 @@ class M6StreamingEvent(TypedDict):
     counters_present: bool
     drained: DrainedState
     max_active: NotRequired[int | None]
+    max_active_disconnect: NotRequired[int | None]
     polls: NotRequired[int]
 
 
@@ -361,6 +492,10 @@ class NegativeControlEvent(TypedDict):
     kind: Literal["negative_control"]
     caught: bool | None
     source: NotRequired[JsonObject]  # the request whose reply was altered
+    reason: NotRequired[str]  # why nothing was planted
+    reference_canon: NotRequired[JsonValue]
+    planted_canon: NotRequired[JsonValue]
+    planted_artifact: NotRequired[str]
 
 
 class PerfEvent(TypedDict):
@@ -368,22 +503,31 @@ class PerfEvent(TypedDict):
     series: str
     count: int
     batch_s: float
-    latencies_s: list[JsonValue]
+    latencies_s: list[JsonValue]  # each a float
     failures: int
+    run: NotRequired[str]  # the serial series: the reference start that measured it
+    attempt: NotRequired[int]
+    repeat: NotRequired[int]
+    unit: NotRequired[str]  # independent servers: the unit that measured it
+    cold_s: NotRequired[float | None]
 
 
 class RejectionLatencyEvent(TypedDict):
     kind: Literal["rejection_latency"]
     count: int
-    latencies_ms: list[JsonValue]
-    statuses: NotRequired[JsonValue]
+    latencies_ms: list[JsonValue]  # each a float
+    run: NotRequired[str]
+    attempt: NotRequired[int]
+    statuses: NotRequired[list[int | None]]
 
 
 class X1ConfigProbeEvent(TypedDict):
     kind: Literal["x1_config_probe"]
     value: JsonValue
     rejected: bool
+    exit_code: NotRequired[int | None]
     message_ok: NotRequired[bool]  # the startup error was the legacy text
+    stderr_tail: NotRequired[str]
 
 
 class X1RegistrationProbeEvent(TypedDict):
@@ -398,9 +542,9 @@ class X1RegistrationProbeEvent(TypedDict):
 class X3ResizeProbeEvent(TypedDict):
     kind: Literal["x3_resize_probe"]
     run: str
-    steps: list[JsonValue]
+    steps: list[ResizeStep]
     ok: NotRequired[bool]  # every step ran
-    capacity_refused: NotRequired[JsonValue]  # the server's refusal of two slots
+    capacity_refused: NotRequired[str | None]  # the server's refusal of two slots
 
 
 # -- the kinds declared in events format 2: campaign bookkeeping and the framework record ---
@@ -412,8 +556,8 @@ class CampaignStartEvent(TypedDict):
     kind: Literal["campaign_start"]
     plan: str
     plan_sha256: str
-    shard: list[JsonValue] | None
-    counts: list[JsonValue]
+    shard: list[int] | None  # --shard i/n
+    counts: list[int]
     resumed: bool
     fail_fast: bool
 
@@ -431,7 +575,7 @@ class ExecutableCannotStartEvent(TypedDict):
     executable: str
     run: str
     exit_code: int
-    last_lines: list[JsonValue]  # each a str
+    last_lines: list[str]
     stream: str
     reason: str
 
@@ -470,6 +614,8 @@ class UnitSkippedEvent(TypedDict):
     kind: Literal["unit_skipped"]
     unit: str
     reason: str
+    not_run: NotRequired[bool]  # skipped for a reason of this campaign, not done before a resume
+    cannot_start: NotRequired[str]  # the executable whose first start never became ready
 
 
 class ServerLeftoverEvent(TypedDict):
@@ -486,7 +632,7 @@ class ServerUnresponsiveEvent(TypedDict):
     attempt: int
     where: str
     requests: int
-    outcomes: list[JsonValue]
+    outcomes: list[str]
     request_timeout_s: float
     log_tail: str
 
@@ -516,7 +662,7 @@ class FrameworkStartEvent(TypedDict):
     plan: str
     plan_sha256: str
     only: str | None
-    selection: list[JsonValue]
+    selection: list[str]
 
 
 class FrameworkEndEvent(TypedDict):
@@ -557,15 +703,15 @@ class CtestEvent(TypedDict):
 
 class JudgeInputsEvent(TypedDict):
     kind: Literal["judge_inputs"]
-    selected: list[JsonValue]
+    selected: list[str]
     only: str | None
     plan_path: str
-    required_tests: list[JsonValue]
+    required_tests: list[str]
     default_transport_unchanged: str | None
-    sanitizers: list[JsonValue]
-    sanitizers_unavailable: JsonObject
-    unrelated_tests: NotRequired[JsonObject]  # older records: none (judges_f6)
-    ctest_coverage: NotRequired[JsonObject]
+    sanitizers: list[str]
+    sanitizers_unavailable: dict[str, str]
+    unrelated_tests: NotRequired[dict[str, str]]  # older records: none (judges_f6)
+    ctest_coverage: NotRequired[dict[str, list[str]]]
 
 
 class RecordInputsEvent(TypedDict):
@@ -577,7 +723,7 @@ class RecordInputsEvent(TypedDict):
     identity: JsonObject
     scope: JsonObject
     contract: JsonObject
-    probes: list[JsonValue]
+    probes: list[JsonObject]
     reproduction: str
 
 
@@ -597,6 +743,8 @@ class ProbeErrorEvent(TypedDict):
     kind: Literal["probe_error"]
     probe: str
     error: str
+    log_tail: NotRequired[str]  # a server that would not start
+    traceback: NotRequired[str]  # a bug in the probe
 
 
 class ProbeSkippedEvent(TypedDict):
@@ -618,7 +766,7 @@ class RigReadyEvent(TypedDict):
     kind: Literal["rig_ready"]
     rig: str
     ready_s: float
-    argv: list[JsonValue]
+    argv: list[str]
 
 
 class RigEndEvent(TypedDict):
@@ -638,7 +786,7 @@ class FlightEvent(TypedDict):
     t_send: float
     t_done: float | None
     cancelled: bool
-    reply: JsonObject | None
+    reply: ReplySummary | None
 
 
 class CalibrationEvent(TypedDict):
@@ -663,7 +811,7 @@ class CapabilitiesEvent(TypedDict):
 class FirstWaveEvent(TypedDict):
     kind: Literal["first_wave"]
     rig: str
-    timeline: list[JsonValue]
+    timeline: list[dict[str, object]]  # parval.framework.rig `Rig.timeline`
     model: str
     count: int
     capacity: list[JsonValue]
@@ -673,7 +821,7 @@ class FirstWaveEvent(TypedDict):
 class ForcedOrderEvent(TypedDict):
     kind: Literal["forced_order"]
     rig: str
-    timeline: list[JsonValue]
+    timeline: list[dict[str, object]]  # parval.framework.rig `Rig.timeline`
     model: str
     count: int
 
@@ -681,7 +829,7 @@ class ForcedOrderEvent(TypedDict):
 class RequestOnlyQueueEvent(TypedDict):
     kind: Literal["request_only_queue"]
     rig: str
-    timeline: list[JsonValue]
+    timeline: list[dict[str, object]]  # parval.framework.rig `Rig.timeline`
     model: str
     count: int
 
@@ -696,88 +844,95 @@ class HealthyPlusOverdueEvent(TypedDict):
 class OverlappingManagersEvent(TypedDict):
     kind: Literal["overlapping_managers"]
     rig: str
-    timeline: list[JsonValue]
+    timeline: list[dict[str, object]]  # parval.framework.rig `Rig.timeline`
 
 
 class ReconfigureQueuedEvent(TypedDict):
     kind: Literal["reconfigure_queued"]
     rig: str
-    timeline: list[JsonValue]
+    timeline: list[dict[str, object]]  # parval.framework.rig `Rig.timeline`
 
 
 class UnloadNotUndoneEvent(TypedDict):
     kind: Literal["unload_not_undone"]
     rig: str
-    timeline: list[JsonValue]
+    timeline: list[dict[str, object]]  # parval.framework.rig `Rig.timeline`
 
 
-# kind -> its TypedDict(s): two where a probe may record that it was skipped.
-EVENT_TYPES: dict[str, tuple[type, ...]] = {
-    "campaign_end": (CampaignEndEvent,),
-    "count_not_run": (CountNotRunEvent,),
-    "run_start": (RunStartEvent,),
-    "run_end": (RunEndEvent,),
-    "run_abandoned": (RunAbandonedEvent,),
-    "server_ready": (ServerReadyEvent,),
-    "server_crash": (ServerCrashEvent,),
-    "slot_counters": (SlotCountersEvent,),
-    "start_failed": (StartFailedEvent,),
-    "start_aborted": (StartAbortedEvent,),
-    "start_timeout": (StartTimeoutEvent,),
-    "wave_timeout": (WaveTimeoutEvent,),
-    "memory_guard": (MemoryGuardEvent,),
-    "request": (RequestEvent,),
-    "wave": (WaveEvent,),
-    "probe": (ProbeEvent,),
-    "m4_invalid_alongside": (M4InvalidAlongsideEvent, M4ProbeSkippedEvent),
-    "m4_load_failure": (M4LoadFailureEvent, M4ProbeSkippedEvent),
-    "m4_targeted_unload": (M4TargetedUnloadEvent,),
-    "m4_all_unload": (M4AllUnloadEvent,),
-    "m4_unload_during_first_load": (M4UnloadDuringFirstLoadEvent,),
-    "m6_streaming": (M6StreamingEvent,),
-    "m6_batch": (M6BatchEvent,),
-    "negative_control": (NegativeControlEvent,),
-    "perf": (PerfEvent,),
-    "rejection_latency": (RejectionLatencyEvent,),
-    "x1_config_probe": (X1ConfigProbeEvent,),
-    "x1_registration_probe": (X1RegistrationProbeEvent,),
-    "x3_resize_probe": (X3ResizeProbeEvent,),
-    "campaign_start": (CampaignStartEvent,),
-    "campaign_stopped": (CampaignStoppedEvent,),
-    "executable_cannot_start": (ExecutableCannotStartEvent,),
-    "campaign_interrupted": (CampaignInterruptedEvent,),
-    "campaign_timeout": (CampaignTimeoutEvent,),
-    "recovery_count": (RecoveryCountEvent,),
-    "unit_begin": (UnitBeginEvent,),
-    "unit_end": (UnitEndEvent,),
-    "unit_skipped": (UnitSkippedEvent,),
-    "server_leftover": (ServerLeftoverEvent,),
-    "server_unresponsive": (ServerUnresponsiveEvent,),
-    "wave_repeat": (WaveRepeatEvent,),
-    "torn_tail_discarded": (TornTailDiscardedEvent,),
-    "framework_start": (FrameworkStartEvent,),
-    "framework_end": (FrameworkEndEvent,),
-    "observation": (ObservationEvent,),
-    "check": (CheckEvent,),
-    "ctest_run": (CtestRunEvent,),
-    "ctest": (CtestEvent,),
-    "judge_inputs": (JudgeInputsEvent,),
-    "record_inputs": (RecordInputsEvent,),
-    "probe_begin": (ProbeBeginEvent,),
-    "probe_end": (ProbeEndEvent,),
-    "probe_error": (ProbeErrorEvent,),
-    "probe_skipped": (ProbeSkippedEvent,),
-    "rig_start": (RigStartEvent,),
-    "rig_ready": (RigReadyEvent,),
-    "rig_end": (RigEndEvent,),
-    "flight": (FlightEvent,),
-    "calibration": (CalibrationEvent,),
-    "capabilities": (CapabilitiesEvent,),
-    "first_wave": (FirstWaveEvent,),
-    "forced_order": (ForcedOrderEvent,),
-    "request_only_queue": (RequestOnlyQueueEvent,),
-    "healthy_plus_overdue": (HealthyPlusOverdueEvent,),
-    "overlapping_managers": (OverlappingManagersEvent,),
-    "reconfigure_queued": (ReconfigureQueuedEvent,),
-    "unload_not_undone": (UnloadNotUndoneEvent,),
-}
+# The kinds the model gates read, declared since events format 1 (older logs are checked
+# for these only).
+Format1Event: TypeAlias = (
+    CampaignEndEvent
+    | CountNotRunEvent
+    | RunStartEvent
+    | RunEndEvent
+    | RunAbandonedEvent
+    | ServerReadyEvent
+    | ServerCrashEvent
+    | SlotCountersEvent
+    | StartFailedEvent
+    | StartAbortedEvent
+    | StartTimeoutEvent
+    | WaveTimeoutEvent
+    | MemoryGuardEvent
+    | RequestEvent
+    | WaveEvent
+    | ProbeEvent
+    | M4InvalidAlongsideEvent
+    | M4LoadFailureEvent
+    | M4ProbeSkippedEvent
+    | M4InFlightUnloadEvent
+    | M4UnloadDuringFirstLoadEvent
+    | M6StreamingEvent
+    | M6BatchEvent
+    | NegativeControlEvent
+    | PerfEvent
+    | RejectionLatencyEvent
+    | X1ConfigProbeEvent
+    | X1RegistrationProbeEvent
+    | X3ResizeProbeEvent
+)
+# The rest of what parval writes (campaign bookkeeping, the framework record), declared
+# since events format 2.
+Format2Event: TypeAlias = (
+    CampaignStartEvent
+    | CampaignStoppedEvent
+    | ExecutableCannotStartEvent
+    | CampaignInterruptedEvent
+    | CampaignTimeoutEvent
+    | RecoveryCountEvent
+    | UnitBeginEvent
+    | UnitEndEvent
+    | UnitSkippedEvent
+    | ServerLeftoverEvent
+    | ServerUnresponsiveEvent
+    | WaveRepeatEvent
+    | TornTailDiscardedEvent
+    | FrameworkStartEvent
+    | FrameworkEndEvent
+    | ObservationEvent
+    | CheckEvent
+    | CtestRunEvent
+    | CtestEvent
+    | JudgeInputsEvent
+    | RecordInputsEvent
+    | ProbeBeginEvent
+    | ProbeEndEvent
+    | ProbeErrorEvent
+    | ProbeSkippedEvent
+    | RigStartEvent
+    | RigReadyEvent
+    | RigEndEvent
+    | FlightEvent
+    | CalibrationEvent
+    | CapabilitiesEvent
+    | FirstWaveEvent
+    | ForcedOrderEvent
+    | RequestOnlyQueueEvent
+    | HealthyPlusOverdueEvent
+    | OverlappingManagersEvent
+    | ReconfigureQueuedEvent
+    | UnloadNotUndoneEvent
+)
+# An event as `EventLog.write` takes it.
+Event: TypeAlias = Format1Event | Format2Event

@@ -4,15 +4,16 @@ Format history (`EVENTS_FORMAT`; `parval schema events` prints the JSON Schema o
 * v1: one JSON object per line with `seq`, `t` (wall clock), `kind` and the kind's fields;
   only the kinds the model gates read were declared (parval.rundir.event_fields). A log
   has no format marker.
-* v2: every kind parval writes is declared, with the fields every writer passes, and
-  checked when written; the first event of a log carries `events_format: 2`.
+* v2: every kind parval writes is declared (one TypedDict per kind, event_types.py), with
+  the fields every writer passes, and checked when written; the first event of a log
+  carries `events_format: 2`.
 Every reader goes through `iter_events`: a log without a marker is format 1 and its events
 are upgraded on read (event_fields.UPGRADES); a log of a newer format than this parval
 reads is refused (RunDirError: upgrade parval). A torn last line (no trailing newline or
 not JSON) is discarded on read.
 
-Durability: every event is written with one `write`, flushed and fsynced before `append`
-returns (and before any listener sees it), so parval never acts on an event that is not on
+Durability: every event is written to the file at once, flushed and fsynced before
+`EventLog.write` returns (and before any listener sees it), so parval never acts on an event that is not on
 disk. A crash can therefore tear at most the last line: readers skip it, and an `EventLog`
 reopened on the file (`--resume`) cuts it off, recording a `torn_tail_discarded` event,
 before appending. A damaged line anywhere else is corruption and is never skipped
@@ -22,7 +23,7 @@ Sync-behind (`EventLog(path, sync_behind=True)`, what campaigns use): the replie
 wave events of a wave (`DEFERRABLE`) are written and flushed to the OS at once, and a
 writer thread makes them durable (their artifacts first, then the log) while the next wave
 runs; listeners see them only once they are durable. Every other event is a barrier:
-`append` returns only when it and everything before it are on disk, so no start is marked
+`EventLog.write` returns only when it and everything before it are on disk, so no start is marked
 complete (`run_end`, `unit_end`) and nothing is judged before its events are durable. A
 killed parval loses nothing (the data is in the OS already); only a power loss can lose
 the last wave's events, and then its start has no `run_end` and is redone on resume.
@@ -38,13 +39,14 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from parval.errors import RunDirError
 from parval.jsonread import as_int, item
 from parval.jsontypes import JsonObject
 from parval.rundir.event_fields import EVENTS_FORMAT as EVENTS_FORMAT  # the format written, and the newest read
 from parval.rundir.event_fields import FORMAT_FIELD, check_written, events_format, upgraded
+from parval.rundir.event_types import Event, TornTailDiscardedEvent
 from parval.rundir.files import dumps, fsync_dir
 
 if TYPE_CHECKING:
@@ -153,12 +155,14 @@ class EventLog:
         self._store: ArtifactStore | None = None
         self._writer = _Writer(self._fh.fileno(), self._notify) if sync_behind else None
         if discarded:
-            self.append(
-                "torn_tail_discarded",
-                bytes=len(discarded),
-                sha256=hashlib.sha256(discarded).hexdigest(),
-                reason="the last line was incomplete (parval stopped while writing it); "
-                "it was cut off and never read as evidence",
+            self.write(
+                TornTailDiscardedEvent(
+                    kind="torn_tail_discarded",
+                    bytes=len(discarded),
+                    sha256=hashlib.sha256(discarded).hexdigest(),
+                    reason="the last line was incomplete (parval stopped while writing it); "
+                    "it was cut off and never read as evidence",
+                )
             )
 
     @property
@@ -166,7 +170,21 @@ class EventLog:
         """The sequence number the next event gets."""
         return self._seq
 
-    def append(self, kind: str, **fields: Any) -> dict[str, Any]:
+    def write(self, event: Event) -> JsonObject:
+        """Append one event, built through its kind's TypedDict (parval/rundir/event_types.py)
+        so that mypy checks its fields; returns it as recorded (with `seq` and `t`)."""
+        fields = {k: v for k, v in event.items() if k != "kind"}
+        return self._append(event["kind"], cast(JsonObject, fields))
+
+    def append(self, kind: str, **fields: Any) -> JsonObject:
+        """Append an event given as a kind and loose fields, checked at run time only: for
+        events that are data already (tests, tools that replay a log). parval's own writers
+        use `write`."""
+        return self._append(kind, fields)
+
+    def _append(self, kind: str, fields: JsonObject) -> JsonObject:
+        # Kept although mypy checks every `write`: a TypedDict does not stop a None or a
+        # stray type arriving through an `Any`, and the check costs microseconds.
         check_written(kind, fields)
         event: JsonObject = {"seq": self._seq, "t": round(time.time(), 6), "kind": kind, **fields}
         if self._format_due:

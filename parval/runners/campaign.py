@@ -26,6 +26,22 @@ from parval.procedure.names import (
     count_start_name,
 )
 from parval.rundir import cannot_start as cs
+from parval.rundir.event_types import (
+    CampaignEndEvent,
+    CampaignInterruptedEvent,
+    CampaignStartEvent,
+    CampaignStoppedEvent,
+    CampaignTimeoutEvent,
+    CountNotRunEvent,
+    RecoveryCountEvent,
+    ServerLeftoverEvent,
+    StartAbortedEvent,
+    StartFailedEvent,
+    StartTimeoutEvent,
+    UnitBeginEvent,
+    UnitEndEvent,
+    UnitSkippedEvent,
+)
 from parval.rundir.events import EventLog, read_events
 from parval.runners import phases as ph
 from parval.runners.context import CampaignContext
@@ -119,7 +135,9 @@ class Campaign(CampaignContext):
         count the plan never tests ends the prefix ([1, 2, 4] stops at 2: 4 can never be
         admitted); a count another shard runs does not."""
         best = self.judging.largest_validated(self.log.path, self.plan, self.run_dir, self.shard_counts())
-        self.log.append("recovery_count", count=best, reason="largest consecutive count whose M2 passed")
+        self.log.write(
+            RecoveryCountEvent(kind="recovery_count", count=best, reason="largest consecutive count whose M2 passed")
+        )
         return best
 
     def fail_fast_skip(self, unit: str) -> str | None:
@@ -145,7 +163,11 @@ class Campaign(CampaignContext):
                 for above in self.shard_counts():
                     if above > lower and above not in self.not_run:
                         self.not_run[above] = reason
-                        self.log.append("count_not_run", count=above, after_count=lower, failed=failed, reason=reason)
+                        self.log.write(
+                            CountNotRunEvent(
+                                kind="count_not_run", count=above, after_count=lower, failed=failed, reason=reason
+                            )
+                        )
                 break
         return self.not_run.get(n)
 
@@ -167,14 +189,16 @@ class Campaign(CampaignContext):
     async def run(self) -> None:
         from parval import signals
 
-        self.log.append(
-            "campaign_start",
-            plan=self.plan.name,
-            plan_sha256=self.plan.sha256,
-            shard=list(self.shard) if self.shard else None,
-            counts=self.shard_counts(),
-            resumed=bool(self.skip_runs),
-            fail_fast=self.fail_fast,
+        self.log.write(
+            CampaignStartEvent(
+                kind="campaign_start",
+                plan=self.plan.name,
+                plan_sha256=self.plan.sha256,
+                shard=list(self.shard) if self.shard else None,
+                counts=self.shard_counts(),
+                resumed=bool(self.skip_runs),
+                fail_fast=self.fail_fast,
+            )
         )
         t0 = time.monotonic()
         finished = True
@@ -191,23 +215,35 @@ class Campaign(CampaignContext):
                                 interrupted_in.append(None)
                                 break
                             if name in self.skip_runs:
-                                self.log.append("unit_skipped", unit=name, reason="completed before resume")
+                                self.log.write(
+                                    UnitSkippedEvent(kind="unit_skipped", unit=name, reason="completed before resume")
+                                )
                                 continue
                             if (why := self.fail_fast_skip(name)) is not None:
-                                self.log.append("unit_skipped", unit=name, reason=why, not_run=True)
+                                self.log.write(
+                                    UnitSkippedEvent(kind="unit_skipped", unit=name, reason=why, not_run=True)
+                                )
                                 continue
                             if (cause := self.cannot_start_skip(name)) is not None:
                                 role, why = cause
-                                self.log.append("unit_skipped", unit=name, reason=why, not_run=True, cannot_start=role)
+                                self.log.write(
+                                    UnitSkippedEvent(
+                                        kind="unit_skipped", unit=name, reason=why, not_run=True, cannot_start=role
+                                    )
+                                )
                                 continue
                             current = name
-                            self.log.append("unit_begin", unit=name)
+                            self.log.write(UnitBeginEvent(kind="unit_begin", unit=name))
                             ok = await self.run_unit(name, unit)
                             current = None
-                            self.log.append("unit_end", unit=name, ok=ok)
+                            self.log.write(UnitEndEvent(kind="unit_end", unit=name, ok=ok))
                             if not ok and self.plan.raw["stop_on_crash"]:
                                 finished = False
-                                self.log.append("campaign_stopped", reason=f"{name} failed and stop_on_crash is set")
+                                self.log.write(
+                                    CampaignStoppedEvent(
+                                        kind="campaign_stopped", reason=f"{name} failed and stop_on_crash is set"
+                                    )
+                                )
                                 break
                     except Exception as exc:  # a bug: re-raised below, not wrapped in a group
                         error = exc
@@ -219,20 +255,26 @@ class Campaign(CampaignContext):
         signum = signals.interrupted()
         if interrupted_in and signum is not None:
             finished = False
-            self.log.append(
-                "campaign_interrupted",
-                signal=signal.Signals(signum).name,
-                unit=interrupted_in[-1],
-                reason="interrupted by a signal; the unfinished unit is redone by `parval run PLAN --resume RUN`",
+            self.log.write(
+                CampaignInterruptedEvent(
+                    kind="campaign_interrupted",
+                    signal=signal.Signals(signum).name,
+                    unit=interrupted_in[-1],
+                    reason="interrupted by a signal; the unfinished unit is redone by `parval run PLAN --resume RUN`",
+                )
             )
         elif scope.cancelled_caught:
             finished = False
-            self.log.append(
-                "campaign_timeout",
-                after_s=round(time.monotonic() - t0, 1),
-                reason=f"timeouts.campaign_s={self.plan.timeouts['campaign_s']} reached",
+            self.log.write(
+                CampaignTimeoutEvent(
+                    kind="campaign_timeout",
+                    after_s=round(time.monotonic() - t0, 1),
+                    reason=f"timeouts.campaign_s={self.plan.timeouts['campaign_s']} reached",
+                )
             )
-        self.log.append("campaign_end", finished=finished, elapsed_s=round(time.monotonic() - t0, 3))
+        self.log.write(
+            CampaignEndEvent(kind="campaign_end", finished=finished, elapsed_s=round(time.monotonic() - t0, 3))
+        )
 
     async def _watch_interrupt(self, scope: anyio.CancelScope) -> None:
         """Cancel the campaign from inside the event loop once a signal has arrived."""
@@ -261,18 +303,20 @@ class Campaign(CampaignContext):
             except BaseExceptionGroup as group:
                 raise real_error(group) from None
         except ServerStartError as exc:
-            self.log.append("start_failed", unit=name, reason=exc.message, log_tail=exc.log_tail)
+            self.log.write(StartFailedEvent(kind="start_failed", unit=name, reason=exc.message, log_tail=exc.log_tail))
         except StartAborted as exc:
-            self.log.append("start_aborted", unit=name, reason=str(exc), log_tail=exc.log_tail)
+            self.log.write(StartAbortedEvent(kind="start_aborted", unit=name, reason=str(exc), log_tail=exc.log_tail))
         except TimeoutError:
             abandoned = self.log.last_of("run_abandoned")
-            seq = abandoned.get("seq") if abandoned else None  # the int EventLog.append gave it
-            tail = abandoned.get("log_tail", "") if abandoned and isinstance(seq, int) and seq >= begin else ""
-            self.log.append(
-                "start_timeout",
-                unit=name,
-                log_tail=tail,
-                reason=f"timeouts.start_s={self.plan.timeouts['start_s']:g} reached",
+            seq = abandoned.get("seq") if abandoned else None  # the int EventLog.write gave it
+            tail = str(abandoned.get("log_tail", "")) if abandoned and isinstance(seq, int) and seq >= begin else ""
+            self.log.write(
+                StartTimeoutEvent(
+                    kind="start_timeout",
+                    unit=name,
+                    log_tail=tail,
+                    reason=f"timeouts.start_s={self.plan.timeouts['start_s']:g} reached",
+                )
             )
         finally:
             leftovers = [s for s in live_servers() if s.pid not in before]
@@ -280,8 +324,14 @@ class Campaign(CampaignContext):
                 with anyio.CancelScope(shield=True):
                     for server in leftovers:
                         stop = await server.stop(self.settings.grace_s)
-                        self.log.append(
-                            "server_leftover", unit=name, server=server.name, stop=stop, log_tail=server.log_tail(2000)
+                        self.log.write(
+                            ServerLeftoverEvent(
+                                kind="server_leftover",
+                                unit=name,
+                                server=server.name,
+                                stop=stop,
+                                log_tail=server.log_tail(2000),
+                            )
                         )
         return False
 

@@ -11,6 +11,7 @@ from parval.errors import ServerStartError
 from parval.plan.load import OMIT, NamedRequest, Plan, model_entry, shard_counts
 from parval.rundir import cannot_start as cs
 from parval.rundir.artifacts import ArtifactStore
+from parval.rundir.event_types import ExecutableCannotStartEvent
 from parval.rundir.events import EventLog
 from parval.runners.fresh import fresh_start
 from parval.runners.start import Start, StartSettings
@@ -85,13 +86,22 @@ class CampaignContext:
         )
 
     def start(
-        self, name: str, role: str, spec: LaunchSpec, count: int | None, **meta: object
+        self,
+        name: str,
+        role: str,
+        spec: LaunchSpec,
+        count: int | None,
+        *,
+        start_index: int | None = None,
+        exe_role: str | None = None,
     ) -> AbstractAsyncContextManager[Start]:
-        return self._start(name, role, spec, count, **meta)
+        """`start_index`: which of a count's starts; `exe_role`: "baseline" for a start of
+        the baseline executable (both recorded on run_start)."""
+        return self._start(name, role, spec, count, start_index, exe_role)
 
     @asynccontextmanager
     async def _start(
-        self, name: str, role: str, spec: LaunchSpec, count: int | None, **meta: object
+        self, name: str, role: str, spec: LaunchSpec, count: int | None, start_index: int | None, exe_role: str | None
     ) -> AsyncIterator[Start]:
         """A fresh start (`fresh_start`). The first start of an executable that exits by
         itself before it is ready records `executable_cannot_start` (rundir/cannot_start.py):
@@ -112,7 +122,8 @@ class CampaignContext:
                 settings=self.settings,
                 count=count,
                 cache_sensitive=self.plan.cache_sensitive,
-                meta=meta,
+                start_index=start_index,
+                exe_role=exe_role,
             ) as st:
                 ready = True
                 yield st
@@ -135,7 +146,18 @@ class CampaignContext:
             "stream": stream,
         }
         reason = f"{cs.cause(fields)}; its first start ({name}) never became ready, so no other start of it is tried"
-        self.cannot_start[spec.role] = self.log.append("executable_cannot_start", reason=reason, **fields)
+        self.cannot_start[spec.role] = self.log.write(
+            ExecutableCannotStartEvent(
+                kind="executable_cannot_start",
+                role=spec.role,
+                executable=str(spec.executable),
+                run=name,
+                exit_code=exit_code,
+                last_lines=lines,
+                stream=stream,
+                reason=reason,
+            )
+        )
 
     def shard_counts(self) -> list[int]:
         return shard_counts(self.plan.counts, self.shard)

@@ -7,13 +7,24 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TypedDict
+from typing import cast
 
 import anyio
 
 from parval.errors import ServerStartError
+from parval.jsontypes import JsonObject, JsonValue
 from parval.procedure.server_facts import WARNING_MARKER
 from parval.rundir.artifacts import ArtifactStore
+from parval.rundir.event_types import (
+    MemoryGuardEvent,
+    RunAbandonedEvent,
+    RunEndEvent,
+    RunStartEvent,
+    ServerConfigRecord,
+    ServerReadyEvent,
+    SlotCountersEvent,
+    plain,
+)
 from parval.rundir.events import EventLog
 from parval.rundir.files import atomic_write
 from parval.runners.start import Start, StartAborted, StartSettings
@@ -31,15 +42,6 @@ _FIELD = {
 }
 
 
-class StatusFields(TypedDict):
-    """Which /v1/models slot fields a process showed (run_end's `status_fields`)."""
-
-    slot_fields: bool
-    first_slots: int | None
-    slots_seen: list[int]
-    max_parallel_seen: list[int | None]
-
-
 @asynccontextmanager
 async def fresh_start(
     *,
@@ -53,7 +55,8 @@ async def fresh_start(
     settings: StartSettings,
     count: int | None,
     cache_sensitive: bool,
-    meta: dict[str, object],
+    start_index: int | None = None,
+    exe_role: str | None = None,
 ) -> AsyncIterator[Start]:
     """Launch, wait for /health, start poller and sampler; always stop the server.
 
@@ -66,17 +69,21 @@ async def fresh_start(
       the same way and `run_abandoned` is recorded instead of `run_end`, so the attempt
       counts as incomplete (a resume redoes it from a fresh process).
     """
-    log.append(
-        "run_start",
+    begin = RunStartEvent(
+        kind="run_start",
         run=name,
         attempt=attempt,
         role=role,
         count=count,
         flagged=spec.flagged,
-        config=spec.config,
+        config=cast(ServerConfigRecord, spec.config),  # server_config's: its models are JSON objects
         env=sorted(server_env(spec.env)),  # the names the server's environment holds (values stay out)
-        **meta,
     )
+    if start_index is not None:
+        begin["start_index"] = start_index
+    if exe_role is not None:
+        begin["exe_role"] = exe_role
+    log.write(begin)
     server = spawn(spec, directory, name)
     phases = PhaseTracker("startup")
     samples: list[MemorySample] = []
@@ -95,7 +102,7 @@ async def fresh_start(
         else None
     )
     ended = False
-    forced: dict[str, object] | None = None
+    forced: JsonObject | None = None
     failure: BaseException | None = None
     try:
         async with anyio.create_task_group() as tg:
@@ -103,14 +110,16 @@ async def fresh_start(
                 tg.start_soon(sampler.run)
             ready_s = await wait_ready(server, settings.ready_timeout_s)
             stderr = server.stderr_text()
-            log.append(
-                "server_ready",
-                run=name,
-                attempt=attempt,
-                ready_s=round(ready_s, 4),
-                pid=server.pid,
-                warning_marker=WARNING_MARKER in stderr,
-                argv=server.argv,
+            log.write(
+                ServerReadyEvent(
+                    kind="server_ready",
+                    run=name,
+                    attempt=attempt,
+                    ready_s=round(ready_s, 4),
+                    pid=server.pid,
+                    warning_marker=WARNING_MARKER in stderr,
+                    argv=server.argv,
+                )
             )
             phases.set("idle")
             poller = StatusPoller(server.base_url, settings.model_id, settings.poll_interval_s)
@@ -118,18 +127,20 @@ async def fresh_start(
             first = await poller.wait_for(lambda s: True, 5.0)
             # Observed once here and acted on for the whole start: a process whose status
             # lacks the slot counters is not waited for (drain, ordered admission, repeats).
-            log.append(
-                "slot_counters",
-                run=name,
-                attempt=attempt,
-                published=bool(first and first.present and first.active is not None),
-                model_listed=bool(first and first.present),
-                observed="first status sample",
-                fields=[
-                    k
-                    for k in ("active_slots", "queued_requests", "slots", "max_parallel_slots", "loaded")
-                    if first is not None and getattr(first, _FIELD[k]) is not None
-                ],
+            log.write(
+                SlotCountersEvent(
+                    kind="slot_counters",
+                    run=name,
+                    attempt=attempt,
+                    published=bool(first and first.present and first.active is not None),
+                    model_listed=bool(first and first.present),
+                    observed="first status sample",
+                    fields=[
+                        k
+                        for k in ("active_slots", "queued_requests", "slots", "max_parallel_slots", "loaded")
+                        if first is not None and getattr(first, _FIELD[k]) is not None
+                    ],
+                )
             )
             client = Client(
                 server.base_url,
@@ -170,7 +181,11 @@ async def fresh_start(
                     f"memory guard: device memory {sample.get('device_used_mib')} MiB >= memory.guard_mib="
                     f"{sample.get('guard_mib')} MiB during {sample.get('phase')}"
                 )
-                log.append("memory_guard", run=name, attempt=attempt, reason=reason, sample=sample)
+                log.write(
+                    MemoryGuardEvent(
+                        kind="memory_guard", run=name, attempt=attempt, reason=reason, sample=plain(sample)
+                    )
+                )
                 await _end(start, directory, samples, phases, sampler, settings)
                 ended = True
                 tg.cancel_scope.cancel()
@@ -193,13 +208,15 @@ async def fresh_start(
                         if failure is None or _cancelled(failure)
                         else f"{type(failure).__name__}: {failure}"
                     )
-                    log.append(
-                        "run_abandoned",
-                        run=name,
-                        attempt=attempt,
-                        stop=stop,
-                        reason=reason,
-                        log_tail=server.log_tail(2000),
+                    log.write(
+                        RunAbandonedEvent(
+                            kind="run_abandoned",
+                            run=name,
+                            attempt=attempt,
+                            stop=stop,
+                            reason=reason,
+                            log_tail=server.log_tail(2000),
+                        )
                     )
     if forced is not None:
         raise StartAborted(
@@ -216,7 +233,7 @@ async def _end(
     phases: PhaseTracker,
     sampler: MemorySampler | None,
     settings: StartSettings,
-) -> dict[str, object]:
+) -> JsonObject:
     """Close the client, stop the server, write samples, record run_end (all shielded:
     the server is always stopped and the attempt always closed, even if a Ctrl-C or a
     deadline lands meanwhile; the whole is bounded by the grace period)."""
@@ -229,14 +246,18 @@ async def _end(
         if rc_before is not None:
             st.record_crash("before shutdown", rc_before)
         _write_samples(directory, st.poller, samples, phases)
-        st.event(
-            "run_end",
-            stop=stop,
-            status_fields=_status_fields(st.poller),
-            poll_errors=st.poller.errors,
-            polls=len(st.poller.samples),
-            memory=sampler.info() if sampler else None,
-            log_tail=st.server.log_tail(2000),
+        st.log.write(
+            RunEndEvent(
+                kind="run_end",
+                run=st.name,
+                attempt=st.attempt,
+                stop=stop,
+                status_fields=_status_fields(st.poller),
+                poll_errors=st.poller.errors,
+                polls=len(st.poller.samples),
+                memory=plain(sampler.info()) if sampler else None,
+                log_tail=st.server.log_tail(2000),
+            )
         )
     return stop
 
@@ -261,10 +282,11 @@ def _write_samples(directory: Path, poller: StatusPoller, samples: list[MemorySa
     atomic_write(directory / "phases.json", json.dumps(phases.transitions()))
 
 
-def _status_fields(poller: StatusPoller) -> StatusFields:
-    """Which /v1/models slot fields this process showed (legacy shows none)."""
+def _status_fields(poller: StatusPoller) -> JsonObject:
+    """Which /v1/models slot fields this process showed (legacy shows none): run_end's
+    `status_fields`."""
     present = [s for s in poller.samples if s.ok and s.present]
-    max_parallel: list[int | None] = []
+    max_parallel: list[JsonValue] = []
     for s in present:
         if not max_parallel or max_parallel[-1] != s.max_parallel:
             if s.max_parallel not in max_parallel:
@@ -272,6 +294,6 @@ def _status_fields(poller: StatusPoller) -> StatusFields:
     return {
         "slot_fields": any(s.active is not None for s in present),
         "first_slots": next((s.slots for s in present if s.slots is not None), None),
-        "slots_seen": sorted({s.slots for s in present if s.slots is not None}),
+        "slots_seen": [n for n in sorted({s.slots for s in present if s.slots is not None})],
         "max_parallel_seen": max_parallel,
     }

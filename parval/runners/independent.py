@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.lowlevel
 
+from parval.jsontypes import JsonValue
+from parval.rundir.event_types import PerfEvent
 from parval.server.client import Reply
 
 if TYPE_CHECKING:
@@ -46,17 +48,17 @@ async def independent_servers(c: CampaignContext, n: int) -> None:
             if rep == 0:
                 cold_s = round(batch, 6)
                 continue
-            info: dict[str, object] = {
-                "batch_s": round(batch, 6),
-                "latencies_s": [round(r.elapsed_s, 6) for r in done],
-                "failures": sum(r.outcome != "ok" for r in done),
-            }
-            c.log.append(
-                "perf",
-                unit=f"independent-{n}",
-                series="independent_servers",
-                count=n,
-                repeat=rep - 1,
-                cold_s=cold_s,
-                **info,
+            latencies: list[JsonValue] = [round(r.elapsed_s, 6) for r in done]
+            c.log.write(
+                PerfEvent(
+                    kind="perf",
+                    unit=f"independent-{n}",
+                    series="independent_servers",
+                    count=n,
+                    repeat=rep - 1,
+                    cold_s=cold_s,
+                    batch_s=round(batch, 6),
+                    latencies_s=latencies,
+                    failures=sum(r.outcome != "ok" for r in done),
+                )
             )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 import anyio
 
+from parval.rundir.event_types import BatchRecord, M6BatchEvent, M6StreamingEvent, StreamRecord
 from parval.runners.start import Start
 from parval.server.client import Reply
 
@@ -120,7 +121,7 @@ async def streaming_checks(c: CampaignContext, st: Start, n: int) -> None:
     concurrent = await timed("concurrent", False)
     disconnect = await timed("disconnect", True)
     drained = await st.drained(3.0)
-    rows = []
+    rows: list[StreamRecord] = []
     for label, batch in (("concurrent", concurrent), ("disconnect", disconnect)):
         t0 = windows[label]["t0"]
         for i, (reply, events) in enumerate(batch):
@@ -145,8 +146,10 @@ async def streaming_checks(c: CampaignContext, st: Start, n: int) -> None:
                     "t_done": round(reply.t_done - t0, 6),
                 }
             )
-    st.event(
-        "m6_streaming",
+    event = M6StreamingEvent(
+        kind="m6_streaming",
+        run=st.name,
+        attempt=st.attempt,
         count=n,
         streams=rows,
         max_active=windows["concurrent"]["max_active"],
@@ -155,6 +158,7 @@ async def streaming_checks(c: CampaignContext, st: Start, n: int) -> None:
         polls=windows["concurrent"]["polls"],
         drained=drained,
     )
+    st.log.write(event)
     st.phases.set("idle")
 
 
@@ -173,7 +177,7 @@ async def batch_checks(c: CampaignContext, st: Start, n: int) -> None:
     async with anyio.create_task_group() as tg:
         for i in range(n_batches):
             tg.start_soon(one, i)
-    results = []
+    results: list[BatchRecord] = []
     for b in range(n_batches):
         reply, events = batches[b]
         for e in events:
@@ -202,5 +206,16 @@ async def batch_checks(c: CampaignContext, st: Start, n: int) -> None:
             }
         )
     drained = await st.drained(3.0)
-    st.event("m6_batch", count=n, batches=n_batches, expected_results=len(c.requests), results=results, drained=drained)
+    st.log.write(
+        M6BatchEvent(
+            kind="m6_batch",
+            run=st.name,
+            attempt=st.attempt,
+            count=n,
+            batches=n_batches,
+            expected_results=len(c.requests),
+            results=results,
+            drained=drained,
+        )
+    )
     st.phases.set("idle")

@@ -13,6 +13,7 @@ from parval.jsontypes import JsonObject
 from parval.plan.load import NamedRequest
 from parval.plan.waves import MIN_POLLS_IN_FLIGHT, UNLOAD_CYCLES, WAVE_ATTEMPTS, mixed_waves
 from parval.procedure.server_facts import ROUTE_BULK_UNLOAD
+from parval.rundir.event_types import ProbeEvent, WaveRepeatEvent, WaveTimeoutEvent
 from parval.runners.start import Start, StartAborted
 from parval.server.status_poller import summarise_window
 
@@ -59,7 +60,7 @@ def mixed_order(reqs: list[NamedRequest], n: int, m: int) -> list[NamedRequest]:
 
 
 def concurrency_shown(wave_event: JsonObject, n: int) -> bool:
-    seen = get(wave_event.get("status") or {}, "max_active_loaded")  # WindowSummary: int or None
+    seen = get(wave_event.get("status") or {}, "max_active_loaded")  # WaveStatus: int or None
     return isinstance(seen, (int, float)) and seen >= n
 
 
@@ -97,17 +98,19 @@ def decide_repeat(c: CampaignContext, st: Start, wave_event: JsonObject, n: int,
     repeat, why = decision
     if repeat and retry + 1 >= WAVE_ATTEMPTS:
         repeat, why = False, f"{why}; {WAVE_ATTEMPTS} attempts made"
-    c.log.append(
-        "wave_repeat",
-        run=st.name,
-        attempt=st.attempt,
-        count=st.count,
-        phase=wave_event.get("phase"),
-        wave=wave_event.get("wave"),
-        n=n,
-        retry=retry,
-        repeat=repeat,
-        reason=why,
+    c.log.write(
+        WaveRepeatEvent(
+            kind="wave_repeat",
+            run=st.name,
+            attempt=st.attempt,
+            count=st.count,
+            phase=str(wave_event["phase"]),
+            wave=as_int(wave_event["wave"]),
+            n=n,
+            retry=retry,
+            repeat=repeat,
+            reason=why,
+        )
     )
     return repeat
 
@@ -189,19 +192,22 @@ def wave_timed_out(c: CampaignContext, st: Start, phase: str, wave: int, n: int,
     the status poller saw meanwhile, and end the start there (M2.starts BLOCKED)."""
     limit = c.plan.timeouts["wave_s"]
     seen = summarise_window(st.poller.window(t_start, time.monotonic()), n)
-    c.log.append(
-        "wave_timeout",
-        run=st.name,
-        attempt=st.attempt,
-        count=st.count,
-        phase=phase,
-        wave=wave,
-        n=n,
-        reason=(
-            f"{phase} wave {wave} of {n} request(s) got no complete set of replies within timeouts.wave_s={limit:g} "
-            f"(the status poller saw at most {seen['max_active']} active, {seen['max_queued']} queued)"
-        ),
-        status=seen,
+    c.log.write(
+        WaveTimeoutEvent(
+            kind="wave_timeout",
+            run=st.name,
+            attempt=st.attempt,
+            count=st.count,
+            phase=phase,
+            wave=wave,
+            n=n,
+            reason=(
+                f"{phase} wave {wave} of {n} request(s) got no complete set of replies within "
+                f"timeouts.wave_s={limit:g} (the status poller saw at most {seen['max_active']} active, "
+                f"{seen['max_queued']} queued)"
+            ),
+            status=seen,
+        )
     )
     raise StartAborted(f"{st.name}: {phase} wave {wave} exceeded timeouts.wave_s={limit:g}")
 
@@ -228,15 +234,22 @@ async def unload_reload(c: CampaignContext, st: Start, n: int) -> None:
         # (it lists every known id, loaded or not).
         check = await st.observe_unloaded(reply)
         body = reply.json()
-        c.log.append(
-            "probe",
-            run=st.name,
-            attempt=st.attempt,
-            name="unload",
-            cycle=cycle,
-            body=body if isinstance(body, dict) else None,
-            listed=isinstance(body, dict) and c.plan.model_id in (body.get("unloaded") or []),
-            **check,
+        c.log.write(
+            ProbeEvent(
+                kind="probe",
+                run=st.name,
+                attempt=st.attempt,
+                name="unload",
+                cycle=cycle,
+                body=body if isinstance(body, dict) else None,
+                listed=isinstance(body, dict) and c.plan.model_id in (body.get("unloaded") or []),
+                # what /v1/models showed after it (`Start.observe_unloaded`)
+                reply=check["reply"],
+                loaded_false=check["loaded_false"],
+                polls_after=check["polls_after"],
+                still_loaded=check["still_loaded"],
+                loaded_field=check["loaded_field"],
+            )
         )
         st.reset_histories()
         # the idle level after the unload, compared by M5 with the one before the first load

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NotRequired, TypedDict
+from typing import TYPE_CHECKING
 
 from parval.errors import ServerStartError
 from parval.procedure.server_facts import LEGACY_SLOTS_TEXT, ROUTE_LOAD, SLOTS_FORMS
+from parval.rundir.event_types import ResizeStep, X1ConfigProbeEvent, X1RegistrationProbeEvent, X3ResizeProbeEvent
 from parval.runners.start import Start
-from parval.server.client import ReplySummary
 from parval.server.process import spawn, wait_ready
 from parval.server.status_poller import StatusSample
 
@@ -32,13 +32,15 @@ async def x1_config_rejection(c: CampaignContext) -> None:
             exit_code = server.exit_code
         stderr = server.stderr_text()
         await server.stop(5.0)
-        c.log.append(
-            "x1_config_probe",
-            value=value,
-            rejected=rejected,
-            exit_code=exit_code,
-            message_ok=LEGACY_SLOTS_TEXT in stderr,
-            stderr_tail=stderr[-600:],
+        c.log.write(
+            X1ConfigProbeEvent(
+                kind="x1_config_probe",
+                value=value,
+                rejected=rejected,
+                exit_code=exit_code,
+                message_ok=LEGACY_SLOTS_TEXT in stderr,
+                stderr_tail=stderr[-600:],
+            )
         )
 
 
@@ -47,29 +49,19 @@ async def x1_registration_probe(c: CampaignContext, st: Start) -> None:
     for i, value in enumerate(SLOTS_FORMS):
         entry = c.model_entry(slots=value, id=f"{c.plan.model_id}-x1-{i}")
         reply = await st.client.post(ROUTE_LOAD, entry)
-        c.log.append(
-            "x1_registration_probe",
-            run=st.name,
-            value=value,
-            reply=reply.summary(),
-            message=reply.error_message(),
-            ok=reply.status == 400 and reply.error_message() == LEGACY_SLOTS_TEXT,
+        c.log.write(
+            X1RegistrationProbeEvent(
+                kind="x1_registration_probe",
+                run=st.name,
+                value=value,
+                reply=reply.summary(),
+                message=reply.error_message(),
+                ok=reply.status == 400 and reply.error_message() == LEGACY_SLOTS_TEXT,
+            )
         )
 
 
 CAPACITY_TEXT = "does not support the requested slots"
-
-
-class ResizeStep(TypedDict):
-    """One resize of the X3 probe: `capacity_refused` when the first was refused for
-    capacity (the probe ends there), the status fields seen otherwise."""
-
-    slots: int
-    reply: ReplySummary
-    capacity_refused: NotRequired[bool]
-    status_fields: NotRequired[bool]
-    slots_seen: NotRequired[int | None]
-    output_status: NotRequired[int | None]
 
 
 async def x3_resize_probe(c: CampaignContext, st: Start) -> None:
@@ -110,7 +102,7 @@ async def x3_resize_probe(c: CampaignContext, st: Start) -> None:
     st.reset_histories()
     st.phases.set("idle")
     ok = not refused and len(steps) == 4 and all(s["reply"]["status"] == 200 and s["status_fields"] for s in steps)
-    c.log.append("x3_resize_probe", run=st.name, steps=steps, ok=ok, capacity_refused=refused)
+    c.log.write(X3ResizeProbeEvent(kind="x3_resize_probe", run=st.name, steps=steps, ok=ok, capacity_refused=refused))
 
 
 async def modes_start(c: CampaignContext, n: int) -> None:

@@ -6,11 +6,21 @@ rejection-latency probe (P4)."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
 
 import anyio
 
+from parval.jsontypes import JsonValue
 from parval.procedure.server_facts import ROUTE_BULK_UNLOAD, ROUTE_LOAD
+from parval.rundir.event_types import (
+    LaterSamples,
+    M4InFlightUnloadEvent,
+    M4InvalidAlongsideEvent,
+    M4LoadFailureEvent,
+    M4ProbeSkippedEvent,
+    M4UnloadDuringFirstLoadEvent,
+    RejectionLatencyEvent,
+)
 from parval.runners.start import Start
 from parval.server.client import Reply
 from parval.server.status_poller import taken_at
@@ -18,14 +28,6 @@ from parval.server.waves import release_together
 
 if TYPE_CHECKING:
     from parval.runners.context import CampaignContext
-
-
-class LaterSamples(TypedDict):
-    """The status samples between the later request's send and the unload's return."""
-
-    polls: int
-    max_active: int | None
-    max_queued: int | None
 
 
 async def recovery_start(c: CampaignContext, n: int) -> None:
@@ -64,8 +66,10 @@ async def unload_during_first_load(c: CampaignContext, st: Start) -> None:
     st.record("unload_during_load_reload", 0, base.name, reload, history=[])
     st.histories[0].append(base.name)
     body = unload.json()
-    st.event(
-        "m4_unload_during_first_load",
+    event = M4UnloadDuringFirstLoadEvent(
+        kind="m4_unload_during_first_load",
+        run=st.name,
+        attempt=st.attempt,
         issued_during_load=during is not None,
         unload=unload.summary(),
         listed=isinstance(body, dict) and c.plan.model_id in (body.get("unloaded") or []),
@@ -75,13 +79,16 @@ async def unload_during_first_load(c: CampaignContext, st: Start) -> None:
         ended_unloaded=check["loaded_false"],
         unload_check=check,
     )
+    st.log.write(event)
     await st.check_alive("unload during first load")
 
 
 async def invalid_alongside(c: CampaignContext, st: Start, n: int) -> None:
     invalid = c.plan.invalid_request()
     if invalid is None:
-        c.log.append("m4_invalid_alongside", run=st.name, skipped="plan names no invalid request")
+        c.log.write(
+            M4ProbeSkippedEvent(kind="m4_invalid_alongside", run=st.name, skipped="plan names no invalid request")
+        )
         return
     await _unload_all(c, st)
     base = c.requests[0]
@@ -94,11 +101,15 @@ async def invalid_alongside(c: CampaignContext, st: Start, n: int) -> None:
     await st.check_alive("invalid alongside")
     drained = await st.drained()
     bad = replies[-1]
-    st.event(
-        "m4_invalid_alongside",
-        invalid=bad.summary(),
-        rejected=bad.status is not None and bad.status >= 400,
-        drained=drained,
+    st.log.write(
+        M4InvalidAlongsideEvent(
+            kind="m4_invalid_alongside",
+            run=st.name,
+            attempt=st.attempt,
+            invalid=bad.summary(),
+            rejected=bad.status is not None and bad.status >= 400,
+            drained=drained,
+        )
     )
     st.reset_histories()
     await _unload_all(c, st)
@@ -227,8 +238,10 @@ async def _unload_in_flight_once(c: CampaignContext, st: Start, n: int, which: s
     again = await st.client.post(route, payload)
     check = await st.observe_unloaded(again)
     st.reset_histories()
-    st.event(
-        f"m4_{which}_unload",
+    event = M4InFlightUnloadEvent(
+        kind="m4_targeted_unload" if which == "targeted" else "m4_all_unload",
+        run=st.name,
+        attempt=st.attempt,
         issued_while_active=active is not None,
         unload=u.summary(),
         unload_done=st.rel(u.t_done),
@@ -248,6 +261,7 @@ async def _unload_in_flight_once(c: CampaignContext, st: Start, n: int, which: s
         tries=tried,
         max_tries=UNLOAD_TRIES,
     )
+    st.log.write(event)
     await st.check_alive(f"{which} unload")
     return order if sent.get("unload_pending") else "unobserved"
 
@@ -262,13 +276,17 @@ async def load_failure_retry(c: CampaignContext, st: Start, n: int) -> None:
     id or path). The healthy requests are admitted before the broken load and must finish
     exact; afterwards the model's counters must drain (the failure released its lease)."""
     if c.plan.recovery["load_failure"] == "none":
-        c.log.append("m4_load_failure", run=st.name, skipped="plan sets recovery.load_failure: none")
+        c.log.write(
+            M4ProbeSkippedEvent(kind="m4_load_failure", run=st.name, skipped="plan sets recovery.load_failure: none")
+        )
         return
     if not c.plan.server["ui_management"]:
-        c.log.append(
-            "m4_load_failure",
-            run=st.name,
-            skipped="registration needs server.ui_management (a native-model-manager build)",
+        c.log.write(
+            M4ProbeSkippedEvent(
+                kind="m4_load_failure",
+                run=st.name,
+                skipped="registration needs server.ui_management (a native-model-manager build)",
+            )
         )
         return
     await _unload_all(c, st)
@@ -299,19 +317,22 @@ async def load_failure_retry(c: CampaignContext, st: Start, n: int) -> None:
     out = await st.client.post(c.settings.route, c.body(base))
     st.record("load_retry", 0, base.name, out, history=[])
     st.histories[0].append(base.name)
-    st.event(
-        "m4_load_failure",
+    event = M4LoadFailureEvent(
+        kind="m4_load_failure",
+        run=st.name,
+        attempt=st.attempt,
         failure=fail_reply.summary(),
         failed=fail_reply.status is not None and fail_reply.status >= 400,
         retry=good.summary(),
         retried=good.status == 200,
-        registration={"id": c.plan.model_id, "path": str(c.plan.model_path), "broken_path": broken["path"]},
+        registration={"id": c.plan.model_id, "path": str(c.plan.model_path), "broken_path": str(broken["path"])},
         healthy_in_flight=active is not None,
         healthy=len(replies),
         healthy_done=[st.rel(r.t_done) for r in replies],
         failure_done=st.rel(fail_reply.t_done),
         drained=drained,
     )
+    st.log.write(event)
     await st.check_alive("load failure retry")
 
 
@@ -321,7 +342,7 @@ async def rejection_latency(c: CampaignContext, st: Start, n: int) -> None:
         return
     base = c.requests[0]
     st.phases.set("rejection_probe")
-    latencies: list[float] = []
+    latencies: list[JsonValue] = []
     statuses: list[int | None] = []
 
     async def wave() -> None:
@@ -338,7 +359,16 @@ async def rejection_latency(c: CampaignContext, st: Start, n: int) -> None:
             latencies.append(round((time.monotonic() - t0) * 1000, 3))
             statuses.append(reply.status)
     st.histories = [["?"] for _ in st.histories]
-    st.event("rejection_latency", count=n, latencies_ms=latencies, statuses=statuses)
+    st.log.write(
+        RejectionLatencyEvent(
+            kind="rejection_latency",
+            run=st.name,
+            attempt=st.attempt,
+            count=n,
+            latencies_ms=latencies,
+            statuses=statuses,
+        )
+    )
 
 
 async def _unload_all(c: CampaignContext, st: Start) -> None:

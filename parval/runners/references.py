@@ -8,9 +8,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from parval.jsontypes import JsonObject, JsonValue
 from parval.outputs.compare import canonicalize, same
 from parval.outputs.planted import plant_mismatch
 from parval.procedure.names import HISTORY_PREFIX, REF_BASELINE_A, REF_CAP1
+from parval.rundir.event_types import NegativeControlEvent, PerfEvent, ProbeEvent
 from parval.rundir.events import read_events
 from parval.runners.start import Start
 
@@ -50,7 +52,7 @@ async def reference_run(c: CampaignContext, name: str, role: str, flagged: bool)
 async def unload_all(c: CampaignContext, st: Start) -> None:
     st.phases.set("unload")
     reply = await st.client.post("/v1/tasks/unload_all_models", {})
-    st.event("probe", name="unload_all", reply=reply.summary())
+    st.log.write(ProbeEvent(kind="probe", run=st.name, attempt=st.attempt, name="unload_all", reply=reply.summary()))
     st.reset_histories()
     await st.settle("unload")
     await st.check_alive("unload_all")
@@ -63,21 +65,25 @@ async def perf_serial(c: CampaignContext, st: Start, series: str) -> None:
         for rep in range(c.plan.performance["warm_repeats"]):
             st.phases.set(f"perf_serial:{n}:{rep}")
             t0 = time.monotonic()
-            latencies = []
+            latencies: list[JsonValue] = []
             failures = 0
             for _ in range(n):
                 reply = await st.client.post(c.settings.route, c.body(base))
                 latencies.append(round(reply.elapsed_s, 6))
                 failures += reply.outcome != "ok"
                 st.record("perf_serial", rep, base.name, reply, history=None, slot=0, perf_n=n)
-            st.event(
-                "perf",
-                series=series,
-                count=n,
-                repeat=rep,
-                batch_s=round(time.monotonic() - t0, 6),
-                latencies_s=latencies,
-                failures=failures,
+            st.log.write(
+                PerfEvent(
+                    kind="perf",
+                    run=st.name,
+                    attempt=st.attempt,
+                    series=series,
+                    count=n,
+                    repeat=rep,
+                    batch_s=round(time.monotonic() - t0, 6),
+                    latencies_s=latencies,
+                    failures=failures,
+                )
             )
     st.phases.set("idle")
 
@@ -129,20 +135,24 @@ async def negative_control(c: CampaignContext) -> None:
             and (e.get("output") or {}).get("valid")
         ):
             body = c.store.path(e["artifact"], "json").read_bytes()
-            source: dict[str, object] = {"run": e["run"], "req": e["req"], "artifact": e["artifact"]}
+            source: JsonObject = {"run": e["run"], "req": e["req"], "artifact": e["artifact"]}
             break
     if body is None:
-        c.log.append("negative_control", caught=None, reason="no valid reference output to plant into")
+        c.log.write(
+            NegativeControlEvent(kind="negative_control", caught=None, reason="no valid reference output to plant into")
+        )
         return
     planted = plant_mismatch(body)
     ref = canonicalize(body, c.settings.volatile)
     got = canonicalize(planted, c.settings.volatile)
     digest = c.store.put(planted, "json")
-    c.log.append(
-        "negative_control",
-        caught=not same(got.canon, ref.canon),
-        source=source,
-        reference_canon=ref.canon,
-        planted_canon=got.canon,
-        planted_artifact=digest,
+    c.log.write(
+        NegativeControlEvent(
+            kind="negative_control",
+            caught=not same(got.canon, ref.canon),
+            source=source,
+            reference_canon=ref.canon,
+            planted_canon=got.canon,
+            planted_artifact=digest,
+        )
     )

@@ -8,15 +8,27 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NotRequired, TypedDict
+from typing import cast
 
 import anyio
 
 from parval.jsontypes import JsonObject
 from parval.outputs.compare import Output, canonicalize
 from parval.rundir.artifacts import ArtifactStore
+from parval.rundir.event_types import (
+    AdmissionInfo,
+    DrainedState,
+    InFlightWindow,
+    RequestEvent,
+    RequestOutput,
+    ServerCrashEvent,
+    ServerUnresponsiveEvent,
+    UnloadCheck,
+    WaveEvent,
+    WaveMode,
+)
 from parval.rundir.events import EventLog
-from parval.server.client import CONNECT_ERROR, INDETERMINATE, OK, Client, Reply, ReplySummary
+from parval.server.client import CONNECT_ERROR, INDETERMINATE, OK, Client, Reply
 from parval.server.memory import MemoryConfig, MemorySample, MemorySampler, PhaseTracker
 from parval.server.process import ServerProcess
 from parval.server.status_poller import StatusPoller, StatusSample, summarise_window, taken_at
@@ -43,41 +55,6 @@ _SAMPLE_FIELDS = ("active", "queued", "loaded", "slots", "max_parallel")
 _NO_ANSWER = (INDETERMINATE, CONNECT_ERROR)
 # How long a server whose requests all went unanswered may take to be seen exiting.
 EXIT_SETTLE_S = 5.0
-
-
-class UnloadCheck(TypedDict):
-    """What /v1/models showed after an unload (`Start.observe_unloaded`)."""
-
-    reply: ReplySummary
-    loaded_false: bool
-    polls_after: int
-    still_loaded: bool
-    loaded_field: bool
-
-
-class Drained(TypedDict):
-    """Whether the slots drained after a step (`Start.drained`); `waited` and
-    `polls_ok` only when the process published no counters to wait for."""
-
-    ok: bool
-    active: int | None
-    queued: int | None
-    fields_present: bool
-    waited: NotRequired[bool]
-    polls_ok: NotRequired[bool]
-    # From the drain check's start (the step's last reply) to the poll that showed both
-    # counters at zero, and how many polls before it still showed work: a lagging counter.
-    lag_ms: NotRequired[float | None]
-    nonzero_reads: NotRequired[int]
-
-
-class AllInFlight(TypedDict):
-    """The window with every request of a wave in flight, and what the polls inside showed."""
-
-    ms: float
-    polls: int
-    max_active: int | None
-    max_active_loaded: int | None
 
 
 @dataclass
@@ -208,10 +185,6 @@ class Start:
     def rel(self, t: float) -> float:
         return round(t - self.t0, 6)
 
-    def event(self, kind: str, **fields: object) -> JsonObject:
-        """Append an event of this start (its run name and attempt first)."""
-        return self.log.append(kind, run=self.name, attempt=self.attempt, **fields)
-
     def record(
         self,
         phase: str,
@@ -222,19 +195,25 @@ class Start:
         history: list[str] | None,
         slot: int | None = None,
         expect_error: bool = False,
-        **extra: object,
+        reversed: bool | None = None,
+        retry: int | None = None,
+        perf_n: int | None = None,
+        resized_to: int | None = None,
     ) -> JsonObject:
         output = None
         artifact = None
         if reply.body:
             artifact = self.store.put(reply.body, "json")
         if reply.outcome == OK and not expect_error:
-            output = _canonical(reply.body, self.settings.volatile).to_json()
+            # parval.outputs sits below rundir: Output.to_json writes a RequestOutput unnamed
+            output = cast(RequestOutput, _canonical(reply.body, self.settings.volatile).to_json())
             if history:  # warm: no load inside
                 self.latencies.append(max(0.0, reply.t_done - reply.t_send))
         self.unchecked.append(reply.outcome)
-        return self.event(
-            "request",
+        event = RequestEvent(
+            kind="request",
+            run=self.name,
+            attempt=self.attempt,
             phase=phase,
             wave=wave,
             req=req,
@@ -247,8 +226,17 @@ class Start:
             output=output,
             artifact=artifact,
             expect_error=expect_error,
-            **extra,
         )
+        # the fields of some steps' requests (absent, not null, elsewhere)
+        if reversed is not None:
+            event["reversed"] = reversed
+        if retry is not None:
+            event["retry"] = retry
+        if perf_n is not None:
+            event["perf_n"] = perf_n
+        if resized_to is not None:
+            event["resized_to"] = resized_to
+        return self.log.write(event)
 
     async def check_alive(self, where: str) -> None:
         """After each step: a server that exited is a crash; a server for which every
@@ -269,13 +257,17 @@ class Start:
             )
         if outcomes and all(o in _NO_ANSWER for o in outcomes):
             tail = self.server.log_tail()
-            self.event(
-                "server_unresponsive",
-                where=where,
-                requests=len(outcomes),
-                outcomes=sorted(set(outcomes)),
-                request_timeout_s=self.settings.request_timeout_s,
-                log_tail=tail,
+            self.log.write(
+                ServerUnresponsiveEvent(
+                    kind="server_unresponsive",
+                    run=self.name,
+                    attempt=self.attempt,
+                    where=where,
+                    requests=len(outcomes),
+                    outcomes=sorted(set(outcomes)),
+                    request_timeout_s=self.settings.request_timeout_s,
+                    log_tail=tail,
+                )
             )
             raise StartAborted(
                 f"{self.name}: server stopped answering during {where}: none of "
@@ -288,7 +280,17 @@ class Start:
         if self.crash_recorded:
             return
         self.crash_recorded = True
-        self.event("server_crash", where=where, exit_code=rc, signal=_signal_name(rc), log_tail=self.server.log_tail())
+        self.log.write(
+            ServerCrashEvent(
+                kind="server_crash",
+                run=self.name,
+                attempt=self.attempt,
+                where=where,
+                exit_code=rc,
+                signal=_signal_name(rc),
+                log_tail=self.server.log_tail(),
+            )
+        )
 
     async def settle(self, phase: str) -> None:
         """Stay in `phase` for two host-memory intervals so the sampler sees it (unloads are
@@ -297,7 +299,7 @@ class Start:
         self.phases.set(phase)
         await anyio.sleep(max(0.05, 2 * interval))
 
-    async def drained(self, timeout_s: float = 1.5) -> Drained:
+    async def drained(self, timeout_s: float = 1.5) -> DrainedState:
         """active_slots == 0 and queued_requests == 0, allowing the status a short lag.
         A process that has published no counters is not waited for: they would not come."""
         if not self.counters_published:
@@ -333,17 +335,24 @@ class Start:
         phase: str,
         wave: int,
         n: int,
-        mode: str,
+        mode: WaveMode,
         t_start: float,
         t_end: float,
         replies: list[Reply],
-        drained: Drained,
-        **extra: object,
+        drained: DrainedState,
+        *,
+        admission: AdmissionInfo | None = None,
+        trace_lines: int | None = None,
+        trace_confirmed: bool | None = None,
+        order: list[str] | None = None,
+        retry: int | None = None,
     ) -> JsonObject:
         status = summarise_window(self.poller.window(t_start, t_end), n)
         sends = [r.t_send for r in replies]
-        return self.event(
-            "wave",
+        event = WaveEvent(
+            kind="wave",
+            run=self.name,
+            attempt=self.attempt,
             count=self.count,
             phase=phase,
             wave=wave,
@@ -356,10 +365,21 @@ class Start:
             status=status,
             drained=drained,
             all_in_flight=self.all_in_flight(replies),
-            **extra,
         )
+        # the fields of some waves (absent, not null, elsewhere)
+        if admission is not None:
+            event["admission"] = admission
+        if trace_lines is not None:
+            event["trace_lines"] = trace_lines
+        if admission is not None:  # an ordered wave: whether its trace confirmed the slots, or null
+            event["trace_confirmed"] = trace_confirmed
+        if order is not None:
+            event["order"] = order
+        if retry is not None:
+            event["retry"] = retry
+        return self.log.write(event)
 
-    def all_in_flight(self, replies: list[Reply]) -> AllInFlight | None:
+    def all_in_flight(self, replies: list[Reply]) -> InFlightWindow | None:
         """The window in which the client had every request of a wave in flight at once
         (last send to first reply) and what the status polls wholly inside it showed."""
         if len(replies) < 2:

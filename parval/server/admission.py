@@ -6,37 +6,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import NotRequired, TypedDict
 
 import anyio
 
+from parval.rundir.event_types import AdmissionInfo
 from parval.server.client import Client, Reply
 from parval.server.status_poller import StatusPoller, StatusSample, taken_at
 
 # Without counters to watch, requests of an ordered wave are sent this far apart so that
 # they arrive in order; their admission cannot be observed.
 UNOBSERVED_GAP_S = 0.002
-
-
-class StalledAdmission(TypedDict):
-    """An admission that did not show while several requests were in flight."""
-
-    request: int
-    want: int
-    outstanding: int
-    polls: int
-    max_active: int
-
-
-class AdmissionInfo(TypedDict):
-    """How an ordered wave was admitted (recorded as the wave event's `admission`)."""
-
-    ordered_ok: bool
-    finished_early: bool
-    admit_waits_ms: list[float]
-    observed: bool
-    admit_timeout_s: float
-    stalled: NotRequired[StalledAdmission]
 
 
 async def ordered_admission(

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, NotRequired, TypedDict
+from typing import Any
 
 import anyio
 import httpx
+
+from parval.rundir.event_types import ReplySummary
 
 # Outcomes: the request's fate as far as the client can know it.
 OK = "ok"  # 2xx with a body
@@ -22,16 +24,6 @@ HTTP_ERROR = "http_error"  # a complete non-2xx reply
 INDETERMINATE = "indeterminate"  # timeout, reset, connection dropped: unknown what happened
 OVERSIZE = "oversize"  # body larger than the plan's limit
 CONNECT_ERROR = "connect_error"  # never reached the server
-
-
-class ReplySummary(TypedDict):
-    """A reply as the event log records it (`Reply.summary`)."""
-
-    status: int | None
-    outcome: str
-    ms: float
-    error: str
-    error_type: NotRequired[str | None]  # only for HTTP_ERROR
 
 
 @dataclass

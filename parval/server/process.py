@@ -37,6 +37,7 @@ import httpx
 
 from parval.errors import ServerStartError, StartPreparationError
 from parval.jsonread import as_int
+from parval.jsontypes import JsonObject
 from parval.procedure.server_facts import ROUTE_HEALTH
 from parval.rundir.files import atomic_write
 from parval.server import reaper
@@ -131,7 +132,7 @@ class ServerProcess:
     started: float
     ready_s: float | None = None
     exit_code: int | None = None
-    stop_info: dict[str, object] = field(default_factory=dict)
+    stop_info: JsonObject = field(default_factory=dict)
 
     @property
     def base_url(self) -> str:
@@ -177,12 +178,12 @@ class ServerProcess:
                 reaper.forget(self.proc.pid)
         return rc
 
-    async def stop(self, grace_s: float) -> dict[str, object]:
+    async def stop(self, grace_s: float) -> JsonObject:
         """SIGTERM the group, wait `grace_s`, then SIGKILL. Records how it ended.
 
         Bounded: at most grace_s + KILL_WAIT_S, even for a process that cannot be reaped."""
         t0 = time.monotonic()
-        info: dict[str, object] = {"signal": "SIGTERM", "graceful": False, "killed": False, "grace_s": grace_s}
+        info: JsonObject = {"signal": "SIGTERM", "graceful": False, "killed": False, "grace_s": grace_s}
         if self.returncode() is None:
             reaper.signal_group(self.proc.pid, signal.SIGTERM)
             if not await self.wait_exit(grace_s, 0.02):

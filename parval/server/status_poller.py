@@ -11,12 +11,13 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypedDict, TypeVar
+from typing import Generic, TypeVar
 
 import anyio
 import httpx
 
 from parval.procedure.server_facts import ROUTE_MODELS
+from parval.rundir.event_types import WaveStatus
 
 
 @dataclass(frozen=True)
@@ -147,20 +148,7 @@ def taken_at(s: StatusSample) -> float:
     return s.t_sent if s.t_sent is not None else s.t
 
 
-class WindowSummary(TypedDict):
-    """What the poller saw during one wave (a wave event's `status`)."""
-
-    polls: int
-    poll_errors: int
-    poll_hz: float | None
-    max_active: int | None
-    max_active_loaded: int | None
-    max_queued: int | None
-    fields_present: bool
-    expected: int
-
-
-def summarise_window(samples: list[StatusSample], n: int) -> WindowSummary:
+def summarise_window(samples: list[StatusSample], n: int) -> WaveStatus:
     """What the poller saw during one wave."""
     ok = [s for s in samples if s.ok and s.present]
     actives = [s.active for s in ok if s.active is not None]

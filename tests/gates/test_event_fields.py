@@ -118,12 +118,12 @@ def test_the_campaign_judging_between_units_survives_a_wave_timeout(tmp_path: Pa
     path.write_text("".join(json.dumps(e) + "\n" for e in ev.events))
 
     c = object.__new__(Campaign)
-    appended: list[tuple[str, dict[str, object]]] = []
-    c.log = SimpleNamespace(path=path, append=lambda kind, **f: appended.append((kind, f)))  # type: ignore[assignment]
+    appended: list[dict[str, object]] = []
+    c.log = SimpleNamespace(path=path, write=lambda event: appended.append(dict(event)))  # type: ignore[assignment]
     c.plan = SimpleNamespace(raw=p, path=Path("plan.yaml"), counts=[1, 2])  # type: ignore[assignment]
     c.run_dir = tmp_path
     c.judging = MID_RUN
     c.shard_counts = lambda: [1, 2]  # type: ignore[method-assign]
     assert c.count_failures(1) == [] and c.count_failures(2) == []
     assert c.largest_validated() == 1
-    assert appended == [("recovery_count", {"count": 1, "reason": "largest consecutive count whose M2 passed"})]
+    assert appended == [{"kind": "recovery_count", "count": 1, "reason": "largest consecutive count whose M2 passed"}]

@@ -1,135 +1,181 @@
-"""The TypedDicts the gates read events through (parval/rundir/event_types.py) say what the
-table of parval/rundir/event_fields.py declares: every kind the model gates read has one,
-its required keys are the kind's fields (and `kind`), and each field's type is the one the
-table checks on read."""
+"""Each event kind is declared once, as its TypedDict (parval/rundir/event_types.py): the
+fields parval checks on write and on read (parval/rundir/event_fields.py), the upgrades of
+older logs and schemas/events.schema.json all follow from it, so a field added to a type
+is checked, upgraded and published without a second declaration; and parval writes every
+event through its type (`EventLog.write`)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal, get_args, get_origin, is_typeddict
+from types import UnionType
+from typing import Annotated, Literal, NotRequired, TypedDict, Union, get_args, get_origin, is_typeddict
 
 import jsonschema
 import pytest
 
 from parval.jsontypes import JsonObject, JsonValue
-from parval.rundir.event_fields import ANY, EVENT_FIELDS, FLAG, INT, LIST, NUMBER, OBJECT, TEXT, FieldType, OneOf
-from parval.rundir.event_types import EVENT_TYPES
+from parval.rundir.event_fields import (
+    ANY,
+    EVENT_FIELDS,
+    FLAG,
+    INT,
+    LIST,
+    NAME,
+    NUMBER,
+    OBJECT,
+    TEXT,
+    UPGRADES,
+    EventFieldError,
+    OneOf,
+    field_type,
+    shapes_of,
+)
+from parval.rundir.event_types import Event, Format1Event, Format2Event, NonEmpty, Upgrade, WaveStatus
 from parval.rundir.events import EventLog
 
 SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "events.schema.json"
-
-# A table type's Python type, by the value types it accepts.
-PYTHON_TYPE: dict[tuple[type, ...], object] = {
-    TEXT.types: str,
-    INT.types: int,
-    NUMBER.types: float,
-    FLAG.types: bool,
-    OBJECT.types: JsonObject,
-    LIST.types: list[JsonValue],
-    ANY.types: JsonValue,
-}
+TYPES: tuple[type, ...] = get_args(Format1Event) + get_args(Format2Event)
 
 
-def expected(ftype: FieldType) -> object:
-    if isinstance(ftype, OneOf):
-        return Literal[ftype.values]
-    base = PYTHON_TYPE[ftype.types]
-    return base | None if ftype.nullable and ftype.types != ANY.types else base
+@pytest.mark.parametrize(
+    ("hint", "expected"),
+    [
+        (str, TEXT),
+        (int, INT),
+        (float, NUMBER),
+        (bool, FLAG),
+        (JsonObject, OBJECT),
+        (WaveStatus, OBJECT),
+        (list[str], LIST),
+        (list[JsonValue], LIST),
+        (JsonValue, ANY),
+        (Annotated[str, NonEmpty()], NAME),
+        (int | None, INT.or_null),
+        (WaveStatus | None, OBJECT.or_null),
+        (Annotated[bool, Upgrade(False)], FLAG),
+    ],
+)
+def test_a_field_is_checked_by_its_annotated_type(hint: object, expected: object) -> None:
+    assert field_type(hint) == expected
 
 
-def nested(hint: object, nullable: bool) -> bool:
-    """A TypedDict (or None where the table allows null) for an object field."""
-    if nullable:
-        args = set(get_args(hint))
-        return type(None) in args and len(args) == 2 and all(is_typeddict(a) for a in args - {type(None)})
-    return is_typeddict(hint)
+def test_a_literal_is_one_of_its_strings() -> None:
+    checked = field_type(Literal["together", "ordered", "serial"])
+    assert isinstance(checked, OneOf)
+    assert checked.values == ("together", "ordered", "serial")
+    assert checked.name == "together, ordered or serial"
+    assert not checked.accepts("reversed") and checked.accepts("serial")
 
 
-def shapes(kind: str) -> list[dict[str, FieldType]]:
-    shape = EVENT_FIELDS[kind]
-    return [dict(shape.fields)] + ([dict(shape.skipped)] if shape.skipped is not None else [])
+def test_a_type_without_a_check_is_refused() -> None:
+    with pytest.raises(AssertionError, match="no check"):
+        field_type(bytes)
 
 
-def test_every_declared_kind_has_its_typed_dict() -> None:
-    assert set(EVENT_TYPES) == set(EVENT_FIELDS)
+# Built from evaluated annotations (as event_types.py declares its types): this module
+# postpones its own.
+_Probe = TypedDict(  # noqa: UP013 - the functional form evaluates its annotations
+    "_Probe",
+    {
+        "kind": Literal["some_probe", "other_probe"],
+        "run": Annotated[str, NonEmpty()],
+        "took_s": float,
+        "seen": Annotated[bool, Upgrade(False)],
+        "note": NotRequired[str],
+    },
+)
+_Skipped = TypedDict("_Skipped", {"kind": Literal["some_probe"], "run": str, "skipped": str})  # noqa: UP013
 
 
-@pytest.mark.parametrize("kind", sorted(EVENT_TYPES))
-def test_required_keys_and_types_follow_the_table(kind: str) -> None:
-    typed = EVENT_TYPES[kind]
-    assert len(typed) == len(shapes(kind)), kind
-    for cls, fields in zip(typed, shapes(kind), strict=True):
-        assert cls.__required_keys__ == {"kind", *fields}, cls  # type: ignore[attr-defined]
-        hints = cls.__annotations__  # evaluated: event_types.py does not postpone them
-        assert kind in hints["kind"].__args__, cls
-        for name, ftype in fields.items():
-            if ftype.types == OBJECT.types and nested(hints[name], ftype.nullable):
-                continue  # an object the gates read: its keys are optional (see event_types.py)
-            if (
-                ftype.types == LIST.types
-                and get_origin(hints[name]) is list
-                and nested(get_args(hints[name])[0], False)
-            ):
-                continue  # a list of objects the gates read, the same
-            assert hints[name] == expected(ftype), (cls, name, hints[name], expected(ftype))
+def test_the_shapes_of_a_type_are_its_required_keys_for_each_of_its_kinds() -> None:
+    """A field added to a type is checked for every kind of it: the table is not written
+    anywhere else. Optional keys are not checked; `Upgrade` names an older event's value."""
+    shapes, upgrades = shapes_of((_Probe, _Skipped), since_format=1)
+    assert set(shapes) == {"some_probe", "other_probe"}
+    probe = shapes["other_probe"]
+    assert dict(probe.fields) == {"run": NAME, "took_s": NUMBER, "seen": FLAG}
+    assert probe.skipped is None and probe.since_format == 1
+    # the type that requires `skipped` is the kind's other shape
+    assert shapes["some_probe"].skipped == {"run": TEXT, "skipped": TEXT}
+    assert upgrades == {"some_probe": {"seen": False}, "other_probe": {"seen": False}}
+
+
+def test_a_kind_declared_twice_is_refused() -> None:
+    with pytest.raises(AssertionError, match="declared twice"):
+        shapes_of((_Probe, _Probe), since_format=1)
+
+
+def test_every_kind_has_one_type_and_the_format_it_was_declared_in() -> None:
+    kinds = [
+        k for cls in TYPES if "skipped" not in cls.__required_keys__ for k in get_args(cls.__annotations__["kind"])
+    ]
+    assert len(kinds) == len(set(kinds)) == len(EVENT_FIELDS)
+    assert EVENT_FIELDS["request"].since_format == 1 and EVENT_FIELDS["campaign_start"].since_format == 2
+    assert EVENT_FIELDS["m4_load_failure"].skipped == {"run": TEXT, "skipped": TEXT}
+    assert set(UPGRADES) == {"wave_timeout", "m4_targeted_unload", "m4_all_unload", "m4_unload_during_first_load"}
 
 
 def test_a_nested_object_type_requires_no_key() -> None:
-    """The table checks only that a nested object is an object: a TypedDict for one may not
-    promise a key."""
-    for typed in EVENT_TYPES.values():
-        for cls in typed:
-            for hint in cls.__annotations__.values():
-                for inner in (hint, *get_args(hint), *(a for arg in get_args(hint) for a in get_args(arg))):
-                    if is_typeddict(inner):
-                        assert not inner.__required_keys__, (cls, inner)
-
-
-def test_optional_keys_are_not_declared_fields() -> None:
-    """A NotRequired key is one the table does not require: a judge reads it with `.get`."""
-    for kind, typed in EVENT_TYPES.items():
-        declared = {name for fields in shapes(kind) for name in fields}
-        for cls in typed:
-            assert not (cls.__optional_keys__ & declared), cls  # type: ignore[attr-defined]
+    """The check reads a nested object only as an object, and older runs may lack one of
+    its keys: a TypedDict for one may not promise a key."""
+    for cls in TYPES:
+        for hint in cls.__annotations__.values():
+            for inner in (hint, *get_args(hint), *(a for arg in get_args(hint) for a in get_args(arg))):
+                if is_typeddict(inner):
+                    assert not inner.__required_keys__, (cls, inner)
 
 
 def example(hint: object) -> object:
     """A value of an annotated type: the first of a Literal, a non-null member of a union,
     an empty nested object (its keys are optional)."""
-    if get_origin(hint) is Literal:
-        return get_args(hint)[0]
-    args = get_args(hint)
-    if args and type(None) in args and get_origin(hint) is not list:
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is Annotated:
+        return example(args[0])
+    if hint == JsonValue:
+        return None
+    if origin is Literal:
+        return args[0]
+    if origin in (Union, UnionType):
         return example(next(a for a in args if a is not type(None)))
-    if is_typeddict(hint) or hint == JsonObject:
+    if is_typeddict(hint) or origin is dict:
         return {}
-    if get_origin(hint) is list:
+    if origin is list:
         return []
     examples: dict[object, object] = {str: "text", int: 3, float: 1.5, bool: True}
-    return examples.get(hint, None)  # JsonValue: any JSON value, null among them
+    return examples[hint]
 
 
-def test_one_event_of_every_kind_built_through_its_type_is_written_and_validates(tmp_path: Path) -> None:
+def test_one_event_of_every_type_is_written_through_it_and_validates(tmp_path: Path) -> None:
     """Each TypedDict, filled with a value of every required key's type, is an event the log
-    accepts (EventLog.append checks the table) and the events schema validates."""
+    writes (the check on write passes) and the events schema validates."""
     path = tmp_path / "events.jsonl"
     log = EventLog(path)
     built = 0
     try:
-        for kind, typed in sorted(EVENT_TYPES.items()):
-            for cls in typed:
-                hints = cls.__annotations__
-                assert kind in get_args(hints["kind"]), cls
-                values = {name: example(hints[name]) for name in cls.__required_keys__ - {"kind"}}  # type: ignore[attr-defined]
-                event = cls(kind=kind, **values)
-                log.append(kind, **{k: v for k, v in event.items() if k != "kind"})
+        for cls in TYPES:
+            hints = cls.__annotations__
+            for kind in get_args(hints["kind"]):
+                values = {name: example(hints[name]) for name in cls.__required_keys__ - {"kind"}}
+                event: Event = cls(kind=kind, **values)
+                log.write(event)
                 built += 1
     finally:
         log.close()
     validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text("utf-8")))
     lines = path.read_text("utf-8").splitlines()
-    assert len(lines) == built >= len(EVENT_FIELDS)
+    assert len(lines) == built > len(EVENT_FIELDS)
     for line in lines:
         errors = [e.message for e in validator.iter_errors(json.loads(line))]
         assert not errors, (line[:200], errors)
+
+
+def test_the_check_on_write_stays(tmp_path: Path) -> None:
+    """mypy checks every writer, but a value that arrives through `Any` is still refused."""
+    log = EventLog(tmp_path / "events.jsonl")
+    try:
+        loose: dict[str, object] = {"kind": "unit_end", "unit": "count1-s0", "ok": None}
+        with pytest.raises(EventFieldError, match="`ok`"):
+            log.write(loose)  # type: ignore[arg-type]
+    finally:
+        log.close()

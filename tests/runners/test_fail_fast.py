@@ -30,8 +30,8 @@ class _Log:
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
 
-    def append(self, kind: str, **fields: Any) -> dict[str, Any]:
-        self.events.append({"kind": kind, **fields})
+    def write(self, event: dict[str, Any]) -> dict[str, Any]:
+        self.events.append(dict(event))
         return self.events[-1]
 
 

@@ -156,7 +156,7 @@ def test_nothing_to_decide_when_concurrency_was_shown_or_n_is_one() -> None:
 def test_decide_repeat_records_the_reason_and_stops_after_the_last_attempt() -> None:
     st = fake_start([sample(0)])
     logged: list[dict[str, Any]] = []
-    c = SimpleNamespace(log=SimpleNamespace(append=lambda kind, **f: logged.append({"kind": kind, **f})))
+    c = SimpleNamespace(log=SimpleNamespace(write=lambda event: logged.append(dict(event))))
     short = wave(1, {"ms": 0.4, "polls": 0, "max_active": None})
     assert ph.decide_repeat(c, st, short, 2, 0) is True  # type: ignore[arg-type]
     assert ph.decide_repeat(c, st, short, 2, ph.WAVE_ATTEMPTS - 1) is False  # type: ignore[arg-type]
