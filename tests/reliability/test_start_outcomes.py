@@ -187,8 +187,9 @@ def _check_alive(server: _ExitingServer) -> tuple[str, list[str]]:
         unchecked=[CONNECT_ERROR],
         server=server,
         crash_recorded=False,
+        attempt=0,
         settings=SimpleNamespace(request_timeout_s=20.0),
-        event=lambda kind, **_: kinds.append(kind),
+        log=SimpleNamespace(write=lambda event: kinds.append(event["kind"])),
     )
     st.record_crash = lambda where, rc: Start.record_crash(st, where, rc)
     with pytest.raises(StartAborted) as aborted:
