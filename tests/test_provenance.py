@@ -58,6 +58,7 @@ def test_a_single_run_report_shows_its_manifest_provenance(tmp_path: Path) -> No
         "admission_ready": False,
         "all_plan_rules": False,
         "run": {"dir": str(tmp_path)},
+        "assertions": [],
     }
     assert "Evidence made: **CI (gitlab-ci)**" in "\n".join(_header(ev, {"run_dirs": [str(tmp_path)]}))
     assert not any("Evidence made" in line for line in _header(ev, {}))
