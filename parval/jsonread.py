@@ -71,3 +71,14 @@ def as_object(value: object, attribute: str) -> JsonObject:
     if isinstance(value, dict):
         return value
     raise AttributeError(f"'{type(value).__name__}' object has no attribute '{attribute}'")
+
+
+def json_text(value: object) -> str:
+    """A recorded value as it is written in JSON (`null`, `false`, `"4"`), for reasons people
+    read: the value the server was sent, not Python's spelling of it."""
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)

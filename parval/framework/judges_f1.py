@@ -40,6 +40,7 @@ from parval.framework.observed import (
     waits,
 )
 from parval.framework.preconditions import route_absent
+from parval.jsonread import json_text
 from parval.procedure.entry import Entry, framework_entry
 
 # -- F1.cap1_fifo and F1.fifo: the forced order --------------------------------------------------
@@ -620,7 +621,7 @@ def registration_forms(f: Facts) -> Verdict:
     for r in f["results"]:
         v.require(
             r["status"] == 400 and r["message"] == LEGACY_SLOTS_TEXT,
-            f"slots={r['slots']!r} rejected 400 '{LEGACY_SLOTS_TEXT}' (got {r['status']})",
+            f"slots={json_text(r['slots'])} rejected 400 '{LEGACY_SLOTS_TEXT}' (got {r['status']})",
         )
     before, after = f["models_before"], f["models_after"]
     if isinstance(before, int) and isinstance(after, int):
@@ -639,7 +640,7 @@ def config_forms(f: Facts) -> Verdict:
     for s in f["starts"]:
         v.require(
             bool(s["exited"]) and s["exit_code"] == 1 and bool(s["message"]),
-            f"config slots={s['slots']!r}: startup failed with exit 1 and the rejection text",
+            f"config slots={json_text(s['slots'])}: startup failed with exit 1 and the rejection text",
         )
     return v
 

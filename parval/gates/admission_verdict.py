@@ -237,12 +237,19 @@ def aggregate(results: list[Result]) -> Result:
     st = combine(r.status for r in results)
     worst = next((r for r in results if r.status is st), first)
     per = {str(r.count): {"status": str(r.status), "reason": r.reason} for r in results}
-    reason = worst.reason if st is not Status.PASS else "; ".join(f"count {r.count}: {r.reason}" for r in results)
+    reason = worst.reason if st is not Status.PASS else "; ".join(_where_judged(r) for r in results)
     if st is Status.NOT_APPLICABLE:
         reason = worst.reason
     lim = sorted({x for r in results for x in r.limitations})
     evidence = {**worst.evidence, "per_count": per}
     return Result(first.id, st, reason, evidence, worst.reproduction, lim, applicable=st is not Status.NOT_APPLICABLE)
+
+
+def _where_judged(r: Result) -> str:
+    """`count 2: <reason>` (`model level: ...` for an entry judged once), unless the reason
+    already says where it was judged."""
+    where = "model level" if r.count is None else f"count {r.count}"
+    return r.reason if r.reason.startswith(where) else f"{where}: {r.reason}"
 
 
 def as_json(results: list[Result]) -> list[dict[str, object]]:

@@ -15,6 +15,7 @@ from parval.gates.serial import SerialVerdict, serial_variation
 from parval.outputs.volatility import content_exclusions
 from parval.plan.judged import JudgedPlan, as_judged
 from parval.plan.waves import StartSchedule
+from parval.procedure.names import MEMBASE_PREFIX
 from parval.rundir.event_types import RequestEvent, ServerReadyEvent
 from parval.rundir.records import DERIVED_PHASES, REF_PHASES, Records, SetAsideCrash, derived_ref, typed
 from parval.status import Result
@@ -98,7 +99,9 @@ class JudgeContext:
         reference derived from its history (records.derived_ref): run, phase, req, label,
         and the derived ref. Such labels are recorded, never followed."""
         out: list[dict[str, object]] = []
-        for run in self.rec.runs:
+        # a membase start (the baseline build's memory at a count) has its outputs compared
+        # with nothing: its labels decide nothing
+        for run in (r for r in self.rec.runs if not r.startswith(MEMBASE_PREFIX)):
             for e in self.rec.requests(run, DERIVED_PHASES):
                 key = derived_ref(e, self.cache_sensitive)
                 if e.get("ref") != key:

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from parval.gates import shape
 from parval.gates.context import JudgeContext, exact_result, run_judges
-from parval.jsonread import as_int, get, item
+from parval.jsonread import as_int, get, item, json_text
 from parval.jsontypes import JsonValue
 from parval.procedure.entry import COMPARED, NO_UI, READY, Entry, Gate
 from parval.status import Result
@@ -63,11 +63,11 @@ def x1_legacy_path(ctx: JudgeContext) -> Result:
         problems.append("the experimental-runtime warning was printed without --parallel-jobs")
     for p in probes:
         if not (p.get("rejected") and p.get("message_ok")):
-            problems.append(f"config slots={p['value']!r} was not rejected at startup with the legacy text")
+            problems.append(f"config slots={json_text(p['value'])} was not rejected at startup with the legacy text")
     for reg in regs:
         if not reg.get("ok"):
             problems.append(
-                f"registration slots={reg['value']!r}: got {reg['reply'].get('status')} {reg.get('message')!r}"
+                f"registration slots={json_text(reg['value'])}: got {reg['reply'].get('status')} {reg.get('message')!r}"
             )
     fields = _status_fields(ctx, LEGACY)
     if isinstance(fields, dict) and fields.get("slot_fields"):
@@ -217,7 +217,7 @@ def x3_resize_across_one(ctx: JudgeContext) -> Result:
             "X3",
             "resizing across one failed or lost the parallel lifecycle: "
             + "; ".join(
-                f"slots={item(s, 'slots')}: status {_reply_status(s)}, status fields "
+                f"slots={json_text(item(s, 'slots'))}: status {_reply_status(s)}, status fields "
                 f"{'kept' if get(s, 'status_fields') else 'missing'}"
                 for s in bad
             ),

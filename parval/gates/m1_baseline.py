@@ -11,6 +11,7 @@ from parval.gates import shape
 from parval.gates.context import REF_PHASES, JudgeContext, SerialVerdict, exact_result
 from parval.gates.serial import serial_variation
 from parval.procedure.entry import COMPARED, MANIFEST, MASKED, NEGATIVE, PLAN, REFS, SET_ASIDE, STARTS, Entry, Gate
+from parval.procedure.names import REFERENCE_RUNS
 from parval.rundir.records import COUNT_PHASES, schedule_missing, starts_missing
 from parval.status import Result, Status
 
@@ -231,6 +232,21 @@ def m1_cold_warm_refs(ctx: JudgeContext, serial: SerialVerdict) -> Result:
         return shape.pending("M1.cold_warm_refs", "cold and warm references were not both recorded")
     if ctx.reference_gap is not None:
         return shape.pending("M1.cold_warm_refs", f"references incomplete: {ctx.reference_gap}")
+    # every reference start's labels are checked below: each must have recorded every request
+    # cold, warm and warm again (a request missing is a label not checked)
+    for run in REFERENCE_RUNS:
+        if run not in ctx.rec.runs:
+            return shape.pending(
+                "M1.cold_warm_refs",
+                f"reference start {run} not recorded: the labels of its outputs were not checked",
+            )
+        have = {(e["req"], e["phase"]) for e in ctx.rec.requests(run, REF_PHASES)}
+        if lacking := [f"{q}/{p}" for q in ctx.request_names for p in REF_PHASES if (q, p) not in have]:
+            return shape.pending(
+                "M1.cold_warm_refs",
+                f"reference start {run} recorded no {', '.join(lacking[:6])}: the labels of its outputs were not "
+                "all checked",
+            )
     if ctx.relabelled:
         # the judges compare with the derived reference; a run whose labels say otherwise
         # did not show its cold outputs kept to cold references

@@ -48,7 +48,10 @@ def empty(value: object) -> bool:
 
 
 def _size(value: object) -> object:
-    """How the evidence a PASS rests on is shown: its size, or the value itself."""
+    """How the evidence a PASS rests on is shown: its size, or the value itself. One recorded
+    event (a mapping with a `kind`) is one piece of evidence, not as many as its fields."""
+    if isinstance(value, dict) and "kind" in value:
+        return 1
     if isinstance(value, list | tuple | dict | set | frozenset):
         return len(value)
     return value

@@ -103,7 +103,7 @@ def test_x1_fails_a_form_accepted_at_startup() -> None:
         if e["kind"] == "x1_config_probe" and e["value"] is False:
             e["rejected"] = False
     r = x1_legacy_path(ctx(ev))
-    assert r.status is Status.FAIL and "slots=False" in r.reason
+    assert r.status is Status.FAIL and "slots=false" in r.reason
 
 
 # -- X3 --------------------------------------------------------------------------------------

@@ -236,7 +236,7 @@ def test_registration_forms_fails_an_accepted_form_or_a_registered_model() -> No
     accepted = [*REJECTED[:4], {"slots": "4", "status": 200, "message": ""}]
     v = run_judge("legacy.registration_forms", forms(accepted, after=4))
     assert v.status is Status.FAIL
-    assert "slots='4' rejected 400" in v.detail() and "(3 -> 4)" in v.detail()
+    assert 'slots="4" rejected 400' in v.detail() and "(3 -> 4)" in v.detail()
     assert run_judge("legacy.registration_forms", forms(REJECTED, after=4)).status is Status.FAIL
 
 
@@ -247,7 +247,7 @@ def test_config_forms_fails_a_start_that_accepted_the_slots_key() -> None:
     seen = {"starts": [{"slots": s, "exit_code": 0, "exited": False, "message": False} for s in (1, None)]}
     v = run_judge("legacy.config_forms", seen)
     assert v.status is Status.FAIL
-    assert "config slots=1: startup failed" in v.detail() and "config slots=None" in v.detail()
+    assert "config slots=1: startup failed" in v.detail() and "config slots=null" in v.detail()
 
 
 def test_runtime_kept_on_legacy_fails_slot_fields_on_a_registration_without_slots() -> None:
