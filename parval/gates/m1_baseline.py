@@ -237,8 +237,7 @@ def m1_cold_warm_refs(ctx: JudgeContext, serial: SerialVerdict) -> Result:
     for run in REFERENCE_RUNS:
         if run not in ctx.rec.runs:
             return shape.pending(
-                "M1.cold_warm_refs",
-                f"reference start {run} not recorded: the labels of its outputs were not checked",
+                "M1.cold_warm_refs", f"reference start {run} not recorded: the labels of its outputs were not checked"
             )
         have = {(e["req"], e["phase"]) for e in ctx.rec.requests(run, REF_PHASES)}
         if lacking := [f"{q}/{p}" for q in ctx.request_names for p in REF_PHASES if (q, p) not in have]:
