@@ -14,9 +14,9 @@ from typing import Any, TypedDict
 from parval import PROCEDURE_VERSION, __version__
 from parval.gates import admission_verdict as adm
 from parval.gates.campaign_cost import campaign_overhead
-from parval.gates.context import JudgeContext
 from parval.gates.execution_path import judge_execution_path
 from parval.gates.framework_ref import framework_checks
+from parval.gates.judge_context import JudgeContext
 from parval.gates.m1_baseline import judge_m1
 from parval.gates.m2_concurrency import judge_m2
 from parval.gates.m3_mixed_waves import judge_m3, variation_effects
@@ -32,6 +32,7 @@ from parval.plan.load import Plan
 from parval.plan.schemas import schema_version
 from parval.procedure.sealed_rules import as_read
 from parval.rundir.cannot_start import cannot_start_events
+from parval.rundir.event_index import Records, build_records, load_records
 from parval.rundir.events import campaign_shard, read_events
 from parval.rundir.evidence_types import (
     Evidence,
@@ -46,7 +47,6 @@ from parval.rundir.evidence_types import (
 )
 from parval.rundir.files import sha256_file, write_json
 from parval.rundir.layout import EVENTS, EVIDENCE, MANIFEST
-from parval.rundir.records import Records, build_records, load_records
 from parval.status import Result, Status, combine
 
 

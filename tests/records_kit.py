@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from parval import PROCEDURE_VERSION
-from parval.procedure.catalogue import FRAMEWORK_GATE
+from parval.procedure.assertion_ids import FRAMEWORK_GATE
 from parval.rundir.manifest import driver_version, gpu_info
 
 UPSTREAM = "0" * 40

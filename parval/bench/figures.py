@@ -1,4 +1,4 @@
-"""The figures `parval bench` measures, as its JSON holds them (format in `runner.py`)."""
+"""The figures `parval bench` measures, as its JSON holds them (format in `measure.py`)."""
 
 from __future__ import annotations
 

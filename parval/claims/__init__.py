@@ -5,10 +5,10 @@ A catalogue file (`schemas/catalogue.schema.json`) names, per claim, the plan (o
 template with overrides), the backends, modes and advertised counts; per backend, the
 candidate build. Each claim x backend x mode is one *combination*: one campaign with an
 effective plan derived from the claim's plan (`combination.py`). `parval catalogue run`
-collects the evidence on this machine (`runner.py`, resumable by `inputs.py`),
+collects the evidence on this machine (`combination_runs.py`, resumable by `inputs.py`),
 `parval catalogue slurm|matrix` writes the job files for many machines (`jobs.py`), and
 `parval report --catalogue DIR --claims CAT` discloses every claimed count
-(`disclosure.py`). Not to be confused with `parval.procedure.catalogue`, the catalogue of
+(`disclosure.py`). Not to be confused with `parval.procedure.assertion_ids`, the catalogue of
 the procedure's assertion IDs.
 
 May import: api (to run a combination's campaign), judge, report and every layer below.

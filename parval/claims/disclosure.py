@@ -34,9 +34,9 @@ from parval.claims.attribution import attribute
 from parval.claims.combination import Catalogue, Combination
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE, RunDirError
 from parval.jsontypes import JsonValue
-from parval.report.catalogue_row import SetAside
 from parval.report.evidence_found import Attributed, FoundRun, find_evidence
 from parval.report.load import run_problems
+from parval.report.run_table_row import SetAside
 from parval.rundir.evidence_types import Assertion, Evidence, PerformanceRow
 
 

@@ -11,7 +11,7 @@ from xml.etree import ElementTree as ET
 
 from parval.claims.disclosure import Disclosure, State, disclose
 from parval.errors import UsageError
-from parval.report.catalogue_row import SetAside
+from parval.report.run_table_row import SetAside
 
 
 def claims_json(d: Disclosure) -> dict[str, object]:

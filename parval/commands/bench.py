@@ -37,8 +37,8 @@ def bench_command(
 
     Example: parval bench --quick --json bench.json
     """
+    from parval.bench.measure import CAMPAIGN_N, FULL, QUICK, SCHEMA_VERSION, environment, parse_ns, run_all
     from parval.bench.report import render, targets
-    from parval.bench.runner import CAMPAIGN_N, FULL, QUICK, SCHEMA_VERSION, environment, parse_ns, run_all
     from parval.jsonread import as_int
 
     cfg: dict[str, object] = dict(QUICK if quick else FULL)

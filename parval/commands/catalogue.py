@@ -95,7 +95,7 @@ def validate_command(
     Example: parval catalogue validate plans/catalogue.yaml
     """
     from parval.claims.combination import load_catalogue
-    from parval.claims.runner import check_combinations
+    from parval.claims.combination_runs import check_combinations
 
     cat = load_catalogue(catalogue)
     if files:
@@ -160,7 +160,7 @@ kept under OUT/superseded/. Exit code: 0 every combination run here admitted, 1 
     Example: parval catalogue run plans/catalogue.yaml --only demo-tts.cpu.offline --shard 2/3
     """
     from parval.claims.combination import load_catalogue
-    from parval.claims.runner import run_catalogue, worst_exit
+    from parval.claims.combination_runs import run_catalogue, worst_exit
     from parval.commands.run import parse_shard
     from parval.ui.lines import Finish, Listener
     from parval.ui.listener import make_listener

@@ -10,7 +10,7 @@ import typer
 from parval.errors import UsageError
 
 if TYPE_CHECKING:
-    from parval.report.catalogue_row import SetAside
+    from parval.report.run_table_row import SetAside
 
 
 def report_command(
@@ -131,7 +131,7 @@ def refuse_inside_a_run(output: Path) -> None:
 def set_aside_decisions(runs: list[Path], reasons: list[str]) -> list[SetAside]:
     """Pair each --set-aside RUN with its --reason TEXT: a run never leaves a verdict
     without a recorded reason (exit 2 otherwise)."""
-    from parval.report.catalogue_row import SetAside
+    from parval.report.run_table_row import SetAside
 
     if len(reasons) != len(runs) or any(not r.strip() for r in reasons):
         raise UsageError(

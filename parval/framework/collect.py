@@ -12,11 +12,11 @@ from typing import Any
 import anyio
 
 from parval.errors import RunDirError
-from parval.framework.context import FrameworkContext
 from parval.framework.ctest import CTestRun
 from parval.framework.judges import judge
+from parval.framework.probe_context import FrameworkContext
+from parval.framework.probe_run import ProbeOutcome, check_options, judge_inputs, parse_selection, run_probes
 from parval.framework.record import RECORD, assemble, record_inputs, write_record
-from parval.framework.runner import ProbeOutcome, check_options, judge_inputs, parse_selection, run_probes
 from parval.framework.settings import load_options
 from parval.plan.load import load_plan
 from parval.rundir.event_types import CtestRunEvent, FrameworkEndEvent, FrameworkStartEvent, RecordInputsEvent, plain

@@ -29,7 +29,7 @@ from parval.framework.judges_f6 import assess_f6, coverage_map
 from parval.framework.observed import Facts, Judge, Verdict, judged, over_attempts
 from parval.framework.preconditions import Capabilities, first_missing
 from parval.jsontypes import JsonObject
-from parval.procedure.catalogue import FRAMEWORK_GATE
+from parval.procedure.assertion_ids import FRAMEWORK_GATE
 from parval.rundir.event_types import JudgeInputsEvent
 from parval.rundir.files import dumps
 from parval.status import Result, Status, combine

@@ -26,10 +26,10 @@ import time
 
 import anyio
 
-from parval.framework.context import FrameworkContext
 from parval.framework.judges import run_judge
 from parval.framework.observed import Facts, Obs, Timing
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, LOADED, MANAGEMENT, route_absent
+from parval.framework.probe_context import FrameworkContext
 from parval.framework.rig import Flight, Rig, open_rig
 from parval.framework.scenarios import (
     ATTEMPTS,

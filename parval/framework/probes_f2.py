@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from parval.framework.context import FrameworkContext
 from parval.framework.observed import Facts, Obs
 from parval.framework.poller import Snapshot
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, MANAGEMENT
+from parval.framework.probe_context import FrameworkContext
 from parval.framework.probes_f1 import tested_counts
 from parval.framework.rig import Flight, Rig, open_rig
 from parval.framework.scenarios import (

@@ -6,11 +6,11 @@ record; parval.framework.judges_f3 judges."""
 
 from __future__ import annotations
 
-from parval.framework.context import FrameworkContext
 from parval.framework.ctest import CTestRun
 from parval.framework.judges_f3 import CTEST_EVIDENCE, CTestEvidence
 from parval.framework.observed import Obs
 from parval.framework.preconditions import MANAGEMENT
+from parval.framework.probe_context import FrameworkContext
 from parval.framework.probes_f1 import tested_counts
 from parval.framework.rig import Rig, open_rig
 from parval.framework.scenarios import references, timing

@@ -16,9 +16,9 @@ import time
 import anyio
 import anyio.abc
 
-from parval.framework.context import FrameworkContext
 from parval.framework.judges_f4 import drain_policy
 from parval.framework.observed import Facts, Obs, flight, named
+from parval.framework.probe_context import FrameworkContext
 from parval.framework.probes_f1 import tested_counts
 from parval.framework.rig import Flight, Rig, open_rig
 from parval.framework.scenarios import ATTEMPTS, attempts, enqueue, occupy, reset, timing

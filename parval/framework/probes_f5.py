@@ -14,8 +14,8 @@ import time
 
 import anyio
 
-from parval.framework.context import FrameworkContext
 from parval.framework.observed import Facts, Obs
+from parval.framework.probe_context import FrameworkContext
 from parval.framework.probes_f1 import tested_counts
 from parval.framework.rig import Flight, Rig, open_rig
 from parval.framework.scenarios import attempts, canaries, references, reset, timing

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import anyio
 
-from parval.framework.context import FrameworkContext
 from parval.framework.ctest import DEFAULT_LABEL, STRESS_LABEL, CTestRun
 from parval.framework.ctest_run import run_ctest
+from parval.framework.probe_context import FrameworkContext
 from parval.rundir.event_types import CtestEvent
 
 STRESS_SEED_ENV = "AUDIOCPP_STRESS_SEED"

@@ -8,10 +8,10 @@ from __future__ import annotations
 import anyio
 
 from parval.errors import ServerStartError
-from parval.framework.context import FrameworkContext
 from parval.framework.judges_f1 import LEGACY_SLOTS_TEXT
 from parval.framework.observed import Facts, Obs
 from parval.framework.preconditions import BULK_UNLOAD, LOADED, MANAGEMENT, Capabilities, route_absent
+from parval.framework.probe_context import FrameworkContext
 from parval.framework.probes_f1 import bulk_ceiling_ms, timeout_checks, timeout_models
 from parval.framework.rig import Rig, open_rig
 from parval.framework.scenarios import attempts, model_count, own_references, reset, timing

@@ -1,7 +1,7 @@
 """The framework record: identity (what was tested, where), one result per F assertion,
 group summaries that are never a blanket pass over partial contract areas, the CTest runs
 and the verdict. Validated against schemas/framework.schema.json before it is written, and
-shown by `parval report FRAMEWORK_RUN` (parval.report.framework_record).
+shown by `parval report FRAMEWORK_RUN` (parval.report.framework_record_md).
 
 Format history: schema_version 1 = first version. Model evidence reads `identity`,
 `record_id` and `assertions` (parval/gates/framework_ref.py).
@@ -19,13 +19,13 @@ from typing import Literal, NotRequired, TypedDict, get_args
 from parval import PROCEDURE_VERSION, __version__
 from parval.errors import EXIT_ADMITTED, EXIT_FAILED, EXIT_INCOMPLETE
 from parval.framework import contract
-from parval.framework.context import FrameworkContext
 from parval.framework.ctest import CTestRun
 from parval.framework.judges import Check
-from parval.framework.runner import ProbeOutcome
+from parval.framework.probe_context import FrameworkContext
+from parval.framework.probe_run import ProbeOutcome
 from parval.jsontypes import JsonObject
 from parval.plan.schemas import schema_errors, schema_version
-from parval.procedure.catalogue import FRAMEWORK_GATE, group_of
+from parval.procedure.assertion_ids import FRAMEWORK_GATE, group_of
 from parval.rundir.files import sha256_file, write_json
 from parval.rundir.manifest import HostPlatform, driver_version, gpu_info, host_platform
 from parval.rundir.provenance import Provenance

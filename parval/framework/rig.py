@@ -27,8 +27,8 @@ from parval.server.client import Client, Reply
 from parval.server.process import LaunchSpec, ServerProcess, spawn, wait_ready
 
 if TYPE_CHECKING:
-    from parval.framework.context import FrameworkContext
     from parval.framework.observed import Facts, Obs
+    from parval.framework.probe_context import FrameworkContext
 
 
 @dataclass

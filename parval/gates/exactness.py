@@ -11,8 +11,8 @@ from pathlib import Path
 
 from parval.jsonread import contains, get
 from parval.outputs.compare import within_tolerance
+from parval.rundir.event_index import Records, derived_ref
 from parval.rundir.event_types import RequestEvent
-from parval.rundir.records import Records, derived_ref
 
 
 @dataclass

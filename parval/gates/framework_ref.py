@@ -38,7 +38,7 @@ from parval.gates.framework_identity import (
 )
 from parval.gates.framework_reuse import ReuseDecision
 from parval.jsonread import get, iterate
-from parval.procedure.catalogue import FRAMEWORK_GATE
+from parval.procedure.assertion_ids import FRAMEWORK_GATE
 from parval.procedure.entry import PROTECTED, X4_CMD, Declaration, Entry
 from parval.procedure.version import is_current
 from parval.status import Result, Status, combine, pending

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from parval.errors import ParvalError
-from parval.procedure.catalogue import FRAMEWORK_GATE
+from parval.procedure.assertion_ids import FRAMEWORK_GATE
 
 # Directories whose <family>/ subdirectories hold one model family's adapter and nothing
 # the shared framework runs: (root, why a change under <root>/<family>/ is that family's).

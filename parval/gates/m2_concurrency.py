@@ -13,8 +13,8 @@ from dataclasses import replace
 from typing import NotRequired, TypedDict
 
 from parval.gates import shape
-from parval.gates.context import JudgeContext, exact_result
 from parval.gates.exactness import Tally
+from parval.gates.judge_context import JudgeContext, exact_result
 from parval.gates.unload_evidence import unload_check
 from parval.jsontypes import JsonObject
 from parval.plan.waves import MIN_POLLS_IN_FLIGHT, UNLOAD_CYCLES
@@ -34,8 +34,8 @@ from parval.procedure.entry import (
 )
 from parval.rundir.cannot_start import cannot_start_events
 from parval.rundir.cannot_start import cause as cannot_start_cause
+from parval.rundir.event_index import COUNT_PHASES, complete_starts, schedule_missing, starts_missing, typed
 from parval.rundir.event_types import ProbeEvent, RequestEvent, WaveEvent
-from parval.rundir.records import COUNT_PHASES, complete_starts, schedule_missing, starts_missing, typed
 from parval.status import Result, Status
 
 __all__ = ["ENTRIES", "JUDGES", "client_overlap", "judge_m2"]

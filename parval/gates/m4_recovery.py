@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from parval.gates import shape
 from parval.gates.admission_verdict import RECOVERY_COUNT
-from parval.gates.context import JudgeContext, exact_result
+from parval.gates.judge_context import JudgeContext, exact_result
 from parval.gates.unload_evidence import (
     admitted_past,
     barging_reproduced,

@@ -25,7 +25,7 @@ from parval.jsonread import as_float
 from parval.jsontypes import JsonObject, JsonValue
 from parval.plan.judged import JudgedPlan, as_judged
 from parval.procedure.entry import MEMORY, PLAN, Entry, Gate
-from parval.rundir.records import Records
+from parval.rundir.event_index import Records
 from parval.status import Result, Status
 from parval.status import pending as pending_result
 

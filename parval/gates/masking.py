@@ -11,8 +11,8 @@ from pathlib import Path
 from parval.gates.serial import SerialVerdict
 from parval.outputs.compare import within_tolerance
 from parval.outputs.planted import plant_beyond
+from parval.rundir.event_index import Records
 from parval.rundir.event_types import NegativeControlEvent
-from parval.rundir.records import Records
 from parval.status import Result, Status
 
 # The verdicts that rest on output comparison: the ones masked, and the ones Q5 reads.

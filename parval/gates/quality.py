@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from parval.gates import shape
-from parval.gates.context import REF_PHASES, JudgeContext
 from parval.gates.exactness import failure_key
+from parval.gates.judge_context import REF_PHASES, JudgeContext
 from parval.gates.m2_concurrency import active_violations, drain_violations, unload_violations
 from parval.gates.m4_recovery import aside_violations
 from parval.gates.masking import COMPARISON_IDS

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from parval.gates.exactness import tolerance_check
+from parval.rundir.event_index import REF_PHASES, Records
 from parval.rundir.event_types import RequestEvent
-from parval.rundir.records import REF_PHASES, Records
 from parval.status import Status
 
 

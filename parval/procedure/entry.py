@@ -10,7 +10,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from parval.procedure.catalogue import EXECUTION_PATH, FRAMEWORK_GATE, MODEL_GATE, QUALITY_RULES, group_of
+from parval.procedure.assertion_ids import EXECUTION_PATH, FRAMEWORK_GATE, MODEL_GATE, QUALITY_RULES, group_of
 
 CATALOGUE: dict[str, str] = {**EXECUTION_PATH, **MODEL_GATE, **FRAMEWORK_GATE, **QUALITY_RULES}
 

@@ -1,4 +1,5 @@
-"""What a run shows: one evidence, several merged, a catalogue of runs, a framework record,
+"""What a run shows: one evidence, several merged, the table of runs under a folder
+(run_table*.py, `report --catalogue DIR`), a framework record,
 as markdown, JSON, JUnit and plots (`parval report`).
 
 May import: judge (--rejudge), the gates and the framework (their tables and records) and

@@ -25,9 +25,9 @@ from parval.errors import ParvalError, UsageError
 from parval.jsonread import get
 from parval.jsontypes import JsonObject, JsonValue
 from parval.procedure.sealed_rules import as_read
-from parval.report.catalogue_row import SetAside
 from parval.report.history import HistoricalRow, historical_rows
 from parval.report.merge import LoadedRun, MergeRefused, check_mergeable, merge_evidence
+from parval.report.run_table_row import SetAside
 from parval.rundir.evidence_types import Evidence
 from parval.rundir.layout import MANIFEST, find_runs
 
@@ -181,7 +181,7 @@ def _same_identity_apart(runs: list[LoadedRun]) -> bool:
 
 def merge_current(out: Attributed, current: list[FoundRun]) -> None:
     """Every current run of one combination into `out` (module docstring): the claims and the
-    catalogue table (`parval.report.catalogue`) both judge runs this way."""
+    catalogue table (`parval.report.run_table`) both judge runs this way."""
     current.sort(key=lambda r: r.date, reverse=True)
     for run in current:  # newest first: the newest run decides what the others must agree with
         try:

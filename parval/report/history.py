@@ -35,7 +35,7 @@ from parval import PROCEDURE_VERSION, __version__
 from parval.errors import InputFileError, RunDirError, UsageError
 from parval.jsonread import iterate
 from parval.jsontypes import JsonValue
-from parval.procedure.catalogue import all_ids
+from parval.procedure.assertion_ids import all_ids
 
 HISTORICAL = "historical.json"
 MAPPING_KIND = "parval-historical-mapping"

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Literal
 from xml.etree import ElementTree as ET
 
-from parval.report.catalogue_row import CatalogueRow, CatalogueVerdict, RunWhy
 from parval.report.failures_md import campaign_command
 from parval.report.md_base import detailed
+from parval.report.run_table_row import CatalogueRow, CatalogueVerdict, RunWhy
 from parval.rundir.evidence_types import Assertion, AssertionEvidence, Evidence
 
 SKIPPED = ("PENDING", "BLOCKED", "UNSUPPORTED", "NOT_APPLICABLE", "HISTORICAL", "RULES CHANGED")

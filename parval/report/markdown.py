@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from parval.jsontypes import JsonObject
-from parval.procedure.catalogue import group_of
+from parval.procedure.assertion_ids import group_of
 from parval.report.failures_md import explain_failure, unresolved_lines
 from parval.report.md_base import ICON, ReportContext, cut, detailed, esc, plain, short
 from parval.report.performance_md import performance_table_markdown

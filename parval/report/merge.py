@@ -46,7 +46,7 @@ from parval.jsonread import as_int, get
 from parval.jsontypes import JsonObject
 from parval.plan.load import shard_counts
 from parval.plan.schemas import schema_version
-from parval.procedure.catalogue import group_of
+from parval.procedure.assertion_ids import group_of
 from parval.procedure.sealed_rules import rules_changed_evidence
 from parval.procedure.version import historical_evidence
 from parval.rundir.events import read_events

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from parval.errors import UsageError
-from parval.report.catalogue import render_catalogue
-from parval.report.catalogue_row import SetAside
 from parval.report.load import load_run
 from parval.report.merge import LoadedRun, merge_evidence
 from parval.report.render import render_evidence
+from parval.report.run_table import render_catalogue
+from parval.report.run_table_row import SetAside
 
 FORMATS = ("md", "json", "junit")
 
@@ -52,7 +52,7 @@ def render_report(
 
     if is_framework_run(run_dir):  # a shared framework record (parval framework)
         from parval.framework.rejudge import load_framework_record
-        from parval.report.framework_record import render_framework
+        from parval.report.framework_record_md import render_framework
 
         record, notes = load_framework_record(run_dir, rejudge)
         return render_framework(record, fmt, notes), int(record["verdict"]["exit_code"])

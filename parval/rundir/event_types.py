@@ -1,6 +1,6 @@
 """Every event kind parval writes, declared once: one TypedDict per kind (two where a probe
 may record that it was skipped), the type an event is written through (`EventLog.write`)
-and read through (`parval.rundir.records`). Everything else about a kind is derived from
+and read through (`parval.rundir.event_index`). Everything else about a kind is derived from
 it: the fields `parval.rundir.event_fields` checks on write and on read, the upgrades of
 older logs, and schemas/events.schema.json.
 

@@ -44,7 +44,7 @@ from parval.rundir.event_types import (
 )
 from parval.rundir.events import EventLog, read_events
 from parval.runners import phases as ph
-from parval.runners.context import CampaignContext
+from parval.runners.campaign_context import CampaignContext
 from parval.runners.start import StartAborted
 from parval.server.groups import real_error
 

@@ -15,7 +15,7 @@ from parval.rundir.event_types import PerfEvent
 from parval.server.client import Reply
 
 if TYPE_CHECKING:
-    from parval.runners.context import CampaignContext
+    from parval.runners.campaign_context import CampaignContext
     from parval.runners.start import Start
 
 

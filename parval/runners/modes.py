@@ -18,7 +18,7 @@ from parval.server.client import Reply
 CUT_ON_PURPOSE = "client disconnected on purpose"  # Client.sse's reason when it stops early
 
 if TYPE_CHECKING:
-    from parval.runners.context import CampaignContext
+    from parval.runners.campaign_context import CampaignContext
 
 # One SSE reply: the Reply and its events (parsed JSON, or '[DONE]').
 Stream = tuple[Reply, list[object]]

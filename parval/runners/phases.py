@@ -18,7 +18,7 @@ from parval.runners.start import Start, StartAborted
 from parval.server.status_poller import summarise_window
 
 if TYPE_CHECKING:
-    from parval.runners.context import CampaignContext
+    from parval.runners.campaign_context import CampaignContext
 
 
 async def count_start(c: CampaignContext, name: str, n: int, s: int) -> None:

@@ -13,7 +13,7 @@ from parval.server.process import spawn, wait_ready
 from parval.server.status_poller import StatusSample
 
 if TYPE_CHECKING:
-    from parval.runners.context import CampaignContext
+    from parval.runners.campaign_context import CampaignContext
 
 
 async def x1_config_rejection(c: CampaignContext) -> None:

@@ -27,7 +27,7 @@ from parval.server.status_poller import taken_at
 from parval.server.waves import release_together
 
 if TYPE_CHECKING:
-    from parval.runners.context import CampaignContext
+    from parval.runners.campaign_context import CampaignContext
 
 
 async def recovery_start(c: CampaignContext, n: int) -> None:

@@ -17,7 +17,7 @@ from parval.rundir.events import read_events
 from parval.runners.start import Start
 
 if TYPE_CHECKING:
-    from parval.runners.context import CampaignContext
+    from parval.runners.campaign_context import CampaignContext
 
 PERF_RUNS = {REF_BASELINE_A: "base_one_slot_serial", REF_CAP1: "candidate_one_slot_serial"}
 
@@ -89,7 +89,7 @@ async def perf_serial(c: CampaignContext, st: Start, series: str) -> None:
 
 
 def _histories_to_replay(c: CampaignContext, n: int) -> list[list[str]]:
-    from parval.rundir.records import build_records
+    from parval.rundir.event_index import build_records
 
     rec = build_records(read_events(c.log.path))  # complete attempts only
     keys: set[str] = set()

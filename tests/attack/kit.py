@@ -24,8 +24,8 @@ from parval.gates import m3_mixed_waves as m3
 from parval.gates import m4_recovery as m4
 from parval.gates import m6_modes as m6
 from parval.gates import quality
-from parval.gates.context import JudgeContext
 from parval.gates.execution_path import judge_execution_path
+from parval.gates.judge_context import JudgeContext
 from parval.gates.m1_baseline import judge_m1
 from parval.gates.m2_concurrency import judge_m2
 from parval.gates.m3_mixed_waves import judge_m3, variation_effects
@@ -34,10 +34,10 @@ from parval.gates.m5 import memory_results
 from parval.gates.m6_modes import judge_m6
 from parval.gates.masking import COMPARISON_IDS
 from parval.gates.quality import judge_quality, q5_intermittent
-from parval.procedure.catalogue import FRAMEWORK_GATE, all_ids
+from parval.procedure.assertion_ids import FRAMEWORK_GATE, all_ids
 from parval.rundir.event_fields import EventFieldError
+from parval.rundir.event_index import build_records
 from parval.rundir.events import read_events
-from parval.rundir.records import build_records
 from parval.status import Result, Status
 
 PER_COUNT = ("M2.", "M3.", "M5.")

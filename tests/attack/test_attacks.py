@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from parval.procedure.catalogue import FRAMEWORK_GATE, all_ids
+from parval.procedure.assertion_ids import FRAMEWORK_GATE, all_ids
 from parval.rundir.event_fields import UPGRADES
 from parval.status import Result, Status
 from tests.attack import kit

@@ -16,8 +16,8 @@ from parval.gates.m5 import _start_memory, memory_results
 from parval.judge import _record_path, judge_run, performance_series
 from parval.plan.judged import judged_plan
 from parval.plan.schemas import schema_errors
+from parval.rundir.event_index import build_records, load_records
 from parval.rundir.files import sha256_file
-from parval.rundir.records import build_records, load_records
 from parval.status import Status
 from tests.attack.clean_runs import ARCHIVE, extract
 

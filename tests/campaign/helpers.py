@@ -11,7 +11,7 @@ import yaml
 
 from parval import api
 from parval.plan.load import load_plan
-from parval.procedure.catalogue import FRAMEWORK_GATE
+from parval.procedure.assertion_ids import FRAMEWORK_GATE
 from tests import plankit
 
 STANDIN = str(plankit.STANDIN)

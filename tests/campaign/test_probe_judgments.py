@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from parval.gates.context import JudgeContext
 from parval.gates.execution_path import x1_legacy_path, x3_resize_across_one
+from parval.gates.judge_context import JudgeContext
 from parval.gates.m4_recovery import judge_load_failure, judge_m4, lease_problem
-from parval.rundir.records import build_records
+from parval.rundir.event_index import build_records
 from parval.status import Status
 
 PLAN: dict[str, Any] = {"counts": [1, 2], "model": {"id": "m", "cache_sensitive": False}}

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from parval.claims import runner
-from parval.claims.runner import Outcome, run_catalogue
+from parval.claims import combination_runs as runner
+from parval.claims.combination_runs import Outcome, run_catalogue
 
 
 def _combo(key: str, backend: str) -> Any:

@@ -15,8 +15,8 @@ import pytest
 
 from parval.claims.combination import Combination, load_catalogue
 from parval.claims.render import render_claims
-from parval.report.catalogue import render_catalogue
 from parval.report.merge import MergeRefused
+from parval.report.run_table import render_catalogue
 from parval.report.write import render_many
 from tests.conftest import write_plan
 from tests.records_kit import seal

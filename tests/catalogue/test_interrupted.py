@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from parval import api
-from parval.claims import runner
+from parval.claims import combination_runs as runner
 from parval.claims.inputs import Action, RunState
 from parval.plan.load import load_plan
 from tests.conftest import write_plan

@@ -14,7 +14,7 @@ import pytest
 
 from parval import PROCEDURE_VERSION
 from parval.claims.render import render_claims
-from parval.report.catalogue import render_catalogue
+from parval.report.run_table import render_catalogue
 from parval.report.write import render_many, render_report
 from parval.rundir.verified import reseal_run
 from tests.attack.clean_runs import ARCHIVE, extract, framework_record_dir

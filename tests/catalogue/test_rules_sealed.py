@@ -16,7 +16,7 @@ import pytest
 from parval.api import finalize
 from parval.claims.render import render_claims
 from parval.judge import judge_run
-from parval.report.catalogue import render_catalogue
+from parval.report.run_table import render_catalogue
 from parval.report.write import render_many, render_report
 from parval.rundir.integrity import DERIVED
 from parval.rundir.rules_seal import rules_changes

@@ -15,7 +15,7 @@ from parval.framework.rejudge import rejudge_framework
 from parval.gates.framework_ref import framework_checks
 from parval.plan.load import load_plan
 from parval.plan.schemas import schema_errors
-from parval.procedure.catalogue import FRAMEWORK_GATE
+from parval.procedure.assertion_ids import FRAMEWORK_GATE
 from parval.rundir.events import read_events
 from parval.rundir.manifest import build_manifest
 from parval.status import Status

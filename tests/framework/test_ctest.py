@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from parval.framework.context import FrameworkContext
 from parval.framework.ctest import CTestCase, CTestRun
+from parval.framework.probe_context import FrameworkContext
 from parval.framework.probes_f3 import attach_ctest
 from parval.status import Status
 

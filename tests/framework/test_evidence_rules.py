@@ -12,12 +12,12 @@ from typing import Any
 from typer.testing import CliRunner
 
 from parval.cli import app
-from parval.framework.context import FrameworkContext
 from parval.framework.ctest import CTestCase, CTestRun
 from parval.framework.judges import Check, Findings
 from parval.framework.judges_f4 import shutdown_policy
 from parval.framework.observed import FlightFact, Verdict, outputs_match
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, MANAGEMENT, Capabilities, first_missing
+from parval.framework.probe_context import FrameworkContext
 from parval.framework.probes_f3 import attach_ctest
 from parval.framework.record import covered_counts
 from parval.framework.rejudge import rejudge_framework

@@ -14,9 +14,9 @@ import pytest
 from parval.errors import UsageError
 from parval.framework.judges import JudgeInputs, judge
 from parval.framework.judges_f6 import LEGACY_RELEVANT_PATTERN, assess_f6, coverage_map
-from parval.framework.runner import check_options
+from parval.framework.probe_run import check_options
 from parval.framework.settings import ProbeOptions, load_options
-from parval.procedure.catalogue import FRAMEWORK_GATE
+from parval.procedure.assertion_ids import FRAMEWORK_GATE
 from parval.status import Result, Status
 from tests.test_ctest import REQ, fake_run
 

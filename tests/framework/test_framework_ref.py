@@ -14,7 +14,7 @@ from typing import Any
 from parval import PROCEDURE_VERSION
 from parval.gates import admission_verdict as adm
 from parval.gates.framework_ref import COUNT_SCOPED, framework_checks
-from parval.procedure.catalogue import FRAMEWORK_GATE
+from parval.procedure.assertion_ids import FRAMEWORK_GATE
 from parval.rundir.integrity import CHAIN, LISTING, seal_run, write_listing
 from parval.status import Result, Status
 from tests.records_kit import CANDIDATE_COMMIT, framework_record, write_record_dir, x4_json

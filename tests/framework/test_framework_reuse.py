@@ -26,7 +26,7 @@ from parval.gates.framework_reuse import (
     adapter_only_rule,
     classify,
 )
-from parval.procedure.catalogue import FRAMEWORK_GATE
+from parval.procedure.assertion_ids import FRAMEWORK_GATE
 from parval.report.markdown import render_markdown
 from parval.status import Result, Status
 from tests.gitkit import git, isolated_git  # noqa: F401 (autouse fixture)

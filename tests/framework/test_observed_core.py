@@ -35,7 +35,7 @@ from parval.framework.observed import (
     reference,
     waits,
 )
-from parval.procedure.catalogue import FRAMEWORK_GATE
+from parval.procedure.assertion_ids import FRAMEWORK_GATE
 from parval.registry import ENTRIES
 from parval.status import Status
 

@@ -8,7 +8,7 @@ from typing import Any, cast
 from xml.etree import ElementTree as ET
 
 from parval.framework.record import FrameworkRecord
-from parval.report.framework_record import render_framework
+from parval.report.framework_record_md import render_framework
 
 
 def test_framework_junit_has_a_case_per_assertion_by_status() -> None:

@@ -11,10 +11,10 @@ from parval.errors import UsageError
 from parval.framework import contract
 from parval.framework.judges import Check, Findings, assertion_result
 from parval.framework.observed import Timing, Verdict
+from parval.framework.probe_run import PROBES, parse_selection
 from parval.framework.record import groups, verdict
-from parval.framework.runner import PROBES, parse_selection
 from parval.framework.settings import ProbeOptions, load_options
-from parval.procedure.catalogue import FRAMEWORK_GATE
+from parval.procedure.assertion_ids import FRAMEWORK_GATE
 from parval.status import Result, Status
 
 

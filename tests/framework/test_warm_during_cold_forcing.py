@@ -16,9 +16,9 @@ from typing import Any
 import anyio
 import pytest
 
-from parval.framework.context import FrameworkContext
 from parval.framework.judges import run_judge
 from parval.framework.observed import Timing
+from parval.framework.probe_context import FrameworkContext
 from parval.framework.probes_f1 import PROVISIONAL, calibrate
 from parval.framework.probes_f5 import five_models, warm_during_cold
 from parval.framework.rig import open_rig

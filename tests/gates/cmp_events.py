@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
-from parval.gates.context import JudgeContext
+from parval.gates.judge_context import JudgeContext
 from parval.outputs.compare import canonicalize
-from parval.rundir.records import Records, build_records
+from parval.rundir.event_index import Records, build_records
 
 VOLATILE = ["timing.wall_ms"]
 SAMPLES = (np.sin(np.arange(1600) / 7) * 3000).astype(np.int16)

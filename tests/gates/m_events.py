@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
-from parval.gates.context import JudgeContext
+from parval.gates.judge_context import JudgeContext
 from parval.outputs.compare import canonicalize
-from parval.rundir.records import build_records
+from parval.rundir.event_index import build_records
 
 VOLATILE = ["timing"]
 

@@ -5,7 +5,7 @@ largest count's ten mixed waves, and the `model_checks` block."""
 from __future__ import annotations
 
 from parval.gates import admission_verdict as adm
-from parval.procedure.catalogue import all_ids
+from parval.procedure.assertion_ids import all_ids
 from parval.status import Result, Status
 
 P, F, Pe, B, U, NA = (

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from parval.gates.context import exact_result
 from parval.gates.exactness import Tally
+from parval.gates.judge_context import exact_result
 from parval.gates.m1_baseline import serial_variation
 from parval.gates.masking import mask_comparisons
 from parval.gates.serial import SerialVerdict

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from parval.gates.context import exact_result
+from parval.gates.judge_context import exact_result
 from parval.gates.quality import q5_intermittent
-from parval.rundir.records import COUNT_PHASES
+from parval.rundir.event_index import COUNT_PHASES
 from parval.status import Status
 from tests.gates.cmp_events import SAMPLES, Events, tts_reply
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from parval import PROCEDURE_VERSION
-from parval.gates.context import JudgeContext
+from parval.gates.judge_context import JudgeContext
 from parval.gates.quality import q1_settings
 from parval.judge import judge_run, procedure_versions
 from parval.plan.schemas import schema_errors

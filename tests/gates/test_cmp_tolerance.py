@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from parval.gates.context import exact_result
+from parval.gates.judge_context import exact_result
 from parval.outputs.compare import first_difference, max_abs_sample_diff, within_tolerance
 from parval.status import Status
 from tests.gates.cmp_events import SAMPLES, VOLATILE, Events, tts_reply, wav_b64

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from parval.gates.context import exact_result
+from parval.gates.judge_context import exact_result
 from parval.gates.quality import q2_volatile_fields
 from parval.outputs.compare import canonicalize, remove_volatile
 from parval.outputs.volatility import content_path, leaves_at, volatility

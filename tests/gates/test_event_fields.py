@@ -13,8 +13,8 @@ import pytest
 from parval.errors import EXIT_USAGE, RunDirError
 from parval.gates.m2_concurrency import judge_m2, m2_starts
 from parval.rundir.event_fields import EVENT_FIELDS, EventFieldError, check_read
+from parval.rundir.event_index import build_records
 from parval.rundir.events import EventLog
-from parval.rundir.records import build_records
 from parval.status import Status
 from tests.gates.m_events import Events, baseline_refs, full_start, plan
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from parval.gates.m2_concurrency import judge_m2
 from parval.gates.quality import q5_intermittent
-from parval.procedure.catalogue import MODEL_GATE, group_of
+from parval.procedure.assertion_ids import MODEL_GATE, group_of
 from parval.status import Result, Status
 from tests.gates.m_events import Events, baseline_refs, counters_status, full_start, in_flight, plan
 

@@ -109,3 +109,29 @@ def test_every_package_says_what_it_holds_and_may_import() -> None:
         if "May import" not in doc:
             missing.append(name)
     assert not missing, f"packages whose docstring does not say what they may import: {missing}"
+
+
+# Module names two packages share, each for the same role in its own package (a package's
+# loader, renderer, ...); any other name is one module's alone.
+SHARED_NAMES = {
+    "__main__": "python -m entry points (parval, the stand-in)",
+    "cli": "the command-line apps (parval, the stand-in)",
+    "config": "the configuration each reads (protected paths; the stand-in's server config)",
+    "errors": "the stand-in keeps its own, importing nothing of parval",
+    "load": "each package's loader (the plan; run directories for reports)",
+    "render": "each package's renderer (a run's report; the claims disclosure)",
+    "report": "the `parval report` command; the bench's printed figures",
+    "campaign": "the campaign (runners) and the bench's campaign-like loop",
+    "waves": "the waves of a plan (its constants) and of a server (their release)",
+}
+
+
+def test_no_two_modules_share_a_name_for_different_things() -> None:
+    stems: dict[str, list[str]] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        if path.name != "__init__.py":
+            stems.setdefault(path.stem, []).append(str(path.relative_to(ROOT.parent)))
+    shared = {stem: paths for stem, paths in stems.items() if len(paths) > 1 and stem not in SHARED_NAMES}
+    assert not shared, f"modules of one name in several packages (rename them, or justify in SHARED_NAMES): {shared}"
+    stale = sorted(stem for stem in SHARED_NAMES if len(stems.get(stem, [])) < 2)
+    assert not stale, f"SHARED_NAMES lists names no longer shared: {stale}"

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from parval.procedure.catalogue import FRAMEWORK_GATE, all_ids
+from parval.procedure.assertion_ids import FRAMEWORK_GATE, all_ids
 from parval.procedure.entry import CTEST_PART
 from parval.registry import DECLARED_IN, ENTRIES, SCOPES, Entry, entry
 from tests.layout.imports import ROOT

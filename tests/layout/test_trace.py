@@ -35,7 +35,7 @@ import pytest
 from parval.registry import DECLARED_IN, entry
 
 # The modules met from registry to report, at most. F1.fifo's record is shown by the report
-# layer (parval.report.framework_record), above the framework gate that builds it.
+# layer (parval.report.framework_record_md), above the framework gate that builds it.
 FOLLOW_LIMITS = {"M2.observed_active": 8, "F1.fifo": 9}
 PARVAL = Path(__file__).resolve().parents[2] / "parval"
 
@@ -114,10 +114,10 @@ def clean_run() -> Iterator[Path]:
 
 def m2_observed_active_path(run_dir: Path) -> Path_:
     """M2.observed_active at the run's highest count: entry, judge, evidence, report."""
-    from parval.gates.context import JudgeContext
+    from parval.gates.judge_context import JudgeContext
     from parval.judge import judge_run
     from parval.report import markdown
-    from parval.rundir.records import load_records
+    from parval.rundir.event_index import load_records
     from tests.attack.kit import Run
 
     aid = "M2.observed_active"
@@ -142,7 +142,7 @@ def f1_fifo_path(run_dir: Path) -> Path_:
 
     from parval.framework.judges import Check, JudgeInputs, judge, run_judge
     from parval.framework.record import RECORD
-    from parval.report.framework_record import render_framework
+    from parval.report.framework_record_md import render_framework
     from tests.attack.clean_runs import framework_record_dir
     from tests.framework.test_judges_generated import baseline
 

@@ -23,7 +23,7 @@ from parval.errors import PlanError
 from parval.gates.exactness import judge_requests
 from parval.outputs.compare import canonicalize
 from parval.plan.load import Plan, load_plan
-from parval.rundir.records import build_records
+from parval.rundir.event_index import build_records
 from parval.server.client import CONNECT_ERROR, INDETERMINATE, OK, OVERSIZE, Client
 from tests.conftest import SMALL_PLAN, write_plan
 
@@ -295,7 +295,7 @@ OUTCOMES = st.sampled_from(["ok", "http_error", "indeterminate", "oversize", "co
 def test_a_malformed_or_unknown_reply_never_counts_as_exact(replies: list[tuple[Any, bytes, bool]]) -> None:
     """Whatever the replies, judging never raises, and only an ok reply whose output is
     well-formed and equal to its reference can be counted exact."""
-    from parval.gates.context import JudgeContext, exact_result
+    from parval.gates.judge_context import JudgeContext, exact_result
     from parval.runners.start import _canonical
 
     ref_out = _canonical(json.dumps({"audio": GOOD_AUDIO}).encode(), ["timing"]).to_json()

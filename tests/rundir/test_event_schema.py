@@ -15,9 +15,9 @@ import pytest
 from parval.errors import RunDirError
 from parval.framework.rejudge import rejudge_framework
 from parval.rundir.event_fields import EVENT_FIELDS, FORMAT_FIELD, EventFieldError, Fields, FieldType, OneOf
+from parval.rundir.event_index import load_records
 from parval.rundir.event_schema import events_schema, events_schema_text
 from parval.rundir.events import EventLog, read_events
-from parval.rundir.records import load_records
 from tests.ux.kit import invoke
 
 CHECKED_IN = Path(__file__).resolve().parents[2] / "schemas" / "events.schema.json"

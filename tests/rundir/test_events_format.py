@@ -13,8 +13,8 @@ import pytest
 
 from parval.errors import RunDirError
 from parval.rundir.event_fields import FORMAT_FIELD, UPGRADES, EventFieldError, NewerEventsFormat, check_read
+from parval.rundir.event_index import load_records
 from parval.rundir.events import EVENTS_FORMAT, EventLog, iter_events, read_events
-from parval.rundir.records import load_records
 
 OLD_WAVE_TIMEOUT = {"kind": "wave_timeout", "run": "count2-s3", "attempt": 0, "phase": "warm_wave", "wave": 1}
 

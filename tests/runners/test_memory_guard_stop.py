@@ -11,12 +11,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from parval.gates.context import JudgeContext
+from parval.gates.judge_context import JudgeContext
 from parval.gates.m2_concurrency import m2_starts
 from parval.plan.load import load_plan
+from parval.rundir.event_index import load_records
 from parval.rundir.events import EventLog, read_events
-from parval.rundir.records import load_records
-from parval.runners.context import CampaignContext
+from parval.runners.campaign_context import CampaignContext
 from parval.runners.phases import count_start
 from parval.runners.start import StartAborted
 from parval.server import memory

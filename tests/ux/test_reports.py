@@ -9,7 +9,7 @@ from xml.etree import ElementTree as ET
 
 import markdown
 
-from parval.procedure.catalogue import all_ids
+from parval.procedure.assertion_ids import all_ids
 from parval.report.markdown import COMMENT_LIMIT
 
 from .kit import Outcome, invoke

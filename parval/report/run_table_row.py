@@ -1,4 +1,4 @@
-"""One row of `parval report --catalogue DIR` (`parval.report.catalogue`), as the markdown
+"""One row of `parval report --catalogue DIR` (`parval.report.run_table`), as the markdown
 and JUnit renderings read it."""
 
 from __future__ import annotations

@@ -21,11 +21,11 @@ from typing import NotRequired, TypedDict
 import anyio
 
 from parval.errors import ServerStartError, UsageError
-from parval.framework.context import FrameworkContext
 from parval.framework.ctest import CTestRun
 from parval.framework.judges import judge
 from parval.framework.judges_f6 import DEFAULT_REQUIRED_TESTS, coverage_map
 from parval.framework.preconditions import BULK_UNLOAD, COUNTERS, LOADED, MANAGEMENT, first_missing
+from parval.framework.probe_context import FrameworkContext
 from parval.framework.probes_f1 import cap1_probe, fifo_probe, flagged_timeouts_probe, overdue_probe, unsupported_probe
 from parval.framework.probes_f2 import callback_probe, reconfigure_probe, unload_load_probe
 from parval.framework.probes_f3 import CTEST_EVIDENCE, attach_ctest, failures_probe
@@ -34,7 +34,7 @@ from parval.framework.probes_f5 import bulk_probe, limit_probe
 from parval.framework.probes_f6 import ctest_runs
 from parval.framework.probes_legacy import legacy_probe
 from parval.framework.settings import ProbeOptions
-from parval.procedure.catalogue import FRAMEWORK_GATE, group_of
+from parval.procedure.assertion_ids import FRAMEWORK_GATE, group_of
 from parval.rundir.event_types import (
     JudgeInputsEvent,
     ProbeBeginEvent,

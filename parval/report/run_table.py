@@ -15,8 +15,8 @@ from parval.errors import RunDirError
 from parval.jsontypes import JsonObject, JsonValue
 from parval.procedure.sealed_rules import as_read
 from parval.procedure.version import historical_reason, is_current
-from parval.report.catalogue_row import CatalogueRow, CatalogueVerdict, RunWhy, SetAside
 from parval.report.history import HistoricalRow
+from parval.report.run_table_row import CatalogueRow, CatalogueVerdict, RunWhy, SetAside
 from parval.rundir.evidence_types import Evidence
 from parval.rundir.layout import MANIFEST, find_runs
 
@@ -188,7 +188,7 @@ def render_catalogue(root: Path, fmt: str, set_aside: Sequence[SetAside] = ()) -
         from parval.report.junit import render_catalogue_junit
 
         return render_catalogue_junit(rows, verdicts, left), code
-    from parval.report.catalogue_md import render_catalogue_markdown
+    from parval.report.run_table_md import render_catalogue_markdown
 
     return render_catalogue_markdown(str(root), rows, history, verdicts, left), code
 
@@ -197,6 +197,6 @@ def _render_history_only(root: Path, fmt: str, history: list[HistoricalRow]) -> 
     """Only historical records under DIR: listed, never an admission (exit 3)."""
     if fmt == "json":
         return json.dumps({"catalogue": str(root), "runs": [], "historical": history}, indent=2, sort_keys=True) + "\n"
-    from parval.report.catalogue_md import render_catalogue_markdown
+    from parval.report.run_table_md import render_catalogue_markdown
 
     return render_catalogue_markdown(str(root), [], history)

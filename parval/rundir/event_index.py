@@ -365,7 +365,7 @@ def _candidate(start: RunStartEvent) -> bool:
 
 
 class JudgedRun(Protocol):
-    """What the count-start readers need of a judged run (gates.context.JudgeContext)."""
+    """What the count-start readers need of a judged run (gates.judge_context.JudgeContext)."""
 
     @property
     def rec(self) -> Records: ...

@@ -4,9 +4,9 @@ nothing historical reads as current."""
 
 from __future__ import annotations
 
-from parval.report.catalogue_row import CatalogueRow, CatalogueVerdict, RunWhy
 from parval.report.history import HistoricalRow
 from parval.report.md_base import esc, short
+from parval.report.run_table_row import CatalogueRow, CatalogueVerdict, RunWhy
 from parval.rundir.provenance import label
 
 _VERDICT = {0: "ADMITTED", 1: "NOT ADMITTED"}

@@ -16,8 +16,8 @@ from parval.outputs.volatility import content_exclusions
 from parval.plan.judged import JudgedPlan, as_judged
 from parval.plan.waves import StartSchedule
 from parval.procedure.names import MEMBASE_PREFIX
+from parval.rundir.event_index import DERIVED_PHASES, REF_PHASES, Records, SetAsideCrash, derived_ref, typed
 from parval.rundir.event_types import RequestEvent, ServerReadyEvent
-from parval.rundir.records import DERIVED_PHASES, REF_PHASES, Records, SetAsideCrash, derived_ref, typed
 from parval.status import Result
 
 __all__ = ["REF_PHASES", "JudgeContext", "SerialVerdict", "exact_result", "run_judges"]
