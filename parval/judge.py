@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from parval import PROCEDURE_VERSION, __version__
+from parval.framework.record_trust import framework_checks
 from parval.gates import admission_verdict as adm
 from parval.gates.campaign_cost import campaign_overhead
 from parval.gates.execution_path import judge_execution_path
-from parval.gates.framework_ref import framework_checks
 from parval.gates.judge_context import JudgeContext
 from parval.gates.m1_baseline import judge_m1
 from parval.gates.m2_concurrency import judge_m2

@@ -16,11 +16,10 @@ from the code.
 
 from __future__ import annotations
 
-from parval.framework import judges_f1, judges_f2, judges_f3, judges_f4, judges_f5, judges_f6
+from parval.framework import judges_f1, judges_f2, judges_f3, judges_f4, judges_f5, judges_f6, record_trust
 from parval.gates import (
     admission_verdict,
     execution_path,
-    framework_ref,
     m1_baseline,
     m2_concurrency,
     m3_mixed_waves,
@@ -37,7 +36,7 @@ __all__ = ["CATALOGUE", "DECLARED_IN", "ENTRIES", "SCOPES", "Entry", "entry"]
 # run's X, M, Q, then the framework's F).
 DECLARED_IN: dict[str, tuple[Entry, ...]] = {
     execution_path.__name__: execution_path.ENTRIES,
-    framework_ref.__name__: framework_ref.ENTRIES,
+    record_trust.__name__: record_trust.ENTRIES,
     m1_baseline.__name__: m1_baseline.ENTRIES,
     m2_concurrency.__name__: m2_concurrency.ENTRIES,
     m3_mixed_waves.__name__: m3_mixed_waves.ENTRIES,

@@ -282,7 +282,7 @@ def test_the_gates_x4_builder_judges_the_json(repo: tuple[Path, str]) -> None:
     """The one X4 builder (the gate's) judges what verify-protected writes: it says how
     many protected paths were checked, keeps the whole result as evidence and reproduces
     with --repo."""
-    from parval.gates.framework_ref import x4_result
+    from parval.framework.record_trust import x4_result
 
     root, sha = repo
     data = verify_protected(root, sha).to_json()
@@ -391,7 +391,7 @@ def test_block_inserted_anywhere_passes(lines: list[str], pos: int, crlf: bool) 
 def test_result_names_the_candidate_commit_and_is_trusted_as_x4(repo: tuple[Path, str]) -> None:
     """The X4 file ties itself to the candidate build (HEAD of --repo, dirty or not); model
     evidence refuses one that does not, or one for another candidate commit."""
-    from parval.gates.framework_ref import x4_result
+    from parval.framework.record_trust import x4_result
 
     root, sha = repo
     data = verify_protected(root, sha).to_json()

@@ -92,7 +92,7 @@ incomplete, 4 internal error.
     else:
         raise UsageError("name the plan (parval run PLAN) or the run to continue (parval run --resume RUN)")
     shard_t = parse_shard(shard)
-    from parval.gates.framework_identity import refuse_modified_record
+    from parval.framework.record_identity import refuse_modified_record
     from parval.server.preflight import gpu_refusal, machine_warnings
 
     if not without_gpu and (refusal := gpu_refusal(loaded)) is not None:

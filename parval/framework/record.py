@@ -4,7 +4,7 @@ and the verdict. Validated against schemas/framework.schema.json before it is wr
 shown by `parval report FRAMEWORK_RUN` (parval.report.framework_record_md).
 
 Format history: schema_version 1 = first version. Model evidence reads `identity`,
-`record_id` and `assertions` (parval/gates/framework_ref.py).
+`record_id` and `assertions` (parval/framework/record_trust.py).
 """
 
 from __future__ import annotations

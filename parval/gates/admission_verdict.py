@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from parval.gates import shape
 from parval.jsonread import as_int
 from parval.plan.waves import skipped_counts
+from parval.procedure import judge_shape as shape
 from parval.procedure.assertion_ids import all_ids, group_of
 from parval.procedure.entry import PLAN, Declaration, Entry
 from parval.rundir.cannot_start import cause as cannot_start_cause

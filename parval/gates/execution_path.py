@@ -8,10 +8,10 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from parval.gates import shape
 from parval.gates.judge_context import JudgeContext, exact_result, run_judges
 from parval.jsonread import as_int, get, item, json_text
 from parval.jsontypes import JsonValue
+from parval.procedure import judge_shape as shape
 from parval.procedure.entry import COMPARED, NO_UI, READY, Entry, Gate
 from parval.status import Result
 

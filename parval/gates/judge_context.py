@@ -9,12 +9,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from parval.gates import shape
 from parval.gates.exactness import Tally, judge_requests, set_aside_failures
 from parval.gates.serial import SerialVerdict, serial_variation
 from parval.outputs.volatility import content_exclusions
 from parval.plan.judged import JudgedPlan, as_judged
 from parval.plan.waves import StartSchedule
+from parval.procedure import judge_shape as shape
 from parval.procedure.names import MEMBASE_PREFIX
 from parval.rundir.event_index import DERIVED_PHASES, REF_PHASES, Records, SetAsideCrash, derived_ref, typed
 from parval.rundir.event_types import RequestEvent, ServerReadyEvent

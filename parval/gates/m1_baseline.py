@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sized
 from dataclasses import replace
 
-from parval.gates import shape
 from parval.gates.judge_context import REF_PHASES, JudgeContext, SerialVerdict, exact_result
 from parval.gates.serial import serial_variation
+from parval.procedure import judge_shape as shape
 from parval.procedure.entry import COMPARED, MANIFEST, MASKED, NEGATIVE, PLAN, REFS, SET_ASIDE, STARTS, Entry, Gate
 from parval.procedure.names import REFERENCE_RUNS
 from parval.rundir.event_index import COUNT_PHASES, schedule_missing, starts_missing

@@ -12,12 +12,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import NotRequired, TypedDict
 
-from parval.gates import shape
 from parval.gates.exactness import Tally
 from parval.gates.judge_context import JudgeContext, exact_result
 from parval.gates.unload_evidence import unload_check
 from parval.jsontypes import JsonObject
 from parval.plan.waves import MIN_POLLS_IN_FLIGHT, UNLOAD_CYCLES
+from parval.procedure import judge_shape as shape
 from parval.procedure.entry import (
     COMPARED,
     COUNT_REQUESTS,

@@ -13,13 +13,13 @@ from typing import TypedDict
 
 import soundfile as sf
 
-from parval.gates import shape
 from parval.gates.judge_context import JudgeContext, exact_result
 from parval.gates.m2_concurrency import NO_COUNTERS, counters_seen
 from parval.jsonread import get
 from parval.outputs.compare import decode_wav_b64, remove_volatile
 from parval.plan.variations import VARIATION_KINDS, supported_kinds
 from parval.plan.waves import TEN_WAVES
+from parval.procedure import judge_shape as shape
 from parval.procedure.entry import MASKED, NEGATIVE, PLAN, REFS, WAVES, Declaration, Entry, Gate
 from parval.rundir.event_index import complete_starts, schedule_missing, starts_missing
 from parval.rundir.event_types import RequestEvent, WaveEvent

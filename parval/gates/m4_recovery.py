@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from parval.gates import shape
 from parval.gates.admission_verdict import RECOVERY_COUNT
 from parval.gates.judge_context import JudgeContext, exact_result
 from parval.gates.unload_evidence import (
@@ -27,6 +26,7 @@ from parval.gates.unload_evidence import (
 )
 from parval.jsonread import as_int, get, opt_int
 from parval.jsontypes import JsonObject, JsonValue
+from parval.procedure import judge_shape as shape
 from parval.procedure.entry import COMPARED, MASKED, NEGATIVE, NO_UI, Declaration, Entry, Gate
 from parval.procedure.server_facts import ROUTE_BULK_UNLOAD
 from parval.status import Result, Status

@@ -19,12 +19,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, NotRequired, TypedDict, overload
 
-from parval.gates import shape
-from parval.gates.shape import blocked, pending
 from parval.jsonread import as_float
 from parval.jsontypes import JsonObject, JsonValue
 from parval.plan.judged import JudgedPlan, as_judged
+from parval.procedure import judge_shape as shape
 from parval.procedure.entry import MEMORY, PLAN, Entry, Gate
+from parval.procedure.judge_shape import blocked, pending
 from parval.rundir.event_index import Records
 from parval.status import Result, Status
 from parval.status import pending as pending_result

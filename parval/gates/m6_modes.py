@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Literal
 
-from parval.gates import shape
 from parval.gates.judge_context import JudgeContext, run_judges
 from parval.gates.m2_concurrency import NO_COUNTERS
 from parval.outputs.compare import BATCH_EXCLUDED, canonicalize
+from parval.procedure import judge_shape as shape
 from parval.procedure.entry import COUNT_REQUESTS, MASKED, NEGATIVE, PLAN, REFS, Declaration, Entry, Gate
 from parval.rundir.event_index import COUNT_PHASES
 from parval.rundir.event_types import BatchRecord, M6BatchEvent, M6StreamingEvent

@@ -8,7 +8,6 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from parval.gates import shape
 from parval.gates.exactness import failure_key
 from parval.gates.judge_context import REF_PHASES, JudgeContext
 from parval.gates.m2_concurrency import active_violations, drain_violations, unload_violations
@@ -16,6 +15,7 @@ from parval.gates.m4_recovery import aside_violations
 from parval.gates.masking import COMPARISON_IDS
 from parval.jsonread import as_int, iterate
 from parval.outputs.volatility import VOLATILE_ROOT, MeasuredExclusion, volatility
+from parval.procedure import judge_shape as shape
 from parval.procedure.entry import MASKED, NEGATIVE, PLAN, SET_ASIDE, Entry, Gate
 from parval.status import Result, Status, combine
 

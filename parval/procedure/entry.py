@@ -1,6 +1,6 @@
 """One registry entry (`Entry`), the scopes an assertion is judged in, the evidence kinds
 the entries name, and the forms they are declared in: a model judge declares its entry
-where it is registered (`Declaration`, given to parval.gates.shape.judge), a framework
+where it is registered (`Declaration`, given to parval.procedure.judge_shape.judge), a framework
 group lists its entries beside its judges (`framework_entry`). parval/registry.py, above
 every judge, assembles them; this module imports none of them."""
 

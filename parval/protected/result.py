@@ -1,6 +1,6 @@
 """What verify-protected found: JSON (schemas/protected.schema.json), text, and the file write.
 
-The X4 verdict on it is built by parval/gates/framework_ref.py, from this JSON."""
+The X4 verdict on it is built by parval/framework/record_trust.py, from this JSON."""
 
 from __future__ import annotations
 

@@ -39,13 +39,13 @@ from pathlib import Path
 from parval import PROCEDURE_VERSION, __version__
 from parval.errors import RunDirError, UsageError
 from parval.gates import admission_verdict as adm
-from parval.gates import shape
 from parval.gates.masking import COMPARISON_IDS
 from parval.gates.quality import comparison_scope
 from parval.jsonread import as_int, get
 from parval.jsontypes import JsonObject
 from parval.plan.load import shard_counts
 from parval.plan.schemas import schema_version
+from parval.procedure import judge_shape as shape
 from parval.procedure.assertion_ids import group_of
 from parval.procedure.sealed_rules import rules_changed_evidence
 from parval.procedure.version import historical_evidence

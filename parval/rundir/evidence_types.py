@@ -188,7 +188,7 @@ class ModelChecks(TypedDict):
 
 
 class FrameworkRecordUsed(TypedDict, total=False):
-    """The framework record this evidence relies on (`parval.gates.framework_ref`)."""
+    """The framework record this evidence relies on (`parval.framework.record_trust`)."""
 
     path: JsonValue
     identity: JsonObject
@@ -214,7 +214,7 @@ class AdapterPath(TypedDict):
 
 class FrameworkReuse(TypedDict, total=False):
     """The review of a framework record reused for a later build
-    (`parval.gates.framework_reuse`)."""
+    (`parval.framework.reuse`)."""
 
     status: JsonValue
     reused: bool

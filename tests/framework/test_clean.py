@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from parval.framework.probes_f3 import CTEST_EVIDENCE
+from parval.framework.record_trust import framework_checks
 from parval.framework.rejudge import rejudge_framework
-from parval.gates.framework_ref import framework_checks
 from parval.plan.load import load_plan
 from parval.plan.schemas import schema_errors
 from parval.procedure.assertion_ids import FRAMEWORK_GATE

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from parval import PROCEDURE_VERSION
+from parval.framework.record_trust import COUNT_SCOPED, framework_checks
 from parval.gates import admission_verdict as adm
-from parval.gates.framework_ref import COUNT_SCOPED, framework_checks
 from parval.procedure.assertion_ids import FRAMEWORK_GATE
 from parval.rundir.integrity import CHAIN, LISTING, seal_run, write_listing
 from parval.status import Result, Status

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from parval import PROCEDURE_VERSION
-from parval.gates.framework_ref import framework_checks
-from parval.gates.framework_reuse import (
+from parval.framework.record_trust import framework_checks
+from parval.framework.reuse import (
     ADAPTER_ONLY,
     ADAPTER_ONLY_RULE,
     ADAPTER_PATHS,

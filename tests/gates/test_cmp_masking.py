@@ -15,7 +15,7 @@ from parval.gates.judge_context import exact_result
 from parval.gates.m1_baseline import serial_variation
 from parval.gates.masking import mask_comparisons
 from parval.gates.serial import SerialVerdict
-from parval.gates.shape import failed, passed
+from parval.procedure.judge_shape import failed, passed
 from parval.status import Result, Status
 from tests.gates.cmp_events import SAMPLES, Events, tts_reply
 

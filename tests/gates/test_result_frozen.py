@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from parval.gates import shape
+from parval.procedure import judge_shape as shape
 from parval.status import Result, Status
 
 

@@ -1,4 +1,4 @@
-"""The verdict shape every model-gate judge goes through (parval/gates/shape.py): a PASS
+"""The verdict shape every model-gate judge goes through (parval/procedure/judge_shape.py): a PASS
 without named non-empty evidence, or a FAIL without an observed violation, is withheld as
 PENDING naming what it lacked."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from parval.gates import shape
+from parval.procedure import judge_shape as shape
 from parval.procedure.entry import Declaration
 from parval.status import Result, Status
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from parval.gates.framework_ref import x4_result
+from parval.framework.record_trust import x4_result
 from parval.status import Status
 from tests.records_kit import CANDIDATE_COMMIT, x4_json
 

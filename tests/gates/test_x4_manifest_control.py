@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from parval.gates.framework_ref import x4_result
+from parval.framework.record_trust import x4_result
 from parval.gates.masking import negative_control_caught
 from parval.outputs.compare import within_tolerance
 from parval.outputs.planted import plant_beyond, plant_mismatch

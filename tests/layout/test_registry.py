@@ -40,7 +40,10 @@ GATE_MODULES = {
     "Q5": "quality",
 }
 # Judged outside any JUDGES table: (module, function).
-DECIDED_ELSEWHERE = {"X4": ("parval.gates.framework_ref", "x4_result"), "Q6": ("parval.gates.admission_verdict", "q6")}
+DECIDED_ELSEWHERE = {
+    "X4": ("parval.framework.record_trust", "x4_result"),
+    "Q6": ("parval.gates.admission_verdict", "q6"),
+}
 # Framework judges that judge no server behaviour (skipped / not set up).
 NOT_BEHAVIOUR = {"given", "precondition"}
 # Stand-in switches that are behaviours a correct server may have, not faults.
@@ -167,9 +170,9 @@ def test_model_judges_are_what_their_gate_tables_dispatch_to() -> None:
 
 
 def test_every_model_gate_judge_goes_through_the_verdict_shape() -> None:
-    """A new model-gate judge cannot skip the shape of parval/gates/shape.py: each registered
+    """A new model-gate judge cannot skip the shape of parval/procedure/judge_shape.py: each registered
     model assertion's judge is a `@shape.judge(ID)` function for that very ID."""
-    from parval.gates.shape import entry_of
+    from parval.procedure.judge_shape import entry_of
 
     model_ids = [i for i in all_ids() if i not in FRAMEWORK_GATE]
     by = _by_id()

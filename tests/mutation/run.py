@@ -50,7 +50,15 @@ FAST = [
 ]
 APPROVED = [*FAST, "tests/attack/test_approved.py"]
 PASSES = [("fast", FAST), ("approved", APPROVED), ("attack", [*APPROVED, "tests/attack/test_attacks.py"])]
-MUTATE = ["parval/gates/*", "parval/judge.py"]
+# the judges of a model run, and the checks of the framework record it trusts
+MUTATE = [
+    "parval/gates/*",
+    "parval/judge.py",
+    "parval/procedure/judge_shape.py",
+    "parval/framework/record_trust.py",
+    "parval/framework/record_identity.py",
+    "parval/framework/reuse.py",
+]
 COPY = ["parval", "tests", "schemas", "plans", "README.md", "pyproject.toml"]
 
 

@@ -23,9 +23,9 @@ Reuse ties the record to a binary only through commits, so the plan must name th
 candidate's source commit (`identity.candidate.source_commit`, the one the review diffed
 to), the record must name its own (`identity.source_commit`, the reviewed record commit),
 and `framework.reuse.candidate_sha256` must be the executable under test: the reviewer
-states which binary the reviewed commit produced (checked in framework_ref).
+states which binary the reviewed commit produced (checked in record_trust).
 
-The build flags are part of what is compared (framework_identity.flags_problem): a record
+The build flags are part of what is compared (record_identity.flags_problem): a record
 built with another flag set is not of the same build, reused or not.
 
 Only the shared F1-F6 record is ever reused; model quality evidence never crosses builds.

@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from parval import PROCEDURE_VERSION
-from parval.gates import shape
-from parval.gates.framework_identity import (
+from parval.framework.record_identity import (
     flags_problem,
     integrity_problems,
     machine_of,
@@ -36,8 +35,9 @@ from parval.gates.framework_identity import (
     same_commit,
     unnamed_device,
 )
-from parval.gates.framework_reuse import ReuseDecision
+from parval.framework.reuse import ReuseDecision
 from parval.jsonread import get, iterate
+from parval.procedure import judge_shape as shape
 from parval.procedure.assertion_ids import FRAMEWORK_GATE
 from parval.procedure.entry import PROTECTED, X4_CMD, Declaration, Entry
 from parval.procedure.version import is_current
@@ -69,7 +69,7 @@ def framework_checks(
     `counts` are the counts this model run may admit (default: the manifest's plan counts);
     `plan` is the plan snapshot (its `identity.candidate.source_commit`, when present, must
     match the record's and the X4 result's candidate commit; its `framework.reuse` asks for
-    a reviewed reuse of a record made for another build, see parval/gates/framework_reuse.py)."""
+    a reviewed reuse of a record made for another build, see parval/framework/reuse.py)."""
     if plan is None:  # the manifest's copy of the plan settings this check reads
         plan = {
             "framework": (manifest.get("settings") or {}).get("framework"),
@@ -175,7 +175,7 @@ def framework_checks(
 
 # -- the record's checks --------------------------------------------------------------------
 def _reuse(plan: Mapping[str, object] | None, manifest: dict[str, Any]) -> ReuseDecision | None:
-    from parval.gates.framework_reuse import decide
+    from parval.framework.reuse import decide
 
     fw = (plan or {}).get("framework")
     cfg = fw.get("reuse") if isinstance(fw, dict) else None

@@ -1,7 +1,7 @@
 """Whether a framework record is one this model run may use: sealed and unchanged in its
 run directory, made on this device and driver (and saying so), and (under a reviewed reuse) tied to this
 binary through its source commits and the reviewed executable hash. Used by
-parval.gates.framework_ref, which turns a problem into PENDING framework entries.
+parval.framework.record_trust, which turns a problem into PENDING framework entries.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from parval.errors import RunDirError
-from parval.gates.framework_reuse import ReuseDecision
+from parval.framework.reuse import ReuseDecision
 from parval.jsonread import get
 
 
