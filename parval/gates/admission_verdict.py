@@ -113,6 +113,9 @@ def trim_to_recovery(
         why = (
             f"M4 ran at count {at} (its recovery start), below count {n}: recovery evidence is required at the "
             f"largest admitted count (run the recovery start at count {n})"
+            if at >= 1
+            else "the recovery start (M4) names no count it ran at: recovery evidence at the largest admitted "
+            "count is not shown"
         )
         ids = sorted({r.id for r in model_level if RECOVERY_COUNT in r.evidence})
         per_count[n] = [*per_count.get(n, []), *(Result(i, Status.PENDING, why, {"ran_at": at}, count=n) for i in ids)]

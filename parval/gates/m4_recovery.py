@@ -528,13 +528,15 @@ def judge_m4(ctx: JudgeContext) -> list[Result]:
     note = "reuses M2 unload/reload evidence for the per-start unload/reload"
     out = [judge(ctx) for judge in JUDGES.values()]
     start = ctx.rec.runs.get(RUN)
-    ran_at = start["count"] if start else None
-    # The count the recovery start ran at: admission never goes above it (admission_verdict).
+    count = start["count"] if start else None
+    # The count the recovery start ran at: admission never goes above it (admission_verdict);
+    # a PASS whose start names no count (0) admits no count.
+    ran_at = count if isinstance(count, int) and not isinstance(count, bool) and count >= 1 else 0
     return [
         replace(
             r,
             limitations=[*r.limitations, note],
-            evidence={**r.evidence, RECOVERY_COUNT: ran_at} if r.status is Status.PASS and ran_at else r.evidence,
+            evidence={**r.evidence, RECOVERY_COUNT: ran_at} if r.status is Status.PASS else r.evidence,
         )
         if r.id in ON_RECOVERY
         else r

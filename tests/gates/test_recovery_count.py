@@ -30,3 +30,12 @@ def test_admission_stops_at_the_count_m4_ran_at() -> None:
 def test_recovery_at_the_largest_count_admits_every_count() -> None:
     assert _decide(3)[0] == [1, 2, 3]
     assert _decide(None)[0] == [1, 2, 3]  # evidence that names no count: as before
+
+
+def test_a_recovery_start_that_names_no_count_admits_none() -> None:
+    """M4 PASSes with the count its start ran at, 0 when the start's `run_start` names none
+    (an emptied field): no count can be shown at or below it."""
+    admitted, per_count = _decide(0)
+    assert admitted == []
+    (m4,) = [r for r in per_count[1] if r.id == "M4.invalid_alongside"]
+    assert m4.status is Status.PENDING and "names no count it ran at" in m4.reason
