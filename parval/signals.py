@@ -91,8 +91,8 @@ def interrupted() -> int | None:
 
 @contextmanager
 def handle_signals(grace_s: float = 10.0) -> Iterator[SignalState]:
-    """Install the SIGINT/SIGTERM/SIGHUP handlers for the block (main thread only); a signal
-    ignored on entry (SIGHUP under `nohup`) stays ignored."""
+    """Install the SIGINT/SIGTERM/SIGHUP handlers for the block (main thread only); SIGHUP
+    ignored on entry (under `nohup`) stays ignored."""
     global _current
     state = SignalState(grace_s)
     terminals = tuple(fd for fd in (1, 2) if os.isatty(fd))  # after a hangup isatty() is False
@@ -111,8 +111,10 @@ def handle_signals(grace_s: float = 10.0) -> Iterator[SignalState]:
     if threading.current_thread() is not threading.main_thread():
         yield state  # signals are only delivered to the main thread; nothing to install
         return
+    # Only SIGHUP keeps an ignored disposition (`nohup` asked for it). SIGINT is ignored in
+    # any job a non-interactive shell starts with `&`: parval still stops cleanly on it.
     previous: dict[int, SignalHandler] = {
-        s: signal.signal(s, handler) for s in HANDLED if signal.getsignal(s) is not signal.SIG_IGN
+        s: signal.signal(s, handler) for s in HANDLED if s != signal.SIGHUP or signal.getsignal(s) is not signal.SIG_IGN
     }
     outer, _current = _current, state
     try:

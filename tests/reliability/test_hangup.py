@@ -60,3 +60,21 @@ def test_sighup_under_nohup_is_ignored(tmp_path: Path, tmp_run: Path) -> None:
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert [e["signal"] for e in events(tmp_run) if e["kind"] == "campaign_interrupted"] == ["SIGINT"]
+
+
+def test_ctrl_c_stops_a_run_started_with_sigint_ignored(tmp_path: Path, tmp_run: Path) -> None:
+    """A job a non-interactive shell starts with `&` begins with SIGINT ignored: parval still
+    stops cleanly on it (only SIGHUP keeps an ignored disposition)."""
+    plan = write_plan(tmp_path / "plan", counts=[1], starts_per_count=1)
+    proc = subprocess.Popen(
+        [*PARVAL, "run", str(plan), "--out", str(tmp_run), "-q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    wait_for_event(tmp_run, lambda e: e.get("kind") == "request", timeout=60, proc=proc)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert [e["signal"] for e in events(tmp_run) if e["kind"] == "campaign_interrupted"] == ["SIGINT"]
