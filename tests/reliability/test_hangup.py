@@ -42,39 +42,38 @@ def test_sighup_leaves_a_run_that_resumes(tmp_path: Path, tmp_run: Path) -> None
     assert done.count("ref-baseline-b") == 1 and "count1-s1" in done
 
 
-def test_sighup_under_nohup_is_ignored(tmp_path: Path, tmp_run: Path) -> None:
-    """`nohup parval run ...` leaves SIGHUP ignored: a hangup does not stop the campaign."""
+def _run_with_ignored(signum: signal.Signals, tmp_path: Path, tmp_run: Path) -> subprocess.Popen[str]:
+    """`parval run` started with `signum` ignored (as `nohup`, or `&` in a script, leave it),
+    once its first request is recorded."""
     plan = write_plan(tmp_path / "plan", counts=[1], starts_per_count=1)
     proc = subprocess.Popen(
         [*PARVAL, "run", str(plan), "--out", str(tmp_run), "-q"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+        preexec_fn=lambda: signal.signal(signum, signal.SIG_IGN),
     )
     wait_for_event(tmp_run, lambda e: e.get("kind") == "request", timeout=60, proc=proc)
-    proc.send_signal(signal.SIGHUP)
-    time.sleep(1.0)
-    assert proc.poll() is None
+    return proc
+
+
+def _stopped_by_ctrl_c(proc: subprocess.Popen[str], tmp_run: Path) -> None:
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert [e["signal"] for e in events(tmp_run) if e["kind"] == "campaign_interrupted"] == ["SIGINT"]
+
+
+def test_sighup_under_nohup_is_ignored(tmp_path: Path, tmp_run: Path) -> None:
+    """`nohup parval run ...` leaves SIGHUP ignored: a hangup does not stop the campaign."""
+    proc = _run_with_ignored(signal.SIGHUP, tmp_path, tmp_run)
+    proc.send_signal(signal.SIGHUP)
+    time.sleep(1.0)
+    assert proc.poll() is None
+    _stopped_by_ctrl_c(proc, tmp_run)
 
 
 def test_ctrl_c_stops_a_run_started_with_sigint_ignored(tmp_path: Path, tmp_run: Path) -> None:
     """A job a non-interactive shell starts with `&` begins with SIGINT ignored: parval still
     stops cleanly on it (only SIGHUP keeps an ignored disposition)."""
-    plan = write_plan(tmp_path / "plan", counts=[1], starts_per_count=1)
-    proc = subprocess.Popen(
-        [*PARVAL, "run", str(plan), "--out", str(tmp_run), "-q"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
-    )
-    wait_for_event(tmp_run, lambda e: e.get("kind") == "request", timeout=60, proc=proc)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, err
-    assert [e["signal"] for e in events(tmp_run) if e["kind"] == "campaign_interrupted"] == ["SIGINT"]
+    _stopped_by_ctrl_c(_run_with_ignored(signal.SIGINT, tmp_path, tmp_run), tmp_run)
