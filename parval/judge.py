@@ -18,7 +18,7 @@ from parval.gates.campaign_cost import campaign_overhead
 from parval.gates.execution_path import judge_execution_path
 from parval.gates.judge_context import JudgeContext
 from parval.gates.m1_baseline import judge_m1
-from parval.gates.m2_concurrency import judge_m2
+from parval.gates.m2_concurrency import judge_m2, m2_exact
 from parval.gates.m3_mixed_waves import judge_m3, variation_effects
 from parval.gates.m4_recovery import judge_m4
 from parval.gates.m5 import memory_results
@@ -47,6 +47,7 @@ from parval.rundir.evidence_types import (
 )
 from parval.rundir.files import sha256_file, write_json
 from parval.rundir.layout import EVENTS, EVIDENCE, MANIFEST
+from parval.rundir.mismatch_bound import MismatchBound, bound, summed
 from parval.status import Result, Status, combine
 
 
@@ -151,7 +152,12 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
         p = p if p.is_absolute() else Path(plan_path).parent / p
         protected = load_json(p) if p.exists() else None
     fw_results, fw_info = framework_checks(
-        _record_path(plan, plan_path), manifest, protected, plan=plan_snapshot, counts=counts
+        _record_path(plan, plan_path),
+        manifest,
+        protected,
+        plan=plan_snapshot,
+        counts=counts,
+        plan_dir=Path(plan_path).parent,
     )
 
     campaign_end = rec.kind("campaign_end")
@@ -171,6 +177,7 @@ def judge_run(run_dir: Path, *, write: bool = True, first_seal: bool = False) ->
         missing="not collected by this run",
         not_run=adm.not_run_counts(rec.events),
         cannot_start=list(cannot_start_events(rec.events).values()),
+        mode=plan.model.mode,
     )
     admission_ready, flat, assertions = d.admission_ready, d.flat, d.assertions
     model_status = combine(r.status for r in flat)
@@ -288,6 +295,11 @@ class _MidRun:
         ctx = self._context(events, plan, run_dir)
         results = [*judge_m2(ctx, n), *judge_m3(ctx, n, variation_effects(ctx))]
         return sorted({r.id for r in results if r.status is Status.FAIL})
+
+    def soak_bound(self, events: Path, plan: Plan, run_dir: Path, n: int) -> MismatchBound:
+        ctx = self._context(events, plan, run_dir)
+        found = m2_exact(ctx, n).evidence.get("bound")
+        return summed([found] if isinstance(found, Mapping) else []) or bound(0, 0)
 
 
 MID_RUN = _MidRun()

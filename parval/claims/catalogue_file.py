@@ -12,7 +12,7 @@ from typing import NotRequired, TypedDict
 
 from parval.errors import PlanError
 from parval.jsontypes import JsonObject
-from parval.plan.load import parse_plan_text, resolve_executable
+from parval.plan.load import executable_shown, parse_plan_text, path_shown, resolve_executable
 from parval.plan.schemas import fill_defaults, load_schema, schema_errors
 
 CATALOGUE_KIND = "parval-catalogue"
@@ -76,7 +76,8 @@ class BuildExecutable:
         if here:
             return here
         raise PlanError(
-            f"{self.where}.executable: {self.executable!r} is not on this machine, and no sha256 is given",
+            f"{self.where}.executable: {executable_shown(self.executable, self.base_dir, 'the catalogue folder')} "
+            "is not on this machine, and no sha256 is given",
             hint=f"add {self.where}.sha256 (the build's sha256sum) so that evidence can be matched to it",
         )
 
@@ -205,9 +206,7 @@ def _problems(data: CatalogueData, base: Path) -> list[str]:
             out.append(f"{where}.overrides: a template needs overrides that complete it (at least the model)")
         for key in ("plan", "template"):
             if key in c and not (base / os.path.expanduser(c[key])).is_file():
-                out.append(
-                    f"{where}.{key}: '{c[key]}' does not exist (relative paths are taken from the catalogue's folder)"
-                )
+                out.append(f"{where}.{key}: {path_shown(str(c[key]), base, 'the catalogue folder')} does not exist")
         for j, backend in enumerate(c["backends"]):
             if backend not in data["builds"]:
                 out.append(

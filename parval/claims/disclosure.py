@@ -38,6 +38,7 @@ from parval.report.evidence_found import Attributed, FoundRun, find_evidence
 from parval.report.load import run_problems
 from parval.report.run_table_row import SetAside
 from parval.rundir.evidence_types import Assertion, Evidence, PerformanceRow
+from parval.rundir.mismatch_bound import MismatchBound, summed_per_count
 
 
 class State(StrEnum):
@@ -64,6 +65,7 @@ class CountRowJson(TypedDict):
     state: str
     reason: str
     blocking: list[str]
+    bound: MismatchBound | None
 
 
 class FrameworkUse(TypedDict, total=False):
@@ -87,9 +89,18 @@ class CountRow:
     state: State
     reason: str
     blocking: list[str] = field(default_factory=list)  # "ID STATUS", worst first
+    # overlapped outputs and mismatches at the count, summed over every run of the tested
+    # identity, and their bound (None where no run states one)
+    bound: MismatchBound | None = None
 
     def to_json(self) -> CountRowJson:
-        return {"count": self.count, "state": str(self.state), "reason": self.reason, "blocking": self.blocking}
+        return {
+            "count": self.count,
+            "state": str(self.state),
+            "reason": self.reason,
+            "blocking": self.blocking,
+            "bound": self.bound,
+        }
 
 
 @dataclass
@@ -223,7 +234,10 @@ def count_rows(combo: Combination, found: Attributed, invalid: list[str]) -> lis
                 level: list[Assertion] = (ev.get("model_checks") or {}).get("model_level") or []
                 q6 = next((a for a in level if a["id"] == "Q6"), None)
                 reason, limits = (None, None) if q6 is None else (q6.get("reason"), q6.get("limitations"))
-                why = "; ".join([str(reason or line), *(limits or [])])
+                parts = [str(reason or line), *(limits or [])]
+                if not admitted and line not in parts:  # nothing admitted: the verdict line says why first
+                    parts.insert(0, line)
+                why = "; ".join(parts)
                 rows.append(CountRow(n, State.PENDING, f"count {n} passes but is not admitted: {why}", ["Q6"]))
             else:
                 rows.append(
@@ -238,6 +252,12 @@ def count_rows(combo: Combination, found: Attributed, invalid: list[str]) -> lis
             continue
         blocking, first = _blocking(ev, n, _LISTED[state])
         rows.append(CountRow(n, state, first or f"count {n} verdict {status}", blocking))
+    if not invalid:
+        # Every run of the tested identity counts, merged or kept apart by provenance.
+        runs = {id(r): r for r in found.used} | {id(r): r for rs in found.failed_apart.values() for r, _ in rs}
+        bounds = summed_per_count(r.ev for r in runs.values())
+        for row in rows:
+            row.bound = bounds.get(str(row.count))
     return rows
 
 

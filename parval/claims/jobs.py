@@ -6,11 +6,13 @@
   (`default_gres`; `--gres` overrides), with the plans' server threads plus one CPUs
   (`default_cpus`) and `DEFAULT_MEM` memory unless told otherwise. Run with `bash`, it
   makes the output folder, submits itself as the array job and then the merge job,
-  dependent on the whole array (`afterany`), which writes the disclosure
-  (`parval report --catalogue OUT --claims CAT`, md, json and junit).
+  dependent on the whole array (`afterany`), with a time limit of its own, which writes
+  the disclosure (`parval report --catalogue OUT --claims CAT`, md, json and junit). Its
+  paths are relative to the folder it was written in, which it names.
 * `matrix`: the combinations x shards as JSON a GitHub Actions `strategy.matrix` takes,
-  and `github_workflow`, the workflow that consumes it (README "Scale-out"); its pinned
-  actions are `ACTIONS`.
+  and `github_workflow`, the workflow that consumes it (docs/catalogue.md, "Scale-out"): a marked step
+  to build or fetch `audiocpp_server`, one pull-request comment updated in place; its
+  pinned actions are `ACTIONS`.
 """
 
 from __future__ import annotations
@@ -60,6 +62,11 @@ class SlurmOptions:
     partition: str | None = None
     extra: tuple[str, ...] = ()  # further #SBATCH options, e.g. "--account=audio"
     parval: str = ".venv/bin/parval"
+    # The merge job only reads the runs and writes the disclosure: minutes, not the tasks'
+    # hours (a job without --time gets the partition's default, often its maximum).
+    merge_time: str = "1:00:00"
+    # The folder the script's relative paths start from (where `parval catalogue slurm` ran).
+    submit_dir: str = "."
 
 
 def tasks(combos: list[Combination]) -> list[tuple[str, tuple[int, int] | None]]:
@@ -106,6 +113,12 @@ def slurm_script(cat: Catalogue, combos: list[Combination], catalogue: str, out:
     directives += list(opts.extra)
     directives.append(f"--output={out}/slurm-%A_%a.log")
     merge = "; ".join(report_commands(parval, catalogue, out))
+    # the merge job is a job of the same account and partition as the tasks
+    merge_opts = [f"--time={opts.merge_time}"]
+    if opts.partition:
+        merge_opts.append(f"--partition={opts.partition}")
+    merge_opts += list(opts.extra)
+    here = opts.submit_dir
     exclusive = (
         ["# Each task has its node to itself (--exclusive): neighbours would disturb the memory and timing figures."]
         if opts.exclusive
@@ -119,9 +132,12 @@ def slurm_script(cat: Catalogue, combos: list[Combination], catalogue: str, out:
         "#!/bin/bash",
         f"# parval catalogue {cat.name!r}: one array task per combination x shard, then a merge job.",
         f"# Written by `parval catalogue slurm {catalogue}`; regenerate it rather than edit it.",
-        "# Submit it from the directory the relative paths below start from, the one",
-        "# `parval catalogue slurm` ran in (e.g. the repository root): Slurm starts every task in",
-        "# the directory sbatch ran in.",
+        f"# Its relative paths ({catalogue}, {out}, {parval}) start from {here},",
+        "# the folder `parval catalogue slurm` ran in: submit it from there, since Slurm starts every",
+        "# task in the directory sbatch ran in.",
+        f"# The venv ({parval}), the repository (the catalogue, its plans and the executables, models",
+        f"# and fixtures they name) and {out} must be on a filesystem every node sees (a shared home",
+        "# or scratch, not a node's local disk): each task runs on whichever node Slurm picks.",
         f"#   bash THIS_FILE     makes {out}, submits the array job and, dependent on it, the merge job",
         f"#                      that writes the disclosure ({out}/claims.md, claims.json, claims.xml)",
         f"#   sbatch THIS_FILE   submits the array job alone; {out} must exist first (mkdir -p {out}):",
@@ -134,15 +150,16 @@ def slurm_script(cat: Catalogue, combos: list[Combination], catalogue: str, out:
         f"PARVAL={shlex.quote(parval)}",
         f"CATALOGUE={shlex.quote(catalogue)}",
         f"OUT={shlex.quote(out)}",
+        f"SUBMIT_DIR={shlex.quote(here)}",
         'if [ -z "${SLURM_ARRAY_TASK_ID:-}" ]; then',
         '  if [ ! -f "$CATALOGUE" ] || ! command -v "$PARVAL" >/dev/null; then',
-        '    echo "$0: no $CATALOGUE or $PARVAL here: run it from the directory they are relative to" >&2',
+        '    echo "$0: no $CATALOGUE or $PARVAL in $PWD: run it from $SUBMIT_DIR, the folder they are relative to" >&2',
         "    exit 2",
         "  fi",
         '  mkdir -p "$OUT" || exit 2',
         '  jobid=$(sbatch --parsable "$0") || exit 2',
         '  merge=$(sbatch --parsable --dependency="afterany:${jobid%%;*}" '
-        f'--job-name={name}-merge --output="$OUT/slurm-merge-%j.log" \\',
+        f'--job-name={name}-merge {" ".join(shlex.quote(o) for o in merge_opts)} --output="$OUT/slurm-merge-%j.log" \\',
         f"    --wrap {shlex.quote(merge)}) || exit 2",
         '  echo "submitted array job ${jobid%%;*} and merge job ${merge%%;*}"',
         "  exit 0",
@@ -200,10 +217,22 @@ ACTIONS = {
 PYTHON = "3.11"
 
 
+def runner_notes(runners: dict[str, tuple[str, ...]]) -> list[str]:
+    """What `--workflow` says on stderr about self-hosted runner labels: a job whose labels
+    no registered runner has is never started, and GitHub does not fail it for a day."""
+    return [
+        f"parval: note: the {backend} jobs run on [{', '.join(labels)}]: register a self-hosted runner with "
+        "those labels, or GitHub keeps them queued, never started, for 24 hours; or set "
+        f"builds.{backend}.runs_on in the catalogue (e.g. [ubuntu-latest] for a CPU backend)"
+        for backend, labels in sorted(runners.items())
+        if "self-hosted" in labels
+    ]
+
+
 def github_workflow(
     catalogue: str, out: str, parval_install: str | None = None, runners: dict[str, tuple[str, ...]] | None = None
 ) -> str:
-    """The workflow that consumes `parval catalogue matrix` (README "Scale-out").
+    """The workflow that consumes `parval catalogue matrix` (docs/catalogue.md, "Scale-out").
 
     `runners`: each backend's runner labels (`builds.<backend>.runs_on`), named in a comment,
     since the default, `[self-hosted, <backend>]`, needs runners registered with those labels."""
@@ -218,15 +247,21 @@ def github_workflow(
         f"      - run: {install}",
     ]
     labels = ", ".join(f"{b}: [{', '.join(r)}]" for b, r in sorted((runners or {}).items()))
+    # the first line of the one pull-request comment this workflow keeps up to date
+    marker = "<!-- parval catalogue " + re.sub(r"[^\w./-]", "_", catalogue) + " -->"
     return (
         "\n".join(
             [
                 f"# Written by `parval catalogue matrix {catalogue} --workflow`: one job per combination x shard",
                 "# on a runner of its backend, then one job that discloses every claim, comments it on the",
-                "# pull request and uploads it (claims.md, claims.json and the JUnit claims.xml).",
+                "# pull request (one comment, updated in place on every run) and uploads it (claims.md,",
+                "# claims.json and the JUnit claims.xml).",
                 "# Each combination runs on its build's runner labels, the catalogue's builds.<backend>.runs_on",
                 "# (default [self-hosted, <backend>]: register self-hosted runners with those labels, or set",
                 "# runs_on, e.g. [ubuntu-latest] for a CPU backend)" + (f"; here {labels}." if labels else "."),
+                "# A job whose labels no runner has does not fail: GitHub keeps it queued, never started, until",
+                "# it gives up on it after 24 hours.",
+                "# Edit the step marked BUILD STEP: it must build or fetch audiocpp_server.",
                 "name: parval catalogue",
                 "on: [pull_request]",
                 "permissions:",
@@ -250,6 +285,22 @@ def github_workflow(
                 "      matrix: ${{ fromJSON(needs.matrix.outputs.matrix) }}",
                 "    steps:",
                 *steps_setup,
+                "      # ---- BUILD STEP: edit it to build or fetch audiocpp_server ----------------------------",
+                "      # parval builds nothing: this step must leave the executables the catalogue names for this",
+                "      # backend (builds.<backend>.candidate.executable and .baseline.executable) where it names",
+                "      # them, e.g. from an audio.cpp checkout (CUDA shown; -DAUDIOCPP_SLOT_VALIDATION=ON for the",
+                "      # framework record):",
+                "      #   cmake -G Ninja -S ../audio.cpp -B ../audio.cpp/build-cuda -DCMAKE_BUILD_TYPE=Release \\",
+                "      #     -DENGINE_ENABLE_CUDA=ON -DAUDIOCPP_SLOT_VALIDATION=ON",
+                "      #   cmake --build ../audio.cpp/build-cuda --target audiocpp_server",
+                "      # or download a release binary. The check below fails the job here, naming what is missing.",
+                "      - name: Build or fetch audiocpp_server (BUILD STEP, edit it)",
+                "        env:",
+                "          BACKEND: ${{ matrix.backend }}",
+                "          COMBINATION: ${{ matrix.combination }}",
+                "        run: |",
+                '          echo "BUILD STEP: nothing built for backend $BACKEND (edit this step of the workflow)"',
+                f'          .venv/bin/parval catalogue validate {catalogue} --only "$COMBINATION"',
                 "      - name: ${{ matrix.combination }} ${{ matrix.shard }}",
                 "        env:",
                 "          COMBINATION: ${{ matrix.combination }}",
@@ -296,9 +347,20 @@ def github_workflow(
                 f"            {out}/claims.json",
                 f"            {out}/claims.xml",
                 "          overwrite: true",
-                "      # a pull request from a fork gets a read-only token, so it gets no comment",
+                "      # one comment per pull request, found by its first line and updated in place; a pull",
+                "      # request from a fork gets a read-only token, so it gets no comment",
                 "      - if: ${{ !cancelled() && github.event.pull_request.head.repo.full_name == github.repository }}",
-                f'        run: gh pr comment "$PR" --body-file {out}/claims.md',
+                "        run: |",
+                f"          marker='{marker}'",
+                '          body="$RUNNER_TEMP/parval-comment.md"',
+                f'          {{ echo "$marker"; cat {out}/claims.md; }} > "$body"',
+                '          id=$(gh api "repos/$GH_REPO/issues/$PR/comments" --paginate \\',
+                '            --jq ".[] | select(.body | startswith(\\"$marker\\")) | .id" | tail -n 1)',
+                '          if [ -n "$id" ]; then',
+                '            gh api --method PATCH "repos/$GH_REPO/issues/comments/$id" -F "body=@$body" > /dev/null',
+                "          else",
+                '            gh pr comment "$PR" --body-file "$body"',
+                "          fi",
                 "        env:",
                 "          GH_TOKEN: ${{ github.token }}",
                 "          GH_REPO: ${{ github.repository }}",

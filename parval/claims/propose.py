@@ -159,7 +159,7 @@ def write_proposal(
         "# whose config lists it. Decide before running: the candidate build per backend, which",
         "# claims this change really makes, and each starter plan's EDIT-ME placeholders. Then:",
         "#   parval catalogue validate THIS_FILE",
-        "# The format: `parval schema catalogue` (README: 'The admitted catalogue').",
+        "# The format: `parval schema catalogue` (docs/catalogue.md).",
         f"schema_version: {schema_version('catalogue')}",
         "kind: parval-catalogue",
         f"name: {json.dumps(name)}",

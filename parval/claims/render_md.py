@@ -13,6 +13,7 @@ from parval.jsontypes import JsonValue
 from parval.report.md_base import esc, short
 from parval.report.performance_md import pct_cell, time_cell
 from parval.rundir.evidence_types import TimeStats
+from parval.rundir.mismatch_bound import cell as bound_cell
 
 STATE_ICON = {
     State.ADMITTED: "✅",
@@ -96,14 +97,15 @@ def _framework_cell(c: CombinationDisclosure) -> str:
 
 def _claims_table(d: Disclosure) -> list[str]:
     out = [
-        "| combination | model | count | disclosure | why / blocking assertions | evidence | framework record |",
-        "|---|---|---|---|---|---|---|",
+        "| combination | model | count | disclosure | why / blocking assertions "
+        "| overlapped outputs, differed, mismatch rate (95 %) | evidence | framework record |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for c in d.combinations:
         for r in c.rows:
             out.append(
                 f"| `{esc(c.combo.key)}` | {esc(c.combo.model_id)} | {r.count} | {STATE_ICON[r.state]} {r.state} "
-                f"| {esc(_why(r))} | {_evidence_cell(c)} | {_framework_cell(c)} |"
+                f"| {esc(_why(r))} | {bound_cell(r.bound) or '–'} | {_evidence_cell(c)} | {_framework_cell(c)} |"
             )
     return out
 

@@ -85,12 +85,15 @@ def validate_command(
     files: Annotated[
         bool, typer.Option("--files/--no-files", help="Also check each plan's executables and files here.")
     ] = True,
+    only: OnlyOpt = None,
 ) -> None:
     """Check a catalogue (schema, plans, builds) and list its combinations and jobs.
 
     With --files (default) every effective plan's executables, model and fixture files must
     exist on this machine, as `parval catalogue run` needs them; --no-files checks only what
-    a report needs (for a catalogue of another machine's builds). Exit 0 valid, 2 not.
+    a report needs (for a catalogue of another machine's builds). --only checks the files of
+    the named combinations alone (what one job of the generated workflow runs). Exit 0
+    valid, 2 not.
 
     Example: parval catalogue validate plans/catalogue.yaml
     """
@@ -98,13 +101,14 @@ def validate_command(
     from parval.claims.combination_runs import check_combinations
 
     cat = load_catalogue(catalogue)
+    selected = cat.select(only)
     if files:
-        check_combinations(list(cat.combinations))
+        check_combinations(selected)
     else:  # what a report needs: each build's identity
         for name in sorted({c.build.name for c in cat.combinations}):
             cat.file.builds[name].candidate.identity_sha256()
     typer.echo(f"{catalogue}: catalogue {cat.name!r} is valid: {len(cat.combinations)} combination(s)")
-    for c in cat.combinations:
+    for c in selected:
         shards = "" if c.shards == 1 else f", {c.shards} shards"
         typer.echo(
             f"  {c.key}: model {c.model_id} ({c.family}, {c.task}) counts {list(c.counts)}{shards}; "
@@ -271,6 +275,9 @@ def slurm_command(
         ),
     ] = False,
     time_limit: Annotated[str, typer.Option("--time", help="Each task's time limit (Slurm --time).")] = "12:00:00",
+    merge_time: Annotated[
+        str, typer.Option("--merge-time", help="The merge job's time limit (Slurm --time); it only reads the runs.")
+    ] = "1:00:00",
     partition: Annotated[str | None, typer.Option("--partition", help="The Slurm partition.")] = None,
     sbatch: Annotated[
         list[str] | None, typer.Option("--sbatch", help="A further #SBATCH option, e.g. --account=audio; repeatable.")
@@ -285,9 +292,11 @@ def slurm_command(
 one GPU each with --gres=gpu:1 when a selected combination has a GPU backend, no GRES when all \
 are CPU; --gres overrides; --cpus-per-task the plans' server threads plus one and --mem 16G unless \
 told otherwise) and a merge job that runs after the whole array (afterany) and writes \
-OUT/claims.md, claims.json and claims.xml (`parval report --catalogue OUT --claims CAT`). \
-Paths stay as given: submit from the directory they are relative to (the one this command ran \
-in). `sbatch FILE` alone submits the array job only, and needs OUT to exist already.
+OUT/claims.md, claims.json and claims.xml (`parval report --catalogue OUT --claims CAT`; \
+--merge-time, default 1:00:00). Paths stay as given: submit from the folder they are relative \
+to, the one this command ran in (the script names it); the venv, the repository and OUT must be \
+on a filesystem every node sees. `sbatch FILE` alone submits the array job only, and needs OUT \
+to exist already.
 
     Example: parval catalogue slurm plans/catalogue.yaml -o parval-demo.sbatch && bash parval-demo.sbatch
     """
@@ -305,6 +314,8 @@ in). `sbatch FILE` alone submits the array job only, and needs OUT to exist alre
         partition=partition,
         extra=tuple(sbatch or ()),
         parval=parval,
+        merge_time=merge_time,
+        submit_dir=str(Path.cwd()),
     )
     target = out if out is not None else Path("runs") / cat.name
     text = slurm_script(cat, combos, str(catalogue), str(target), opts)
@@ -336,20 +347,22 @@ def matrix_command(
 "shard_args", "runs_on", "artifact"}, ...]}`: `echo "matrix=$(parval catalogue matrix CAT)" >> \
 "$GITHUB_OUTPUT"`, then `matrix: ${{ fromJSON(needs.<job>.outputs.matrix) }}`. A selection with \
 no combination (e.g. --backend cuda on a CPU-only catalogue) is an error (exit 2), not an empty \
-matrix, which GitHub Actions rejects. With --workflow, the whole workflow (README "Scale-out").
+matrix, which GitHub Actions rejects. With --workflow, the whole workflow (docs/catalogue.md, "Scale-out").
 
     Example: parval catalogue matrix plans/catalogue.yaml --backend cuda
 
     Example: parval catalogue matrix plans/catalogue.yaml --workflow > .github/workflows/parval.yml
     """
     from parval.claims.combination import load_catalogue
-    from parval.claims.jobs import github_workflow, matrix_json
+    from parval.claims.jobs import github_workflow, matrix_json, runner_notes
 
     cat = load_catalogue(catalogue)
     if workflow:
         target = out if out is not None else Path("runs") / cat.name
         runners = {c.backend: c.build.runs_on for c in cat.combinations}
         sys.stdout.write(github_workflow(str(catalogue), str(target), runners=runners))
+        for line in runner_notes(runners):
+            typer.echo(line, err=True)
         return
     selected = cat.select(only)
     combos = [c for c in selected if not backend or c.backend in backend]

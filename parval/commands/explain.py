@@ -88,7 +88,6 @@ def explain_command(
         found = entry(assertion)
     except KeyError as exc:
         raise UsageError(
-            str(exc.args[0]),
-            hint="IDs look like X1, M2.exact, F1.fifo, Q5 (groups X1-X4, M1-M6, F1-F6, Q1-Q6); the README lists them",
+            str(exc.args[0]), hint="IDs look like X1, M2.exact, F1.fifo, Q5 (groups X1-X4, M1-M6, F1-F6, Q1-Q6)"
         ) from None
     typer.echo(describe(found))

@@ -26,7 +26,9 @@ def verify_command(
     ] = None,
 ) -> None:
     """Re-hash every artifact, events.jsonl, manifest.json, evidence and reports; list any
-    file modified, missing or added since the run.
+    file modified, missing or added since the run. A file parval neither wrote nor reads (a
+    report redirected into the run directory) is named as not part of the run and changes
+    nothing.
 
     Exit codes: 0 unchanged · 1 something was modified, missing or added · 2 not a run
     directory (or never judged), or --reseal without --reason.
@@ -35,7 +37,7 @@ def verify_command(
 
     Example: parval verify runs/demo --reseal --reason "restored from backup after a disk failure"
     """
-    from parval.rundir.integrity import read_chain, verify_run
+    from parval.rundir.integrity import not_part_of_run, read_chain, verify_run
     from parval.rundir.verified import reseal_run, reseals
 
     if reseal:
@@ -49,6 +51,8 @@ def verify_command(
     if reason is not None:
         raise UsageError("--reason goes with --reseal")
     problems, info = verify_run(run)
+    for name in not_part_of_run(run):
+        typer.echo(f"not part of the run: {name} (parval neither wrote nor reads it)")
     if problems:
         for p in problems:
             typer.echo(p)

@@ -37,6 +37,7 @@ from parval.framework.record_identity import (
 )
 from parval.framework.reuse import ReuseDecision
 from parval.jsonread import get, iterate
+from parval.plan.load import path_shown
 from parval.procedure import judge_shape as shape
 from parval.procedure.assertion_ids import FRAMEWORK_GATE
 from parval.procedure.entry import PROTECTED, X4_CMD, Declaration, Entry
@@ -63,13 +64,15 @@ def framework_checks(
     *,
     plan: Mapping[str, object] | None = None,
     counts: list[int] | None = None,
+    plan_dir: Path | None = None,
 ) -> tuple[list[Result], dict[str, Any]]:
     """(F results + X4, the framework_checks object for the evidence).
 
     `counts` are the counts this model run may admit (default: the manifest's plan counts);
     `plan` is the plan snapshot (its `identity.candidate.source_commit`, when present, must
     match the record's and the X4 result's candidate commit; its `framework.reuse` asks for
-    a reviewed reuse of a record made for another build, see parval/framework/reuse.py)."""
+    a reviewed reuse of a record made for another build, see parval/framework/reuse.py);
+    `plan_dir`: the folder the plan's relative `framework.record` was resolved from."""
     if plan is None:  # the manifest's copy of the plan settings this check reads
         plan = {
             "framework": (manifest.get("settings") or {}).get("framework"),
@@ -98,7 +101,13 @@ def framework_checks(
     elif record_path is None:
         reason = "no framework record referenced (plan framework.record); run `parval framework PLAN`"
     elif record is None:
-        reason = f"framework record {record_path} is missing or unreadable"
+        written = get(plan.get("framework") or {}, "record")
+        shown = (
+            path_shown(written, plan_dir)
+            if reuse is None and plan_dir is not None and isinstance(written, str)
+            else str(record_path)
+        )
+        reason = f"framework record {shown} is missing or unreadable"
     else:
         ident = record.get("identity") if isinstance(record.get("identity"), dict) else {}
         info["record"] = {

@@ -9,6 +9,8 @@ from parval.jsonread import as_int
 from parval.plan.waves import skipped_counts
 from parval.procedure import judge_shape as shape
 from parval.procedure.assertion_ids import all_ids, group_of
+from parval.procedure.closed_list import FRAMEWORK as CLOSED_FRAMEWORK
+from parval.procedure.closed_list import excuses_mode_under_test, gaps
 from parval.procedure.entry import PLAN, Declaration, Entry
 from parval.rundir.cannot_start import cause as cannot_start_cause
 from parval.status import Result, Status, combine, pending
@@ -139,7 +141,9 @@ def _why_not_above(counts: list[int], verdicts: dict[int, Status], n: int) -> st
             PLAN + ": counts",
         ),
         notes=(
-            "decided in parval.gates.admission_verdict:decide: admission stops at the first count not validated, "
+            "decided in parval.gates.admission_verdict:decide over the closed list of required assertions "
+            "(parval.procedure.closed_list: one without a result is PENDING in the verdict): admission stops at "
+            "the first count not validated, "
             "tested or not, and ends below a count that would be the largest admitted without its ten mixed "
             "waves; PASS when what is reported is what the rule gives; PENDING when the plan skips a count "
             "(nothing above it can be admitted); with no count admitted, count 1's status",
@@ -314,6 +318,44 @@ def mark_not_run(per_count: dict[int, list[Result]], not_run: dict[int, str]) ->
         per_count[n] = [replace(pending(id_, reason, not_run=True), count=n) for id_ in dict.fromkeys(ids)]
 
 
+def fill_closed_list(
+    counts: list[int],
+    model_level: list[Result],
+    per_count: dict[int, list[Result]],
+    framework: list[Result],
+    missing: str,
+    mode: str | None = None,
+) -> None:
+    """A PENDING entry, saying `missing`, for every entry of the closed list
+    (parval.procedure.closed_list) that no result stands for, in place: where it is judged
+    (once per run, at each count, framework), so that the count verdicts see it. `mode`:
+    the mode the model runs in, whose M6 entry is never NOT_APPLICABLE (evidence judged
+    before that rule said so on the plan's word): PENDING."""
+    for n in counts:
+        per_count.setdefault(n, [])
+    for i, r in enumerate(model_level):
+        if excuses_mode_under_test(r.id, str(r.status), mode):
+            model_level[i] = pending(
+                r.id,
+                f"NOT_APPLICABLE is no verdict for {mode}, the mode the model runs in ({r.reason}): nothing is "
+                f"admitted until {mode} evidence is (add {mode} to model.admit_modes and run again)",
+            )
+    found = gaps(
+        [r.id for r in model_level],
+        {n: [r.id for r in rs] for n, rs in per_count.items()},
+        [r.id for r in framework if r.count is None],
+        admission_rule=False,
+    )
+    for id_, at in found:
+        entry = pending(id_, f"{missing} (required by the procedure: without it nothing is admitted)")
+        if at is not None:
+            per_count[at].append(replace(entry, count=at))
+        elif id_ in CLOSED_FRAMEWORK:
+            framework.append(entry)
+        else:
+            model_level.append(entry)
+
+
 def decide(
     counts: list[int],
     model_level: list[Result],
@@ -324,12 +366,16 @@ def decide(
     missing: str,
     not_run: dict[int, str] | None = None,
     cannot_start: Sequence[Mapping[str, object]] = (),
+    mode: str | None = None,
 ) -> Decision:
     """Count verdicts, admitted counts (Q6 appended to `model_level`), one entry per
-    assertion ID (`missing` explains IDs nobody collected), the verdict line and exit code.
-    `not_run`: counts a --fail-fast campaign left out, each with its reason."""
+    assertion ID, the verdict line and exit code, over the closed list of required
+    assertions: an entry no result stands for is PENDING in the verdict (`missing` says
+    why). `not_run`: counts a --fail-fast campaign left out, each with its reason; `mode`:
+    the mode the model runs in (its M6 entry is never excused as NOT_APPLICABLE)."""
     if not_run:
         mark_not_run(per_count, not_run)
+    fill_closed_list(counts, model_level, per_count, framework, missing, mode)
     verdicts = count_verdicts(model_level, per_count, framework)
     admitted, _ = trim_to_ten_waves(counts, verdicts, per_count)
     admitted = trim_to_recovery(admitted, verdicts, per_count, model_level)

@@ -18,7 +18,8 @@ from parval.procedure import judge_shape as shape
 from parval.procedure.names import MEMBASE_PREFIX
 from parval.rundir.event_index import DERIVED_PHASES, REF_PHASES, Records, SetAsideCrash, derived_ref, typed
 from parval.rundir.event_types import RequestEvent, ServerReadyEvent
-from parval.status import Result
+from parval.rundir.mismatch_bound import words as bound_words
+from parval.status import Result, Status
 
 __all__ = ["REF_PHASES", "JudgeContext", "SerialVerdict", "exact_result", "run_judges"]
 
@@ -120,22 +121,23 @@ class JudgeContext:
             return None
         return self.declared_tolerance if self.serial.tolerance_applies else None
 
-    def judge(self, events: list[RequestEvent]) -> Tally:
+    def judge(self, events: list[RequestEvent], *, overlap: bool = False) -> Tally:
         """Judge these requests; the same starts' and phases' requests in set-aside
-        attempts are judged too, and their failures (only) join the tally."""
-        t = self._judge_requests(events)
+        attempts are judged too, and their failures (only) join the tally. `overlap`: count
+        the outputs produced beside another request (a verdict that states its bound)."""
+        t = self._judge_requests(events, overlap)
         scope = {_scope_key(e) for e in events}
         aside = [e for e in self.rec.set_aside_requests() if _scope_key(e) in scope]
         if aside:
-            t.merge(self.judge_set_aside(aside))
+            t.merge(self.judge_set_aside(aside, overlap=overlap))
         return t
 
-    def judge_set_aside(self, events: list[RequestEvent]) -> Tally:
+    def judge_set_aside(self, events: list[RequestEvent], *, overlap: bool = False) -> Tally:
         """Failures only, in set-aside attempts' requests that have a reference."""
         chosen = [e for e in events if e.get("ref") and not e.get("expect_error")]
-        return set_aside_failures(self.rec, self._judge_requests(chosen))
+        return set_aside_failures(self.rec, self._judge_requests(chosen, overlap))
 
-    def _judge_requests(self, events: list[RequestEvent]) -> Tally:
+    def _judge_requests(self, events: list[RequestEvent], overlap: bool = False) -> Tally:
         return judge_requests(
             self.rec,
             events,
@@ -144,6 +146,7 @@ class JudgeContext:
             volatile=self.volatile,
             declared_tolerance=self.declared_tolerance,
             cache_sensitive=self.cache_sensitive,
+            overlap=overlap,
         )
 
     def set_aside_scope(self, count: int | None) -> tuple[Tally, list[SetAsideCrash]]:
@@ -155,12 +158,12 @@ class JudgeContext:
             if entry is None:
                 return count is None
             start = entry["run_start"]
-            own = start["count"] if start["role"] == "count" else None
+            own = start["count"] if start["role"] in ("count", "soak") else None
             return bool(own == count)
 
         events = [e for e in self.rec.set_aside_requests() if in_scope(e["run"], e.get("attempt"))]
         crashes = [c for c in self.rec.set_aside_crashes() if in_scope(c["run"], c.get("attempt"))]
-        return self.judge_set_aside(events), crashes
+        return self.judge_set_aside(events, overlap=count is not None), crashes
 
     def ready(self, run: str) -> ServerReadyEvent | None:
         """The start's `server_ready` event, if it got that far."""
@@ -191,13 +194,24 @@ def _scope_key(e: RequestEvent) -> tuple[object, ...]:
 
 
 def exact_result(
-    id_: str, tally: Tally, what: str, ctx: JudgeContext, run: str | None = None, count: int | None = None
+    id_: str,
+    tally: Tally,
+    what: str,
+    ctx: JudgeContext,
+    run: str | None = None,
+    count: int | None = None,
+    *,
+    bounded: bool = False,
 ) -> Result:
     """The verdict of an output comparison. A FAIL says what it rests on (`failure_kind`):
     "output" (mismatches only: what serial variation or an uncaught negative control may
     mask) or "request" (request errors or malformed replies, which neither explains). A
-    request the server refused for memory is BLOCKED (a VRAM failure is blocked evidence)."""
+    request the server refused for memory is BLOCKED (a VRAM failure is blocked evidence).
+    `bounded`: the verdict states how much it rules out (`bound` in its evidence, and in
+    words beside a PASS or FAIL): never a cause of either."""
     ev = tally.summary()
+    if bounded:
+        ev["bound"] = tally.bound()
     if tally.errors or tally.malformed:
         r = shape.failed(
             id_, f"{what}: {tally.problem()}", violation=[*tally.errors, *tally.malformed], failure_kind="request", **ev
@@ -247,6 +261,8 @@ def exact_result(
         r = shape.passed(
             id_, f"{what}: {tally.exact}/{tally.compared} exact", {"compared outputs": tally.compared}, **ev
         )
+    if bounded and r.status in (Status.PASS, Status.FAIL):
+        r = replace(r, reason=f"{r.reason}; {bound_words(tally.bound())}")
     return replace(r, reproduction=ctx.repro(run), count=count)
 
 

@@ -14,8 +14,10 @@ from dataclasses import replace
 from parval.gates.admission_verdict import RECOVERY_COUNT
 from parval.gates.judge_context import JudgeContext, exact_result
 from parval.gates.unload_evidence import (
+    ORDER_SHOWN_POLLS,
     admitted_past,
     barging_reproduced,
+    barging_shown,
     first_load_violation,
     missing_route,
     server_order,
@@ -45,7 +47,7 @@ def _m4(evidence: tuple[str, ...], faults: tuple[str, ...] = (), notes: tuple[st
 def _unload_event(which: str) -> str:
     return (
         f"`m4_{which}_unload` event (issued_while_active, unload_done, requests_done, "
-        "requests_latency, busy, gap_s, unload_pending_at_later_send, later_order, later_samples, "
+        "requests_latency, busy, gap_s, unload_pending_at_later_send, polls_before_later, later_order, later_samples, "
         "unloaded_seen, unload_check)"
     )
 
@@ -56,9 +58,11 @@ UNLOAD_NOTES = (
     "sent a gap derived from the measured service time after the still-pending unload, seen queued behind "
     "it with a slot free (needed for a PASS) or admitted past it; the probe is tried again (3 tries: the gap "
     "grows after a try that saw the later request admitted past, shrinks after one that saw no order, as with a "
-    "quick model) until it queues behind, and barging FAILs only when every try saw it (FIFO is enqueue order, "
-    "not packet arrival: a busy server may not have enqueued the unload yet); otherwise PENDING, or BLOCKED "
-    "once the tries are spent",
+    "quick model) until it queues behind; barging FAILs when one try shows the unload reached the server first "
+    "(the server answered status reads sent after the unload before the later request was sent) and saw the "
+    "later request admitted past it, or when every try saw it admitted past; a try that cannot show the order "
+    "is a limitation (FIFO is enqueue order, not packet arrival: a busy server may not have enqueued the unload "
+    "yet); otherwise PENDING, or BLOCKED once the tries are spent",
     "a recovery start whose server crashed FAILs the probe it was running and leaves the later probes BLOCKED",
 )
 
@@ -141,7 +145,8 @@ def _aside_tries(ctx: JudgeContext, kind: str) -> list[list[JsonObject]]:
 
 def _aside_unload_violations(ctx: JudgeContext, which: str) -> list[tuple[str, str, object]]:
     """(set-aside status, violation in words, evidence) of every set-aside recovery attempt's
-    unload probe: a violation in any try, or barging seen on every try."""
+    unload probe: a violation in any try, barging in a try that shows the order, or barging
+    seen on every try."""
     kind = f"m4_{which}_unload"
     out: list[tuple[str, str, object]] = [
         (str(a["set_aside"]), why, a) for a in _aside(ctx, kind) if (why := unload_violation(a, which)) is not None
@@ -149,7 +154,7 @@ def _aside_unload_violations(ctx: JudgeContext, which: str) -> list[tuple[str, s
     out += [
         (str(group[-1]["set_aside"]), why, group)
         for group in _aside_tries(ctx, kind)
-        if (why := barging_reproduced(group, which)) is not None
+        if (why := barging_shown(group, which) or barging_reproduced(group, which)) is not None
     ]
     return out
 
@@ -360,13 +365,17 @@ def _unload(ctx: JudgeContext, which: str, id_: str) -> Result:
         if (why := unload_violation(one, which)) is not None:
             r = shape.failed(id_, why if one is e else f"try {one.get('tries')}: {why}", violation=why, **one)
             return replace(r, reproduction=ctx.repro(RUN))
-    if (why := barging_reproduced(tries, which)) is not None:
+    # Barging seen once, in a try that shows the unload reached the server first, is barging
+    # whatever the other tries saw; so is barging seen on every try.
+    if (why := barging_shown(tries, which) or barging_reproduced(tries, which)) is not None:
         return replace(shape.failed(id_, why, violation=why, **e), reproduction=ctx.repro(RUN))
-    # Admitted past the unload in some tries only: not shown to be barging (the unload may not
-    # have been enqueued yet on a busy server); disclosed with the verdict the last try gives.
+    # Admitted past the unload in tries that cannot show the order: not shown to be barging
+    # (the unload may not have been enqueued yet on a busy server); disclosed with the
+    # verdict the last try gives.
     not_reproduced = [
-        f"try {one.get('tries')}: {w} (not seen on every try: the server's FIFO is enqueue order, not packet "
-        "arrival, so the unload may not have been enqueued yet)"
+        f"try {one.get('tries')}: {w} (the order is not shown: the server's FIFO is enqueue order, not packet "
+        f"arrival, and fewer than {ORDER_SHOWN_POLLS} status reads were answered between the unload's send and "
+        "the later request's, so the unload may not have been enqueued yet)"
         for one in tries
         if (w := admitted_past(one, which)) is not None
     ]

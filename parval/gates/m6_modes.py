@@ -28,7 +28,12 @@ from parval.status import Result, Status
 # Each judge below declares its registry entry, judged once per model, NOT_APPLICABLE for a
 # mode the plan leaves out (`_m6_compared`: an output comparison that names the negative control).
 def _m6(evidence: tuple[str, ...], *notes: str) -> Declaration:
-    return Gate("model").noted(evidence, *notes, "NOT_APPLICABLE when the plan's model.admit_modes leaves the mode out")
+    return Gate("model").noted(
+        evidence,
+        *notes,
+        "NOT_APPLICABLE when the plan's model.admit_modes leaves the mode out; PENDING when that mode is model.mode "
+        "(a plan choice never excuses the mode under test)",
+    )
 
 
 def _m6_compared(evidence: tuple[str, ...], *notes: str) -> Declaration:
@@ -74,6 +79,24 @@ def _admits(ctx: JudgeContext) -> set[str]:
     return set(ctx.plan.model.admit_modes)
 
 
+def not_admitted(ctx: JudgeContext, id_: str, mode: str, what: str) -> Result:
+    """M6.<mode> when the plan's model.admit_modes leaves `mode` out. A plan choice is no
+    implementation or platform reason: it makes another mode NOT_APPLICABLE, never the mode
+    the model runs in (model.mode), whose evidence is the evidence being admitted: that one
+    is PENDING, and nothing is admitted (`parval validate` and `parval run` refuse such a
+    plan; a run recorded before that rule is held to it when judged)."""
+    admits = sorted(_admits(ctx))
+    if mode == ctx.plan.model.mode:
+        return shape.pending(
+            id_,
+            f"model.admit_modes {admits} leaves out {mode}, the mode the model runs in (model.mode): the plan "
+            f"excuses no mode under test, so nothing is admitted (add {mode} to model.admit_modes and run again)",
+            admit_modes=admits,
+            mode=mode,
+        )
+    return shape.not_applicable(id_, f"the plan does not admit {what}")
+
+
 @shape.judge(
     "M6.offline",
     _m6(
@@ -88,7 +111,7 @@ def m6_offline(ctx: JudgeContext) -> Result:
     (and admission stops at the first count not validated), so a violation at a higher count
     fails that count, not offline mode at the counts below it."""
     if "offline" not in _admits(ctx):
-        return shape.not_applicable("M6.offline", "the plan does not admit offline mode")
+        return not_admitted(ctx, "M6.offline", "offline", "offline mode")
     from parval.gates.m2_concurrency import m2_exact
 
     rec = ctx.rec
@@ -244,7 +267,7 @@ def _streaming(ctx: JudgeContext, e: M6StreamingEvent) -> Result:
 def m6_streaming(ctx: JudgeContext) -> Result:
     """M6.streaming, on the last streaming probe (see `_streaming`)."""
     if "streaming" not in _admits(ctx):
-        return shape.not_applicable("M6.streaming", "the plan does not admit streaming (model.admit_modes)")
+        return not_admitted(ctx, "M6.streaming", "streaming", "streaming (model.admit_modes)")
     evs = ctx.rec.kind("m6_streaming")
     return _streaming(ctx, evs[-1]) if evs else not_recorded(ctx, "M6.streaming")
 
@@ -318,7 +341,7 @@ def m6_batch(ctx: JudgeContext) -> Result:
     leases drain."""
     id_ = "M6.batch"
     if "batch" not in _admits(ctx):
-        return shape.not_applicable(id_, "the plan does not admit native batching (model.admit_modes)")
+        return not_admitted(ctx, id_, "batch", "native batching (model.admit_modes)")
     evs = ctx.rec.kind("m6_batch")
     if not evs:
         return not_recorded(ctx, id_)

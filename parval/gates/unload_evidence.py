@@ -94,6 +94,41 @@ def admitted_past(e: Mapping[str, object], which: str) -> str | None:
     )
 
 
+# Status reads the server answered in full after the unload was sent and before the later
+# request was: the server was serving requests that came after the unload before the later
+# one was sent, so the unload had reached it (and, on the API's FIFO, its queue) first.
+ORDER_SHOWN_POLLS = 2
+
+
+def order_shown(e: Mapping[str, object]) -> bool:
+    """This try shows the unload waiting at the server before the later request arrived: the
+    unload was issued while work was active, was still unanswered when the later request was
+    sent, and the server answered ORDER_SHOWN_POLLS status reads sent after the unload
+    before the later request was sent. Older records (no `polls_before_later`) show nothing."""
+    polls = e.get("polls_before_later")
+    return bool(
+        e.get("issued_while_active")
+        and e.get("unload_pending_at_later_send")
+        and isinstance(polls, int)
+        and not isinstance(polls, bool)
+        and polls >= ORDER_SHOWN_POLLS
+    )
+
+
+def barging_shown(tries: Sequence[Mapping[str, object]], which: str) -> str | None:
+    """Barging as a violation seen once: the first try that shows the unload waiting at the
+    server before the later request arrived (`order_shown`) and saw that request admitted
+    past it, in words, whatever the other tries saw. None when no try shows both."""
+    for t in tries:
+        if order_shown(t) and (seen := admitted_past(t, which)) is not None:
+            return (
+                f"try {t.get('tries')} of {len(tries)}: {seen}: it barged past the unload waiting at the server "
+                f"({t.get('polls_before_later')} status reads sent after the unload were answered before the "
+                "later request was sent)"
+            )
+    return None
+
+
 def barging_reproduced(tries: Sequence[Mapping[str, object]], which: str) -> str | None:
     """Barging as a violation: every try of the probe (all it was allowed) saw the later
     request admitted past the waiting unload (each such try grows the next try's gap). None

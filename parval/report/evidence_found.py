@@ -9,7 +9,8 @@ failed when later repeats pass): they are merged the way `parval report RUN1 RUN
 A run that cannot be merged with the newest is left out, with the reason, when it is
 another tested identity (its plan settings or files differ); when only its provenance
 differs (local and CI are never merged) it is the same tested identity, and the counts it
-FAILED cannot be admitted (`failed_apart`). A run leaves the verdicts only by an explicit
+FAILED cannot be admitted (`failed_apart`); so it is for a run that FAILed under stricter rules
+than the newest run's (parval.report.rules_loosened). A run leaves the verdicts only by an explicit
 decision, `--set-aside RUN --reason TEXT`, which every output format shows.
 """
 
@@ -26,7 +27,8 @@ from parval.jsonread import get
 from parval.jsontypes import JsonObject, JsonValue
 from parval.procedure.sealed_rules import as_read
 from parval.report.history import HistoricalRow, historical_rows
-from parval.report.merge import LoadedRun, MergeRefused, check_mergeable, merge_evidence
+from parval.report.merge import LoadedRun, MergeRefused, against, check_mergeable, failed_counts, merge_evidence
+from parval.report.rules_loosened import marked
 from parval.report.run_table_row import SetAside
 from parval.rundir.evidence_types import Evidence
 from parval.rundir.layout import MANIFEST, find_runs
@@ -153,6 +155,8 @@ class Attributed:
     # count → (run, why apart): a FAIL in a run of the same tested identity that could not
     # be merged only because its provenance (local/CI) differs; it still counts.
     failed_apart: dict[int, list[tuple[FoundRun, str]]] = field(default_factory=dict)
+    # why a run's FAIL under stricter rules counts against the used runs (rules_loosened)
+    loosened: list[tuple[str, list[int]]] = field(default_factory=list)  # (why, counts it FAILED)
 
 
 def stale_reason(run: FoundRun, sha256: str, commit: str | None) -> str | None:
@@ -187,6 +191,14 @@ def merge_current(out: Attributed, current: list[FoundRun]) -> None:
         try:
             check_mergeable([r.loaded for r in [*out.used, run]])
         except MergeRefused as exc:
+            # a FAIL under stricter rules than the newest run's counts against it
+            loose = against(run.loaded, out.used[0].loaded) if out.used else None
+            if loose is not None:
+                out.not_used.append((run, loose))
+                out.loosened.append((loose, failed_counts(run.loaded)))
+                for n in failed_counts(run.loaded):
+                    out.failed_apart.setdefault(n, []).append((run, loose))
+                continue
             why = f"cannot be merged with the newer runs: {exc.message}"
             out.not_used.append((run, why))
             if _same_identity_apart([r.loaded for r in [*out.used, run]]):
@@ -200,6 +212,8 @@ def merge_current(out: Attributed, current: list[FoundRun]) -> None:
         out.evidence = out.used[0].ev
     elif out.used:
         out.evidence = merge_evidence([r.loaded for r in out.used])
+    if out.evidence is not None:
+        out.evidence = marked(out.evidence, out.loosened)
     for run in out.used:
         for n in run.loaded.counts:
             out.covered.setdefault(n, []).append(run.rel)

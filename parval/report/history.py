@@ -6,7 +6,7 @@ assertions/evidence to M/F entries, retaining failures, missing raw metadata/his
 changed-binary limitations. New executables do not inherit quality certification."
 
 OLD is either a parval evidence file (or its run directory) of an earlier procedure version,
-or a mapping file (YAML/JSON, `kind: parval-historical-mapping`, README "Historical
+or a mapping file (YAML/JSON, `kind: parval-historical-mapping`, docs/evidence-across-builds.md "Historical
 records") that maps each finding of a hand-written report to M/F entries. The import writes
 `historical.json` into a new directory (never over an existing record or run):
 
@@ -290,7 +290,7 @@ def build_historical(old: Path, version: str, *, candidate_sha256: str | None = 
     else:
         raise UsageError(
             f"{path}: neither a parval evidence file nor a mapping file "
-            f"(kind: {MAPPING_KIND}); README 'Historical records' shows the format"
+            f"(kind: {MAPPING_KIND}); docs/evidence-across-builds.md, 'Historical records', shows the format"
         )
     if stated is not None and str(stated) != version:
         raise UsageError(f"{path} says procedure version {stated}, --procedure says {version}")

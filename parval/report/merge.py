@@ -1,6 +1,6 @@
 """Many runs, one verdict (`parval report RUN1 RUN2 ...`), and the catalogue of many runs.
 
-How merging works (documented in README, "Many runs, one verdict"):
+How merging works (documented in docs/running.md, "Many runs, one verdict"):
 
 1. Every run must be evidence of the same thing: the manifests must agree on the
    baseline and candidate executables, the model files (checkpoint and auxiliaries), the
@@ -26,6 +26,10 @@ How merging works (documented in README, "Many runs, one verdict"):
    uses (`parval.gates.admission_verdict`) over the union of the plans' counts: only consecutive
    validated counts from one upward are admitted; a count no run covered stays PENDING.
    Q6 is recomputed. A run that was interrupted makes the merged evidence incomplete.
+5. A run that FAILed under stricter rules (a bound, tolerance, drain lag: RULES in
+   parval.report.rules_loosened) than the newest run, of the same executables, files,
+   fixtures and other plan settings, is not merged but counts against it: NOT ADMITTED,
+   "rules loosened after a FAIL", naming each loosened field.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from parval.procedure import judge_shape as shape
 from parval.procedure.assertion_ids import group_of
 from parval.procedure.sealed_rules import rules_changed_evidence
 from parval.procedure.version import historical_evidence
+from parval.report.rules_loosened import LOOSENED, RULE_SECTIONS, loosened, marked, memory_leaves_known
 from parval.rundir.events import read_events
 from parval.rundir.evidence_types import Assertion, Evidence, MergedRun, built_record
 from parval.rundir.layout import EVENTS, MANIFEST
@@ -213,6 +218,41 @@ def _short(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+# -- rules loosened after a FAIL (parval.report.rules_loosened) ---------------------------
+def same_but_rules(a: LoadedRun, b: LoadedRun) -> bool:
+    """Runs of the same executables, model files, fixtures and plan settings, whatever their
+    provenance, that may differ only in rules."""
+    ida, idb = merge_identity(a.manifest, a.ev), merge_identity(b.manifest, b.ev)
+    ida.pop("provenance", None)
+    idb.pop("provenance", None)
+    if ida != idb or a.plan is None or b.plan is None:
+        return False
+    if not (memory_leaves_known(a.plan) and memory_leaves_known(b.plan)):
+        return False
+    pa, pb = plan_identity(a.plan), plan_identity(b.plan)
+    return all(pa.get(f, _ABSENT) == pb.get(f, _ABSENT) for f in PLAN_FIELDS if f not in RULE_SECTIONS)
+
+
+def failed_counts(run: LoadedRun) -> list[int]:
+    """The counts `run` recorded FAILED (every count it ran when it FAILed elsewhere)."""
+    verdict = run.ev.get("verdict") or {}
+    counts = sorted(int(n) for n, s in (verdict.get("counts") or {}).items() if s == "FAIL")
+    if counts or verdict.get("exit_code") != 1:
+        return counts
+    return list(run.counts or run.plan_counts)
+
+
+def against(strict: LoadedRun, later: LoadedRun) -> str | None:
+    """Why `strict`'s FAIL counts against `later` (None when it does not): the same tested
+    identity, `strict` FAILed, and `later` loosened at least one of its rules."""
+    if not failed_counts(strict) or not same_but_rules(strict, later):
+        return None
+    fields = loosened(strict.plan, later.plan)
+    if not fields:
+        return None
+    return f"{LOOSENED}: {strict.dir} FAILED under stricter rules than {later.dir} ({'; '.join(fields)})"
+
+
 # -- merging ------------------------------------------------------------------------------
 def _results(items: Iterable[Assertion], count: int | None = None) -> list[Result]:
     out = []
@@ -316,6 +356,11 @@ def merge_evidence(runs: list[LoadedRun]) -> Evidence:
     """The merged evidence record (same shape as judge.py's, plus `merged_from`)."""
     from parval.gates.performance import build_performance
 
+    # A FAIL under stricter rules than the newest run's counts against it (rules_loosened):
+    # that run is not merged, and the merged verdict is NOT ADMITTED naming the rule.
+    newest = max(runs, key=lambda r: str(r.ev.get("generated_at") or ""))
+    counted = [(r, why) for r in runs if r is not newest and (why := against(r, newest)) is not None]
+    runs = [r for r in runs if all(r is not c for c, _ in counted)]
     check_mergeable(runs)
     counts = sorted({n for r in runs for n in r.plan_counts})
     model_level = _combine_by_id(
@@ -344,6 +389,7 @@ def merge_evidence(runs: list[LoadedRun]) -> Evidence:
         interrupted=interrupted,
         missing="not collected by any merged run",
         cannot_start=_cannot_start(runs),
+        mode=str(runs[0].ev["identity"].get("mode") or "") or None,
     )
     admission_ready, flat, assertions = d.admission_ready, d.flat, d.assertions
     line = f"{d.line} (merged from {len(runs)} runs)"
@@ -413,7 +459,8 @@ def merge_evidence(runs: list[LoadedRun]) -> Evidence:
     # Admission is recomputed above: runs of another procedure version stay historical, and
     # a merge with a run judged under rules changed after its events never admits.
     changed = [f"{r.dir}: {why}" for r in runs for why in _rules_changed(r.ev)]
-    return rules_changed_evidence(historical_evidence(built_record(record)), changed)
+    held = [(why, failed_counts(r)) for r, why in counted]
+    return marked(rules_changed_evidence(historical_evidence(built_record(record)), changed), held)
 
 
 def _cannot_start(runs: list[LoadedRun]) -> list[Mapping[str, object]]:

@@ -16,9 +16,11 @@ from parval.jsontypes import JsonObject, JsonValue
 from parval.procedure.sealed_rules import as_read
 from parval.procedure.version import historical_reason, is_current
 from parval.report.history import HistoricalRow
+from parval.report.rules_loosened import LOOSENED
 from parval.report.run_table_row import CatalogueRow, CatalogueVerdict, RunWhy, SetAside
 from parval.rundir.evidence_types import Evidence
 from parval.rundir.layout import MANIFEST, find_runs
+from parval.rundir.mismatch_bound import summed_per_count
 
 if TYPE_CHECKING:
     from parval.report.evidence_found import FoundRun as FoundRunT
@@ -35,7 +37,12 @@ def blocking(ev: Evidence) -> list[str]:
     first = [f"HISTORICAL (procedure {hist.get('procedure_version')})"] if hist else []
     # Nor does evidence judged under rules changed after its events.
     if ev.get("rules_changed"):
-        first.append("RULES CHANGED after the run's events")
+        unknown = str(ev["verdict"].get("line", "")).startswith("RULES UNKNOWN")
+        first.append(
+            "RULES UNKNOWN (resealed with nothing to compare them with)"
+            if unknown
+            else "RULES CHANGED after the run's events"
+        )
     return [*first, *(f"{a['id']} {a['status']}" for a in items)]
 
 
@@ -121,7 +128,11 @@ def catalogue_verdicts(
         ev = att.evidence
         assert ev is not None  # the newest run is always used
         verdict = ev["verdict"]
-        apart = [f"count {n} FAILED in {r.rel}" for n, found in sorted(att.failed_apart.items()) for r, _ in found]
+        apart = [
+            f"count {n} FAILED in {r.rel}" + (f" ({why})" if why.startswith(LOOSENED) else "")
+            for n, found in sorted(att.failed_apart.items())
+            for r, why in found
+        ]
         i = att.used[-1].identity
         out.append(
             {
@@ -146,6 +157,7 @@ def catalogue_verdicts(
                     for r in stale
                 ],
                 "historical": [RunWhy(dir=r.rel, why=historical_reason(r.ev.get("procedure_version"))) for r in old],
+                "bounds": summed_per_count(r.ev for r in att.used),
             }
         )
     return out, found.unreadable, [RunWhy(dir=r.rel, why=why) for r, why in found.set_aside]

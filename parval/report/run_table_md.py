@@ -7,6 +7,7 @@ from __future__ import annotations
 from parval.report.history import HistoricalRow
 from parval.report.md_base import esc, short
 from parval.report.run_table_row import CatalogueRow, CatalogueVerdict, RunWhy
+from parval.rundir.mismatch_bound import per_count_words
 from parval.rundir.provenance import label
 
 _VERDICT = {0: "ADMITTED", 1: "NOT ADMITTED"}
@@ -41,8 +42,9 @@ def render_catalogue_markdown(
             "candidate build, merged as `parval report RUN...` merges them; an older run's "
             "failure stays failed):",
             "",
-            "| model | backend | mode | runs merged | verdict | admitted counts | blocking assertions |",
-            "|---|---|---|---|---|---|---|",
+            "| model | backend | mode | runs merged | verdict | admitted counts | blocking assertions "
+            "| overlapped outputs, differed, mismatch rate (95 %) |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for v in verdicts:
             block = v["blocking"]
@@ -50,7 +52,8 @@ def render_catalogue_markdown(
             out.append(
                 f"| {esc(v['model'])} | {esc(v['backend'])} | {esc(v['mode'])} "
                 f"| {', '.join(f'`{esc(d)}`' for d in v['runs'])} | {_VERDICT.get(v['exit_code'], 'INCOMPLETE')} "
-                f"| {', '.join(map(str, v['admitted_counts'])) or 'none'} | {esc(shown) or '–'} |"
+                f"| {', '.join(map(str, v['admitted_counts'])) or 'none'} | {esc(shown) or '–'} "
+                f"| {per_count_words(v.get('bounds') or {}) or '–'} |"
             )
         for v in verdicts:
             out += [f"- `{esc(w['dir'])}` not merged: {esc(w['why'])}" for w in v["not_used"]]

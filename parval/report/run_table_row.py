@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from parval.jsontypes import JsonObject, JsonValue
+from parval.rundir.mismatch_bound import MismatchBound
 
 
 class CatalogueRow(TypedDict, total=False):
@@ -52,10 +53,12 @@ class CatalogueVerdict(TypedDict):
     exit_code: int
     admitted_counts: list[int]
     blocking: list[str]
-    failed_apart: list[str]  # counts FAILED in a run kept apart only by provenance (local/CI)
+    failed_apart: list[str]  # counts FAILED in a run kept apart by provenance, or under stricter rules
     not_used: list[RunWhy]  # another tested identity (plan settings, files): not merged
     stale: list[RunWhy]  # runs of another candidate build: never current
     historical: list[RunWhy]  # runs of another procedure version, beside current ones: never current
+    # per count: overlapped outputs and mismatches summed over `runs`, and their bound
+    bounds: dict[str, MismatchBound]
 
 
 @dataclass(frozen=True)

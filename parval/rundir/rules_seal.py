@@ -13,7 +13,11 @@ evidence (parval.procedure.sealed_rules), whichever path reads it.
 * the chain's judge links name different manifests or plan snapshots (the rules changed
   between judgings: an explicit reseal let it through);
 * an explicit reseal found plan.json or manifest.json modified or missing (runs recorded
-  before the manifest sealed the snapshot).
+  before the manifest sealed the snapshot);
+* an explicit reseal could not compare them with what was sealed at all: the chain was gone
+  or unreadable (the reseal began a new chain), so nothing recorded an earlier judging. Both
+  files may then have been edited together (plan.json and the snapshot hash the manifest
+  names), and the rules are *unknown*: never admission evidence either.
 """
 
 from __future__ import annotations
@@ -23,12 +27,15 @@ from pathlib import Path
 
 from parval.jsontypes import JsonObject
 from parval.rundir.files import sha256_file
-from parval.rundir.integrity import read_chain
+from parval.rundir.integrity import CHAIN, LISTING, read_chain
 from parval.rundir.layout import MANIFEST, PLAN_SNAPSHOT
 
 RULES = PLAN_SNAPSHOT
 SEALED_KEY = "snapshot_sha256"  # manifest.plan.<this>: plan.json's sha256 when the run began
 RULE_FILES = (RULES, MANIFEST)
+UNKNOWN = "rules unknown"  # how every reason of that last kind begins
+# What a reseal that had nothing to compare with found lost.
+_LOST = (f"missing: {LISTING}", f"missing: {CHAIN}", f"modified: {CHAIN}", f"modified: {LISTING}")
 
 
 def rules_sha256(run_dir: Path) -> str | None:
@@ -66,6 +73,15 @@ def _resealed_over_rules(link: JsonObject) -> list[str]:
     return sorted(hit)
 
 
+def _resealed_blind(link: JsonObject) -> bool:
+    """An explicit reseal that had no earlier judging to compare the rules with: it began
+    its chain (the chain was lost or unreadable), or says it could not compare."""
+    resealed = link.get("resealed")
+    if not isinstance(resealed, dict):
+        return False
+    return resealed.get("rules_compared") is False or link.get("prev") is None
+
+
 def rules_changes(run_dir: Path) -> list[str]:
     """Every sign that the rules `run_dir` is judged by are not those sealed before its
     events (empty: none; see the module docstring)."""
@@ -82,9 +98,16 @@ def rules_changes(run_dir: Path) -> list[str]:
     if _differs(links, "manifest_sha256"):
         reasons.append(f"{MANIFEST}, which seals the rules, changed between judgings of this run")
     for link in links:
+        resealed = link.get("resealed")
+        why = resealed.get("reason") if isinstance(resealed, dict) else None
         files = _resealed_over_rules(link)
         if files:
-            resealed = link.get("resealed")
-            why = resealed.get("reason") if isinstance(resealed, dict) else None
             reasons.append(f"resealed over a changed {' and '.join(files)} (reason given: {why})")
+        if _resealed_blind(link):
+            found = resealed.get("found") if isinstance(resealed, dict) else None
+            lost = [str(f) for f in found if str(f).startswith(_LOST)] if isinstance(found, list) else []
+            reasons.append(
+                f"{UNKNOWN}: resealed with no record of an earlier judging to compare {RULES} and {MANIFEST} "
+                f"with ({'; '.join([*lost, f'reason given: {why}'])})"
+            )
     return reasons

@@ -22,7 +22,9 @@ from parval.jsontypes import JsonObject
 from parval.rundir.integrity import (
     CHAIN,
     LISTING,
+    keep,
     list_and_link,
+    not_part_of_run,
     read_chain,
     seal_run,
     unsealed_problem,
@@ -45,6 +47,8 @@ class VerifiedJson(TypedDict):
     links: int
     sealed: bool
     resealed: list[str]
+    not_part_of_run: list[str]
+    judgings: list[str]
 
 
 @dataclass(frozen=True)
@@ -57,16 +61,23 @@ class Verified:
     sealed: bool
     unsealed: bool  # never judged: the reader's judging will be its first seal
     resealed: tuple[str, ...]
+    extra: tuple[str, ...] = ()  # files parval neither wrote nor reads (integrity.not_part_of_run)
+    judgings: tuple[str, ...] = ()  # how this run's judgings' verdicts differ (rundir.judgings)
 
     def line(self) -> str:
         if self.unsealed:
-            return f"integrity: {self.run_dir} was never judged; this judgement seals it"
-        text = (
-            f"integrity verified: {self.files} recorded file(s), events.jsonl and manifest.json match "
-            f"files.sha256 and a chain of {self.links} link(s) in {self.run_dir}"
-        )
+            text = f"integrity: {self.run_dir} was never judged; this judgement seals it"
+        else:
+            text = (
+                f"integrity verified: {self.files} recorded file(s), events.jsonl and manifest.json match "
+                f"files.sha256 and a chain of {self.links} link(s) in {self.run_dir}"
+            )
         if self.resealed:
             text += "; resealed explicitly: " + "; ".join(self.resealed)
+        if self.extra:
+            text += "; not part of the run (parval neither wrote nor reads it): " + ", ".join(self.extra)
+        if self.judgings:
+            text += "; " + "; ".join(self.judgings)
         return text
 
     def to_json(self) -> VerifiedJson:
@@ -77,6 +88,8 @@ class Verified:
             "links": self.links,
             "sealed": self.sealed,
             "resealed": list(self.resealed),
+            "not_part_of_run": list(self.extra),
+            "judgings": list(self.judgings),
         }
 
 
@@ -95,8 +108,9 @@ def verified(run_dir: Path, *, rejudging: bool = False) -> Verified:
             f"{run_dir}: refused: {lost}",
             hint=f"if this directory is to be trusted as it stands: `parval verify {run_dir} --reseal --reason TEXT`",
         )
+    extra = tuple(not_part_of_run(run_dir))
     if not (run_dir / LISTING).exists() and not (run_dir / CHAIN).exists():
-        return Verified(run_dir, 0, 0, False, True, ())
+        return Verified(run_dir, 0, 0, False, True, (), extra)
     problems, info = verify_problems(run_dir, evidence_hashes=not rejudging)
     if problems:
         raise TamperedRunError(
@@ -106,7 +120,7 @@ def verified(run_dir: Path, *, rejudging: bool = False) -> Verified:
             hint=f"`parval verify {run_dir}` lists every difference",
         )
     links, _ = read_chain(run_dir)
-    return Verified(run_dir, info["files"], info["links"], info["sealed"], False, tuple(reseals(links)))
+    return Verified(run_dir, info["files"], info["links"], info["sealed"], False, tuple(reseals(links)), extra)
 
 
 def reseal_run(run_dir: Path, reason: str) -> list[str]:
@@ -118,7 +132,22 @@ def reseal_run(run_dir: Path, reason: str) -> list[str]:
     if not (run_dir / EVENTS).exists() and not (run_dir / MANIFEST).exists():
         raise RunDirError(f"{run_dir}: not a parval run directory (no events.jsonl or manifest.json)")
     found, _ = verify_problems(run_dir)
-    list_and_link(run_dir, resealed={"reason": reason.strip(), "parval_version": __version__, "found": found[:50]})
+    links, broken = read_chain(run_dir)
+    # plan.json and manifest.json can be compared with what was sealed only through a
+    # readable chain that recorded an earlier judging (parval.rundir.rules_seal).
+    compared = not broken and any(link.get("kind") == "judge" and link.get("manifest_sha256") for link in links)
+    resealed: dict[str, object] = {
+        "reason": reason.strip(),
+        "parval_version": __version__,
+        "found": found,
+        "rules_compared": compared,
+    }
+    extra: dict[str, object] = {}
+    if broken:
+        # A chain that cannot be read cannot be extended: kept as it was, a new one begins.
+        extra["kept_chain"] = keep(run_dir, (run_dir / CHAIN).read_bytes(), "jsonl")
+        (run_dir / CHAIN).unlink()
+    list_and_link(run_dir, resealed=resealed, **extra)
     seal_run(run_dir)
     return found
 

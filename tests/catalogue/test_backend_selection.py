@@ -106,7 +106,9 @@ def test_a_gpu_plan_on_a_machine_without_nvml_is_refused_before_anything_runs(
     from parval.errors import UsageError
 
     done: list[str] = []
-    gpu_plan = SimpleNamespace(path=Path("cuda.yaml"), memory={"gpu_required": True, "nvml_device_index": 0})
+    gpu_plan = SimpleNamespace(
+        path=Path("cuda.yaml"), memory={"gpu_required": True, "nvml_device_index": 0}, written=None
+    )
     cpu_plan = SimpleNamespace(path=Path("cpu.yaml"), memory={"gpu_required": False})
     monkeypatch.setattr(nvml, "probe", lambda index: "not found (no NVIDIA driver)")
     monkeypatch.setattr(

@@ -66,7 +66,8 @@ def test_problems_beyond_the_schema_name_their_place(tmp_path: Path) -> None:
     assert "claims[0] (a).backends[1]: no build 'cuda': add builds.cuda.candidate" in text
     assert "claims[1] (a).name: 'a' is also claims[0]'s name" in text
     assert "claims[1] (a): name either a plan or a template (with overrides), not both" in text
-    assert "claims[1] (a).plan: '../plans/nowhere.yaml' does not exist" in text
+    assert "claims[1] (a).plan: '../plans/nowhere.yaml' (relative to the catalogue folder " in text
+    assert ") does not exist" in text
     assert "claims[2] (b).overrides: a template needs overrides" in text
     assert "claims[2] (b).counts: must include 1" in text
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -18,10 +19,11 @@ from parval.claims.render import render_claims
 from parval.report.merge import MergeRefused
 from parval.report.run_table import render_catalogue
 from parval.report.write import render_many
+from tests.closed_list_kit import complete, passing
 from tests.conftest import write_plan
 from tests.records_kit import seal
 from tests.ux.kit import invoke
-from tests.ux.test_merge_plans import PLAN, _manifest, _passing
+from tests.ux.test_merge_plans import PLAN, _manifest
 
 from .kit import STANDIN, build, sha256, write_catalogue
 
@@ -34,36 +36,38 @@ def _combo(tmp_path: Path) -> tuple[Path, Combination]:
 
 
 def _evidence(combo: Combination, date: str, failing: bool) -> dict[str, Any]:
-    per_count = {str(n): {"assertions": [_passing("M2.exact", n)]} for n in (1, 2)}
+    per_count = {str(n): {"assertions": [passing("M2.exact", n)]} for n in (1, 2)}
     if failing:  # 3 mismatches at count 2: an intermittent failure
         per_count["2"]["assertions"][0] |= {"status": "FAIL", "reason": "3 mismatches at count 2"}
-    return {
-        "schema_version": 1,
-        "procedure_version": _manifest()["procedure_version"],
-        "generated_at": date,
-        "run": {"plan": "p.yaml", "plan_sha256": "p" * 64, "interrupted": False, "shard": None},
-        "identity": {
-            "model": combo.model_id,
-            "family": "f",
-            "task": "tts",
-            "mode": combo.mode,
-            "backend": combo.backend,
-            "candidate_sha256": sha256(STANDIN),
-            "baseline_sha256": "b" * 64,
-            "model_sha256": "d" * 64,
-        },
-        "verdict": {
-            "line": "x",
-            "exit_code": 1 if failing else 0,
-            "admitted_counts": [1] if failing else [1, 2],
-            "counts": {"1": "PASS", "2": "FAIL" if failing else "PASS"},
-        },
-        "admission_ready": not failing,
-        "assertions": [],
-        "model_checks": {"per_count": per_count, "model_level": [_passing("M1.manifest")]},
-        "framework_checks": {"status": "PASS", "results": [_passing("F1.fifo"), _passing("X4")]},
-        "performance": {},
-    }
+    return complete(
+        {
+            "schema_version": 1,
+            "procedure_version": _manifest()["procedure_version"],
+            "generated_at": date,
+            "run": {"plan": "p.yaml", "plan_sha256": "p" * 64, "interrupted": False, "shard": None},
+            "identity": {
+                "model": combo.model_id,
+                "family": "f",
+                "task": "tts",
+                "mode": combo.mode,
+                "backend": combo.backend,
+                "candidate_sha256": sha256(STANDIN),
+                "baseline_sha256": "b" * 64,
+                "model_sha256": "d" * 64,
+            },
+            "verdict": {
+                "line": "x",
+                "exit_code": 1 if failing else 0,
+                "admitted_counts": [1] if failing else [1, 2],
+                "counts": {"1": "PASS", "2": "FAIL" if failing else "PASS"},
+            },
+            "admission_ready": not failing,
+            "assertions": [],
+            "model_checks": {"per_count": per_count, "model_level": [passing("M1.manifest")]},
+            "framework_checks": {"status": "PASS", "results": [passing("F1.fifo"), passing("X4")]},
+            "performance": {},
+        }
+    )
 
 
 def _run(
@@ -74,6 +78,7 @@ def _run(
     env: dict[str, str] | None = None,
     *,
     sealed_rules: bool = False,
+    plan_changes: Callable[[dict[str, Any]], None] | None = None,
 ) -> Path:
     """A sealed run directory; `sealed_rules`: its manifest seals plan.json, as parval
     writes a run now (runs recorded before name no snapshot)."""
@@ -86,6 +91,8 @@ def _run(
     plan["model"]["id"] = ev["identity"]["model"]
     if env is not None:
         plan["servers"]["candidate"]["env"] = env
+    if plan_changes is not None:
+        plan_changes(plan)
     (d / "plan.json").write_text(json.dumps(plan))
     if sealed_rules:
         m["plan"] = {"path": "p.yaml", "sha256": "p" * 64, "name": "p", "snapshot_sha256": sha256(d / "plan.json")}
@@ -240,3 +247,23 @@ def test_a_set_aside_needs_a_reason_and_a_run(runs: tuple[Path, Path, list[Path]
     assert p.returncode == 2 and "no run directory under" in p.stderr
     p = invoke("report", *dirs, "--set-aside", dirs[0], "--reason", "x")
     assert p.returncode == 2 and "--set-aside RUN leaves a run out of the verdicts of --catalogue DIR" in p.stderr
+
+
+def test_the_bound_is_summed_over_every_run_of_the_tested_identity(tmp_path: Path) -> None:
+    """Each count's overlapped outputs and mismatches add up over the runs (every run
+    counts), and the bound is taken again over the sum: catalogue and claims alike."""
+    from parval.rundir.mismatch_bound import bound
+
+    cat, combo = _combo(tmp_path)
+    root = tmp_path / "runs"
+    for name, date, overlapped in (("a", "2026-01-01T00:00:00Z", 400), ("b", "2026-01-02T00:00:00Z", 600)):
+        ev = _evidence(combo, date, failing=False)
+        ev["model_checks"]["per_count"]["2"]["assertions"][0]["evidence"] = {"bound": bound(overlapped, 0)}
+        _run(root, name, ev)
+    (v,) = json.loads(render_catalogue(root, "json")[0])["verdicts"]
+    assert v["bounds"] == {"2": bound(1000, 0)}
+    (c,) = json.loads(render_claims(cat, root, "json")[0])["combinations"]
+    assert {r["count"]: r["bound"] for r in c["rows"]} == {1: None, 2: bound(1000, 0)}
+    md = render_claims(cat, root, "md")[0]
+    assert "| 1,000, 0 differed, < 0.3 % |" in md
+    assert "count 2: 1,000, 0 differed, < 0.3 %" in render_catalogue(root, "md")[0]

@@ -1,5 +1,5 @@
 """The job files (`parval catalogue slurm|matrix`), every catalogue command's help, and the
-README's Slurm and GitHub Actions recipes, which must be exactly what the commands print for
+Slurm and GitHub Actions recipes of docs/catalogue.md, which must be exactly what the commands print for
 the example catalogue (so they cannot drift). No campaign, no Slurm here: test_slurm.py
 submits the script to a real one."""
 
@@ -19,16 +19,20 @@ from parval.cli import app
 
 from .kit import REPO, build, parval, write_catalogue
 
-README = (REPO / "README.md").read_text()
+PAGE = (REPO / "docs" / "catalogue.md").read_text()
 EXAMPLE = "plans/catalogue.yaml"
 
 
 def _fenced(after: str, lang: str) -> str:
-    """The first ```lang block after the text `after` in the README."""
-    start = README.index(after)
-    m = re.search(rf"```{lang}\n(.*?)```", README[start:], re.S)
+    """The first ```lang block after the text `after` in docs/catalogue.md."""
+    start = PAGE.index(after)
+    m = re.search(rf"```{lang}\n(.*?)```", PAGE[start:], re.S)
     assert m, f"no ```{lang} block after {after!r}"
     return m.group(1)
+
+
+# How the docs write the folder a generated Slurm script names (where it was written).
+SUBMIT_DIR_SHOWN = "/path/to/parval"
 
 
 def _cmd(*args: str) -> str:
@@ -37,15 +41,16 @@ def _cmd(*args: str) -> str:
     return p.stdout
 
 
-def test_the_readme_slurm_recipe_is_the_generated_script() -> None:
-    assert _fenced("**Slurm**", "bash") == _cmd("catalogue", "slurm", EXAMPLE)
+def test_the_docs_slurm_recipe_is_the_generated_script() -> None:
+    generated = _cmd("catalogue", "slurm", EXAMPLE).replace(str(REPO), SUBMIT_DIR_SHOWN)
+    assert _fenced("### Slurm", "bash") == generated
 
 
-def test_the_readme_workflow_is_the_generated_one() -> None:
-    assert _fenced("**GitHub Actions**", "yaml") == _cmd("catalogue", "matrix", EXAMPLE, "--workflow")
+def test_the_docs_workflow_is_the_generated_one() -> None:
+    assert _fenced("### GitHub Actions", "yaml") == _cmd("catalogue", "matrix", EXAMPLE, "--workflow")
 
 
-def test_the_readme_example_is_the_shipped_catalogue() -> None:
+def test_the_docs_example_is_the_shipped_catalogue() -> None:
     shown = yaml.safe_load(_fenced("## The admitted catalogue", "yaml"))
     assert shown == yaml.safe_load((REPO / EXAMPLE).read_text())
 
@@ -60,6 +65,9 @@ def test_the_slurm_script_has_one_task_per_combination_and_shard(tmp_path: Path)
         '  "demo-tts-small.cpu.offline -"',
     ]
     assert '--dependency="afterany:${jobid%%;*}"' in text
+    # the merge job has a time limit of its own, and the account the tasks have
+    assert "--job-name=parval-demo-merge --time=1:00:00 --account=audio --output=" in text
+    assert "--time=0:20:00" in _cmd("catalogue", "slurm", EXAMPLE, "--merge-time", "0:20:00")
     assert "--claims plans/catalogue.yaml --format json --output runs/x/claims.json" in text
     only = _cmd("catalogue", "slurm", EXAMPLE, "--only", "demo-tts-small")
     assert "#SBATCH --array=1-1" in only and "--gres" not in only  # all CPU: no GRES asked
@@ -114,7 +122,10 @@ def test_the_slurm_submission_makes_the_log_folder_and_checks_where_it_runs(tmp_
     directory the relative paths do not start from."""
     text = _cmd("catalogue", "slurm", EXAMPLE, "--out", "runs/new", "--parval", "echo")
     assert "sbatch THIS_FILE   submits the array job alone; runs/new must exist first" in text
-    assert "Submit it from the directory the relative paths below start from" in text
+    # the folder the paths start from is named, and that every node must see them
+    assert f"# Its relative paths (plans/catalogue.yaml, runs/new, echo) start from {REPO},\n" in text
+    assert "must be on a filesystem every node sees" in text
+    assert f"SUBMIT_DIR={REPO}\n" in text
     bin_dir, root, elsewhere = tmp_path / "bin", tmp_path / "root", tmp_path / "elsewhere"
     for d in (bin_dir, root / "plans", elsewhere):
         d.mkdir(parents=True)
@@ -132,7 +143,8 @@ def test_the_slurm_submission_makes_the_log_folder_and_checks_where_it_runs(tmp_
         )
 
     wrong = submit(elsewhere)
-    assert wrong.returncode == 2 and "run it from the directory they are relative to" in wrong.stderr
+    assert wrong.returncode == 2, wrong.stderr
+    assert f"in {elsewhere}: run it from {REPO}, the folder they are relative to" in wrong.stderr
     assert not calls.exists() and not (elsewhere / "runs").exists()
     right = submit(root)
     assert right.returncode == 0, right.stderr
@@ -192,10 +204,78 @@ def _catalogue_commands() -> list[str]:
 
 @pytest.mark.parametrize("command", _catalogue_commands())
 def test_every_catalogue_command_is_documented_and_helped(command: str) -> None:
-    assert f"parval catalogue {command}" in README
+    assert f"parval catalogue {command}" in PAGE
     p = parval("catalogue", command, "--help")
     assert p.returncode == 0 and "Example" in p.stdout, p.stdout
 
 
 def test_the_commands_are_there() -> None:
     assert _catalogue_commands() == ["init", "matrix", "run", "slurm", "validate"]
+
+
+def _step(workflow: dict[str, object], job: str, needle: str) -> dict[str, str]:
+    steps = workflow["jobs"][job]["steps"]  # type: ignore[index]
+    return next(s for s in steps if needle in json.dumps(s))
+
+
+def test_the_workflow_builds_its_server_and_says_where_jobs_wait(tmp_path: Path) -> None:
+    """The run job has a marked step to build or fetch audiocpp_server, which checks (by
+    `catalogue validate --only`) that the combination's executables are there; the header and
+    stderr say that a job whose runner labels no runner has waits instead of failing."""
+    p = parval("catalogue", "matrix", EXAMPLE, "--workflow", cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    assert "GitHub keeps it queued, never started, until\n# it gives up on it after 24 hours" in p.stdout
+    assert "the cpu jobs run on [self-hosted, cpu]: register a self-hosted runner" in p.stderr
+    assert "builds.cpu.runs_on" in p.stderr
+    workflow = yaml.safe_load(p.stdout)
+    build_step = _step(workflow, "run", "BUILD STEP")
+    assert build_step["name"] == "Build or fetch audiocpp_server (BUILD STEP, edit it)"
+    assert 'parval catalogue validate plans/catalogue.yaml --only "$COMBINATION"' in build_step["run"]
+    names = [s.get("name", "") for s in workflow["jobs"]["run"]["steps"]]
+    assert names.index(build_step["name"]) < names.index("${{ matrix.combination }} ${{ matrix.shard }}")
+    # the check the step ends with: one combination's files, naming what is missing
+    ok = parval("catalogue", "validate", EXAMPLE, "--only", "demo-tts-small.cpu.offline", cwd=REPO)
+    assert ok.returncode == 0 and "demo-tts-small.cpu.offline" in ok.stdout and "demo-tts.cpu" not in ok.stdout
+    labelled = {"cpu": build(runs_on=["ubuntu-latest"])}
+    claims = yaml.safe_load((REPO / EXAMPLE).read_text())["claims"][:1]
+    claims[0]["plan"] = str(REPO / "plans" / "demo.yaml")
+    cat = write_catalogue(tmp_path / "cat.yaml", claims, labelled)
+    quiet = parval("catalogue", "matrix", cat, "--workflow", cwd=REPO)
+    assert quiet.returncode == 0 and "self-hosted" not in quiet.stderr, quiet.stderr
+
+
+def test_the_workflow_updates_its_own_pull_request_comment(tmp_path: Path) -> None:
+    """The comment step finds the comment it posted before by its first line and edits it;
+    only the first run posts a new one. Run here with a `gh` that records its calls."""
+    workflow = yaml.safe_load(_cmd("catalogue", "matrix", EXAMPLE, "--workflow"))
+    step = _step(workflow, "report", "gh pr comment")
+    script = step["run"]
+    assert script.splitlines()[0].startswith("marker='<!-- parval catalogue plans/catalogue.yaml -->'")
+    bin_dir, calls = tmp_path / "bin", tmp_path / "calls"
+    bin_dir.mkdir()
+    (tmp_path / "runs" / "demo").mkdir(parents=True)
+    (tmp_path / "runs" / "demo" / "claims.md").write_text("**parval claims**\n")
+    existing = tmp_path / "existing-id"
+    gh = bin_dir / "gh"
+    gh.write_text(
+        f'#!/bin/sh\necho "$@" >> {calls}\n'
+        f'if [ "$1" = api ] && [ "$2" != --method ] && [ -f {existing} ]; then cat {existing}; fi\n'
+    )
+    gh.chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path), "GH_REPO": "o/r", "PR": "5"}
+
+    def run() -> list[str]:
+        calls.unlink(missing_ok=True)
+        p = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+        assert p.returncode == 0, p.stderr
+        return calls.read_text().splitlines()
+
+    first = run()
+    assert first[0].startswith("api repos/o/r/issues/5/comments --paginate --jq")
+    assert first[1] == f"pr comment 5 --body-file {tmp_path}/parval-comment.md"
+    body = (tmp_path / "parval-comment.md").read_text()
+    assert body == "<!-- parval catalogue plans/catalogue.yaml -->\n**parval claims**\n"
+    existing.write_text("77\n")
+    again = run()
+    assert again[1] == f"api --method PATCH repos/o/r/issues/comments/77 -F body=@{tmp_path}/parval-comment.md"
+    assert not any(c.startswith("pr comment") for c in again)

@@ -17,6 +17,7 @@ from parval.gates import admission_verdict as adm
 from parval.procedure.assertion_ids import FRAMEWORK_GATE
 from parval.rundir.integrity import CHAIN, LISTING, seal_run, write_listing
 from parval.status import Result, Status
+from tests.closed_list_kit import filled
 from tests.records_kit import CANDIDATE_COMMIT, framework_record, write_record_dir, x4_json
 
 SHA = "a" * 64
@@ -82,6 +83,18 @@ def test_missing_or_foreign_record_is_pending_not_fail(tmp_path: Path) -> None:
     reasons = {n: _by_id(r)["F1.fifo"].reason for n, (r, _) in cases.items()}
     assert "another executable" in reasons["other executable"]
     assert "this run uses cuda" in reasons["other backend"]
+
+
+def test_a_missing_relative_record_names_the_plan_folder(tmp_path: Path) -> None:
+    """The plan's `framework.record` as written, and the folder it was resolved from."""
+    plans = tmp_path / "plans"
+    plan = {"framework": {"record": "../runs/fw-gone"}}
+    results, _ = framework_checks(str(plans / "../runs/fw-gone"), _manifest(), None, plan=plan, plan_dir=plans)
+    assert _all_f_pending(results)
+    reason = _by_id(results)["F1.fifo"].reason
+    assert (
+        reason == f"framework record '../runs/fw-gone' (relative to the plan's folder {plans}) is missing or unreadable"
+    )
 
 
 def test_record_for_another_machine_is_pending(tmp_path: Path) -> None:
@@ -247,7 +260,7 @@ def test_a_count_the_record_does_not_cover_cannot_be_admitted(tmp_path: Path) ->
     # Admission: count 1 is not validated, so nothing is admitted (counts start at one).
     fw = results[:-1] + [Result("X4", Status.PASS, "x4")]
     per_count = {n: [Result("M2.exact", Status.PASS, "ok", count=n)] for n in (1, 2, 4)}
-    d = adm.decide([1, 2, 4], [], per_count, fw, interrupted=False, missing="-")
+    d = adm.decide([1, 2, 4], *filled([1, 2, 4], [], per_count, fw), interrupted=False, missing="-")
     assert d.verdicts[1] is Status.PENDING and d.verdicts[2] is d.verdicts[4] is Status.PASS
     assert d.admitted == [] and d.admission_ready is False
     # A record covering 1 and 2 only admits 1 and 2.
@@ -255,14 +268,24 @@ def test_a_count_the_record_does_not_cover_cannot_be_admitted(tmp_path: Path) ->
         str(_write(tmp_path, framework_record(SHA, counts=[1, 2]))), _manifest(counts=[1, 2, 4]), None
     )
     fw = results[:-1] + [Result("X4", Status.PASS, "x4")]
-    d = adm.decide([1, 2, 4], [], {n: list(rs) for n, rs in per_count.items()}, fw, interrupted=False, missing="-")
+    d = adm.decide(
+        [1, 2, 4],
+        *filled([1, 2, 4], [], {n: list(rs) for n, rs in per_count.items()}, fw),
+        interrupted=False,
+        missing="-",
+    )
     assert d.admitted == [1, 2] and d.verdicts[4] is Status.PENDING and not d.admission_ready
     # Everything covered: admitted.
     results, _ = framework_checks(
         str(_write(tmp_path, framework_record(SHA, counts=[1, 2, 4]))), _manifest(counts=[1, 2, 4]), None
     )
     fw = results[:-1] + [Result("X4", Status.PASS, "x4")]
-    d = adm.decide([1, 2, 4], [], {n: list(rs) for n, rs in per_count.items()}, fw, interrupted=False, missing="-")
+    d = adm.decide(
+        [1, 2, 4],
+        *filled([1, 2, 4], [], {n: list(rs) for n, rs in per_count.items()}, fw),
+        interrupted=False,
+        missing="-",
+    )
     # Every count validated, but admission stops at count 3, which was never tested.
     assert d.verdicts[4] is Status.PASS and d.admitted == [1, 2] and d.admission_ready is False
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from parval.gates import admission_verdict as adm
 from parval.procedure.assertion_ids import all_ids
 from parval.status import Result, Status
+from tests.closed_list_kit import filled
 
 P, F, Pe, B, U, NA = (
     Status.PASS,
@@ -133,35 +134,30 @@ def test_counts_a_fail_fast_campaign_left_out_are_pending_with_the_recorded_reas
     }
     d = adm.decide(
         [1, 4],
-        [],
-        {1: [Result("M2.exact", P, "ok", count=1)], **per_count},
-        [],
+        *filled([1, 4], [], {1: [Result("M2.exact", P, "ok", count=1)], **per_count}, []),
         interrupted=False,
         missing="-",
         not_run={4: "count 2 failed"},
     )
     fresh = [r for r in d.flat if r.count == 4]
-    assert [(r.id, r.status, r.reason, r.evidence) for r in fresh] == [
+    assert [(r.id, r.status, r.reason, r.evidence) for r in fresh[:2]] == [
         ("M2.exact", Pe, "count 2 failed", {"not_run": True}),
         ("M3.x", Pe, "count 2 failed", {"not_run": True}),
     ]
+    assert {(r.status, r.reason) for r in fresh} == {(Pe, "count 2 failed")}
     assert d.verdicts == {1: P, 4: Pe}
 
 
 def test_decide_names_every_assertion_and_is_ready_only_when_everything_passes() -> None:
     per = {1: [Result("M2.exact", P, "ok", count=1)], 2: [Result("M2.exact", P, "ok", count=2)]}
-    d = adm.decide(
-        [1, 2],
-        [Result("M1.x", P, "ok")],
-        {n: list(rs) for n, rs in per.items()},
-        [],
-        interrupted=False,
-        missing="not collected",
-    )
+
+    def whole(model: list[Result], fw: list[Result], **kw: object) -> adm.Decision:
+        args = filled([1, 2], model, {n: list(rs) for n, rs in per.items()}, fw)
+        return adm.decide([1, 2], *args, interrupted=bool(kw.get("interrupted")), missing="not collected")
+
+    d = whole([Result("M1.x", P, "ok")], [])
     assert d.admitted == [1, 2] and d.admission_ready is True and d.exit_code == 0
     assert [r.id for r in d.assertions] == all_ids()
-    untouched = next(r for r in d.assertions if r.id == "M6.batch")
-    assert (untouched.status, untouched.reason) == (Pe, "not collected")
     assert d.verdict_json() == {
         "line": "ADMITTED at counts 1, 2",
         "exit_code": 0,
@@ -170,22 +166,33 @@ def test_decide_names_every_assertion_and_is_ready_only_when_everything_passes()
     }
     assert d.verdict_json("merged")["line"] == "merged"
     # every count admitted, but a model-level entry open: not ready
-    d = adm.decide(
-        [1, 2], [Result("M1.x", Pe, "open")], {n: list(rs) for n, rs in per.items()}, [], interrupted=False, missing="-"
-    )
+    d = whole([Result("M1.x", Pe, "open")], [])
     assert d.admission_ready is False and d.admitted == []
     # a framework entry open: not ready, though every count's own entries pass
-    d = adm.decide(
-        [1, 2],
-        [],
-        {n: list(rs) for n, rs in per.items()},
-        [Result("F1.fifo", Pe, "open")],
-        interrupted=False,
-        missing="-",
-    )
+    d = whole([], [Result("F1.fifo", Pe, "open")])
     assert d.admission_ready is False
-    d = adm.decide([1, 2], [], {n: list(rs) for n, rs in per.items()}, [], interrupted=True, missing="-")
+    d = whole([], [], interrupted=True)
     assert d.admission_ready is False and d.exit_code == 3
+
+
+def test_an_assertion_no_result_stands_for_is_pending_in_the_verdict() -> None:
+    """The closed list (issue 38, finding 3): results that leave out a required assertion,
+    once per run, at one count or from the framework, admit nothing there; the missing entry
+    is PENDING in the count verdicts, not only in the listing."""
+    per = {1: [Result("M2.exact", P, "ok", count=1)], 2: [Result("M2.exact", P, "ok", count=2)]}
+    for left_out, counts_admitted in (("M4.targeted_unload", []), ("M6.batch", []), ("F1.fifo", []), ("X4", [])):
+        args = filled([1, 2], [], {n: list(rs) for n, rs in per.items()}, [], but=(left_out,))
+        d = adm.decide([1, 2], *args, interrupted=False, missing="not collected")
+        assert d.admitted == counts_admitted and d.exit_code == 3 and not d.admission_ready, left_out
+        gap = next(r for r in d.assertions if r.id == left_out)
+        assert gap.status is Pe and gap.reason.startswith("not collected (required by the procedure"), gap
+        assert d.verdicts == {1: Pe, 2: Pe}
+    # left out at count 2 only: count 1 is still admitted
+    args = filled([1, 2], [], {1: list(per[1]), 2: list(per[2])}, [])
+    args[1][2] = [r for r in args[1][2] if r.id != "M5.stable"]
+    d = adm.decide([1, 2], *args, interrupted=False, missing="not collected")
+    assert d.admitted == [1] and d.verdicts == {1: P, 2: Pe}
+    assert any(r.id == "M5.stable" and r.count == 2 and r.status is Pe for r in d.flat)
 
 
 def test_the_largest_admitted_count_needs_its_ten_mixed_waves_word_for_word() -> None:

@@ -7,6 +7,7 @@ import pytest
 
 from parval.gates.admission_verdict import admitted_counts, verdict_line
 from parval.status import Result, Status, combine, not_applicable
+from tests.closed_list_kit import filled
 
 P, F, Pe, B, NA = Status.PASS, Status.FAIL, Status.PENDING, Status.BLOCKED, Status.NOT_APPLICABLE
 
@@ -68,14 +69,21 @@ def test_q6_reports_what_the_rule_gives_and_no_admission_as_its_own_verdict() ->
 
     model = [Result("M1.manifest", P, "ok", {"rests_on": {"m": 1}})]
     d = decide(
-        [1, 2, 4], list(model), {1: _count(1, P), 2: _count(2, P), 4: _count(4, P)}, [], interrupted=False, missing="x"
+        [1, 2, 4],
+        *filled([1, 2, 4], list(model), {1: _count(1, P), 2: _count(2, P), 4: _count(4, P)}, []),
+        interrupted=False,
+        missing="x",
     )
     q6 = next(r for r in d.flat if r.id == "Q6")
     assert d.admitted == [1, 2] and q6.status is Pe and "never tested" in q6.reason and not d.admission_ready
-    d = decide([1, 2], list(model), {1: _count(1, F), 2: _count(2, P)}, [], interrupted=False, missing="x")
+    d = decide(
+        [1, 2], *filled([1, 2], list(model), {1: _count(1, F), 2: _count(2, P)}, []), interrupted=False, missing="x"
+    )
     q6 = next(r for r in d.flat if r.id == "Q6")
     assert d.admitted == [] and q6.status is F and q6.reason.startswith("no count admitted: count 1 is FAIL")
-    d = decide([1, 2], list(model), {1: _count(1, P), 2: _count(2, P)}, [], interrupted=False, missing="x")
+    d = decide(
+        [1, 2], *filled([1, 2], list(model), {1: _count(1, P), 2: _count(2, P)}, []), interrupted=False, missing="x"
+    )
     q6 = next(r for r in d.flat if r.id == "Q6")
     assert d.admitted == [1, 2] and q6.status is P and d.admission_ready
 
@@ -88,15 +96,15 @@ def test_the_largest_admitted_count_needs_its_ten_mixed_waves() -> None:
 
     model = [Result("M1.manifest", P, "ok", {"rests_on": {"m": 1}})]
     per = {1: _count(1, P, short=True), 2: _count(2, P, short=True), 3: _count(3, P), 4: _count(4, F)}
-    d = decide([1, 2, 3, 4], list(model), per, [], interrupted=False, missing="x")
+    d = decide([1, 2, 3, 4], *filled([1, 2, 3, 4], list(model), per, []), interrupted=False, missing="x")
     assert d.admitted == [1, 2, 3]
     per = {1: _count(1, P, short=True), 2: _count(2, P, short=True), 3: _count(3, F)}
-    d = decide([1, 2, 3], list(model), per, [], interrupted=False, missing="x")
+    d = decide([1, 2, 3], *filled([1, 2, 3], list(model), per, []), interrupted=False, missing="x")
     assert d.admitted == []
     ten2 = next(r for r in per[2] if r.id == "M3.ten_waves")
     assert ten2.status is Pe and "largest admitted count" in ten2.reason and "count 3 is FAIL" in ten2.reason
     per = {1: _count(1, P), 2: _count(2, P, short=True), 3: _count(3, F)}
-    assert decide([1, 2, 3], list(model), per, [], interrupted=False, missing="x").admitted == [1]
+    assert decide([1, 2, 3], *filled([1, 2, 3], list(model), per, []), interrupted=False, missing="x").admitted == [1]
 
 
 def test_the_once_per_model_probes_stop_at_a_count_the_plan_skips() -> None:

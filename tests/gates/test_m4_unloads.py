@@ -87,6 +87,40 @@ def test_barging_needs_the_servers_observed_order_on_every_try(tmp_path: Path) -
     assert r["M4.targeted_unload"].status is Status.BLOCKED, r["M4.targeted_unload"].reason
 
 
+def test_barging_seen_once_in_a_try_that_shows_the_order_fails(tmp_path: Path) -> None:
+    """Barging seen once is barging: a try whose server answered status reads sent after the
+    unload before the later request was sent (the unload reached it first) and that saw the
+    later request admitted past it FAILs, though the next try queued behind (as in a
+    recorded `--fault barging` run whose last try was edited to queue behind). A try that
+    cannot show the order (too few reads between, or none recorded) stays a limitation."""
+    shown = _tries("admitted_past", "queued_behind")
+    shown[0]["polls_before_later"] = 3
+    r = m4(tmp_path / "a", m4_targeted_unload=shown)["M4.targeted_unload"]
+    assert r.status is Status.FAIL, r.reason
+    assert r.reason.startswith("try 1 of 2: a request sent 0.025 s after the targeted unload"), r.reason
+    assert "barged past the unload waiting at the server (3 status reads sent after the unload" in r.reason
+
+    # The three tries of the barging run, the third edited to queue behind: FAIL on try 1.
+    edited = _tries("admitted_past", "admitted_past", "queued_behind")
+    for t in edited[:2]:
+        t["polls_before_later"] = 4
+    r = m4(tmp_path / "b", m4_targeted_unload=edited)["M4.targeted_unload"]
+    assert r.status is Status.FAIL and "try 1 of 3" in r.reason, r.reason
+
+    for name, polls in (("one_read", 1), ("unrecorded", None)):
+        unshown = _tries("admitted_past", "queued_behind")
+        if polls is not None:
+            unshown[0]["polls_before_later"] = polls
+        r = m4(tmp_path / name, m4_targeted_unload=unshown)["M4.targeted_unload"]
+        assert r.status is Status.PASS, (name, r.reason)
+        assert any("try 1" in lim and "order is not shown" in lim for lim in r.limitations), r.limitations
+
+    # The unload was already answered when the later request was sent: no order to show.
+    answered = _tries("admitted_past", "queued_behind")
+    answered[0].update(polls_before_later=5, unload_pending_at_later_send=False)
+    assert m4(tmp_path / "c", m4_targeted_unload=answered)["M4.targeted_unload"].status is Status.PASS
+
+
 def test_an_unload_that_returned_early_in_an_earlier_try_fails(tmp_path: Path) -> None:
     """Each try is judged, not only the last: an unload back well before its in-flight work
     in try 1 fails, whatever try 2 showed."""
@@ -301,3 +335,19 @@ def test_barging_on_every_try_of_a_set_aside_attempt_fails_m4_and_q5(tmp_path: P
             assert q5_intermittent(ctx, list(res.values()), None).status is Status.FAIL
         else:
             assert r.status is Status.PASS, r.reason
+
+
+def test_barging_shown_once_in_a_set_aside_attempt_fails_m4(tmp_path: Path) -> None:
+    """One try of an abandoned recovery attempt that shows the unload reached the server
+    first and saw the later request admitted past it: barging, however clean the redone
+    attempt."""
+    ev = Events(tmp_path)
+    baseline_refs(ev)
+    ev.append("run_start", run="recovery", attempt=-1, role="recovery", count=2)
+    (one,) = _tries("admitted_past")
+    ev.append("m4_targeted_unload", run="recovery", attempt=-1, **{**one, "polls_before_later": 2})
+    ev.append("run_abandoned", run="recovery", attempt=-1)
+    recovery_start(ev, 2)
+    res = {r.id: r for r in judge_m4(ev.context(plan()))}
+    r = res["M4.targeted_unload"]
+    assert r.status is Status.FAIL and "set-aside" in r.reason and "try 1 of 1" in r.reason, r.reason

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from parval.gates.admission_verdict import RECOVERY_COUNT, decide
 from parval.status import Result, Status
+from tests.closed_list_kit import filled
 
 
 def _count(n: int) -> list[Result]:
@@ -16,7 +17,7 @@ def _decide(recovery_at: int | None) -> tuple[list[int], dict[int, list[Result]]
     evidence = {RECOVERY_COUNT: recovery_at} if recovery_at is not None else {}
     model_level = [Result("M4.invalid_alongside", Status.PASS, "held", evidence)]
     per_count = {n: _count(n) for n in (1, 2, 3)}
-    d = decide([1, 2, 3], model_level, per_count, [], interrupted=False, missing="not collected")
+    d = decide([1, 2, 3], *filled([1, 2, 3], model_level, per_count, []), interrupted=False, missing="not collected")
     return d.admitted, per_count
 
 

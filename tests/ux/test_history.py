@@ -12,6 +12,7 @@ import yaml
 
 from parval import PROCEDURE_VERSION
 from parval.report.history import HISTORICAL, build_historical
+from tests.closed_list_kit import complete
 from tests.records_kit import seal
 from tests.ux.test_merge_plans import PLAN, _manifest
 
@@ -165,6 +166,7 @@ def _current_run(root: Path, name: str, date: str, exit_code: int, **ident: Any)
         "model_checks": {"per_count": {"1": {"assertions": [entry]}}, "model_level": []},
         "framework_checks": {"status": "PASS", "results": []},
     }
+    complete(ev)
     manifest = _manifest({"kind": "local"})
     manifest["model"]["id"] = identity["model"]
     (d / "manifest.json").write_text(json.dumps(manifest))

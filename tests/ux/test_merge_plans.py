@@ -13,6 +13,7 @@ import pytest
 
 from parval import PROCEDURE_VERSION
 from parval.report.merge import PLAN_FIELDS, LoadedRun, MergeRefused, merge_evidence
+from tests.closed_list_kit import complete, passing
 from tests.records_kit import seal
 
 PLAN: dict[str, Any] = {
@@ -57,23 +58,8 @@ def _manifest(provenance: dict[str, Any] | None = None) -> dict[str, Any]:
     return m
 
 
-def _passing(id_: str, count: int | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "id": id_,
-        "status": "PASS",
-        "applicable": True,
-        "reason": "ok",
-        "evidence": {},
-        "reproduction": "",
-        "limitations": [],
-    }
-    if count is not None:
-        out["count"] = count
-    return out
-
-
 def _evidence(shard: list[int] | None, counts: tuple[int, ...] = (1, 2)) -> dict[str, Any]:
-    return {
+    ev: dict[str, Any] = {
         "schema_version": 1,
         "procedure_version": PROCEDURE_VERSION,
         "generated_at": "t",
@@ -89,12 +75,13 @@ def _evidence(shard: list[int] | None, counts: tuple[int, ...] = (1, 2)) -> dict
         "verdict": {"line": "x", "exit_code": 3, "admitted_counts": [], "counts": {}},
         "assertions": [],
         "model_checks": {
-            "per_count": {str(n): {"assertions": [_passing("M2.exact", n)]} for n in counts},
-            "model_level": [_passing("M1.manifest")],
+            "per_count": {str(n): {"assertions": [passing("M2.exact", n)]} for n in counts},
+            "model_level": [passing("M1.manifest")],
         },
-        "framework_checks": {"status": "PASS", "results": [_passing("F1.fifo"), _passing("X4")]},
+        "framework_checks": {"status": "PASS", "results": [passing("F1.fifo"), passing("X4")]},
         "performance": {},
     }
+    return complete(ev)
 
 
 def _run(
@@ -206,7 +193,7 @@ def test_framework_entries_scoped_to_a_count_stay_scoped_in_a_merge(tmp_path: Pa
     """A shard whose record does not cover its count keeps that count unadmitted."""
     one = _run(tmp_path, "a", PLAN, [1, 2])
     two = _run(tmp_path, "b", PLAN, [2, 2])
-    scoped = {**_passing("F1.fifo", 2), "status": "PENDING", "reason": "record does not cover count 2"}
+    scoped = {**passing("F1.fifo", 2), "status": "PENDING", "reason": "record does not cover count 2"}
     two.ev["framework_checks"]["results"].append(scoped)
     merged = merge_evidence([one, two])
     assert merged["verdict"]["counts"] == {"1": "PASS", "2": "PENDING"}
