@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, NotRequired, TypedDict, overload
 
+from parval.gates.memory_trend import JITTER_MIB, Trend, growth_text, judge_trend, trend_text
 from parval.jsonread import as_float
 from parval.jsontypes import JsonObject, JsonValue
 from parval.plan.judged import JudgedPlan, as_judged
@@ -202,6 +203,15 @@ def _settled(values: list[float]) -> float:
     return float(statistics.median(values[len(values) // 2 :]))
 
 
+def _settled_after_unload(values: list[float]) -> float:
+    """The lowest level of the second half of an unload (or the idle after it): what stays
+    after the unload. Memory only falls during an unload, so a higher sample there is the
+    teardown still in progress when the phase ended early (a busy machine), or the reload
+    already begun when the sampler labelled it; memory kept after the unload is in every
+    sample, the lowest too."""
+    return min(values[len(values) // 2 :])
+
+
 # --- per-start summary -----------------------------------------------------------------
 
 
@@ -240,7 +250,7 @@ def _metric_summary(points: list[tuple[float, str, float]]) -> MetricSummary | N
         src_phase, src_values = phase, values
         if i + 1 < len(segs) and phase_base(segs[i + 1][0]) in _IDLE:
             src_phase, src_values = segs[i + 1]  # idle after unload: what stays retained
-        value = _settled(src_values)
+        value = _settled_after_unload(src_values)
         episodes.append(
             {
                 "source_phase": src_phase,
@@ -407,6 +417,7 @@ class Retention(TypedDict):
     starts: list[RetentionRow]
     status: NotRequired[str]
     text: NotRequired[str]
+    trend: NotRequired[Trend]
 
 
 def retention(sums: list[StartSummary], metric: str, bound: float | None) -> Retention:
@@ -414,10 +425,12 @@ def retention(sums: list[StartSummary], metric: str, bound: float | None) -> Ret
 
     An allocator that keeps freed weights cached shows a residue that may step up once and
     then stays (not a leak); a server that keeps weights after a logical unload adds a copy
-    with every reload. So: settled (the last cycle-to-cycle change below the bound) is
-    PASS, reported with its size; growth beyond the bound on every cycle of every start,
-    over at least three cycles, is FAIL; anything between stays PENDING with the
-    diagnostic. Fewer than two cycles cannot tell them apart (PENDING)."""
+    with every reload. So: stopped (`judge_trend`: every start's residues end on a plateau of
+    at least two cycles and the starts' shared slope over it is too small to matter) is PASS,
+    reported with its size; growth reaching the bound in every start, over at least three
+    cycles (on every cycle, or as a fitted whole-range rise with a slope above zero), is
+    FAIL; anything between stays PENDING with the diagnostic. Fewer than two cycles cannot
+    tell them apart (PENDING)."""
     rows: list[RetentionRow] = []
     for s in sums:
         ms = s["metrics"][metric]
@@ -466,30 +479,33 @@ def retention(sums: list[StartSummary], metric: str, bound: float | None) -> Ret
         out["status"] = "unjudged"
         out["text"] = f"{settled_text.replace('settled at', 'last')} ({span})"
         return out
-    growing = [r for r in rows if r["growth_per_cycle_mib"][-1] >= bound]
-    if not growing:
+    trend = judge_trend([(r["start_index"], r["residues_mib"]) for r in rows], MIN_UNLOAD_CYCLES, "cycle")
+    out["trend"] = trend
+    test = trend_text(trend, f"{metric} residue after unload")
+    if trend["stopped"]:
         out["status"] = "pass"
-        out["text"] = (
-            f"{settled_text}; the last cycle changed it by less than {bound:g} MiB in every "
-            f"start ({span}; {'; '.join(listing(r) for r in rows)})"
-        )
+        out["text"] = f"{settled_text}; {test} ({span}; {'; '.join(listing(r) for r in rows)})"
         return out
+    unsettled = {t["start_index"] for t in trend["starts"] if t["plateau_points"] < t["plateau_needed"]}
     diag = "; ".join(
         f"{listing(r)} (per cycle {', '.join(f'{d:+.1f}' for d in r['growth_per_cycle_mib'])} MiB, bound {bound:g} MiB)"
-        for r in growing
+        for r in rows
+        if r["start_index"] in unsettled or not unsettled
     )
-    every = len(growing) == len(rows) and all(d >= bound for r in rows for d in r["growth_per_cycle_mib"])
-    if every and cycles >= MIN_UNLOAD_CYCLES + 1:
+    every = all(d >= bound for r in rows for d in r["growth_per_cycle_mib"])
+    fitted = [(t["slope_mib"] or 0.0) * (len(t["values_mib"]) - 1) for t in trend["starts"]]
+    over = trend["grows"] and all(rise >= bound for rise in fitted)
+    if (every or over) and cycles >= MIN_UNLOAD_CYCLES + 1:
         out["status"] = "fail"
         out["text"] = (
             f"{metric} retained after unload grows with every unload/reload cycle in every "
-            f"start (memory kept after a logical unload): {diag}; {span}"
+            f"start (memory kept after a logical unload): {diag}; {growth_text(trend, f'{metric} residue')}; {span}"
         )
     else:
         out["status"] = "pending"
         out["text"] = (
-            f"{metric} retained after unload still grew on the last cycle (investigate: "
-            f"allocator caching settles, kept weights keep growing): {diag}; {span}"
+            f"{metric} retained after unload has not been shown to stop changing (investigate: "
+            f"allocator caching settles, kept weights keep growing): {test}; {diag}; {span}"
         )
     return out
 
@@ -509,26 +525,21 @@ def retention_metrics(sums: list[StartSummary], rule: StabilisationRule | None) 
 
 # --- M5.stable ---------------------------------------------------------------------
 
-# A wave-to-wave (or cycle-to-cycle) rise above this is growth, not page-level jitter.
-STILL_GROWING_MIB = 1.0
-
-
-def still_growing(deltas: list[float]) -> bool:
-    """Memory that rose on every step by more than jitter has not stopped growing, whatever
-    the total: "investigate unexplained continuing growth". One step cannot show it (an
-    allocator's cache may step up once and then stay)."""
-    return len(deltas) >= 2 and all(d > STILL_GROWING_MIB for d in deltas)
-
-
 LIMITATIONS = [
     "retained-after-unload: the idle level after each unload is compared with the one before "
-    "the first load; a constant residue is reported, a residue growing from cycle to cycle is "
-    "judged",
-    "FAIL only when the per-wave peak rises on every wave in every start and exceeds the "
-    "declared bound in every start; any other growth stays PENDING for investigation "
-    "(allocator caching alone is not a leak)",
-    f"PASS only when growth has stopped: a per-wave peak that rose by more than {STILL_GROWING_MIB:g} MiB "
-    "on every wave of the window stays PENDING, under the bound or not",
+    "the first load; a constant residue (one step, then flat: an allocator cache) is reported, a residue "
+    "that has not stopped changing is judged",
+    f"PASS only when growth has stopped: every start's per-wave peaks (all repeated-use waves) and residues end "
+    f"on a plateau (within {JITTER_MIB:g} MiB, at least last_k_waves waves, or {MIN_UNLOAD_CYCLES} cycles) and "
+    f"the slope shared by the starts over their plateaus, at its 95 % upper bound, adds under {JITTER_MIB:g} MiB "
+    "over the tested range (a regression after the last change point: growth in steps keeps moving the change "
+    "point, slow growth keeps a slope); or, for peaks that wander with no trend, where the slope shared by every "
+    f"point of every start adds under {JITTER_MIB:g} MiB at its 95 % upper bound and no start's own slope shows "
+    "it growing by that much",
+    "FAIL only when the declared bound is reached in every start: the per-wave peak rising on every wave beyond "
+    "it over the last K waves, or a whole-range slope above zero (95 % lower bound) whose fitted rise reaches it; "
+    "any other growth stays PENDING for investigation, with the baseline build's trend at the same count where "
+    "one was recorded",
 ]
 
 
@@ -588,8 +599,10 @@ def _evidence(inp: CountInputs, diagnostics: dict[str, list[Growth]]) -> dict[st
         ),
         ("retain_after_unload",),
         (
-            "PENDING without a stabilisation rule in the plan; FAIL only when growth shows on "
-            "every wave of every start beyond the bound, or the residue grows cycle to cycle",
+            "PENDING without a stabilisation rule in the plan; PASS only when every start's per-wave peaks and "
+            "residues after unload end flat, or the peaks wander with no growth from the first wave "
+            "(memory_trend.judge_trend); FAIL only when growth reaches the bound in "
+            "every start, or the residue grows cycle to cycle",
             "BLOCKED when the memory guard (memory.guard_mib) stopped a start (its `memory_guard` event; the "
             "count's M2.starts is BLOCKED too)",
             "the stand-in fault memory_growth leaves it PENDING or FAIL",
@@ -674,60 +687,69 @@ def m5_stable(inp: CountInputs) -> Result:
     # Every start has K >= 2 waves here, so a window growth each.
     window = [(g, _window_growth(g)) for g in growth]
     over = [g for g, grew in window if grew >= bound]
-    steps = rule.last_k_waves - 1  # the wave-to-wave changes inside the window
-    continuing = [g for g in growth if still_growing(g["growth_per_wave_mib"][-steps:])]
-    if not over and continuing:
-        diag = "; ".join(
-            f"start {g['start_index']}: per wave "
-            + ", ".join(f"{d:+.1f}" for d in g["growth_per_wave_mib"][-steps:])
-            + " MiB"
-            for g in continuing
-        )
-        return out(
-            pending(
-                "M5.stable",
-                f"{rule.metric} per-wave peak stayed under the declared bound ({bound:g} MiB over the last "
-                f"{rule.last_k_waves} waves) but rose on every one of them, so growth has not stopped "
-                f"(investigate; uncertain growth stays pending): {diag}; {tested}",
-                **evidence,
-            )
-        )
-    if not over:
+    trend = judge_trend([(g["start_index"], g["wave_peaks_mib"]) for g in growth], rule.last_k_waves, "wave")
+    evidence["trend"] = trend
+    what = f"{rule.metric} per-wave peak (every repeated-use wave)"
+    test = trend_text(trend, what)
+    if trend["stopped"] and not over:
         worst = max(grew for _, grew in window)
         return out(
             shape.passed(
                 "M5.stable",
-                f"{rule.metric} per-wave peak grew at most {worst:+.1f} MiB over the last "
-                f"{rule.last_k_waves} waves in every start (declared bound < {bound:g} MiB); "
-                f"{tested}",
-                {"per-wave growth of each start": growth, "declared bound": bound},
+                f"{rule.metric} per-wave peak stopped growing: {test}; grew at most {worst:+.1f} MiB over the last "
+                f"{rule.last_k_waves} waves in every start (declared bound < {bound:g} MiB); {tested}",
+                {"per-wave growth of each start": growth, "trend": trend, "declared bound": bound},
                 **evidence,
             )
         )
-    diag = "; ".join(
-        f"start {g['start_index']}: {g['window_growth_per_wave_mib']:+.1f} MiB/wave over the last "
-        f"{g['window_waves']} waves ({g['window_growth_mib']:+.1f} MiB >= bound {bound:g} MiB; "
-        f"per wave {', '.join(f'{d:+.1f}' for d in g['growth_per_wave_mib'])} MiB)"
-        for g in over
-    )
+    slopes = growth_text(trend, what)
+    compared = _baseline_trend(inp, rule)
     monotonic_everywhere = len(over) == len(growth) and all(
         all(d > 0 for d in g["growth_per_wave_mib"]) for g in growth
     )
-    if monotonic_everywhere:
+    fitted = [
+        (r, (r["slope_mib"] or 0.0) * (len(r["values_mib"]) - 1)) for r in trend["starts"] if r["slope_mib"] is not None
+    ]
+    trend_over = trend["grows"] and len(fitted) == len(growth) and all(rise >= bound for _, rise in fitted)
+    if monotonic_everywhere or trend_over:
+        diag = "; ".join(
+            f"start {g['start_index']}: {g['window_growth_per_wave_mib']:+.1f} MiB/wave over the last "
+            f"{g['window_waves']} waves ({g['window_growth_mib']:+.1f} MiB; per wave "
+            f"{', '.join(f'{d:+.1f}' for d in g['growth_per_wave_mib'])} MiB)"
+            for g in growth
+        )
+        fits = ", ".join(f"{rise:+.1f}" for _, rise in fitted)
         return out(
             shape.failed(
                 "M5.stable",
-                f"continuing growth in every start, on every wave: {diag}; {tested}",
-                violation=over,
+                f"continuing growth in every start, at or above the declared bound ({bound:g} MiB): {slopes}; "
+                f"fitted rise over the whole range {fits} MiB; {test}; {diag}; {compared}; {tested}",
+                violation=over or trend["starts"],
                 **evidence,
             )
         )
     return out(
         pending(
             "M5.stable",
-            f"growth above the declared bound, not yet explained (investigate): {diag}; {tested}",
+            f"{rule.metric} per-wave peak has not been shown to stop growing (investigate; uncertain growth stays "
+            f"pending): {test}; {slopes}; {compared}; {tested}",
             **evidence,
         )
+    )
+
+
+def _baseline_trend(inp: CountInputs, rule: StabilisationRule) -> str:
+    """The baseline build's per-wave peaks at the same count under the same test, in words:
+    whether it grows too (where the plan declared a baseline comparison)."""
+    base = [summarise_start(b) for b in inp.baseline or [] if b.count == inp.count]
+    peaks = [(g["start_index"], g["wave_peaks_mib"]) for g in wave_growth(base, rule.metric, None) if g["waves"] >= 2]
+    if not peaks:
+        return f"no baseline memory start at count {inp.count} to compare with" + (
+            "" if inp.baseline_reason else " (memory.baseline_comparison is not declared)"
+        )
+    t = judge_trend(peaks, rule.last_k_waves, "wave")
+    return trend_text(t, f"baseline build at count {inp.count}, {rule.metric} per-wave peak") + (
+        ": its growth stopped" if t["stopped"] else ": it has not stopped either"
     )
 
 
@@ -1086,7 +1108,8 @@ def memory_results(
     starts = [
         m
         for n in counts
-        for i, run in enumerate(rec.count_runs(n), start=1)
+        # the soak's starts are sampled and judged as the count's own (parval.runners.soak)
+        for i, run in enumerate([*rec.count_runs(n), *rec.soak_runs(n)], start=1)
         if (m := _start_memory(rec, run_dir, run, n, i)) is not None
     ]
     stab = mem.stabilisation

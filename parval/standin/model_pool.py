@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from .allocator import reserve_heap
 from .config import ModelSpec
 from .errors import ApiError, ServerError
 
@@ -154,6 +155,7 @@ def build_pool(spec: ModelSpec) -> LoadedPool:
     time.sleep(knobs.load_ms / 1000.0)
     memory = touched_memory(knobs.model_mib)
     sessions = [Session(i, touched_memory(knobs.session_mib)) for i in range(spec.count)]
+    reserve_heap(spec.count)
     return LoadedPool(file_hash, knobs, memory, sessions)
 
 

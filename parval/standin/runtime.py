@@ -19,7 +19,7 @@ from .busy_guard import BusyGuard
 from .config import ModelSpec, ServerConfig
 from .errors import InsufficientMemoryError, ServerBusyError, ServerError
 from .faults import Faults
-from .model_pool import LoadedPool, build_pool, parse_knobs, teardown_pool
+from .model_pool import LoadedPool, build_pool, parse_knobs, teardown_pool, touched_memory
 from .scheduler import AdmissionGate, ModelSlots, now_ms
 from .traces import stderr_line
 
@@ -67,8 +67,11 @@ class Runtime:
         self._entries: dict[str, ModelEntry] = {}
         self._load_lock = threading.Lock()
         self.last_activity_ms = now_ms()
-        # retain_after_unload: weights of unloaded pools that were never freed
+        # retain_after_unload: weights of unloaded pools that were never freed; and what
+        # unload_keeps_mib keeps with every unload
         self.retained: list[object] = []
+        # allocator_cache_mib: kept by the first unload and never grown (an allocator's cache)
+        self.unload_cache: object | None = None
         for spec in cfg.models:
             self._entries[spec.id] = self.new_entry(spec)
 
@@ -236,6 +239,10 @@ class Runtime:
                 pool.memory = pool.memory[:0]
             if pool is not None:
                 teardown_pool(pool)
+            if self.faults.on("unload_keeps_mib"):
+                self.retained.append(touched_memory(self.faults.value("unload_keeps_mib")))
+            if self.faults.on("allocator_cache_mib") and self.unload_cache is None:
+                self.unload_cache = touched_memory(self.faults.value("allocator_cache_mib"))
         finally:
             entry.resident = False
 

@@ -144,3 +144,44 @@ def test_weights_kept_after_unload_fail_m5_stable_only(tmp_path: Path) -> None:
     assert reason(ev, "Q6").startswith("no count admitted: count 1 is FAIL"), reason(ev, "Q6")
     assert "grows with every unload/reload cycle" in reason(ev, "M5.stable")
     assert not {k for k, v in bad.items() if v[0] == "BLOCKED"}, bad
+
+
+def _stable(ev: dict[str, Any]) -> dict[int, tuple[str, str]]:
+    """M5.stable at each count: (status, reason)."""
+    return {
+        int(n): next((a["status"], a["reason"]) for a in block["assertions"] if a["id"] == "M5.stable")
+        for n, block in ev["model_checks"]["per_count"].items()
+    }
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        pytest.param("memory_growth_kib", id="per_request"),
+        pytest.param("memory_step_every", id="in_steps"),
+        pytest.param("unload_keeps_mib", id="per_unload"),
+    ],
+)
+def test_memory_that_keeps_growing_in_any_shape_never_passes_m5_stable(tmp_path: Path, fault: str) -> None:
+    """Under the demo's 8 MiB over the last 5 waves: 256 KiB kept with every request (slow
+    growth inside the jitter band at one slot), 3 MiB kept with every 8th request (steps),
+    6 MiB kept with every unload (a residue that grows cycle to cycle, each cycle under the
+    bound). Each once PASSed M5.stable at every count; now none does (PENDING or FAIL), and
+    nothing else fails."""
+    ev = campaign(demo_plan(tmp_path, both=[], candidate=[fault]))
+    stable = _stable(ev)
+    assert set(stable) == {1, 2}
+    assert all(status in ("PENDING", "FAIL") for status, _ in stable.values()), stable
+    bad = unresolved(ev)
+    assert not {k for k, v in bad.items() if v[0] == "FAIL" and not k.startswith(("M5.stable", "Q6"))}, bad
+
+
+def test_an_allocator_cache_kept_by_the_first_unload_passes_m5_stable(tmp_path: Path) -> None:
+    """The first unload leaves 6 MiB cached and every later one the same (a residue that steps
+    up once and stays): M5.stable PASS at every count, nothing else changes."""
+    ev = campaign(demo_plan(tmp_path, both=[], candidate=["allocator_cache_mib"]))
+    stable = _stable(ev)
+    assert all(status == "PASS" for status, _ in stable.values()), stable
+    assert all("residue after unload settled at" in why for _, why in stable.values()), stable
+    bad = unresolved(ev)
+    assert not {k: v for k, v in bad.items() if v[0] in ("FAIL", "BLOCKED")}, bad
