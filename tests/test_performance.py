@@ -120,6 +120,24 @@ def test_faster_model_with_failed_checks_is_marked_not_admitted() -> None:
     assert "**NOT ADMITTED**" in row4 and "+18.1% (not admitted)" in row4
 
 
+def test_a_pending_row_is_not_called_not_admitted_in_bold_and_every_saving_is_labelled() -> None:
+    """PENDING is not a failure: its row says 'not admitted yet' without the bold NOT
+    ADMITTED of a FAIL; a slower figure (-x%) of a row not admitted is labelled like a faster one."""
+    slower = full_series()
+    slower[4] = rec("candidate_n_slots", 4, [10.0, 10.04, 10.1])
+    for checks, lead in (("PENDING (M2.observed_active)", "not admitted yet — PENDING"), ("FAIL (M2.exact)", None)):
+        md = performance_table_markdown(build(slower, checks=checks))
+        row4 = next(line for line in md.splitlines() if line.startswith("| cuda / higgs_v3 (N=4)"))
+        if lead is None:
+            assert "**NOT ADMITTED** — FAIL" in row4
+        else:
+            assert lead in row4 and "NOT ADMITTED" not in row4
+        saved = row4.split("|")[-2].strip()
+        assert saved.startswith("-") and saved.endswith("(not admitted)"), saved
+    admitted = performance_table_markdown(build(slower))
+    assert "(not admitted)" not in admitted and "not admitted yet" not in admitted
+
+
 def test_independent_servers_and_memory_blocked() -> None:
     series = full_series() + [rec("independent_servers", 4, [12.5, 12.55, 12.6])]
     row = {r["count"]: r for r in build(series)["rows"]}[4]

@@ -167,10 +167,25 @@ class PollFigures(TypedDict):
     modes: dict[str, PollMode]
 
 
+class SoakFigures(TypedDict):
+    """A soak's throughput at n slots (parval.bench.soak_throughput)."""
+
+    n: int
+    service_ms: float
+    waves: int
+    requests: int
+    wall_s: float
+    overlapped: int  # outputs produced beside another request (parval.rundir.mismatch_bound)
+    overlapped_per_min: float | None
+    parval_share_pct: float | None  # wall time with no request in flight, % of the waves' wall time
+    request_ms_median: float | None
+
+
 class BenchResults(TypedDict):
     skew: SkewFigures
     campaign: CampaignFigures
     poll: PollFigures
+    soak: NotRequired[SoakFigures]
 
 
 class TargetCheck(TypedDict):

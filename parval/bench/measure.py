@@ -100,4 +100,9 @@ async def run_all(cfg: Mapping[str, object], workdir: Path, log: Callable[[str],
         per_block=as_int(cfg["poll_per_block"]),
         service_ms=_real(cfg["poll_service_ms"]),
     )
-    return {"skew": skew, "campaign": campaign, "poll": poll}
+    from parval.bench.soak_throughput import SOAK_N, SOAK_SERVICE_MS, run_soak
+
+    soak_waves = max(10, as_int(cfg["requests"]) // 20)
+    log(f"soak: {soak_waves} mixed warm waves at {SOAK_N} slots, {SOAK_SERVICE_MS:g} ms requests")
+    soak = await run_soak(workdir / "soak", waves=soak_waves)
+    return {"skew": skew, "campaign": campaign, "poll": poll, "soak": soak}

@@ -58,6 +58,10 @@ def _check(tid: str, figure: str, value: object, target: str, ok: bool | None) -
     }
 
 
+# parval's share of a soak's wall time with 100 ms requests at 4 slots (issue: plan an hour).
+SOAK_SHARE_TARGET_PCT = 10.0
+
+
 def targets(data: Mapping[str, object]) -> list[TargetCheck]:
     """Every target of the brief, judged on this run's figures (informational only)."""
     out: list[TargetCheck] = []
@@ -111,6 +115,19 @@ def targets(data: Mapping[str, object]) -> list[TargetCheck]:
             None,
         )
     )
+    soak = data.get("soak")
+    if soak is not None:
+        share = _num(get(soak, "parval_share_pct"))
+        out.append(
+            _check(
+                "soak.parval_share",
+                f"parval's share of a soak's wall time at {get(soak, 'n')} slots, "
+                f"{get(soak, 'service_ms')} ms requests (%)",
+                share,
+                f"<= {SOAK_SHARE_TARGET_PCT:g}",
+                None if share is None else share <= SOAK_SHARE_TARGET_PCT,
+            )
+        )
     ov = get(camp, "overhead") or {}
     pct = _num(get(ov, "beyond_starts_pct"))
     out.append(
@@ -283,6 +300,14 @@ def render(data: Mapping[str, object]) -> str:
     rows = [[k.removesuffix("_ms").replace("_", " "), _f(v)] for k, v in ps.items()]
     out.append("  per start (median over starts, ms):")
     out += ["  " + ln for ln in _table(rows, ["step", "ms"])]
+    soak = data.get("soak")
+    if soak is not None:
+        out.append(
+            f"  soak at {item(soak, 'n')} slots, {item(soak, 'service_ms'):g} ms requests, {item(soak, 'waves')} mixed "
+            f"warm waves in {_f(item(soak, 'wall_s'))} s: {_f(item(soak, 'overlapped_per_min'), 0)} overlapped "
+            f"outputs/min; parval's share of the wall time {_f(item(soak, 'parval_share_pct'), 1)} % "
+            f"({res('soak.parval_share')})"
+        )
     out.append("")
     out.append(
         f"3. Status poller: {item(poll, 'blocks')} interleaved blocks x {item(poll, 'per_block')} "

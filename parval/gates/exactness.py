@@ -13,6 +13,7 @@ from parval.jsonread import contains, get
 from parval.outputs.compare import within_tolerance
 from parval.rundir.event_index import Records, derived_ref
 from parval.rundir.event_types import RequestEvent
+from parval.rundir.mismatch_bound import MismatchBound, bound, overlapped_events
 
 
 @dataclass
@@ -31,9 +32,15 @@ class Tally:
     # Outputs whose recorded reference label disagrees with the reference their history
     # calls for (records.derived_ref): compared with the derived one, never a PASS.
     relabelled: list[dict[str, object]] = field(default_factory=list)
+    # Outputs produced while another request of the model was executing (compared, or a
+    # set-aside attempt's mismatch), and how many of them differed: the mismatch bound.
+    overlapped: int = 0
+    overlapped_differed: int = 0
 
     def merge(self, other: Tally) -> None:
         self.compared += other.compared
+        self.overlapped += other.overlapped
+        self.overlapped_differed += other.overlapped_differed
         self.exact += other.exact
         self.tolerated += other.tolerated
         for name in ("mismatches", "errors", "indeterminate", "malformed", "no_reference", "resource", "relabelled"):
@@ -55,6 +62,10 @@ class Tally:
     def all_within_declared(self) -> bool:
         """Every mismatch lies within the declared tolerance (which was not applied)."""
         return bool(self.mismatches) and all(m.get("within_declared_tolerance") for m in self.mismatches)
+
+    def bound(self) -> MismatchBound:
+        """How much this tally rules out (parval.rundir.mismatch_bound)."""
+        return bound(self.overlapped, self.overlapped_differed)
 
     def summary(self) -> dict[str, object]:
         return {
@@ -144,6 +155,8 @@ def set_aside_failures(rec: Records, judged: Tally) -> Tally:
     for name in ("mismatches", "errors", "malformed"):
         for m in getattr(judged, name):
             getattr(out, name).append({**m, "set_aside": rec.set_aside_status(m["run"], m.get("attempt"))})
+    # A set-aside output that differed was produced all the same: it counts in the bound.
+    out.overlapped = out.overlapped_differed = sum(1 for m in out.mismatches if m.get("overlapped"))
     return out
 
 
@@ -178,6 +191,7 @@ def judge_requests(
     volatile: list[str] | None = None,
     declared_tolerance: int | None = None,
     cache_sensitive: bool = False,
+    overlap: bool = False,
 ) -> Tally:
     """Each request against its reference. `tolerance`: the declared tolerance where it
     applies (serial repeats varied within it); `declared_tolerance`: the plan's, which a
@@ -185,6 +199,8 @@ def judge_requests(
     applies is derived from each request's recorded history (records.derived_ref), not
     from the runner's `ref` label; a label that disagrees is recorded in `relabelled`."""
     t = Tally()
+    # `overlap`: count the outputs produced beside another request (the bound's n)
+    beside = overlapped_events(events, rec.slots()) if overlap else set()
     for e in events:
         reply = e.get("reply") or {}
         outcome = reply.get("outcome")
@@ -207,6 +223,8 @@ def judge_requests(
             t.no_reference.append({**_where(e), "ref": key})
             continue
         t.compared += 1
+        overlapped = id(e) in beside
+        t.overlapped += overlapped
         ref_canon = (ref.get("output") or {}).get("canon")
         if out["canon"] == ref_canon:
             t.exact += 1
@@ -231,10 +249,13 @@ def judge_requests(
             "ref_audio": (ref.get("output") or {}).get("audio"),
             "max_abs_sample_diff": diff,
         }
+        if overlap:
+            m["overlapped"] = overlapped
         if found is not None:
             m["tolerance_check"] = found.get("why", "")
             if tolerance is None and found.get("covered"):
                 m["within_declared_tolerance"] = True
+        t.overlapped_differed += overlapped
         t.mismatches.append(m)
     return t
 

@@ -647,7 +647,7 @@ def drain_lag_bound(ctx: JudgeContext) -> float | None:
     "M2.exact",
     _m2(
         (COUNT_REQUESTS, NEGATIVE, SET_ASIDE),
-        ("contaminate_3plus", "intermittent_mismatch", "ignore_seed", "sub16_noise"),
+        ("contaminate_3plus", "intermittent_mismatch", "ignore_seed", "sub16_noise", "rare_contamination"),
         (
             MASKED,
             "ignore_seed fails it when only the candidate ignores the seed; garbage_replies makes it FAIL or BLOCKED",
@@ -659,22 +659,32 @@ def drain_lag_bound(ctx: JudgeContext) -> float | None:
 )
 def m2_exact(ctx: JudgeContext, n: int) -> Result:
     """M2.exact: every wave output at count n equals its reference."""
-    runs = ctx.rec.count_runs(n)
-    tally = ctx.judge([e for r in runs for e in ctx.rec.requests(r, COUNT_PHASES)])
-    return _outputs_verdict(ctx, n, "M2.exact", tally, COUNT_PHASES, f"count {n}: every wave output vs its reference")
+    runs = [*ctx.rec.count_runs(n), *ctx.rec.soak_runs(n)]
+    tally = ctx.judge([e for r in runs for e in ctx.rec.requests(r, COUNT_PHASES)], overlap=True)
+    return _outputs_verdict(
+        ctx, n, "M2.exact", tally, COUNT_PHASES, f"count {n}: every wave output vs its reference", bounded=True
+    )
 
 
 def _outputs_verdict(
-    ctx: JudgeContext, n: int, id_: str, tally: Tally, phases: tuple[str, ...], what: str, run: str | None = None
+    ctx: JudgeContext,
+    n: int,
+    id_: str,
+    tally: Tally,
+    phases: tuple[str, ...],
+    what: str,
+    run: str | None = None,
+    *,
+    bounded: bool = False,
 ) -> Result:
     """An output comparison at count n: a mismatch or error FAILs whatever else is missing;
     a PASS also needs every planned start and wave of `phases` recorded whole."""
-    r = exact_result(id_, tally, what, ctx, run or _first_run(ctx, n), count=n)
+    r = exact_result(id_, tally, what, ctx, run or _first_run(ctx, n), count=n, bounded=bounded)
     if r.status is Status.PASS:
-        if (missing := starts_missing(ctx, n, id_)) is not None:
-            return missing
-        if (gaps := schedule_missing(ctx, n, id_, phases)) is not None:
-            return gaps
+        for gap in (starts_missing(ctx, n, id_), schedule_missing(ctx, n, id_, phases)):
+            if gap is not None:
+                # what the outputs recorded so far rule out is kept (a soak's progress)
+                return replace(gap, evidence={**gap.evidence, "bound": tally.bound()}) if bounded else gap
     return r
 
 

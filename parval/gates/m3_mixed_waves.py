@@ -103,9 +103,10 @@ def m3_reversed(ctx: JudgeContext, n: int, effects: list[VariationEffect]) -> Re
     pairs = ", ".join(f"{a}/{b}" for a, b in both)
     r = exact_result(
         id_,
-        ctx.judge(reqs),
+        ctx.judge(reqs, overlap=True),
         f"{len(both)} request pair(s) observed admitted in both orders ({pairs}); outputs of those {len(keys)} wave(s)",
         ctx,
+        bounded=True,
     )
     evidence = {
         **r.evidence,
@@ -216,9 +217,9 @@ def m3_history(ctx: JudgeContext, n: int, effects: list[VariationEffect]) -> Res
         for w in waves
         if not (w.get("admission") or {}).get("ordered_ok", False) or (w.get("admission") or {}).get("finished_early")
     ]
-    t = ctx.judge(mixed_outputs(ctx, n))
+    t = ctx.judge(mixed_outputs(ctx, n), overlap=True)
     traced = sum(1 for w in waves if w.get("trace_confirmed"))
-    r = exact_result(id_, t, "mixed-wave outputs vs same-history single-slot replays", ctx)
+    r = exact_result(id_, t, "mixed-wave outputs vs same-history single-slot replays", ctx, bounded=True)
     r = replace(r, evidence={**r.evidence, "trace_confirmed_waves": traced, "waves": len(waves)})
     if r.status is Status.PASS and disagree:
         r = shape.pending(

@@ -17,6 +17,8 @@ from parval.jsonread import as_int, iterate
 from parval.outputs.volatility import VOLATILE_ROOT, MeasuredExclusion, volatility
 from parval.procedure import judge_shape as shape
 from parval.procedure.entry import MASKED, NEGATIVE, PLAN, SET_ASIDE, Entry, Gate
+from parval.rundir.mismatch_bound import MismatchBound, bound
+from parval.rundir.mismatch_bound import words as bound_words
 from parval.status import Result, Status, combine
 
 # Each judge below declares its registry entry, judged as a quality rule of the comparison.
@@ -408,7 +410,28 @@ def q5_intermittent(ctx: JudgeContext, results: list[Result], count: int | None 
                 "no intermittent mismatch in any repeat",
                 {"comparison verdicts": judged, "compared outputs": compared or len(judged)},
             )
+    if count is not None:
+        b = scope_bound(scoped, mismatches)
+        reason = f"{r.reason}; {bound_words(b)}" if r.status in (Status.PASS, Status.FAIL) else r.reason
+        r = replace(r, reason=reason, evidence={**r.evidence, "bound": b})
     return replace(r, count=count)
+
+
+def scope_bound(scoped: list[Result], mismatches: list[object]) -> MismatchBound:
+    """One count's bound: that of its widest comparison (M2.exact compares every wave
+    output of the count), plus the overlapped mismatches of set-aside attempts it did not
+    count (each an output produced, and one that differed)."""
+    widest: Mapping[str, object] = {}
+    counted: set[tuple[object, ...]] = set()
+    for r in scoped:
+        b = r.evidence.get("bound")
+        if isinstance(b, Mapping) and as_int(b.get("overlapped") or 0) > as_int(widest.get("overlapped") or 0):
+            widest = b
+        counted |= {failure_key(m) for m in iterate(r.evidence.get("mismatches", []))}
+    extra = sum(
+        1 for m in mismatches if isinstance(m, Mapping) and m.get("overlapped") and failure_key(m) not in counted
+    )
+    return bound(as_int(widest.get("overlapped") or 0) + extra, as_int(widest.get("differed") or 0) + extra)
 
 
 JUDGES: dict[str, Callable[[JudgeContext, list[Result]], Result]] = {

@@ -44,10 +44,28 @@ def format_path(path: Iterable[object]) -> str:
 
 
 def schema_errors(instance: object, schema_name: str) -> list[str]:
-    """Every schema violation as `where: what`, sorted by location."""
+    """Every schema violation as `where: what`, sorted by location; a key the schema does
+    not know gets the known key it is closest to ("did you mean")."""
     validator = jsonschema.Draft202012Validator(load_schema(schema_name))
     errors = sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
-    return [f"{format_path(e.absolute_path)}: {e.message}" for e in errors]
+    return [f"{format_path(e.absolute_path)}: {e.message}{_did_you_mean(e)}" for e in errors]
+
+
+def _did_you_mean(error: jsonschema.ValidationError) -> str:
+    """For an unknown key (additionalProperties: false): the known keys closest to it."""
+    import difflib
+
+    if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
+        return ""
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    known = [str(k) for k in schema.get("properties") or {}]
+    guesses: list[tuple[str, str]] = []
+    for key in map(str, error.instance):
+        if key not in known and (close := difflib.get_close_matches(key, known, n=1, cutoff=0.6)):
+            guesses.append((close[0], key))
+    if len(guesses) == 1:
+        return f" (did you mean {guesses[0][0]!r}?)"
+    return f" (did you mean {', '.join(f'{a!r} for {b!r}' for a, b in guesses)}?)" if guesses else ""
 
 
 def _subschema(value: object) -> JsonObject:

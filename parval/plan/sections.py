@@ -101,6 +101,15 @@ class PerformanceSection(TypedDict):
     rejection_probe: bool
 
 
+class SoakSection(TypedDict, total=False):
+    """`soak`: one of minutes, until_rate_below or waves (the schema requires exactly one)."""
+
+    minutes: float
+    until_rate_below: float
+    waves: int
+    waves_per_start: int
+
+
 class RecoverySection(TypedDict):
     load_failure: str
 

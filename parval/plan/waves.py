@@ -29,6 +29,10 @@ WAVE_ATTEMPTS = 3
 # show that N leases were never held together (the campaign repeats such a wave).
 MIN_POLLS_IN_FLIGHT = 5
 
+# Mixed warm waves per added soak start unless the plan's soak.waves_per_start says
+# (parval.runners.soak): a start is what an interrupted soak loses at most.
+SOAK_WAVES_PER_START = 40
+
 
 def mixed_waves(plan: Mapping[str, object], n: int) -> int:
     """Mixed warm waves per start at count n: `waves.mixed_at_largest` at the plan's largest

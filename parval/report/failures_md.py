@@ -10,7 +10,18 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from parval.jsonread import iterate
-from parval.report.md_base import ICON, MAX_ROWS, ReportContext, count_sources, cut, detailed, esc, plain, short
+from parval.report.md_base import (
+    ICON,
+    MAX_ROWS,
+    ReportContext,
+    count_sources,
+    cut,
+    detailed,
+    esc,
+    plain,
+    reproduce_lines,
+    short,
+)
 from parval.rundir.evidence_types import Assertion, AssertionEvidence, Evidence, MergedRun, RunInfo
 
 UNRESOLVED = ("BLOCKED", "UNSUPPORTED", "PENDING")
@@ -193,10 +204,7 @@ def reproduce_block(
                 "# compare the two recorded responses byte for byte:",
                 f"cmp {base}/artifacts/{first['artifact']}.json {base}/artifacts/{first.get('ref_artifact')}.json",
             ]
-    lines = [c for c in cmds if c is not None]
-    if not lines:
-        return []
-    return ["Reproduce:", "", "```sh", *lines, "```", ""]
+    return reproduce_lines([c for c in cmds if c is not None])
 
 
 def explain_failure(count: int | None, a: Assertion, ev: Evidence, context: ReportContext) -> list[str]:

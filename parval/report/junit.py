@@ -15,6 +15,7 @@ from parval.report.failures_md import campaign_command
 from parval.report.md_base import detailed
 from parval.report.run_table_row import CatalogueRow, CatalogueVerdict, RunWhy
 from parval.rundir.evidence_types import Assertion, AssertionEvidence, Evidence
+from parval.rundir.mismatch_bound import MismatchBound, count_bound
 
 SKIPPED = ("PENDING", "BLOCKED", "UNSUPPORTED", "NOT_APPLICABLE", "HISTORICAL", "RULES CHANGED")
 _PROBLEM_KEYS: tuple[Literal["errors", "malformed", "indeterminate", "no_reference"], ...] = (
@@ -78,7 +79,7 @@ def testsuite(parent: ET.Element, name: str, statuses: list[str]) -> ET.Element:
 
 def assertion_case(
     suite: ET.Element, classname: str, name: str, status: str, reason: str, failure_text: str | None = None
-) -> None:
+) -> ET.Element:
     """One judged assertion as a test case: PASS passes, FAIL is a <failure>, any other
     status a <skipped> naming it (not a failure of the candidate, but no admission either)."""
     case = ET.SubElement(suite, "testcase", classname=classname, name=name)
@@ -86,13 +87,21 @@ def assertion_case(
         ET.SubElement(case, "failure", message=reason[:500], type="FAIL").text = failure_text
     elif status != "PASS":
         ET.SubElement(case, "skipped", message=f"{status}: {reason[:500]}")
+    return case
 
 
 def _suite(parent: ET.Element, ev: Evidence, name: str) -> None:
     items = cases(ev)
     hist = ev.get("historical")
     changed = ev.get("rules_changed")
-    marks = [*(["HISTORICAL"] if hist else []), *(["RULES CHANGED"] if changed else [])]
+    loose = (ev.get("rules_loosened") or {}).get("reasons")
+    missing = ev.get("closed_list")
+    marks = [
+        *(["HISTORICAL"] if hist else []),
+        *(["RULES CHANGED"] if changed else []),
+        *(["FAIL"] if loose else []),
+        *(["PENDING"] if missing else []),
+    ]
     admitted = ev["verdict"]["exit_code"] == 0
     suite = testsuite(parent, name, ["PASS" if admitted else "FAIL", *marks, *(c[2]["status"] for c in items)])
     props = ET.SubElement(suite, "properties")
@@ -105,6 +114,12 @@ def _suite(parent: ET.Element, ev: Evidence, name: str) -> None:
         ("candidate_sha256", ev["identity"].get("candidate_sha256")),
     ):
         ET.SubElement(props, "property", name=key, value=str(value))
+    # How much each count's clean outputs rule out (parval.rundir.mismatch_bound).
+    for key, checks in sorted(ev["model_checks"]["per_count"].items(), key=lambda kv: int(kv[0])):
+        b = count_bound(checks["assertions"])
+        if b is not None:
+            for field, value in bound_properties(b):
+                ET.SubElement(props, "property", name=f"count_{key}_{field}", value=value)
     model = ev["identity"]["model"]
     # The verdict itself is a case: evidence that admits nothing (pending included) is never
     # green in CI, though each unresolved assertion is only skipped.
@@ -120,10 +135,29 @@ def _suite(parent: ET.Element, ev: Evidence, name: str) -> None:
         reasons = changed.get("reasons")
         why = "; ".join(map(str, reasons)) if isinstance(reasons, list) else ""
         assertion_case(suite, f"parval.{model}", "rules_sealed_before_events", "RULES CHANGED", why)
+    if isinstance(loose, list) and loose:  # a FAIL under stricter rules: a failed case naming the rules
+        assertion_case(suite, f"parval.{model}", "rules_not_loosened_after_fail", "FAIL", "; ".join(map(str, loose)))
+    if missing:  # required assertions missing from the evidence
+        assertion_case(suite, f"parval.{model}", "closed_list", "PENDING", str(missing.get("reason", "")))
     for test, group, a, count in items:
         status = a["status"]
         failure = _failure_text(a, ev, count) if status == "FAIL" else None
-        assertion_case(suite, f"parval.{model}.{group}", test, status, str(a.get("reason", "")), failure)
+        case = assertion_case(suite, f"parval.{model}.{group}", test, status, str(a.get("reason", "")), failure)
+        b = (a.get("evidence") or {}).get("bound")
+        if b is not None:
+            case_props = ET.Element("properties")
+            for field, value in bound_properties(b):
+                ET.SubElement(case_props, "property", name=field, value=value)
+            case.insert(0, case_props)
+
+
+def bound_properties(b: MismatchBound) -> list[tuple[str, str]]:
+    """A bound as JUnit properties (name, value)."""
+    return [
+        ("overlapped_outputs", str(b["overlapped"])),
+        ("overlapped_differed", str(b["differed"])),
+        ("mismatch_rate_upper_95", f"{b['rate_upper_95']:.6g}"),
+    ]
 
 
 def render_junit(ev: Evidence) -> str:

@@ -19,10 +19,13 @@ from pathlib import Path
 from parval.jsontypes import JsonObject
 from parval.procedure.assertion_ids import group_of
 from parval.report.failures_md import explain_failure, unresolved_lines
-from parval.report.md_base import ICON, ReportContext, cut, detailed, esc, plain, short
+from parval.report.md_base import ICON, ReportContext, cut, detailed, esc, plain, reproduce_lines, short
 from parval.report.performance_md import performance_table_markdown
 from parval.rundir.evidence_types import Assertion, AssertionEvidence, Evidence, RunInfo
+from parval.rundir.mismatch_bound import cell as bound_cell
+from parval.rundir.mismatch_bound import count_bound
 from parval.rundir.provenance import label
+from parval.rundir.rules_seal import UNKNOWN
 from parval.status import Status, combine
 
 MODEL_GROUPS = {
@@ -82,6 +85,14 @@ def check_table(ev: Evidence) -> list[str]:
         for n in counts
     ]
     rows.append("| **count verdict** | | " + " | ".join(cells) + " | |")
+    per_count = ev["model_checks"]["per_count"]
+    bounds = [count_bound(per_count[str(n)]["assertions"]) if str(n) in per_count else None for n in counts]
+    if any(b is not None for b in bounds):
+        rows.append(
+            "| **overlapped outputs**, differed, mismatch rate (95 % bound) | | "
+            + " | ".join(bound_cell(b) for b in bounds)
+            + " | |"
+        )
     return rows
 
 
@@ -171,7 +182,7 @@ def _details(a: Assertion, per: list[tuple[int | None, Assertion]], cap: int) ->
         worst = next((x for _, x in per if x["status"] == a["status"]), a)
         lines += rests_on_lines(worst.get("evidence") or {})
     if a.get("reproduction"):
-        lines += ["Reproduce:", "", "```sh", a["reproduction"], "```", ""]
+        lines += reproduce_lines([a["reproduction"]])
     if a.get("limitations"):
         lines += ["Limitations: " + esc("; ".join(a["limitations"])), ""]
     if a.get("evidence"):
@@ -450,9 +461,20 @@ def _header(ev: Evidence, ctx: ReportContext | None = None) -> list[str]:
         recorded = changed.get("recorded_verdict")
         was = recorded.get("line") if isinstance(recorded, dict) else None
         reasons = changed.get("reasons")
-        out += ["> ⚠️ Judged under rules changed after the run's events: never admission evidence.", ">"]
-        out += [f"> - {esc(str(r))}" for r in (reasons if isinstance(reasons, list) else [])]
-        out += [f"> - verdict under the changed rules: {esc(str(was))}" if was else ">", ""]
+        every = [str(r) for r in reasons] if isinstance(reasons, list) else []
+        unknown = bool(every) and all(UNKNOWN in r for r in every)
+        what = "rules that cannot be shown to be those sealed before" if unknown else "rules changed after"
+        out += [f"> ⚠️ Judged under {what} the run's events: never admission evidence.", ">"]
+        out += [f"> - {esc(r)}" for r in every]
+        out += [f"> - verdict under those rules: {esc(str(was))}" if was else ">", ""]
+    loose = (ev.get("rules_loosened") or {}).get("reasons")
+    if isinstance(loose, list) and loose:
+        out += ["> ❌ A FAIL under stricter rules stands: rules loosened after a FAIL.", ">"]
+        out += [f"> - {esc(str(r))}" for r in loose]
+        out += [""]
+    missing = ev.get("closed_list") or {}
+    if missing:
+        out += [f"> ⚠️ {esc(str(missing.get('reason')))}", ""]
     prov = _provenance(ev, ctx or {})
     if prov is not None:
         out += [f"Evidence made: **{esc(label(prov))}** (local and CI results are kept apart)", ""]

@@ -4,7 +4,10 @@ render the same evidence the same way."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+from pathlib import Path
 from typing import TypedDict
 
 from parval.jsontypes import JsonObject
@@ -12,6 +15,68 @@ from parval.rundir.evidence_types import Assertion, Evidence, RunInfo
 
 ICON = {"PASS": "✅", "FAIL": "❌", "PENDING": "⏳", "BLOCKED": "⛔", "UNSUPPORTED": "🚫", "NOT_APPLICABLE": "➖"}
 MAX_ROWS = 10
+
+
+# -- absolute paths (shown relative in Reproduce commands, hashed by --redact-paths) --------
+PATH_COMPONENT = r"[\w.+@%~=-]+"
+ABSOLUTE_PATH = re.compile(rf"(?<![\w.:/])(/(?:{PATH_COMPONENT}/)*{PATH_COMPONENT})")
+_KEEP = ("/v1/", "/health")
+
+
+def path_token(path: str) -> str:
+    """What stands for a path not shown: the first 12 hex digits of its sha256."""
+    return f"<path:{hashlib.sha256(path.encode()).hexdigest()[:12]}>"
+
+
+def kept_path(path: str) -> bool:
+    """Server routes and single-component paths (/tmp) are no machine's secret."""
+    return path.count("/") < 2 or path.startswith(_KEEP)
+
+
+# How far above the report's folder a path may lie and still be shown relative to it.
+NEAR_LEVELS = 1
+
+
+def local_paths(text: str, base: Path) -> tuple[str, bool]:
+    """A command of a report without this machine's absolute paths: one inside `base` (the
+    folder the report is made in) or at most NEAR_LEVELS folders above it as a relative
+    path, any other as its `path_token`; and whether anything was changed. Server routes
+    and single-component paths are kept."""
+    changed = False
+    roots = {os.path.abspath(base), os.path.realpath(base)}
+
+    def sub(m: re.Match[str]) -> str:
+        nonlocal changed
+        path = m.group(1)
+        if kept_path(path):
+            return path
+        changed = True
+        for candidate in (path, os.path.realpath(path)):
+            for root in roots:
+                rel = os.path.relpath(candidate, root)
+                # inside the folder, or beside it (../audio.cpp/build/...): a path a reader can follow
+                if rel.split(os.sep)[: NEAR_LEVELS + 1].count(os.pardir) <= NEAR_LEVELS:
+                    return rel
+        return path_token(path)
+
+    return ABSOLUTE_PATH.sub(sub, text), changed
+
+
+def reproduce_lines(commands: list[str]) -> list[str]:
+    """A Reproduce block. A PR comment is read on other machines: this machine's absolute
+    paths become relative to the folder the report is made in, or `<path:…>` tokens for
+    files far from it (evidence.json keeps them whole; --redact-paths hashes the rest of
+    the report too)."""
+    if not commands:
+        return []
+    here = Path.cwd()
+    shown = [local_paths(c, here) for c in commands]
+    note = (
+        [f"# paths relative to the folder the report was made in ({here.name}/); <path:…>: a file far from it"]
+        if any(changed for _, changed in shown)
+        else []
+    )
+    return ["Reproduce:", "", "```sh", *note, *(c for c, _ in shown), "```", ""]
 
 
 class ReportContext(TypedDict, total=False):

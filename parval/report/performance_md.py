@@ -30,14 +30,26 @@ def time_cell(st: TimeStats | None) -> str:
 
 
 def pct_cell(pct: float | None, admitted: bool, vs_estimate: bool = False) -> str:
+    """A time saved, labelled when its count is not admitted (faster or slower, the figure
+    is of a server whose answers are not shown to be right)."""
     if pct is None:
         return "n/a"
     cell = f"{pct:+.1f}%"
     if vs_estimate:
         cell += " (vs estimate)"
-    if pct > 0 and not admitted:
+    if not admitted:
         cell += " (not admitted)"
     return cell
+
+
+def checks_cell(checks: str, admitted: bool, failed: bool) -> str:
+    """The row's verdicts: a row with a FAIL is NOT ADMITTED (bold); one still pending is
+    not admitted yet, which is not a failure."""
+    if admitted:
+        return checks
+    if failed:
+        return f"**NOT ADMITTED** — {checks}"
+    return f"not admitted yet — {checks}"
 
 
 def campaign_line(o: Mapping[str, object] | None) -> str:
@@ -64,9 +76,8 @@ def performance_table_markdown(perf: Performance) -> str:
         "|" + "---|" * len(TABLE_COLUMNS),
     ]
     for r in perf["rows"]:
-        checks = f"{r['model_checks']}; memory {memory}"
-        if not r["admitted"]:
-            checks = f"**NOT ADMITTED** — {checks}"
+        failed = any(str(v).startswith("FAIL") for v in (r["model_checks"], r["framework_checks"], memory))
+        checks = checks_cell(f"{r['model_checks']}; memory {memory}", r["admitted"], failed)
         base_n = r["base_n_serial"]
         cells = [
             f"{r['backend_model']} (N={r['count']})",

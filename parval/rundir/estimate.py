@@ -5,6 +5,7 @@ cost per start and per request is scaled to this plan's schedule."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -59,7 +60,7 @@ class Measured:
         return self.busy_s / self.requests
 
 
-def _busy(intervals: Iterable[tuple[float, float]]) -> float:
+def busy_time(intervals: Iterable[tuple[float, float]]) -> float:
     """The length of the union of the intervals: concurrent requests count once."""
     total, end = 0.0, float("-inf")
     for t0, t1 in sorted(intervals):
@@ -89,7 +90,7 @@ def measure(events: Iterable[Mapping[str, object]]) -> Measured | None:
             ended = True
     if not ended or not starts or not intervals:
         return None
-    return Measured(wall, _busy(intervals), readiness / starts, starts, len(intervals))
+    return Measured(wall, busy_time(intervals), readiness / starts, starts, len(intervals))
 
 
 def _as_scheduled(measured: Measured, run: Path, events: list[dict[str, object]]) -> Measured:
@@ -156,3 +157,71 @@ def like_line(plan: Plan, run: Path) -> tuple[str, list[str]]:
             "its times may say little about this plan"
         )
     return line, warnings
+
+
+def soak_start_waves(plan: Plan, mixed: int) -> int:
+    """Concurrent waves of one start at the largest count with `mixed` mixed warm waves:
+    cold, warm, mixed and the three reloads (serial reuse runs one request at a time)."""
+    from parval.plan.waves import UNLOAD_CYCLES
+
+    return 1 + int(plan.waves["warm"]) + mixed + UNLOAD_CYCLES
+
+
+def mixed_wave_s(events: Iterable[Mapping[str, object]], n: int) -> float | None:
+    """The mean time from one mixed warm wave's start to the next one's in the same start at
+    count n (the wave, its drain check and recording): what a soak wave costs."""
+    starts: dict[tuple[object, object], list[float]] = {}
+    for e in events:
+        if e.get("kind") == "wave" and e.get("phase") == "mixed_wave" and e.get("n") == n:
+            t = e.get("t_start")
+            if isinstance(t, int | float):
+                starts.setdefault((e.get("run"), e.get("attempt")), []).append(float(t))
+    gaps = [b - a for ts in starts.values() for a, b in zip(sorted(ts), sorted(ts)[1:], strict=False)]
+    return sum(gaps) / len(gaps) if gaps else None
+
+
+def soak_line(plan: Plan, like: Path | None = None) -> str | None:
+    """What the plan's soak will reach (None without one): overlapped outputs at the largest
+    count, the required starts' included, and the 95 % bound that many clean outputs give.
+    A soak in minutes or to a target needs the time per wave of an earlier run (`--like`)."""
+    from parval.plan.waves import SOAK_WAVES_PER_START as WAVES_PER_START
+    from parval.rundir.events import read_events
+    from parval.rundir.layout import EVENTS
+    from parval.rundir.mismatch_bound import percent, upper_bound
+
+    soak = plan.soak
+    if soak is None:
+        return None
+    n = max(plan.counts)
+    if n < 2:
+        return "soak: the largest count is 1: no output runs beside another, so a soak buys no bound"
+    per_start = int(soak.get("waves_per_start") or WAVES_PER_START)
+    required = plan.starts_per_count * soak_start_waves(plan, int(plan.waves["mixed_at_largest"])) * n
+    wave_s = None
+    if like is not None and (like / EVENTS).is_file():
+        wave_s = mixed_wave_s(read_events(like / EVENTS), n)
+    if "until_rate_below" in soak:
+        target = float(soak["until_rate_below"])
+        needed = math.ceil(math.log(0.05) / math.log1p(-target))
+        text = f"soak: until the bound is below {percent(target)}: about {needed:,} overlapped outputs at count {n}"
+        if wave_s is not None:
+            soak_s = max(0, needed - required) / n * wave_s
+            text += f", about {_duration(soak_s)} of soak (at {wave_s:.2f} s per wave, the earlier run's mixed waves)"
+            if soak_s > plan.timeouts["campaign_s"]:
+                text += " (more than timeouts.campaign_s allows: the soak will stop there, saying what it reached)"
+        return text + f"; capped by timeouts.campaign_s {plan.timeouts['campaign_s']:g} s"
+    if "waves" in soak:
+        waves = int(soak["waves"])
+    elif wave_s is None:
+        return (
+            f"soak: {float(soak['minutes']):g} min at count {n}; for what it will reach, name an earlier run: "
+            "parval validate PLAN --like RUN"
+        )
+    else:
+        waves = int(float(soak["minutes"]) * 60 / wave_s)
+    starts = math.ceil(waves / per_start) if waves else 0
+    total = required + n * (waves + starts * (soak_start_waves(plan, 0)))
+    return (
+        f"soak: about {total:,} overlapped outputs at count {n} ({waves:,} mixed warm waves in {starts} added "
+        f"start(s), the required starts' included): rate < {percent(upper_bound(0, total))} (95 %) if none differs"
+    )

@@ -216,8 +216,17 @@ class Records:
             return f"stopped: {stop['reason']}"
         return "complete" if run in self.ends else "did not complete"
 
+    def slots(self) -> dict[str, int]:
+        """Each start's slot count (the count it runs at; starts of no count are absent)."""
+        return {name: c for name, s in self.runs.items() if (c := s.get("count")) is not None}
+
     def count_runs(self, n: int) -> list[str]:
         return sorted(r for r, s in self.runs.items() if s.get("role") == "count" and s.get("count") == n)
+
+    def soak_runs(self, n: int) -> list[str]:
+        """The soak's added starts at count n (parval.runners.soak): judged with the count's
+        outputs and memory, never one of its required starts."""
+        return sorted(r for r, s in self.runs.items() if s.get("role") == "soak" and s.get("count") == n)
 
 
 def load_records(run_dir: Path) -> Records:

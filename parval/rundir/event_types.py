@@ -418,6 +418,8 @@ class M4InFlightUnloadEvent(_UnloadTimes):
     later_done: NotRequired[float]
     gap_s: NotRequired[float]
     unload_pending_at_later_send: NotRequired[bool]
+    # Status reads sent after the unload and answered before the later request was sent.
+    polls_before_later: NotRequired[int]
     later_samples: NotRequired[LaterSamples]
     active_while_unload_waits: NotRequired[int]  # kept for older readers: later_samples' max_active
     max_tries: NotRequired[int]
@@ -597,6 +599,34 @@ class RecoveryCountEvent(TypedDict):
     kind: Literal["recovery_count"]
     count: int
     reason: str
+
+
+class SoakProgressEvent(TypedDict):
+    """After each soak start: what the soak has bought so far at its count (the bound of
+    M2.exact there, judged from the events so far) and how much soak is left."""
+
+    kind: Literal["soak_progress"]
+    count: int
+    overlapped: int
+    differed: int
+    rate_upper_95: float
+    soak_waves: int  # mixed warm waves the soak's complete starts ran
+    elapsed_s: float  # summed over the soak's units
+    left_s: float | None  # of `soak.minutes` or timeouts.campaign_s; None for a soak in waves
+
+
+class SoakEndEvent(TypedDict):
+    """Why the soak stopped: its length spent, its target reached, or the campaign's time
+    (timeouts.campaign_s) running out first, with what it reached."""
+
+    kind: Literal["soak_end"]
+    count: int
+    stopped: str
+    overlapped: int
+    differed: int
+    rate_upper_95: float
+    soak_waves: int
+    elapsed_s: float
 
 
 class UnitBeginEvent(TypedDict):
@@ -901,6 +931,8 @@ Format2Event: TypeAlias = (
     | CampaignInterruptedEvent
     | CampaignTimeoutEvent
     | RecoveryCountEvent
+    | SoakProgressEvent
+    | SoakEndEvent
     | UnitBeginEvent
     | UnitEndEvent
     | UnitSkippedEvent

@@ -15,6 +15,7 @@ import jsonschema
 
 from parval.jsontypes import JsonObject, JsonValue
 from parval.plan.schemas import format_path, load_schema
+from parval.rundir.mismatch_bound import MismatchBound
 
 
 # -- the performance table (P5), as parval.gates.performance writes it ------------------
@@ -99,6 +100,7 @@ class RequestRecord(TypedDict, total=False):
     problem: JsonValue
     outcome: JsonValue
     status: JsonValue
+    overlapped: bool  # produced while another request of the model was executing
 
 
 class AssertionEvidence(TypedDict, total=False):
@@ -115,6 +117,7 @@ class AssertionEvidence(TypedDict, total=False):
     indeterminate_count: int
     no_reference: list[RequestRecord]
     no_reference_count: int
+    bound: MismatchBound  # M2.exact, M3's comparisons and each count's Q5
 
 
 class Assertion(TypedDict):
@@ -286,6 +289,9 @@ class Evidence(TypedDict):
     merged_from: NotRequired[list[MergedRun]]
     historical: NotRequired[JsonObject]  # parval.procedure.version: another procedure version's evidence
     rules_changed: NotRequired[JsonObject]  # parval.procedure.sealed_rules: judged under rules changed afterwards
+    closed_list: NotRequired[JsonObject]  # parval.procedure.closed_list: required assertions missing
+    rules_loosened: NotRequired[JsonObject]  # parval.report.rules_loosened: a FAIL under stricter rules
+    judgings: NotRequired[list[str]]  # parval.rundir.judgings: how earlier judgings of the run differ (reports)
 
 
 def built_record(record: Mapping[str, object]) -> Evidence:

@@ -8,6 +8,7 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 from functools import partial
+from itertools import chain
 from pathlib import Path
 from typing import Protocol
 
@@ -43,8 +44,10 @@ from parval.rundir.event_types import (
     UnitSkippedEvent,
 )
 from parval.rundir.events import EventLog, read_events
+from parval.rundir.mismatch_bound import MismatchBound
 from parval.runners import phases as ph
 from parval.runners.campaign_context import CampaignContext
+from parval.runners.soak import soak_units
 from parval.runners.start import StartAborted
 from parval.server.groups import real_error
 
@@ -62,6 +65,10 @@ class MidRunJudging(Protocol):
 
     def count_failures(self, events: Path, plan: Plan, run_dir: Path, n: int) -> list[str]:
         """The per-count assertions (M2, M3) that FAIL at count n."""
+        ...
+
+    def soak_bound(self, events: Path, plan: Plan, run_dir: Path, n: int) -> MismatchBound:
+        """M2.exact's bound at count n so far (the soak's progress and its target)."""
         ...
 
 
@@ -210,7 +217,7 @@ class Campaign(CampaignContext):
                 watch.start_soon(self._watch_interrupt, main)
                 with anyio.move_on_after(self.plan.timeouts["campaign_s"]) as scope:
                     try:
-                        for name, unit in self.units():
+                        for name, unit in chain(self.units(), soak_units(self, self.judging, t0)):
                             if signals.interrupted() is not None:
                                 interrupted_in.append(None)
                                 break
@@ -337,7 +344,7 @@ class Campaign(CampaignContext):
 
 
 _COUNT_UNIT = re.compile(
-    rf"count(\d+)-s\d+|{re.escape(HISTORY_PREFIX)}(\d+)|independent-(\d+)|{re.escape(MEMBASE_PREFIX)}(\d+)"
+    rf"count(\d+)-s\d+|soak(\d+)-s\d+|{re.escape(HISTORY_PREFIX)}(\d+)|independent-(\d+)|{re.escape(MEMBASE_PREFIX)}(\d+)"
 )
 
 

@@ -35,14 +35,28 @@ async def memory_baseline_start(c: CampaignContext, name: str, n: int) -> None:
         await count_waves(c, st, n)
 
 
-async def count_waves(c: CampaignContext, st: Start, n: int) -> None:
-    """Everything one start at count n runs, in order."""
+async def count_waves(
+    c: CampaignContext,
+    st: Start,
+    n: int,
+    mixed: int | None = None,
+    deadline: float | None = None,
+    *,
+    released: bool = False,
+) -> None:
+    """Everything one start at count n runs, in order. `mixed`: mixed warm waves (the plan's
+    by default), the last of them started before `deadline` (time.monotonic) where one is
+    given, each released together instead of admitted in order with `released` (a soak
+    start: parval.runners.soak)."""
     base = c.requests[0]
     await wave_together(c, st, "cold_wave", 0, [base] * n)
     for w in range(1, c.plan.waves["warm"] + 1):
         await wave_together(c, st, "warm_wave", w, [base] * n)
-    for m in range(mixed_waves(c.plan.raw, n)):
-        await wave_ordered(c, st, "mixed_wave", m, mixed_order(c.requests, n, m))
+    for m in range(mixed_waves(c.plan.raw, n) if mixed is None else mixed):
+        if deadline is not None and time.monotonic() >= deadline:
+            break
+        wave = wave_together if released else wave_ordered
+        await wave(c, st, "mixed_wave", m, mixed_order(c.requests, n, m))
     await unload_reload(c, st, n)
     await serial_reuse(c, st, c.plan.waves["serial_reuse"])
 

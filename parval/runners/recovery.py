@@ -200,6 +200,7 @@ async def _unload_in_flight_once(c: CampaignContext, st: Start, n: int, which: s
         replies.extend(await release_together(st.client, c.settings.route, [c.body(base)] * busy))
 
     async def manage() -> None:
+        sent["unload"] = time.monotonic()
         unload["reply"] = await st.client.post(route, payload)
 
     async def late() -> None:
@@ -230,6 +231,15 @@ async def _unload_in_flight_once(c: CampaignContext, st: Start, n: int, which: s
     st.histories[0].append(base.name)
     u = unload["reply"]
     order, samples = later_order(st, busy, sent["t"], u.t_done)
+    # Status reads the server answered in full between the unload's send and the later
+    # request's: the server was serving requests that came after the unload before the
+    # later one existed, so the unload had reached it first (see ORDER_SHOWN_POLLS).
+    t_unload = sent.get("unload")
+    answered_between = (
+        0
+        if t_unload is None
+        else sum(1 for s in st.poller.samples if s.ok and taken_at(s) >= t_unload and s.t <= sent["t"])
+    )
     # Unloaded: loaded:false seen after the in-flight work was done (before the later
     # request's reload finished), and on a quiet second unload of the same kind.
     last_inflight = max((r.t_done for r in replies), default=u.t_done)
@@ -251,6 +261,7 @@ async def _unload_in_flight_once(c: CampaignContext, st: Start, n: int, which: s
         busy=busy,
         gap_s=gap,
         unload_pending_at_later_send=bool(sent.get("unload_pending")),
+        polls_before_later=answered_between,
         later_order=order if sent.get("unload_pending") else "unobserved",
         later_samples=samples,
         # Kept for older readers: the most active slots while the unload waited.

@@ -6,6 +6,9 @@ concurrency-dependent faults key on (contaminate_3plus, intermittent_mismatch).
 
 from __future__ import annotations
 
+import hashlib
+import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +25,14 @@ from .inference_request import InferenceRequest
 from .model_pool import COLD, LoadedPool, Session, touched_memory
 from .synthesis import Rendered, identity_digest, perturb, render
 from .traces import Traces
+
+SEED_ENV = "PARVAL_STANDIN_SEED"
+
+
+def rare_hit(one_in: int | None, seed: str, k: int) -> bool:
+    """Does the k-th overlapped output of a server with this seed differ (one in `one_in`)?"""
+    digest = hashlib.sha256(f"{seed}:{k}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % max(1, one_in or 1) == 0
 
 
 @dataclass(frozen=True)
@@ -43,6 +54,10 @@ class _Running:
     mismatch: bool = False
 
 
+# What the memory_step_every fault keeps with every Nth request.
+STEP_MIB = 3
+
+
 class Executor:
     def __init__(self, faults: Faults, traces: Traces) -> None:
         self._faults = faults
@@ -52,7 +67,14 @@ class Executor:
         self._overlapping_starts = 0
         self._mismatch_fired = False
         self._leaks: list[npt.NDArray[np.uint8]] = []
+        self._rendered = 0  # requests rendered (memory_step_every counts them)
         self._noise = np.random.default_rng()
+        self._overlapped_outputs = 0
+        # rare_contamination: which outputs differ follows the seed (PARVAL_STANDIN_SEED, passed
+        # through the plan's servers.<name>.env) and the start this server is (its directory,
+        # less the run's sequence suffix), so a campaign repeats exactly
+        start = re.sub(r"-\d+$", "", os.path.basename(os.getcwd()))
+        self._rare_seed = f"{os.environ.get(SEED_ENV, '1')}:{start}"
 
     def request_key(self, job: Job) -> str:
         """Identity of the request alone (what a session remembers as its history)."""
@@ -80,6 +102,11 @@ class Executor:
                 run.peak = max(run.peak, len(runs))
                 if len(runs) >= 3:
                     run.partners.update(r.key for r in runs if r is not run)
+            if overlapping and self._faults.on("rare_contamination"):
+                self._overlapped_outputs += 1
+                record.mismatch = rare_hit(
+                    self._faults.value("rare_contamination"), self._rare_seed, self._overlapped_outputs
+                )
             if overlapping and self._faults.on("intermittent_mismatch") and not self._mismatch_fired:
                 self._overlapping_starts += 1
                 if self._overlapping_starts == self._faults.value("intermittent_mismatch"):
@@ -108,6 +135,14 @@ class Executor:
         job.session.history = key
         if self._faults.on("memory_growth"):
             self._leaks.append(touched_memory(self._faults.value("memory_growth")))
+        if self._faults.on("memory_growth_kib"):
+            self._leaks.append(touched_memory(self._faults.value("memory_growth_kib") / 1024))
+        if self._faults.on("memory_step_every"):
+            with self._lock:
+                self._rendered += 1
+                step = self._rendered % self._faults.value("memory_step_every") == 0
+            if step:
+                self._leaks.append(touched_memory(STEP_MIB))
         return rendered
 
     def execute(

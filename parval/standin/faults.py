@@ -3,7 +3,7 @@
 Faults come from repeatable `--fault NAME[=VALUE]` arguments and from the environment
 variable `PARVAL_STANDIN_FAULTS="name1,name2=value"`; both sources are merged.
 
-Two names are behaviour variants a correct server may have, not faults; they are switched
+Four names are behaviour variants a correct server may have, not faults; they are switched
 on the same way so a campaign can be run against them:
 
 - `registration_outputs`: outputs depend on the registration (model id and path are mixed
@@ -11,6 +11,8 @@ on the same way so a campaign can be run against them:
 - `cold_warm_differ`: a session's first request after a load (cold) gives a different
   output from its later (warm) requests; warm and repeated warm agree.
 - `pcm32_output`: audio outputs are 32-bit PCM WAV files (the 16-bit samples shifted up).
+- `allocator_cache_mib`: the first unload leaves N MiB cached (as an allocator keeps freed
+  blocks) and every later one leaves the same: a residue that steps up once and stays.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ FAULT_DEFAULTS: dict[str, int | None] = {
     "registration_outputs": None,
     "cold_warm_differ": None,
     "pcm32_output": None,
+    "allocator_cache_mib": 6,
     # faults
     "contaminate_3plus": None,
     "serial_nondeterminism": None,
@@ -37,6 +40,9 @@ FAULT_DEFAULTS: dict[str, int | None] = {
     "barging": None,
     "unload_skips_load": None,
     "memory_growth": 4,
+    "memory_growth_kib": 256,  # N KiB kept with every request: slow growth, about 1 MiB a wave at 4 slots
+    "memory_step_every": 8,  # 3 MiB kept with every Nth request: growth in steps
+    "unload_keeps_mib": 6,  # N MiB kept with every unload: a residue that grows cycle to cycle
     "retain_after_unload": None,
     "crash_at_4": None,
     "first_load_fails": None,
@@ -64,6 +70,9 @@ FAULT_DEFAULTS: dict[str, int | None] = {
     "segv_unload_all_busy": None,  # SIGSEGV on unload_all_models while requests are running
     "memory_refused_at": 4,  # loading a pool of N or more slots is refused: 503 insufficient_memory
     "counter_lag_ms": 400,  # active_slots still counts a finished request for N ms after its reply
+    # one output in N produced beside another request differs (which ones follow the start and
+    # PARVAL_STANDIN_SEED: parval/standin/execution.py)
+    "rare_contamination": 2000,
 }
 
 

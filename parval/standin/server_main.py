@@ -15,6 +15,7 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
+from .allocator import fix_heap
 from .app import StandinApp
 from .cli import USAGE, VERSION_TEXT, parse_cli
 from .config import ConfigError, load_server_config
@@ -90,6 +91,7 @@ def run(argv: Sequence[str]) -> int:
             return 0
         faults = parse_faults(args.faults, os.environ.get(FAULTS_ENV))
         _install_stop_handlers(stop, faults)
+        fix_heap()  # before any worker thread starts: one arena for them all
         cfg = load_server_config(args)
         if cfg.parallel_jobs:
             sys.stderr.write("\n".join(PARALLEL_WARNING) + "\n")

@@ -8,6 +8,7 @@ from numbers import Real
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from parval.cli import app
@@ -28,6 +29,7 @@ TARGET_IDS = {
     "campaign.artifacts_growth",
     "campaign.judge_growth",
     "campaign.overhead",
+    "soak.parval_share",
 }
 
 
@@ -35,6 +37,7 @@ def _number(value: Any) -> bool:
     return isinstance(value, Real) and not isinstance(value, bool)
 
 
+@pytest.mark.slow
 def test_quick_bench_writes_every_figure(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     result = CliRunner().invoke(app, ["bench", "--quick", "--json", str(out)])
@@ -105,6 +108,11 @@ def test_quick_bench_writes_every_figure(tmp_path: Path) -> None:
     assert _number(modes["off"]["latency_median_ms"])
     for mode in ("10ms", "5ms"):
         assert _number(modes[mode]["poll_hz"]) and _number(modes[mode]["effect_pct"])
+
+    soak = data["soak"]
+    assert soak["n"] == 4 and soak["overlapped"] > 0
+    assert _number(soak["overlapped_per_min"]) and _number(soak["parval_share_pct"])
+    assert "overlapped outputs/min; parval's share of the wall time" in result.output
 
     checks = {c["id"]: c for c in data["targets"]}
     assert set(checks) == TARGET_IDS

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from parval.gates.unload_evidence import order_shown
+from parval.status import Status
+from tests.attack.kit import Run, copy_events, verdict
 from tests.campaign.helpers import per_count, plan_dict, reason, run, status
 
 pytestmark = pytest.mark.slow
@@ -99,6 +102,21 @@ def test_barging_past_a_waiting_unload_fails_m4(tmp_path: Path) -> None:
     assert status(ev, "M4.targeted_unload") == "FAIL"
     assert "barged" in reason(ev, "M4.targeted_unload")
     assert status(ev, "M2.exact") == "PASS"
+    # Barging seen once is barging: the recorded run with its last try edited to queue
+    # behind still FAILs on an earlier try that showed the unload reached the server first.
+    recorded = Run.load(tmp_path / "run")
+    events = copy_events(recorded.events)
+    tries = [e for e in events if e.get("kind") == "m4_targeted_unload" and e.get("run") == "recovery"]
+    assert len(tries) == 3 and all(t["later_order"] == "admitted_past" for t in tries), tries
+    if not any(order_shown(t) for t in tries[:-1]):
+        # On a loaded machine no earlier try may have read the status often enough to show
+        # the order; the edit is then judged on recorded tries in tests/gates/test_m4_unloads.py.
+        return
+    tries[-1].update(later_order="queued_behind", later_samples={"polls": 9, "max_active": 1, "max_queued": 1})
+    edited = verdict(recorded, events, "M4.targeted_unload")
+    assert edited.status is Status.FAIL and "barged past the unload waiting at the server" in edited.reason, (
+        edited.reason
+    )
 
 
 def test_a_variation_the_model_ignores_is_a_plan_defect(tmp_path: Path) -> None:
@@ -118,24 +136,15 @@ def test_variation_ignored_by_the_candidate_only_fails_too(tmp_path: Path) -> No
     assert status(ev, "M2.exact") == "FAIL"  # and its outputs differ from upstream's
 
 
-def test_memory_growth_keeps_m5_stable_unresolved(tmp_path: Path) -> None:
-    plan = plan_dict(tmp_path, faults=["memory_growth=6"], counts=[1, 2], ten=4, mixed=4)
-    ev = run(tmp_path, plan)
-    st = status(ev, "M5.stable")
-    assert st in ("PENDING", "FAIL")
-    assert "MiB" in reason(ev, "M5.stable")
-    assert status(ev, "M2.exact") == "PASS"
-
-
 def test_memory_that_keeps_growing_under_the_bound_is_never_pass(tmp_path: Path) -> None:
-    """A little more memory on every wave, well under a 64 MiB bound over the last three
-    waves: growth that has not stopped. M5.stable once PASSed it; the procedure keeps
-    uncertain growth pending."""
+    """A little more memory on every wave, under a 64 MiB bound over the last three waves:
+    growth that has not stopped. M5.stable once PASSed it; now it is PENDING, or FAIL where
+    the rise fitted over the whole tested range reaches the bound in every start."""
     plan = plan_dict(tmp_path, faults=["memory_growth=4"], counts=[1, 2], ten=4, mixed=4)
     plan["memory"]["stabilisation"] = {"last_k_waves": 3, "max_growth_mib": 64}
     ev = run(tmp_path, plan)
-    assert status(ev, "M5.stable") == "PENDING", reason(ev, "M5.stable")
-    assert "growth has not stopped" in reason(ev, "M5.stable")
+    assert status(ev, "M5.stable") in ("PENDING", "FAIL"), reason(ev, "M5.stable")
+    assert "0 of 3 starts end flat (within 1 MiB)" in reason(ev, "M5.stable")
     assert status(ev, "M2.exact") == "PASS"
 
 
