@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import anyio
 
 from parval.rundir.event_types import AdmissionInfo
-from parval.server.client import Client, Reply
+from parval.server.client import OK, Client, Reply
 from parval.server.status_poller import StatusPoller, StatusSample, taken_at
 
 # Without counters to watch, requests of an ordered wave are sent this far apart so that
@@ -67,7 +67,15 @@ async def ordered_admission(
             def admitted(s: StatusSample, want: int = i + 1, t0: float = t0) -> bool:
                 return (s.active or 0) >= want and s.t > t0
 
-            seen = await poller.wait_for(admitted, admit_timeout_s)
+            def refused(i: int = i) -> bool:
+                # Answered with an error (refused, connection lost): it holds no slot, so
+                # no poll will show it admitted and the wait would only run out.
+                reply = replies[i]
+                return reply is not None and reply.outcome != OK
+
+            seen = await poller.wait_for(lambda s: admitted(s) or refused(), admit_timeout_s)
+            if seen is not None and not admitted(seen):
+                seen = None
             info["admit_waits_ms"].append(round((time.monotonic() - t0) * 1000, 2))
             if seen is None:
                 info["ordered_ok"] = False

@@ -18,7 +18,7 @@ from parval.plan.load import NamedRequest
 from parval.runners import phases as ph
 from parval.runners.start import Start
 from parval.server.admission import ordered_admission
-from parval.server.client import OK, Reply
+from parval.server.client import HTTP_ERROR, OK, Reply
 from parval.server.status_poller import StatusPoller, StatusSample
 from parval.ui.state import ProgressState
 
@@ -300,29 +300,35 @@ class _SlowClient(_FakeClient):
         return Reply("POST", path, 200, b"{}", t, time.monotonic(), OK)
 
 
-def test_a_server_that_keeps_one_lease_stalls_the_wave_once_and_is_not_repeated() -> None:
-    client = _SlowClient()
+def _ordered_wave(client: _FakeClient, leases: int, admit_timeout_s: float) -> tuple[list[Reply], dict[str, Any]]:
+    """An ordered wave of three requests to `client`, beside a server whose status always
+    shows `leases` leases (polled every 5 ms)."""
     poller = StatusPoller("http://127.0.0.1:9", "m", 0.005)
 
     async def main() -> tuple[list[Reply], dict[str, Any]]:
-        async def one_lease() -> None:  # a server that never holds more than one lease
+        async def status() -> None:
             while True:
-                poller.add(sample(1))
+                poller.add(sample(leases))
                 await anyio.sleep(0.005)
 
         async with anyio.create_task_group() as tg:
-            tg.start_soon(one_lease)
+            tg.start_soon(status)
             out = await ordered_admission(
                 client,
                 poller,
                 "/v1/tasks/run",
                 ["a", "b", "c"],  # type: ignore[arg-type]
-                admit_timeout_s=0.05,
+                admit_timeout_s=admit_timeout_s,
             )
             tg.cancel_scope.cancel()
         return out
 
-    replies, info = anyio.run(main)
+    return anyio.run(main)
+
+
+def test_a_server_that_keeps_one_lease_stalls_the_wave_once_and_is_not_repeated() -> None:
+    client = _SlowClient()
+    replies, info = _ordered_wave(client, 1, 0.05)  # a server that never holds more than one lease
     assert client.sent == ["a", "b", "c"] and len(replies) == 3
     stalled = info["stalled"]
     assert stalled["request"] == 1 and stalled["outstanding"] == 2 and stalled["max_active"] == 1
@@ -370,28 +376,7 @@ class _SerialClient(_FakeClient):
 
 
 def test_a_stall_is_seen_even_when_the_first_request_ends_during_the_wait() -> None:
-    client = _SerialClient()
-    poller = StatusPoller("http://127.0.0.1:9", "m", 0.005)
-
-    async def main() -> dict[str, Any]:
-        async def one_lease() -> None:
-            while True:
-                poller.add(sample(1))
-                await anyio.sleep(0.005)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(one_lease)
-            _, info = await ordered_admission(
-                client,
-                poller,
-                "/v1/tasks/run",
-                ["a", "b", "c"],  # type: ignore[arg-type]
-                admit_timeout_s=0.15,
-            )
-            tg.cancel_scope.cancel()
-        return info
-
-    info = anyio.run(main)
+    _, info = _ordered_wave(_SerialClient(), 1, 0.15)
     assert info["stalled"]["request"] == 1 and info["stalled"]["polls"] >= 2
     assert len(info["admit_waits_ms"]) == 2
 
@@ -405,5 +390,30 @@ def test_counts_left_out_by_fail_fast_leave_the_progress_totals(tmp_path: Path) 
     state.planned = 100
     # count 2 start of the small plan: 2 x (cold + 1 warm + 2 mixed + 3 reload) + 1 serial
     state.update({"kind": "unit_skipped", "unit": "count2-s1", "not_run": True, "reason": "x"})
+    assert state.planned == 100 - 15 and state.units_kept == 0
+    # a unit a resumed run kept from before is not sent again either: the totals count what is left
     state.update({"kind": "unit_skipped", "unit": "count2-s2", "reason": "completed before resume"})
-    assert state.planned == 100 - 15
+    assert state.planned == 100 - 30 and state.units_kept == 1
+
+
+class _RefusingClient(_FakeClient):
+    """Like a server whose memory guard refuses the load: every request answered 503 at once."""
+
+    async def post(self, path: str, body: Any, timeout_s: float | None = None) -> Reply:
+        self.sent.append(body)
+        t = time.monotonic()
+        await anyio.sleep(0.001)
+        return Reply(
+            "POST", path, 503, b'{"error": {"message": "insufficient memory"}}', t, time.monotonic(), HTTP_ERROR
+        )
+
+
+def test_a_refused_request_is_not_waited_for() -> None:
+    """A request answered with an error holds no slot: the next one goes out at once instead of
+    after the whole admission timeout, and the admission reads unobserved (never ordered)."""
+    client = _RefusingClient()
+    _, info = _ordered_wave(client, 0, 30.0)  # no lease is ever held
+    assert client.sent == ["a", "b", "c"]
+    assert info["ordered_ok"] is False and "stalled" not in info
+    # none waited out the 30 s timeout (a generous margin for a busy machine)
+    assert len(info["admit_waits_ms"]) == 3 and max(info["admit_waits_ms"]) < 15_000, info
