@@ -196,10 +196,12 @@ async def stalled_io_probe(ctx: FrameworkContext) -> None:
     """SIGTERM with a stalled header and a stalled body connection and no finite work: the
     listener must cancel socket I/O and exit by itself (judged by judges_f4.stalled_socket_io).
 
-    A control connection stalls as long as the stalled sockets may be held (the grace), then
-    finishes its request: its answer shows the server keeps reading a connection stalled
-    that long, so an exit with the stalled sockets open was not its read timeout ending
-    them. If the process is still running the grace after SIGTERM, whether it still held
+    The stalled sockets are left as long as the grace before SIGTERM, so the server has read
+    their bytes (on a busy machine its readers may not have run at once). A control
+    connection stalls from a grace before them until SIGTERM, as long as the stalled sockets
+    may be held, then finishes its request: its answer shows the server keeps reading a
+    connection stalled that long, so an exit with the stalled sockets open was not its read
+    timeout ending them. If the process is still running the grace after SIGTERM, whether it still held
     the stalled sockets open is recorded, they are closed, and whether it exits then is
     recorded. An exit that came only after the close may be a slow shutdown on a busy
     machine: the probe tries again on a fresh start with the grace doubled each time, and
@@ -231,7 +233,11 @@ async def _stalled_io_attempt(ctx: FrameworkContext, bound: float, *, final: boo
             b'Content-Length: 1000\r\n\r\n{"model":'
         )
         t_stalled = time.monotonic()
-        obs["control_stall_s"] = round(t_stalled - t_control, 4)
+        # Let the server read the stalled bytes before SIGTERM (a busy machine may not have
+        # scheduled its readers yet): a connection never read is not stalled mid-request.
+        await anyio.sleep(bound)
+        obs["settle_s"] = round(bound, 4)
+        obs["control_stall_s"] = round(time.monotonic() - t_control, 4)
         obs["control_answered"] = await _finish(control, timing(rig).slack_s)
         server = rig.server
         t_term = time.monotonic()
