@@ -1,6 +1,6 @@
 """The error tree: every user-facing failure carries a message and an exit code.
 
-Exit codes (documented in README and `parval --help`):
+Exit codes (documented in README.md, docs/running.md and `parval --help`):
   0  admitted: every required assertion PASS
   1  a required assertion FAILED (or verify/verify-protected found a difference)
   2  usage or plan error (bad plan, missing file, bad argument, git error)

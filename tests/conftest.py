@@ -111,3 +111,16 @@ def pytest_itemcollected(item: pytest.Item) -> None:
         }
     )
     item.add_marker(pytest.mark.xdist_group(shared[0] if shared else item.nodeid.split("::", 1)[0]))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The groups that share a session's campaigns (a test folder's, above) go first: each is
+    one long unit a worker takes whole, and one taken last would leave the other worker idle
+    while it runs. The rest keep their order."""
+
+    def shares_a_session(item: pytest.Item) -> bool:
+        marker = item.get_closest_marker("xdist_group")
+        name = str(marker.args[0]) if marker is not None and marker.args else ""
+        return bool(name) and not name.endswith(".py") and "::" not in name
+
+    items.sort(key=lambda item: not shares_a_session(item))

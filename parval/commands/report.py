@@ -114,16 +114,19 @@ NOT RUN, STALE, HISTORICAL), 2 a catalogue that does not validate. Every run und
 
 
 def refuse_inside_a_run(output: Path) -> None:
-    """A report written into a sealed run directory (or the plots beside it) would be a file
-    the seal does not list: `parval verify` would call the run modified and every later
-    report of it would exit 2. Refused before anything is rendered (exit 2)."""
+    """A report written over a file of a run directory, or where parval reads (a
+    subdirectory, a name parval uses), would change what was sealed: `parval verify` would
+    call the run modified and every later report of it would exit 2. Refused before anything
+    is rendered (exit 2). Any other name beside the run's files is not part of the run."""
+    from parval.rundir.integrity import part_of_run
     from parval.rundir.layout import enclosing_run_dir
 
     run = enclosing_run_dir(output)
-    if run is not None:
+    if run is not None and part_of_run(output.resolve().relative_to(run).as_posix()):
         raise UsageError(
-            f"--output {output}: inside the run directory {run}; a file added there makes the run read as "
-            "modified after it was judged (parval verify, every later report: exit 2)",
+            f"--output {output}: inside the run directory {run}, where parval writes or reads its own files; "
+            "a file written there makes the run read as modified after it was judged (parval verify, every "
+            "later report: exit 2)",
             hint=f"write it outside the run directory, e.g. --output {run.parent / output.name}",
         )
 

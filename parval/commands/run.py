@@ -39,7 +39,7 @@ def run_command(
         bool,
         typer.Option(
             "--events-json",
-            help="Stream progress events as JSON lines on stdout (one object per line; README: Progress output).",
+            help="Stream progress events as JSON lines on stdout, one object per line (docs/running.md).",
         ),
     ] = False,
     fail_fast: Annotated[
@@ -50,6 +50,15 @@ def run_command(
             "above it (they cannot be admitted); the report lists them as not run.",
         ),
     ] = False,
+    soak: Annotated[
+        str | None,
+        typer.Option(
+            "--soak",
+            help="After the required starts, soak this long (60m, 1.5h) at the largest count: more mixed "
+            "warm waves in added fresh starts, for a tighter bound on the mismatch rate (the plan's `soak` "
+            "section, replaced).",
+        ),
+    ] = None,
     without_gpu: Annotated[
         bool,
         typer.Option(
@@ -77,6 +86,8 @@ incomplete, 4 internal error.
     Example: parval run plans/my-model.yaml --shard 2/3 --events-json > events.jsonl
 
     Example: parval run --resume runs/20261201-101500-my-model
+
+    Example: parval run plans/my-model.yaml --soak 60m
     """
     from parval import api
     from parval.plan.load import load_plan
@@ -91,6 +102,17 @@ incomplete, 4 internal error.
         loaded = load_plan(plan)
     else:
         raise UsageError("name the plan (parval run PLAN) or the run to continue (parval run --resume RUN)")
+    plan_text: str | None = None
+    if soak is not None:
+        from parval.plan.load import parse_duration_minutes, with_soak
+
+        if resume is not None:
+            raise UsageError("--soak and --resume cannot be combined: a resumed run continues the soak it has")
+        try:
+            minutes = parse_duration_minutes(soak)
+        except ValueError as exc:
+            raise UsageError(f"--soak {exc}") from None
+        loaded, plan_text = with_soak(loaded, minutes)
     shard_t = parse_shard(shard)
     from parval.framework.record_identity import refuse_modified_record
     from parval.server.preflight import gpu_refusal, machine_warnings
@@ -113,8 +135,8 @@ incomplete, 4 internal error.
             run_dir, skip = prepare_resume(loaded, resume, shard_t)
             shard_t = campaign_shard(read_events(run_dir / EVENTS))
         else:
-            run_dir = api.prepare_run_dir(loaded, out)
-        listener, finish = make_listener(quiet=quiet, events_json=events_json)
+            run_dir = api.prepare_run_dir(loaded, out, plan_text=plan_text)
+        listener, finish = make_listener(quiet=quiet, events_json=events_json, plan=loaded)
         run_dir, evidence = api.run_plan(
             loaded, run_dir=run_dir, listeners=[listener], shard=shard_t, skip_runs=skip, fail_fast=fail_fast
         )
@@ -122,7 +144,9 @@ incomplete, 4 internal error.
         api.finalize(run_dir, evidence)
         code = int(evidence["verdict"]["exit_code"])
         if not events_json:
-            typer.echo(evidence["verdict"]["line"])
+            # the verdict of what ran before the signal: said to be of an interrupted run
+            line = evidence["verdict"]["line"]
+            typer.echo(f"(interrupted) {line}" if sigs.exit_code is not None else line)
             if not quiet:
                 typer.echo(f"evidence: {run_dir / 'evidence.json'}")
                 typer.echo(f"report:   {run_dir / 'report.md'}")

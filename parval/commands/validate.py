@@ -50,6 +50,10 @@ def validate_command(
         typer.echo(line)
         for warning in warnings:
             typer.echo(warning, err=True)
+    from parval.rundir.estimate import soak_line
+
+    if (soak := soak_line(loaded, like)) is not None:
+        typer.echo(soak)
     from parval.server.preflight import gpu_refusal, machine_warnings
 
     # The plan is valid; it may be run on another machine than the one checking it.

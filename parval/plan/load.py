@@ -27,6 +27,7 @@ from parval.plan.sections import (
     RecoverySection,
     ServerEntry,
     ServerSection,
+    SoakSection,
 )
 from parval.plan.variations import PATH_KEYS, VARIATION_KINDS, same_file_problems, variation_kind, variation_problems
 
@@ -70,8 +71,11 @@ class _Section(Generic[SectionT]):
 @dataclass(frozen=True)
 class Plan:
     path: Path
-    raw: dict[str, Any]
+    raw: dict[str, Any]  # as written, with the schema's defaults filled in
     sha256: str
+    # the settings the plan names itself (`raw` before the defaults), where known: a message
+    # about a default says so only when the plan did not set it
+    written: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     # sections read whole (copies)
     server = _Section[ServerSection]()
@@ -128,6 +132,12 @@ class Plan:
         below = [n for n in self.counts if n != max(self.counts)]
         out["mixed"] = mixed_waves(self.raw, below[0]) if below else out["mixed_at_largest"]
         return out
+
+    @property
+    def soak(self) -> SoakSection | None:
+        """The optional soak after the required starts (None when the plan has none)."""
+        section: SoakSection | None = self.raw.get("soak")
+        return copy.copy(section) if section else None
 
     @property
     def timeouts(self) -> dict[str, float]:
@@ -203,6 +213,41 @@ def _exists(p: Path) -> bool:
         return False
 
 
+def path_shown(written: str, base_dir: Path, folder: str = "the plan's folder") -> str:
+    """A path of a plan (or catalogue) as written, and for a relative one the folder it was
+    resolved from: what an error about it names, so a reader sees where parval looked."""
+    expanded = os.path.expanduser(written) if "\0" not in written else written
+    if os.path.isabs(expanded):
+        return f"'{written}'" if expanded == written else f"'{written}' ({expanded})"
+    return f"'{written}' (relative to {folder} {base_dir})"
+
+
+def executable_shown(value: str, base_dir: Path, folder: str = "the plan's folder") -> str:
+    """An executable as written: a path (with the folder a relative one is resolved from) or
+    a name looked up on PATH."""
+    if os.sep in value or value.startswith("."):
+        return path_shown(value, base_dir, folder)
+    return f"'{value}' (a name looked up on PATH)"
+
+
+def executable_problem(value: str, base_dir: Path, folder: str = "the plan's folder") -> str | None:
+    """Why `value` (a path relative to `base_dir`, or a name on PATH) cannot be started as a
+    server; None when it can."""
+    resolved = resolve_executable(value, base_dir)
+    if resolved is None:
+        if os.sep in value or value.startswith("."):
+            return f"{path_shown(value, base_dir, folder)} not found"
+        return (
+            f"'{value}' not found on PATH (a name without '/' is looked up on PATH; "
+            f"write ./{value} for a file in {folder} {base_dir})"
+        )
+    if resolved.is_dir():
+        return f"{path_shown(value, base_dir, folder)} is a directory, not an executable file"
+    if not os.access(resolved, os.X_OK):
+        return f"{path_shown(value, base_dir, folder)} is not executable (no execute permission: chmod +x {resolved})"
+    return None
+
+
 def resolve_executable(value: str, base_dir: Path) -> Path | None:
     """A path (relative to the plan) or a name on PATH; None when not found."""
     if not value or "\0" in value:
@@ -242,14 +287,15 @@ def parse_plan_text(text: str, where: str) -> dict[str, Any]:
     return data
 
 
-def load_plan(path: Path, *, check_files: bool = True, located_at: Path | None = None) -> Plan:
+def load_plan(path: Path, *, check_files: bool = True, located_at: Path | None = None, text: str | None = None) -> Plan:
     """Load and validate a plan; raise PlanError listing every problem with its location.
 
     `located_at`: where the plan's relative paths are resolved from when `path` is a copy
-    (the plan a run directory keeps, resumed without naming the plan)."""
+    (the plan a run directory keeps, resumed without naming the plan); `text`: the plan's
+    text when it is not the file's (the plan with a soak `parval run --soak` adds)."""
     path = Path(path)
     try:
-        text = path.read_text("utf-8")
+        text = path.read_text("utf-8") if text is None else text
     except FileNotFoundError:
         raise PlanError(f"{path}: plan file not found", hint="check the path") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -265,7 +311,11 @@ def load_plan(path: Path, *, check_files: bool = True, located_at: Path | None =
             f"{path}: {len(errors)} schema error(s):\n{lines}", hint="`parval schema plan` prints the plan schema"
         )
     raw = fill_defaults(load_schema("plan"), data)
-    plan = Plan(path=(located_at or path).resolve(), raw=raw, sha256=hashlib.sha256(text.encode()).hexdigest())
+    plan = Plan(
+        path=(located_at or path).resolve(), raw=raw, sha256=hashlib.sha256(text.encode()).hexdigest(), written=data
+    )
+    if problem := mode_problem(raw):
+        raise PlanError(f"{path}: {problem}", hint=f"add {raw['model']['mode']} to model.admit_modes")
     if defects := variation_problems(raw) + same_file_problems(raw, lambda v: os.path.realpath(plan.resolve(v))):
         lines = "\n".join(f"  {path.name}: {d}" for d in defects)
         raise PlanError(f"{path}: {len(defects)} problem(s) with the request variations:\n{lines}")
@@ -275,6 +325,20 @@ def load_plan(path: Path, *, check_files: bool = True, located_at: Path | None =
             lines = "\n".join(f"  {p}" for p in problems)
             raise PlanError(f"{path}: {len(problems)} problem(s) with named files:\n{lines}")
     return plan
+
+
+def mode_problem(raw: Mapping[str, Any]) -> str | None:
+    """The mode the model runs in is the mode its evidence admits ("offline evidence admits
+    offline only"): a plan whose model.admit_modes leaves model.mode out would admit
+    nothing, so it is refused before anything runs."""
+    model = raw["model"]
+    mode, admit = model["mode"], list(model["admit_modes"])
+    if mode in admit:
+        return None
+    return (
+        f"model.admit_modes {admit} leaves out model.mode ({mode}), the mode the model runs in: "
+        "its evidence admits that mode or nothing"
+    )
 
 
 def port_problem(host: str, port: object) -> str | None:
@@ -297,39 +361,41 @@ def file_problems(plan: Plan) -> list[str]:
     """Missing model/fixture files, executables that do not exist or cannot run, a fixed
     port that is taken. Each problem names its place in the plan."""
     problems: list[str] = []
+    base = plan.base_dir
     for role in ("baseline", "candidate"):
-        exe = plan.raw["servers"][role]["executable"]
-        resolved = resolve_executable(exe, plan.base_dir)
-        if resolved is None:
-            problems.append(f"servers.{role}.executable: '{exe}' not found (not a file, not on PATH)")
-        elif resolved.is_dir() or not os.access(resolved, os.X_OK):
-            problems.append(f"servers.{role}.executable: '{resolved}' is not executable")
+        if (why := executable_problem(plan.raw["servers"][role]["executable"], base)) is not None:
+            problems.append(f"servers.{role}.executable: {why}")
+    written_model = str(plan.raw["model"]["path"])
     try:
         mp = plan.model_path
     except (OSError, ValueError, RuntimeError) as exc:
-        problems.append(f"model.path: '{plan.raw['model']['path']}' is not a usable path ({exc})")
+        problems.append(f"model.path: {path_shown(written_model, base)} is not a usable path ({exc})")
     else:
         if not _exists(mp):
-            problems.append(f"model.path: '{mp}' does not exist")
+            problems.append(f"model.path: {path_shown(written_model, base)} does not exist")
         elif mp.is_file() and mp.stat().st_size == 0:
-            problems.append(f"model.path: '{mp}' is empty")
+            problems.append(f"model.path: {path_shown(written_model, base)} is empty")
     for i, value in enumerate(plan.raw["model"]["auxiliary_files"]):
         try:
             aux = plan.resolve(value)
         except (OSError, ValueError, RuntimeError):
             aux = Path(value) if "\0" not in value else Path("\ufffd")
         if not _exists(aux):
-            problems.append(f"model.auxiliary_files[{i}]: '{aux}' does not exist")
-    try:
-        requests = plan.requests()
-    except (OSError, ValueError, RuntimeError) as exc:
-        problems.append(f"requests: a file name is not a usable path ({exc})")
-        requests = []
-    for req in requests:
+            problems.append(f"model.auxiliary_files[{i}]: {path_shown(value, base)} does not exist")
+    bodies = [("base", plan.raw["requests"]["base"])]
+    bodies += [(str(v["name"]), v["request"]) for v in plan.raw["requests"]["variations"]]
+    for name, body in bodies:
         for key in PATH_KEYS:
-            val = req.body.get(key)
-            if isinstance(val, str) and not val.startswith("data:") and not _exists(Path(val)):
-                problems.append(f"requests.{req.name}.{key}: '{val}' does not exist")
+            val = body.get(key)
+            if not isinstance(val, str) or val.startswith("data:"):
+                continue
+            try:
+                found = _exists(plan.resolve(val))
+            except (OSError, ValueError, RuntimeError) as exc:
+                problems.append(f"requests.{name}.{key}: {path_shown(val, base)} is not a usable path ({exc})")
+                continue
+            if not found:
+                problems.append(f"requests.{name}.{key}: {path_shown(val, base)} does not exist")
     server = plan.raw["server"]
     extra = server.get("extra_config") or {}
     host = str(extra.get("host") or server.get("host") or "127.0.0.1")
@@ -386,3 +452,22 @@ def model_entry(
         entry["slots"] = slots
     entry.update(overrides)
     return entry
+
+
+def with_soak(plan: Plan, minutes: float) -> tuple[Plan, str]:
+    """The plan with `soak: {minutes: M}` in place of any soak it had, and its text (kept in
+    the run directory, so that a resume continues the same soak)."""
+    data = parse_plan_text(plan.path.read_text("utf-8"), str(plan.path))
+    data["soak"] = {"minutes": minutes}
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    return load_plan(plan.path, text=text), text
+
+
+def parse_duration_minutes(value: str) -> float:
+    """'60m', '1.5h', '90s' or a plain number of minutes, in minutes (ValueError otherwise)."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(s|m|min|h)?\s*", value)
+    if not m or float(m.group(1)) <= 0:
+        raise ValueError(f"{value!r}: expected a duration such as 60m, 1.5h or 90s")
+    return float(m.group(1)) * {"s": 1 / 60, "m": 1.0, "min": 1.0, "h": 60.0, None: 1.0}[m.group(2)]

@@ -1,26 +1,32 @@
 """A starter plan from an existing audiocpp_server config file.
 
 The plan takes the model entry (id, family, task, mode, path, options), the server-wide
-settings (backend, device, threads, timeouts) and the model's advertised `slots` (counts
-1..slots) from the config. What only the user knows is left as an `EDIT-ME` placeholder:
-the two executables (upstream legacy build and candidate) and fixture files for
-audio-input tasks; until they are real, `parval validate` names each one. What the
+settings (backend, device, threads) and the model's advertised `slots` (counts 1..slots)
+from the config. The two executables (upstream legacy build and candidate) and, for
+audio-input tasks, the three input recordings (derived from one speech WAV:
+parval/plan/derived_fixtures.py) are written where they are given and left as `EDIT-ME`
+placeholders otherwise; until they are real, `parval validate` names each one. What the
 procedure needs and a default can honestly give is declared: the variation kinds the task
 supports, a memory stabilisation rule with its bound (declared before any data is seen),
-and the volatile timing fields the task's replies carry. `parval init` and `parval
-catalogue init` both write their plans here.
+the volatile timing fields the task's replies carry, and timeouts (measured from one start
+of the candidate, or defaults the plan says to check). `parval init` and `parval catalogue
+init` both write their plans here.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from parval.errors import InputFileError, UsageError
 from parval.jsonread import as_int, iterate
 from parval.jsontypes import JsonObject, JsonValue
 from parval.outputs.volatility import VOLATILE_ROOT
+from parval.plan.derived_fixtures import MANIFEST, Fixture
 from parval.plan.load import GPU_BACKENDS
 from parval.plan.schemas import schema_version
 from parval.plan.variations import supported_kinds
@@ -50,6 +56,102 @@ NO_AUDIO_OUT_TASKS = frozenset({"vad", "asr", "diar", "align", "spk"})  # segmen
 # own waves (2 warm + 10 mixed per start) with room to spare.
 STABILISATION_K = 5
 STABILISATION_MIB = 64
+
+
+# The starter's timeouts when nothing was measured (`parval init` without --measure): wide
+# enough for a large model on a slow machine, short enough that a hung server holds a start
+# 20 minutes, not the schema's hour. The plan says to check them.
+DEFAULT_TIMEOUTS: dict[str, int] = {
+    "ready_s": 300,
+    "request_s": 120,
+    "wave_s": 300,
+    "start_s": 1200,
+    "campaign_s": 86400,
+    "shutdown_grace_s": 30,
+}
+# Measured timeouts: each limit is MARGIN times what one start measured (a start's whole
+# schedule START_MARGIN times), never below FLOOR.
+MARGIN = 10
+START_MARGIN = 5
+FLOOR: dict[str, int] = {"ready_s": 30, "request_s": 30, "wave_s": 60, "start_s": 120, "campaign_s": 600}
+
+
+@dataclass(frozen=True)
+class StartTimes:
+    """What one start of a plan's server measured (`parval init --measure`)."""
+
+    executable: str
+    ready_s: float  # launch to a 200 from /health
+    first_request_s: float  # the first request, which loads a lazy model
+    request_s: float  # the slowest of the later requests, sent one at a time
+    stop_s: float  # SIGTERM to exit
+    requests: int
+
+
+def _nice(seconds: float) -> int:
+    """Seconds rounded up to two significant digits (37.2 -> 38, 1234 -> 1300)."""
+    s = max(1, math.ceil(seconds))
+    step = 10 ** max(0, len(str(s)) - 2)
+    return int(math.ceil(s / step) * step)
+
+
+def measured_timeouts(times: StartTimes, rows: Sequence[tuple[str, int, int, int]], largest: int) -> dict[str, int]:
+    """The plan's timeouts from one measured start and the plan's schedule (`rows`, as
+    `parval validate` prints them; `largest` the largest count): a request may wait behind
+    `largest` - 1 others on a server that runs one at a time."""
+    per_start = max(requests / starts for _unit, starts, _waves, requests in rows if starts)
+    starts = sum(r[1] for r in rows)
+    total = sum(r[3] for r in rows)
+    fixed = times.ready_s + times.first_request_s + times.stop_s
+    out = {
+        "ready_s": _nice(max(FLOOR["ready_s"], MARGIN * times.ready_s)),
+        "request_s": _nice(max(FLOOR["request_s"], MARGIN * times.first_request_s, MARGIN * largest * times.request_s)),
+        "shutdown_grace_s": _nice(max(5, MARGIN * times.stop_s)),
+    }
+    out["wave_s"] = _nice(max(FLOOR["wave_s"], 2 * out["request_s"]))
+    out["start_s"] = _nice(
+        max(FLOOR["start_s"], out["ready_s"] + out["wave_s"], START_MARGIN * (fixed + per_start * times.request_s))
+    )
+    expected = starts * fixed + total * times.request_s
+    out["campaign_s"] = _nice(max(FLOOR["campaign_s"], out["start_s"], START_MARGIN * expected))
+    return {k: out[k] for k in DEFAULT_TIMEOUTS}
+
+
+def _timeouts_lines(timeouts: dict[str, int] | None, times: StartTimes | None) -> list[str]:
+    if times is None or timeouts is None:
+        timeouts = DEFAULT_TIMEOUTS
+        head = [
+            "timeouts:",
+            "  # CHECK: defaults, not measured. A request slower than request_s fails; a start longer",
+            "  # than start_s is stopped, so a hung server holds each start at most start_s. Set them",
+            "  # from this model's real load and request times before a long run: `parval init",
+            "  # --measure` starts the candidate once and writes them (`parval validate` prints the",
+            "  # worst case they allow).",
+        ]
+    else:
+        head = [
+            "timeouts:",
+            f"  # From one start of {times.executable} (`parval init --measure`): ready in",
+            f"  # {times.ready_s:.2f} s, first request (loads the model) {times.first_request_s:.3f} s, slowest of "
+            f"{times.requests - 1} later",
+            f"  # requests {times.request_s:.3f} s, stopped in {times.stop_s:.2f} s. Each limit is about {MARGIN}x "
+            f"that (a start {START_MARGIN}x its",
+            "  # schedule), so a slow start is not cut and a hung server is stopped soon. Measure again",
+            "  # after changing the model, its options or the machine.",
+        ]
+    return [*head, *(f"  {k}: {timeouts[k]}" for k in DEFAULT_TIMEOUTS)]
+
+
+def _rel(path: Path, plan_dir: Path) -> str:
+    """A path given on the command line as the plan writes it: an absolute one stays
+    absolute; a relative one (from the current directory) becomes relative to the plan's
+    folder, as the plan's paths are read."""
+    if path.is_absolute():
+        return str(path)
+    try:
+        return os.path.relpath(path.absolute(), plan_dir.absolute())
+    except ValueError:
+        return str(path.absolute())
 
 
 def _y(value: object) -> str:
@@ -143,7 +245,7 @@ def variation_kinds(task: str) -> list[str]:
     return ["length", "seed"] if task in TEXT_TASKS else ["length", "content"]
 
 
-def _requests(task: str) -> list[str]:
+def _requests(task: str, fixtures: Sequence[Fixture], plan_dir: Path) -> list[str]:
     if task in TEXT_TASKS:
         base = {"text": "The quick brown fox jumps over the lazy dog.", "seed": 1234}
         long_text = "A longer sentence makes a longer output, so the effective input length really changes here."
@@ -167,6 +269,8 @@ def _requests(task: str) -> list[str]:
             f"  invalid: {_y({'text': '', 'max_tokens': -1})}",
         ]
     # Audio in: no seed (it would change nothing), so the variations change the input audio.
+    if fixtures:
+        return _derived_requests(fixtures, plan_dir)
     base = {"audio": f"{PLACEHOLDER}/fixtures/input-1.wav"}
     return [
         ("requests:                  # EDIT-ME: point audio at real fixture files (relative to this plan)"),
@@ -185,8 +289,64 @@ def _requests(task: str) -> list[str]:
     ]
 
 
-def starter_plan(config: JsonObject, entry: JsonObject, config_path: Path, plan_dir: Path) -> str:
-    """The plan text (YAML with comments)."""
+def _derived_requests(fixtures: Sequence[Fixture], plan_dir: Path) -> list[str]:
+    """The requests over the inputs `parval init --speech` derived (base first), each with
+    how it was made and its sha256 (also in the manifest beside them)."""
+    by_role = {f.role: f for f in fixtures}
+    base = by_role["base"]
+
+    def rel(path: Path) -> str:  # written beside the plan: relative to its folder
+        return os.path.relpath(path.absolute(), plan_dir.absolute())
+
+    folder = rel(base.path.parent)
+    lines = [
+        "# The inputs below were derived by `parval init --speech` (how, and their sha256, also in",
+        f"# {folder}/{MANIFEST}):",
+    ]
+    for f in fixtures:
+        lines.append(f"#   {f.path.name}: {f.made}, {f.seconds:.2f} s, sha256 {f.sha256}")
+    lines += [
+        "requests:",
+        f"  base: {_y({'audio': rel(base.path)})}",
+        "  variations:               # each must change the effective input audio (M3.variation)",
+    ]
+    for role, kind in (("other_length", "length"), ("other_content", "content")):
+        lines += [
+            f"    - name: {role}",
+            "      changes: audio",
+            f"      kind: {kind}",
+            f"      request: {_y({'audio': rel(by_role[role].path)})}",
+        ]
+    lines += [
+        "  # a request the server must reject alongside healthy work (M4.invalid_alongside): an",
+        "  # input file that does not exist",
+        f"  invalid: {_y({'audio': '/nonexistent/parval-missing-input.wav'})}",
+    ]
+    return lines
+
+
+def starter_plan(
+    config: JsonObject,
+    entry: JsonObject,
+    config_path: Path,
+    plan_dir: Path,
+    *,
+    executables: dict[str, Path] | None = None,
+    fixtures: Sequence[Fixture] = (),
+    timeouts: dict[str, int] | None = None,
+    times: StartTimes | None = None,
+) -> str:
+    """The plan text (YAML with comments). `executables` ("baseline", "candidate") and
+    `fixtures` (from derive_fixtures) replace their placeholders; `timeouts` measured from
+    `times` replace the defaults."""
+    exes = executables or {}
+
+    def exe(role: str) -> str:
+        given = exes.get(role)
+        if given is None:
+            return f"{PLACEHOLDER}/path/to/{'upstream' if role == 'baseline' else 'candidate'}/audiocpp_server"
+        return _rel(given, plan_dir) if os.sep in str(given) else str(given)  # a bare name: looked up on PATH
+
     counts = advertised_counts(entry)
     # A config without `slots` advertises one slot: said where the counts are, not silently.
     counts_lines = (
@@ -228,16 +388,16 @@ def starter_plan(config: JsonObject, entry: JsonObject, config_path: Path, plan_
         f"# parval starter plan for model {entry['id']!r}, written by `parval init` from",
         f"# {config_path}. Replace every {PLACEHOLDER} placeholder, then check it with:",
         "#   parval validate THIS_FILE",
-        "# The plan format: `parval schema plan` (README: 'Plan format').",
+        "# The plan format: `parval schema plan` (docs/plans.md).",
         f"schema_version: {schema_version('plan')}",
         f"name: {_y(str(entry['id']).replace(':', '-'))}",
         f"description: {_y(description)}",
         "",
         "servers:",
         "  baseline:                 # upstream legacy build (before the --parallel-jobs runtime)",
-        f"    executable: {PLACEHOLDER}/path/to/upstream/audiocpp_server",
+        f"    executable: {_y(exe('baseline'))}",
         "  candidate:                # the build under test",
-        f"    executable: {PLACEHOLDER}/path/to/candidate/audiocpp_server",
+        f"    executable: {_y(exe('candidate'))}",
         "",
         "server:",
         f"  backend: {backend}",
@@ -286,7 +446,7 @@ def starter_plan(config: JsonObject, entry: JsonObject, config_path: Path, plan_
         "starts_per_count: 3          # the procedure's minimum (M2.starts)",
         "waves: {warm: 2, mixed_at_largest: 10, serial_reuse: 2}   # ten mixed waves at every count",
         "",
-        *_requests(task),
+        *_requests(task, fixtures, plan_dir),
         "",
         *_volatile_lines(task),
         "",
@@ -301,9 +461,13 @@ def starter_plan(config: JsonObject, entry: JsonObject, config_path: Path, plan_
             f"metric: {'gpu_process' if gpu else 'host_rss'}}}"
         ),
         "",
+        *_timeouts_lines(timeouts, times),
+        "",
         "framework:",
         ("  record: null              # the shared F1-F6 record from `parval framework` (else F1-F6 stay PENDING)"),
         ("  protected: null           # a `parval verify-protected --output x4.json` result (else X4 stays PENDING)"),
         "",
     ]
+    if not any(PLACEHOLDER in line for line in lines[2:]):
+        lines[1] = f"# {config_path}. Check it with:"
     return "\n".join(lines) + "\n"

@@ -8,25 +8,17 @@ and URLs (`http://host:port/v1/...`) are kept; `file://` URLs are redacted too.
 
 from __future__ import annotations
 
-import hashlib
 import re
 
-_COMPONENT = r"[\w.+@%~=-]+"
-_PATH = re.compile(rf"(?<![\w.:/])(/(?:{_COMPONENT}/)*{_COMPONENT})")
-_FILE_URL = re.compile(rf"file://(/(?:{_COMPONENT}/)*{_COMPONENT})")
-_KEEP = ("/v1/", "/health")
+from parval.report.md_base import ABSOLUTE_PATH, PATH_COMPONENT, kept_path, path_token
 
-
-def path_token(path: str) -> str:
-    return f"<path:{hashlib.sha256(path.encode()).hexdigest()[:12]}>"
+_FILE_URL = re.compile(rf"file://(/(?:{PATH_COMPONENT}/)*{PATH_COMPONENT})")
 
 
 def redact_paths(text: str) -> str:
     def sub(m: re.Match[str]) -> str:
         path = m.group(1)
-        if path.count("/") < 2 or path.startswith(_KEEP):
-            return path
-        return path_token(path)
+        return path if kept_path(path) else path_token(path)
 
     text = _FILE_URL.sub(lambda m: "file://" + path_token(m.group(1)), text)
-    return _PATH.sub(sub, text)
+    return ABSOLUTE_PATH.sub(sub, text)

@@ -48,6 +48,7 @@ def render_report(
             )
         return render_many(runs, fmt=fmt, catalogue=catalogue, redact=redact, set_aside=set_aside)
     run_dir = runs[0]
+    refuse_folder_of_runs(run_dir)
     from parval.framework.rejudge import is_framework_run
 
     if is_framework_run(run_dir):  # a shared framework record (parval framework)
@@ -63,6 +64,26 @@ def render_report(
 
         text = redact_paths(text)
     return text, int(ev["verdict"]["exit_code"])
+
+
+def refuse_folder_of_runs(path: Path) -> None:
+    """A folder that holds runs rather than being one (`parval report runs`): said, with the
+    command that reports them all."""
+    from parval.rundir.layout import EVENTS, MANIFEST
+
+    if not path.is_dir() or (path / EVENTS).exists() or (path / MANIFEST).exists():
+        return
+    try:
+        held = sorted(d.name for d in path.iterdir() if (d / EVENTS).is_file() or (d / MANIFEST).is_file())
+    except OSError:
+        return
+    if held:
+        shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
+        raise UsageError(
+            f"{path}: a folder of {len(held)} run(s) ({shown}), not a run directory",
+            hint=f"`parval report --catalogue {path}` reports every run in it; "
+            f"`parval report {path / held[-1]}` reports one",
+        )
 
 
 def render_many(

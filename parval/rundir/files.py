@@ -5,6 +5,7 @@ in the same directory, fsync, rename, fsync directory."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -30,6 +31,21 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+@functools.cache
+def process_umask() -> int:
+    """This process's umask, read without changing it where Linux shows it (/proc), else by
+    setting and restoring it once."""
+    try:
+        for line in Path("/proc/self/status").read_text("ascii").splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: Path, data: bytes | str, *, sync_dir: bool = True, sync_file: bool = True) -> None:
     """Write via a temporary file in the same directory, fsync, rename, fsync the directory:
     readers see the old file or the whole new one, never a partial write. `sync_dir=False`
@@ -39,6 +55,9 @@ def atomic_write(path: Path, data: bytes | str, *, sync_dir: bool = True, sync_f
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        # mkstemp makes the file 0600; the file replacing it gets a new file's permissions
+        # (the umask's), as a report or evidence file shared with a team should
+        os.fchmod(fd, 0o666 & ~process_umask())
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
             fh.flush()

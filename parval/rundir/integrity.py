@@ -9,6 +9,15 @@ Three pieces, all plain text next to the evidence:
   of the derived files evidence.json, report.md and plots, written after them). Each link
   holds the sha256 of the line before it, so links cannot be dropped or reordered silently.
 * evidence.json records `run.events_sha256`, `run.files_sha256`, `run.manifest_sha256`.
+* judgings/ keeps every earlier judging's evidence.json, named by its sha256, before a
+  re-judging replaces it (and a chain a reseal could not read); the judge link that replaced
+  it names the kept file (`kept`), so no judgment is ever lost from the run directory.
+
+What the integrity check covers is the run: every file in a subdirectory (artifacts/,
+servers/, ...), the top-level files parval writes or reads by name (`RUN_FILES`, the derived
+reports and plots) and every file the listing names. A top-level file of any other name
+(`parval report RUN > RUN/pr.md`) is one parval neither wrote nor ever reads: it is named
+("not part of the run: pr.md") and never listed, and it changes nothing.
 
 Every reader of evidence first calls `parval.rundir.verified.verified`, which checks
 everything strictly (`verify_problems`: a file modified, missing or added is named) and
@@ -27,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -44,6 +54,12 @@ FRAMEWORK_RECORD = "record.json"  # `parval framework` writes this instead of ev
 CHAIN = "chain.jsonl"
 # Derived from the evidence and written after judging: sealed separately, not listed.
 DERIVED = {LISTING, CHAIN, EVIDENCE, "report.md", "report.json", "report.xml"}
+# Earlier judgings' evidence.json (and a chain a reseal replaced), kept under their sha256.
+JUDGINGS = "judgings"
+# Top-level files parval writes or reads by name (every file in a subdirectory is the run's).
+RUN_FILES = frozenset(
+    {EVENTS, MANIFEST, PLAN_SNAPSHOT, "plan.yaml", "probes.yaml", FRAMEWORK_RECORD, "historical.json", *DERIVED}
+)
 
 
 class IntegrityError(ParvalError):
@@ -73,15 +89,45 @@ def _hidden(rel: str) -> bool:
     return "/." in f"/{rel}"  # temporary files of atomic writes, editor droppings
 
 
-def _tracked(run_dir: Path) -> list[Path]:
+def part_of_run(rel: str) -> bool:
+    """Whether parval writes or reads the file at `rel` (see the module docstring)."""
+    return "/" in rel or rel in RUN_FILES or _is_derived(rel)
+
+
+def _tracked(run_dir: Path, listed: Mapping[str, str] | None = None) -> list[Path]:
+    """The files a listing covers: the run's own (`part_of_run`), plus any other file an
+    earlier listing (`listed`) named; never derived files or kept judgings."""
     out = []
     for p in sorted(run_dir.rglob("*")):
         if not p.is_file():
             continue
         rel = p.relative_to(run_dir).as_posix()
-        if _is_derived(rel) or _hidden(rel):
+        if _is_derived(rel) or _hidden(rel) or rel.startswith(f"{JUDGINGS}/"):
             continue
-        out.append(p)
+        if part_of_run(rel) or (listed is not None and rel in listed):
+            out.append(p)
+    return out
+
+
+def not_part_of_run(run_dir: Path) -> list[str]:
+    """Files in `run_dir` that parval neither wrote nor ever reads: top-level files of a name
+    parval does not use that no listing names, and files in judgings/ that no link of the
+    chain names. They are named by every check, and change nothing."""
+    listing = run_dir / LISTING
+    listed = _read_listing(run_dir) if listing.is_file() else {}
+    out = [
+        p.name
+        for p in sorted(run_dir.iterdir())
+        if p.is_file() and not _hidden(p.name) and not part_of_run(p.name) and p.name not in listed
+    ]
+    kept = run_dir / JUDGINGS
+    if kept.is_dir():
+        links, _ = read_chain(run_dir)
+        named = set(kept_files(links))
+        for p in sorted(kept.iterdir()):
+            rel = f"{JUDGINGS}/{p.name}"
+            if p.is_file() and not _hidden(p.name) and rel not in named:
+                out.append(rel)
     return out
 
 
@@ -148,6 +194,44 @@ def _last(links: list[JsonObject], kind: str) -> JsonObject | None:
     return next((link for link in reversed(links) if link.get("kind") == kind), None)
 
 
+# -- kept judgings ----------------------------------------------------------------------------
+_KEPT_NAME = re.compile(rf"{JUDGINGS}/[0-9a-f]{{64}}\.(json|jsonl)")
+
+
+def kept_files(links: list[JsonObject]) -> list[str]:
+    """Every file the chain's links name as kept (judgings/<sha256>.<ext>), in chain order;
+    a link naming any other path names nothing parval reads."""
+    out = []
+    for link in links:
+        for key in ("kept", "kept_chain"):
+            rel = link.get(key)
+            if isinstance(rel, str) and _KEPT_NAME.fullmatch(rel) and rel not in out:
+                out.append(rel)
+    return out
+
+
+def keep(run_dir: Path, data: bytes, ext: str) -> str:
+    """Keep `data` as judgings/<sha256>.<ext> (once); returns its path relative to the run."""
+    digest = hashlib.sha256(data).hexdigest()
+    rel = f"{JUDGINGS}/{digest}.{ext}"
+    if not (run_dir / rel).is_file():
+        (run_dir / JUDGINGS).mkdir(exist_ok=True)
+        atomic_write(run_dir / rel, data)
+    return rel
+
+
+def kept_problems(run_dir: Path, links: list[JsonObject]) -> list[str]:
+    """Every kept judging the chain names is there, its content the hash its name gives."""
+    out = []
+    for rel in kept_files(links):
+        path = run_dir / rel
+        if not path.is_file():
+            out.append(f"missing: {rel}")
+        elif sha256_file(path) != Path(rel).name.split(".", 1)[0]:
+            out.append(f"modified: {rel}")
+    return out
+
+
 # -- listing ----------------------------------------------------------------------------------
 def _read_listing(run_dir: Path) -> dict[str, str]:
     expected: dict[str, str] = {}
@@ -164,7 +248,7 @@ def check_listing(run_dir: Path, *, allow_growth: bool = False) -> list[str]:
         return [f"missing: {LISTING}"]
     expected = _read_listing(run_dir)
     problems = []
-    present = {p.relative_to(run_dir).as_posix(): p for p in _tracked(run_dir)}
+    present = {p.relative_to(run_dir).as_posix(): p for p in _tracked(run_dir, expected)}
     for rel, digest in expected.items():
         if rel not in present:
             problems.append(f"missing: {rel}")
@@ -204,6 +288,7 @@ def chain_problems(run_dir: Path) -> list[str]:
     manifest = run_dir / MANIFEST
     if manifest.exists() and sha256_file(manifest) != judged.get("manifest_sha256"):
         problems.append(f"modified: {MANIFEST}")
+    problems.extend(kept_problems(run_dir, links))
     return sorted(set(problems))
 
 
@@ -261,6 +346,10 @@ def write_listing(run_dir: Path, *, first: bool = False) -> str:
             hint=f"`parval verify {run_dir}` lists every difference; "
             f"`parval verify {run_dir} --reseal --reason TEXT` reseals it as it stands (recorded)",
         )
+    # The judgment this judging replaces stays readable, named by the new link.
+    evidence = run_dir / EVIDENCE
+    if evidence.is_file():
+        return list_and_link(run_dir, kept=keep(run_dir, evidence.read_bytes(), "json"))
     return list_and_link(run_dir)
 
 
@@ -307,8 +396,10 @@ def verify_problems(run_dir: Path, *, evidence_hashes: bool = True) -> tuple[lis
     listing = run_dir / LISTING
     info: ChainSummary = {"links": len(links), "files": 0, "sealed": False}
     if not listing.exists():
-        return [*problems, f"missing: {LISTING}"], info
+        lost = [f"missing: {CHAIN}"] if not (run_dir / CHAIN).exists() else []
+        return [*problems, f"missing: {LISTING}", *lost], info
     info["files"] = len(_read_listing(run_dir))
+    problems.extend(kept_problems(run_dir, links))
     problems.extend(check_listing(run_dir))
     judged = _last(links, "judge")
     listing_sha = sha256_file(listing)

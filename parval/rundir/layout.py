@@ -1,4 +1,4 @@
-"""File names of a run directory and creating a fresh one (README: Run directory layout)."""
+"""File names of a run directory and creating a fresh one (docs/run-directory.md)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from parval.errors import ServerStartError
-from parval.plan.load import Plan, resolve_executable
+from parval.plan.load import Plan, executable_problem, resolve_executable
 from parval.server.process import LaunchSpec, server_config
 
 
@@ -33,7 +33,8 @@ def launch_spec(
     spec = plan.baseline if role == "baseline" else plan.candidate
     exe = resolve_executable(spec.executable, plan.base_dir)
     if exe is None:
-        raise ServerStartError(f"servers.{role}.executable: '{spec.executable}' not found")
+        why = executable_problem(spec.executable, plan.base_dir) or f"'{spec.executable}' not found"
+        raise ServerStartError(f"servers.{role}.executable: {why}")
     env = plan_env(plan, role)
     env.update(extra_env or {})
     cfg = server_config({**plan.server, **(server or {})}, models[0], models)

@@ -32,8 +32,10 @@ def gpu_refusal(plan: Plan) -> UsageError | None:
         what = f"NVML device {index} {unavailable}"
     else:
         what = "memory.nvml_device_index is null (no NVML device configured)"
+    written = plan.written
+    default = " (the default)" if written is not None and "gpu_required" not in (written.get("memory") or {}) else ""
     return UsageError(
-        f"{plan.path}: memory.gpu_required is true (the default), but GPU memory cannot be read here: {what}; "
+        f"{plan.path}: memory.gpu_required is true{default}, but GPU memory cannot be read here: {what}; "
         "the memory checks (M5) would stay PENDING after the whole campaign",
         hint=f"run it on a machine with the NVIDIA driver; for a CPU backend set memory.gpu_required: false in the "
         f"plan; or run anyway with {WITHOUT_GPU} (M5 then stays PENDING)",
@@ -56,7 +58,7 @@ def env_warnings(plan: Plan, environ: Mapping[str, str] | None = None) -> list[s
         where = " and ".join(f"servers.{role}.env" for role in roles)
         out.append(
             f"warning: {name} is set here but not passed to the servers (their environment is an allow-list, "
-            f'README "GPU box"); to pass it, add {name}: {json.dumps(environ[name])} to {where} in the plan'
+            f"docs/gpu-box.md); to pass it, add {name}: {json.dumps(environ[name])} to {where} in the plan"
         )
     return out
 

@@ -4,7 +4,8 @@
 campaign_start, unit_begin, server_ready, wave, unit_end, unit_skipped, start_failed,
 start_aborted, start_timeout, server_crash, wave_timeout, campaign_stopped,
 campaign_timeout, campaign_end; finally `verdict`), `"v": 1`, the step's own fields
-(run, unit, count, phase, wave, n, batch_s, ok, reason, ...) and `"progress"`:
+(run, unit, count, phase, wave, n, batch_s, ok, reason, ...; a wave's `max_active` and
+`drained` are null when the server's counters could not tell) and `"progress"`:
 `{requests_done, requests_failed, requests_planned, elapsed_s, eta_s}` (`requests_planned`
 and `eta_s` are null until the schedule is known). The last line is
 `{"event": "verdict", "line": ..., "exit_code": ..., "admitted_counts": [...],
@@ -17,7 +18,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import IO
 
-from parval.jsonread import get, item
+from parval.jsonread import as_float, as_int, get, item, iterate
+from parval.rundir.mismatch_bound import soak_line
 from parval.ui.state import ProgressState
 
 # An event of the campaign's event log; the judged evidence.
@@ -42,6 +44,8 @@ STEP_KINDS = {
     "campaign_stopped",
     "campaign_end",
     "campaign_timeout",
+    "soak_progress",
+    "soak_end",
 }
 _JSON_FIELDS = (
     "run",
@@ -63,6 +67,12 @@ _JSON_FIELDS = (
     "where",
     "role",
     "after_s",
+    "overlapped",
+    "differed",
+    "rate_upper_95",
+    "soak_waves",
+    "left_s",
+    "stopped",
 )
 
 
@@ -78,22 +88,58 @@ def plain_line(e: Mapping[str, object]) -> str | None:
     if k == "server_ready":
         return f"[parval] {e['run']}: server ready in {e['ready_s']:.2f}s"
     if k == "wave":
-        st = e.get("status") or {}
+        n = as_int(e["n"])
         return (
-            f"[parval] {e['run']}: {e['phase']} {e['wave']} n={e['n']} {e['batch_s']:.3f}s "
-            f"max_active={get(st, 'max_active')} drained={get(e.get('drained') or {}, 'ok')}"
+            f"[parval] {e['run']}: {phase_words(e['phase'])} {e['wave']}, {n} request{'s' if n != 1 else ''} "
+            f"in {as_float(e['batch_s']):.3f}s, active slots {active_words(e)}, {drained_words(e)}"
         )
     if k in ("start_failed", "start_aborted", "start_timeout", "server_crash", "wave_timeout"):
         what = e.get("reason") or e.get("where") or e.get("exit_code")
         return f"[parval] {e.get('unit') or e.get('run')}: {k.replace('_', ' ')}: {what}"
     if k == "campaign_start":
         shard = f" shard {item(e['shard'], 0)}/{item(e['shard'], 1)}" if e.get("shard") else ""
-        return f"[parval] campaign {e.get('plan')}{shard}: counts {e.get('counts')}"
+        counts = ", ".join(str(c) for c in iterate(e.get("counts") or []))
+        resumed = " (resumed: units finished before are kept)" if e.get("resumed") else ""
+        return f"[parval] campaign {e.get('plan')}{shard}: counts {counts}{resumed}"
     if k == "campaign_end":
         return f"[parval] campaign {'finished' if e.get('finished') else 'stopped'}"
     if k in ("campaign_timeout", "campaign_stopped"):
         return f"[parval] {e.get('reason')}"
+    if k in ("soak_progress", "soak_end"):
+        return f"[parval] {soak_line(e)}"
     return None
+
+
+def phase_words(phase: object) -> str:
+    """`mixed_wave` as `mixed wave`."""
+    return str(phase).replace("_", " ")
+
+
+def active_words(e: Mapping[str, object]) -> str:
+    """The most slots the status poller saw active during a wave, of the wave's requests;
+    '?' when no poll showed the counter (a server that publishes none, or polls that failed)."""
+    most = get(e.get("status") or {}, "max_active")
+    return "?" if most is None else f"{most} of {e.get('n')}"
+
+
+def drain_known(drained: Mapping[str, object]) -> bool | None:
+    """Whether the slots drained after the step; None when it cannot be told (the process
+    publishes no counters, or the last poll showed none): `ok: false` then means unknown."""
+    if drained.get("ok"):
+        return True
+    if drained.get("fields_present") is False or not drained:
+        return None
+    return False
+
+
+def drained_words(e: Mapping[str, object]) -> str:
+    drained = e.get("drained") or {}
+    known = drain_known(drained if isinstance(drained, Mapping) else {})
+    if known is None:
+        return "drained ?"
+    if known:
+        return "drained"
+    return f"not drained (active {get(drained, 'active')}, queued {get(drained, 'queued')})"
 
 
 def json_line(e: Mapping[str, object], state: ProgressState) -> str | None:
@@ -104,7 +150,8 @@ def json_line(e: Mapping[str, object], state: ProgressState) -> str | None:
     if e["kind"] == "wave":
         st = e.get("status") or {}
         out["max_active"] = get(st, "max_active")
-        out["drained"] = get(e.get("drained") or {}, "ok")
+        drained = e.get("drained") or {}
+        out["drained"] = drain_known(drained if isinstance(drained, Mapping) else {})
     out["progress"] = state.snapshot()
     return json.dumps(out, sort_keys=True, default=str)
 

@@ -107,12 +107,16 @@ class LiveProgress:
         t.add_column()
         count = "-" if s.count is None else str(s.count)
         start = "-" if s.start is None else f"{s.start}/{s.starts_per_count or '?'}"
-        active = "-" if s.last_active is None else f"{s.last_active[0]} of {s.last_active[1]} (last wave)"
+        if s.last_active is not None:
+            active = f"{s.last_active[0]} of {s.last_active[1]} (last wave)"
+        else:  # '?': the counters did not show it (a server without them, failed polls)
+            active = "?" if s.waves_done else "-"
         eta = s.eta()
         t.add_row("unit", s.unit, "count / start", f"{count} / {start}")
         t.add_row("wave", s.phase, "active slots", active)
         planned = f" of {s.planned}" if s.planned else ""
-        t.add_row("requests", f"{s.done} done{planned}, {s.failed} failed", "units done", str(s.units_done))
+        kept = f" (+{s.units_kept} kept from before the resume)" if s.units_kept else ""
+        t.add_row("requests", f"{s.done} done{planned}, {s.failed} failed", "units done", f"{s.units_done}{kept}")
         t.add_row("host memory", self.memory.host, "GPU memory", self.memory.gpu)
         t.add_row(
             "elapsed", fmt_duration(s.elapsed), "remaining", "estimating…" if eta is None else f"~{fmt_duration(eta)}"
@@ -122,6 +126,8 @@ class LiveProgress:
             parts.append(
                 ProgressBar(total=float(s.planned), completed=float(min(s.finished_requests, s.planned)), width=60)
             )
+        if s.soak:
+            parts.append(Text(s.soak))
         if s.problems:
             parts.append(Text("problems: " + "; ".join(s.problems[-3:]), style="red"))
         return Group(*parts)

@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from parval.jsonread import as_int, get, item, iterate, opt_int
+from parval.jsonread import as_int, get, iterate, opt_int
 from parval.jsontypes import JsonObject
+from parval.rundir.mismatch_bound import soak_line
 
 _START = re.compile(r"count(\d+)-s(\d+)")
 
@@ -32,13 +33,16 @@ class ProgressState:
     failed: int = 0
     planned: int | None = None
     units_done: int = 0
-    last_active: tuple[int, int] | None = None  # (max active observed, wave size)
+    units_kept: int = 0  # finished before a resume (not run again)
+    last_active: tuple[int, int] | None = None  # (max active observed, wave size) in the last wave
+    waves_done: int = 0
     pid: int | None = None
     server_dir: Path | None = None
     run_dir: Path | None = None
     plan_raw: JsonObject | None = None
     shard_counts: list[int] | None = None
     problems: list[str] = field(default_factory=list)
+    soak: str | None = None  # the soak's last progress line
 
     # -- folding -----------------------------------------------------------------------
     def update(self, e: Mapping[str, object]) -> None:
@@ -51,6 +55,8 @@ class ProgressState:
             m = _START.fullmatch(self.unit)
             self.count, self.start = (int(m.group(1)), int(m.group(2))) if m else (None, None)
             self.phase = "starting"
+        elif k in ("soak_progress", "soak_end"):
+            self.soak = soak_line(e)
         elif k == "unit_end":
             self.units_done += 1
             self.pid = None
@@ -71,13 +77,18 @@ class ProgressState:
             self.phase = f"{e.get('phase')} {e.get('wave')}"
         elif k == "wave":
             st = e.get("status") or {}
-            if get(st, "max_active") is not None:
-                self.last_active = (as_int(item(st, "max_active")), as_int(e.get("n") or 0))
+            most = get(st, "max_active")
+            # None after a wave: no poll showed the counter (shown as '?', not as none active)
+            self.last_active = None if most is None else (as_int(most), as_int(e.get("n") or 0))
+            self.waves_done += 1
             self.phase = f"{e.get('phase')} {e.get('wave')} done"
-        elif k == "unit_skipped" and e.get("not_run") and self.planned is not None:
-            m = _START.fullmatch(str(e.get("unit")))
-            if m and self.plan_raw is not None:  # a count start --fail-fast leaves out
-                self.planned -= start_requests(self.plan_raw, int(m.group(1)))
+        elif k == "unit_skipped":
+            # a unit --fail-fast leaves out, or one a resumed run kept from before: the
+            # progress counts what this run still sends
+            if self.planned is not None and self.plan_raw is not None:
+                self.planned = max(0, self.planned - unit_requests(self.plan_raw, str(e.get("unit"))))
+            if not e.get("not_run"):
+                self.units_kept += 1
         elif k == "wave_repeat":
             if e.get("repeat") and self.planned is not None:
                 self.planned += as_int(e.get("n") or 0)  # a repeated wave adds its requests
@@ -143,10 +154,13 @@ class ProgressState:
         }
 
     def ratio(self) -> str:
-        planned = f"/{self.planned}" if self.planned else ""
+        """The requests done of those this run sends (after a resume: of those left), and
+        the time left."""
+        planned = f" of {self.planned}" if self.planned else ""
         eta = self.eta()
-        left = f", ~{fmt_duration(eta)} left" if eta is not None else ""
-        return f"requests {self.finished_requests}{planned} ({self.failed} failed){left}"
+        left = f", about {fmt_duration(eta)} left" if eta is not None else ""
+        kept = f" ({self.units_kept} units kept from before the resume)" if self.units_kept else ""
+        return f"requests {self.finished_requests}{planned} done, {self.failed} failed{left}{kept}"
 
 
 def start_requests(plan_raw: JsonObject, n: int) -> int:
@@ -161,6 +175,24 @@ def start_requests(plan_raw: JsonObject, n: int) -> int:
     for name, starts, _waves, requests in rows:
         if name.startswith(f"count {n} (") and starts:
             return requests // starts
+    return 0
+
+
+def unit_requests(plan_raw: JsonObject, unit: str) -> int:
+    """Requests the schedule plans for one unit of the campaign (0 if unknown)."""
+    m = _START.fullmatch(unit)
+    if m:
+        return start_requests(plan_raw, int(m.group(1)))
+    from parval.plan.load import Plan
+    from parval.plan.schedule import schedule_rows
+
+    try:
+        rows = schedule_rows(Plan(path=Path("plan.yaml"), raw=plan_raw, sha256=""))
+    except (KeyError, TypeError, ValueError):
+        return 0
+    for name, _starts, _waves, requests in rows:
+        if name == unit or (unit == "recovery" and name.startswith("recovery at ")):
+            return requests
     return 0
 
 

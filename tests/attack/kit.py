@@ -34,6 +34,7 @@ from parval.gates.m5 import memory_results
 from parval.gates.m6_modes import judge_m6
 from parval.gates.masking import COMPARISON_IDS
 from parval.gates.quality import judge_quality, q5_intermittent
+from parval.procedure import closed_list
 from parval.procedure.assertion_ids import FRAMEWORK_GATE, all_ids
 from parval.rundir.event_fields import EventFieldError
 from parval.rundir.event_index import build_records
@@ -67,6 +68,14 @@ REDUNDANT = {
     (aid, "wave", key)
     for aid in ("M3.reversed", "Q5", "Q6")
     for key in ("admission", "order", "trace_confirmed", "retry")
+}
+# Read only to count the outputs produced beside another request: the bound a verdict
+# states beside its status (parval.rundir.mismatch_bound), never a cause of it
+# (tests/gates/test_mismatch_bound.py recounts it from the events).
+BOUND_READS = {
+    (aid, "request", key)
+    for aid in ("M2.exact", "M3.reversed", "M3.history", "Q4", "Q5", "Q6")
+    for key in ("t_send", "t_done", "retry")
 }
 
 # Fields read only to rule a FAIL out or to word a verdict that is not a PASS: how many tries
@@ -243,7 +252,9 @@ def verdict(run: Run, events: list[dict[str, Any]], key: str, *, tracked: bool =
 
 
 def q6(run: Run, ctx: JudgeContext) -> Result:
-    """Q6 over every model-gate result (the framework record is not part of this run)."""
+    """Q6 over every model-gate result. The framework record is not part of this run: its
+    entries stand as PASS, so that Q6 shows what the model gate alone gives (the closed list
+    would hold every count PENDING without them)."""
     model = [*judge_execution_path(ctx), *judge_m1(ctx, ctx.serial), *judge_m4(ctx), *judge_m6(ctx)]
     effects = variation_effects(ctx)
     per_count = {n: [*judge_m2(ctx, n), *judge_m3(ctx, n, effects)] for n in run.counts}
@@ -252,7 +263,8 @@ def q6(run: Run, ctx: JudgeContext) -> Result:
     model += judge_quality(ctx, [*model, *(r for rs in per_count.values() for r in rs)])
     for n, rs in per_count.items():
         rs.append(q5_intermittent(ctx, rs, n))
-    d = adm.decide(run.counts, model, per_count, [], interrupted=False, missing="not judged here")
+    framework = [Result(i, Status.PASS, "framework record (not part of this run)") for i in closed_list.FRAMEWORK]
+    d = adm.decide(run.counts, model, per_count, framework, interrupted=False, missing="not judged here")
     return next(r for r in d.flat if r.id == "Q6")
 
 
@@ -345,6 +357,7 @@ def pieces(run: Run, key: str) -> list[tuple[str, Any]]:
         if k in run.events[i]
         and emptied(run.events[i][k]) is not None
         and (aid, run.events[i].get("kind"), k) not in REDUNDANT
+        and (aid, run.events[i].get("kind"), k) not in BOUND_READS
         and (run.events[i].get("kind"), k) not in NOT_PASS_EVIDENCE
         and not (k == "role" and run.events[i].get("role") not in DISPATCHED_ROLES)
         and not (k in ("status", "all_in_flight") and i in repeated)

@@ -3,7 +3,8 @@ the client sends and reads replies late (a wave's requests may no longer overlap
 status poller loses or fails polls (and with them the samples that showed N active), a
 drain check (after a wave, an unload or a mode's work) gets no answer, admissions are not
 seen in order, the client reads an unload's reply before the in-flight replies it came
-after. None of it is a violation by the server, so no verdict may turn into FAIL."""
+after, a later request reaches the server before the unload sent ahead of it. None of it is
+a violation by the server, so no verdict may turn into FAIL."""
 
 from __future__ import annotations
 
@@ -70,6 +71,14 @@ def perturbed(events: list[dict[str, Any]], draw: Draw) -> list[dict[str, Any]]:
             # the in-flight replies read up to 40% of a service time after the unload's
             shift = draw(st.floats(0.0, 0.4), label="late replies") * lat
             e["requests_done"] = [round(t + shift, 6) for t in e.get("requests_done") or []]
+        if e.get("kind") in ("m4_targeted_unload", "m4_all_unload") and draw(
+            st.booleans(), label="unload not yet enqueued"
+        ):
+            # a busy server took the later request before it had enqueued the unload: the
+            # request took the free slot, and few status reads were answered in between
+            busy = int(e.get("busy") or 1)
+            samples = {**(e.get("later_samples") or {}), "max_active": busy + 1}
+            e.update(later_order="admitted_past", later_samples=samples, polls_before_later=draw(st.integers(0, 1)))
         if (
             e.get("kind") != "wave"
             and isinstance(e.get("drained"), dict)

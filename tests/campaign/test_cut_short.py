@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from parval import api, signals
 from parval.jsontypes import JsonObject
 from parval.plan.load import load_plan
@@ -38,6 +40,7 @@ def verdict_of(ev: dict[str, Any], aid: str, count: int | None = None) -> dict[s
     return next(a for a in ev["model_checks"]["per_count"][str(count)]["assertions"] if a["id"] == aid)
 
 
+@pytest.mark.slow
 def test_a_campaign_interrupted_after_count_one_keeps_its_negative_control(
     tmp_path: Path, make_plan: Callable[..., Path]
 ) -> None:

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .helpers import write_plan
 
 PARVAL = str(Path(sys.executable).parent / "parval")
@@ -56,6 +58,7 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert p.returncode == 2
 
 
+@pytest.mark.slow
 def test_registration_probes_without_ui_management_stay_pending(tmp_path: Path) -> None:
     """A server answering 403 on /v1/models/load leaves registration checks PENDING, never PASS."""
     from .helpers import by_id, run

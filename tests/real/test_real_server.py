@@ -131,10 +131,14 @@ def test_real_server_example_declares_what_its_own_checks_need(
     left PENDING for want of a declaration, at every count it plans."""
     evidence, _ = real_run
     a = by_id(evidence)
-    for aid in ("M3.variation", "M5.stable"):
-        for n in (1, 2):
-            entry = count_entry(a[aid], n)
-            assert entry["status"] == "PASS", (aid, n, entry["reason"])
+    for n in (1, 2):
+        entry = count_entry(a["M3.variation"], n)
+        assert entry["status"] == "PASS", ("M3.variation", n, entry["reason"])
+        # This build's resident memory can step or creep by about a MiB within the minimum
+        # waves on some runs: judged under the declared rule, PASS or PENDING on that growth,
+        # never PENDING for want of a rule.
+        entry = count_entry(a["M5.stable"], n)
+        assert entry["status"] == "PASS" or "has not been shown to stop growing" in entry["reason"], (n, entry)
     assert a["Q2"]["status"] == "PASS", a["Q2"]["reason"]
 
 

@@ -27,9 +27,20 @@ def parval(*args: str | Path, timeout: float = 120, cwd: Path | None = None) -> 
     return subprocess.run([*PARVAL, *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
 
+def _default_hangup() -> None:
+    # A suite started under `nohup` passes SIGHUP ignored to every child, and parval rightly
+    # keeps it so: the signal tests start parval as a terminal session would.
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def start_parval(*args: str | Path, cwd: Path | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [*PARVAL, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd
+        [*PARVAL, *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+        preexec_fn=_default_hangup,
     )
 
 

@@ -70,9 +70,39 @@ def test_missing_files_and_unusable_executables_are_named(tmp_path: Path) -> Non
     msg = _plan_error(path)
     assert f"servers.baseline.executable: '{tmp_path / 'nope'}' not found" in msg
     assert f"servers.candidate.executable: '{not_exec}' is not executable" in msg
-    assert "model.path:" in msg and "missing.bin' does not exist" in msg
+    # a relative path is shown as written, with the folder it was resolved from
+    assert f"model.path: 'missing.bin' (relative to the plan's folder {path.parent}) does not exist" in msg
     msg = _plan_error(write_plan(tmp_path / "d", servers={"candidate": {"executable": str(tmp_path)}}))
-    assert "servers.candidate.executable" in msg and "is not executable" in msg
+    assert f"servers.candidate.executable: '{tmp_path}' is a directory, not an executable file" in msg
+    assert "is not executable" not in msg
+
+
+def test_relative_paths_in_errors_name_the_plan_folder(tmp_path: Path) -> None:
+    """Executables, fixtures and auxiliary files written relative to the plan are shown as
+    written and with the folder parval resolved them from; a bare name says it was looked up
+    on PATH."""
+    plan = write_plan(
+        tmp_path / "plans",
+        servers={"baseline": {"executable": "../build/server"}, "candidate": {"executable": "no-such-server-here"}},
+        requests={"base": {"audio": "fixtures/speech.wav"}, "variations": []},
+        model={"auxiliary_files": ["vocab/tokens.txt"]},
+    )
+    msg = _plan_error(plan)
+    folder = plan.parent.resolve()
+    assert f"servers.baseline.executable: '../build/server' (relative to the plan's folder {folder}) not found" in msg
+    assert "servers.candidate.executable: 'no-such-server-here' not found on PATH" in msg
+    assert f"write ./no-such-server-here for a file in the plan's folder {folder}" in msg
+    assert f"requests.base.audio: 'fixtures/speech.wav' (relative to the plan's folder {folder}) does not exist" in msg
+    assert f"model.auxiliary_files[0]: 'vocab/tokens.txt' (relative to the plan's folder {folder})" in msg
+
+
+def test_a_plan_key_typo_gets_a_did_you_mean(tmp_path: Path) -> None:
+    path = write_plan(tmp_path)
+    path.write_text(path.read_text().replace("counts:", "cuonts:", 1))
+    msg = _plan_error(path)
+    assert "'cuonts' was unexpected" in msg and "(did you mean 'counts'?)" in msg
+    path.write_text(path.read_text().replace("cuonts:", "counts:").replace("timeouts:", "timeuots:", 1))
+    assert "(did you mean 'timeouts'?)" in _plan_error(path)
 
 
 def test_a_port_already_taken_is_a_plan_error(tmp_path: Path) -> None:

@@ -97,6 +97,7 @@ def test_a_candidate_that_cannot_start_fails_fast_and_says_why(tmp_path: Path) -
     assert "The candidate executable cannot start." in "\n".join(merged.stdout.splitlines()[:12])
 
 
+@pytest.mark.slow
 def test_a_baseline_that_cannot_start_is_blocked_and_says_why(tmp_path: Path) -> None:
     plan = _plan(tmp_path, "baseline")
     # the candidate is sound: cut the plan to one count and one start to keep this short
@@ -162,3 +163,20 @@ def test_gpu_refusal_passes_with_nvml_and_for_cpu_plans(tmp_path: Path, monkeypa
     assert gpu_refusal(cpu) is None
     monkeypatch.setattr("parval.nvml.probe", lambda index: None)  # NVML available
     assert gpu_refusal(gpu) is None
+
+
+def test_gpu_refusal_says_default_only_when_the_plan_left_gpu_required_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("parval.nvml.probe", lambda index: "unavailable: no driver")
+    explicit = load_plan(
+        plankit.write(tmp_path / "explicit", plankit.small_plan(memory={"gpu_required": True}), model=MODEL_BYTES)
+    )
+    raw = plankit.small_plan()
+    del raw["memory"]["gpu_required"]
+    left_out = load_plan(plankit.write(tmp_path / "default", raw, model=MODEL_BYTES))
+    said = gpu_refusal(explicit)
+    assert said is not None and "memory.gpu_required is true, but" in said.message
+    assert "(the default)" not in said.message
+    said = gpu_refusal(left_out)
+    assert said is not None and "memory.gpu_required is true (the default), but" in said.message

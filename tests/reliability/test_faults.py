@@ -38,6 +38,7 @@ def _no_comparison_passes_for_candidate(ev: dict[str, Any]) -> None:
         assert s[id_] != "PASS", (id_, s[id_])
 
 
+@pytest.mark.slow
 def test_never_ready_is_blocked_with_the_log_tail(tmp_path: Path, tmp_run: Path) -> None:
     # The readiness deadline leaves a busy machine time to start the interpreter and print the
     # banner before the server is killed: the log tail is what it printed by then.
@@ -134,6 +135,7 @@ def test_server_hanging_in_shutdown_is_killed_and_blocks_the_start(tmp_path: Pat
 CRASH: dict[str, Any] = {"counts": [1, 4], "starts": 2, "capacity": 4}
 
 
+@pytest.mark.slow
 def test_crash_mid_wave_fails_the_count_and_the_campaign_goes_on(tmp_path: Path, tmp_run: Path) -> None:
     plan = fault_plan(tmp_path / "plan", "crash_at_4", **CRASH)
     rc, ev, evs = _run(plan, tmp_run, limit_s=60)

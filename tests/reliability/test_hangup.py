@@ -9,11 +9,14 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import write_plan
 
 from .conftest import PARVAL, events, load_evidence, parval, start_parval, wait_for_event, wait_no_servers
 
 
+@pytest.mark.slow
 def test_sighup_leaves_a_run_that_resumes(tmp_path: Path, tmp_run: Path) -> None:
     plan = write_plan(tmp_path / "plan", counts=[1], starts_per_count=1)
     proc = start_parval("run", plan, "--out", tmp_run, "-q")

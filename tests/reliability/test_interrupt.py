@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import write_plan
 
 from .conftest import events, load_evidence, start_parval, wait_for_event, wait_no_servers
@@ -22,12 +24,15 @@ SLOW_WAVES: dict[str, Any] = {
 }
 
 
-def _finish(proc: Any, timeout: float) -> tuple[int, str, float]:
+def _finish(proc: Any, timeout: float, out: list[str] | None = None) -> tuple[int, str, float]:
     t0 = time.monotonic()
-    _, err = proc.communicate(timeout=timeout)
+    stdout, err = proc.communicate(timeout=timeout)
+    if out is not None:
+        out.append(stdout)
     return proc.returncode, err, time.monotonic() - t0
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_wave_stops_servers_and_writes_partial_evidence(tmp_path: Path, tmp_run: Path) -> None:
     sig, code = signal.SIGINT, 130
     plan = write_plan(tmp_path / "plan", **SLOW_WAVES)
@@ -37,7 +42,8 @@ def test_ctrl_c_during_a_wave_stops_servers_and_writes_partial_evidence(tmp_path
     )
     time.sleep(0.05)  # the first warm wave of count1-s1 is now in flight (200 ms per request)
     proc.send_signal(sig)
-    rc, err, took = _finish(proc, timeout=30)
+    out: list[str] = []
+    rc, err, took = _finish(proc, timeout=30, out=out)
     assert rc == code, err
     assert "Traceback" not in err and f"interrupted by {sig.name}" in err
     assert took < 5.0 + 5.0  # grace (5 s in the plan) plus judging, never a hang
@@ -46,6 +52,8 @@ def test_ctrl_c_during_a_wave_stops_servers_and_writes_partial_evidence(tmp_path
     ev = load_evidence(tmp_run)
     assert ev["run"]["interrupted"] is True
     assert ev["verdict"]["exit_code"] == 3 or ev["verdict"]["exit_code"] == 1
+    # stdout (-q: the verdict alone) says the verdict is of an interrupted run
+    assert out[0].splitlines() == [f"(interrupted) {ev['verdict']['line']}"]
     assert (tmp_run / "report.md").exists()
     evs = events(tmp_run)
     kinds = [e["kind"] for e in evs]
@@ -135,6 +143,7 @@ def test_ctrl_c_while_a_server_is_starting(tmp_path: Path, tmp_run: Path) -> Non
     assert load_evidence(tmp_run)["run"]["interrupted"] is True
 
 
+@pytest.mark.slow
 def test_no_server_outlives_an_internal_error(tmp_path: Path, tmp_run: Path) -> None:
     """A bug in parval mid-start (exit 4): the server is still stopped on the way out."""
     import subprocess

@@ -201,8 +201,9 @@ def _tiny_plan(directory: Path) -> Path:
     return plankit.write(directory, plankit.merge(plankit.small_plan(), plankit.TINY), model=MODEL_BYTES)
 
 
+@pytest.mark.slow
 def test_resume_of_a_relative_run_directory_starts_its_servers(tmp_path: Path) -> None:
-    """`parval run --resume runs/x` as the README writes it, from the folder above: the
+    """`parval run --resume runs/x` as the docs write it, from the folder above: the
     servers run in their own directories, so the run directory must reach them absolute
     (a relative one sent every remaining start's --config to runs/x/servers/.../runs/x/...:
     every start failed and the run was sealed finished)."""
@@ -250,3 +251,26 @@ def test_a_start_parval_cannot_prepare_stops_the_campaign_unfinished(tmp_path: P
     assert not (run_dir / "evidence.json").exists()
     (run_dir / "servers").unlink()
     assert prepare_resume(load_plan(plan), run_dir)[1] == set()
+
+
+@pytest.mark.slow
+def test_a_resumed_run_reports_progress_of_what_is_left(run_copy: Path) -> None:
+    """The progress lines of a resumed run count the requests it still sends: the starts
+    kept from before are taken off the planned total (no `264/638 … ~16s left`)."""
+    from parval.ui.state import planned_requests
+
+    raw = (run_copy / "events.jsonl").read_bytes()
+    lines = raw.splitlines(keepends=True)
+    cut = next(i for i, x in enumerate(lines) if b'"kind":"unit_begin"' in x and b'"count1-s2"' in x)
+    (run_copy / "events.jsonl").write_bytes(b"".join(lines[:cut]))
+    (run_copy / "files.sha256").unlink()
+    (run_copy / "chain.jsonl").unlink()
+    whole = planned_requests(json.loads((run_copy / "plan.json").read_text()), None)
+    proc = parval("run", "--resume", run_copy, timeout=180)  # stderr a pipe: plain lines
+    assert proc.returncode in (0, 1, 3), proc.stderr
+    assert "campaign" in proc.stderr and "(resumed: units finished before are kept)" in proc.stderr
+    ends = [x for x in proc.stderr.splitlines() if ": done · requests" in x]
+    assert ends, proc.stderr
+    assert all("units kept from before the resume" in x for x in ends)
+    left = {int(x.split(" of ")[1].split()[0]) for x in ends if " of " in x}
+    assert whole and left and max(left) < whole, (whole, ends)

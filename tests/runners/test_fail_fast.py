@@ -18,6 +18,7 @@ from parval.report.merge import LoadedRun
 from parval.runners.campaign import Campaign, unit_count
 from parval.status import Result, Status
 from tests.campaign.helpers import plan_dict
+from tests.closed_list_kit import filled
 
 
 def test_unit_count() -> None:
@@ -70,7 +71,13 @@ def test_without_the_flag_every_count_runs() -> None:
 def test_not_run_counts_are_pending_with_the_reason_and_not_admitted() -> None:
     per_count = {n: [Result("M2.exact", Status.FAIL if n == 2 else Status.PASS, "x", count=n)] for n in (1, 2, 4)}
     events = [{"kind": "count_not_run", "count": 4, "reason": "not run (--fail-fast): count 2 has a FAIL"}]
-    d = adm.decide([1, 2, 4], [], per_count, [], interrupted=False, missing="m", not_run=adm.not_run_counts(events))
+    d = adm.decide(
+        [1, 2, 4],
+        *filled([1, 2, 4], [], per_count, []),
+        interrupted=False,
+        missing="m",
+        not_run=adm.not_run_counts(events),
+    )
     assert d.verdicts[4] is Status.PENDING and d.verdicts[2] is Status.FAIL
     four = per_count[4][0]
     assert four.status is Status.PENDING and four.reason.startswith("not run (--fail-fast)")

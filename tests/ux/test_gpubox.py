@@ -61,6 +61,7 @@ def test_validate_names_every_dropped_variable(tmp_path: Path, monkeypatch: pyte
     assert "warning:" not in p.stdout
 
 
+@pytest.mark.slow
 def test_run_names_dropped_variables_and_records_what_the_server_got(tmp_path: Path) -> None:
     import os
 

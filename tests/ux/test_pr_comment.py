@@ -5,6 +5,7 @@ comment renders (Mermaid, not relative PNG links), and never over GitHub's comme
 from __future__ import annotations
 
 import copy
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,15 +49,6 @@ def summaries(text: str) -> list[str]:
 
 
 # -- the demo, as a user first runs it -------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
-    """The whole demo, as the README's first command runs it (about a minute)."""
-    out = tmp_path_factory.mktemp("demo") / "run"
-    p = parval("run", REPO / "plans" / "demo.yaml", "--out", out, "--quiet", timeout=400)
-    assert p.returncode in (1, 3), p.stderr
-    return Outcome(out, REPO / "plans" / "demo.yaml", p.returncode, p.stdout, p.stderr, 0.0)
 
 
 @pytest.mark.slow
@@ -249,3 +241,33 @@ def test_parval_report_writes_the_same_plain_comment(shard_runs: tuple[Outcome, 
     p = parval("report", one.dir, "--output", out)
     assert p.returncode == one.rc, p.stderr
     assert internals(out.read_text("utf-8")) == {}
+
+
+def _reproduce_blocks(text: str) -> list[str]:
+    return re.findall(r"Reproduce:\n\n```sh\n(.*?)```", text, re.S)
+
+
+def test_reproduce_commands_carry_no_absolute_local_paths(
+    failed_run: Outcome, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A PR comment is read on other machines: its Reproduce commands name the run's files
+    relative to the folder the report is made in (the plan, in a folder beside it, too), and a
+    file further away by a token, never by a `../../` path that spells out where it lies
+    (which --redact-paths could not hide); evidence.json keeps the paths."""
+    monkeypatch.chdir(failed_run.dir.parent)
+    blocks = _reproduce_blocks(render_markdown(failed_run.evidence))
+    assert blocks
+    text = "\n".join(blocks)
+    assert str(failed_run.dir) not in text and str(failed_run.plan) not in text
+    assert f"--config {failed_run.dir.name}/servers/count3-s1-" in text
+    assert f"parval run {os.path.relpath(failed_run.plan, failed_run.dir.parent)}" in text
+    assert blocks[0].startswith("# paths relative to the folder the report was made in")
+    # from far away, what is not near becomes a token rather than an absolute path
+    far = tmp_path / "a" / "b" / "c"
+    far.mkdir(parents=True)
+    monkeypatch.chdir(far)
+    text = "\n".join(_reproduce_blocks(render_markdown(failed_run.evidence)))
+    assert str(failed_run.dir) not in text and "<path:" in text and "../../" not in text
+    # --redact-paths hashes whatever absolute path the rest of the comment names
+    redacted = parval("report", failed_run.dir, "--redact-paths")
+    assert redacted.returncode == failed_run.rc and str(tmp_path.parent) not in redacted.stdout

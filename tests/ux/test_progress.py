@@ -10,7 +10,7 @@ from typing import Any
 
 from parval.ui.lines import json_line, plain_line
 from parval.ui.listener import make_listener
-from parval.ui.state import ProgressState, fmt_duration, planned_requests
+from parval.ui.state import ProgressState, fmt_duration, planned_requests, unit_requests
 
 from .kit import Outcome
 
@@ -103,12 +103,67 @@ def test_plain_lines_and_json_lines() -> None:
         "status": {"max_active": 2},
         "drained": {"ok": True},
     }
-    assert plain_line(wave) == "[parval] count2-s1: warm_wave 1 n=2 0.100s max_active=2 drained=True"
+    assert plain_line(wave) == "[parval] count2-s1: warm wave 1, 2 requests in 0.100s, active slots 2 of 2, drained"
     assert plain_line({"kind": "request"}) is None
     obj = json.loads(json_line(wave, ProgressState()) or "")
-    assert obj["event"] == "wave" and obj["v"] == 1 and obj["max_active"] == 2
+    assert obj["event"] == "wave" and obj["v"] == 1 and obj["max_active"] == 2 and obj["drained"] is True
     assert set(obj["progress"]) == {"requests_done", "requests_failed", "requests_planned", "elapsed_s", "eta_s"}
     assert json_line({"kind": "request"}, ProgressState()) is None
+
+
+def test_a_server_without_counters_shows_unknown_slots_and_drain_not_a_failure() -> None:
+    """A server that publishes no slot counters (the legacy build) leaves `max_active` null and
+    the drain check `ok: false` with no fields: that is unknown, shown as '?', never as a
+    failed drain; a drain the counters showed not happening is said in words."""
+    wave = {
+        "kind": "wave",
+        "run": "count2-s3",
+        "phase": "mixed_wave",
+        "wave": 9,
+        "n": 2,
+        "batch_s": 0.098,
+        "status": {"max_active": None, "fields_present": False},
+        "drained": {"ok": False, "active": None, "queued": None, "fields_present": False, "waited": False},
+    }
+    line = plain_line(wave) or ""
+    assert line == "[parval] count2-s3: mixed wave 9, 2 requests in 0.098s, active slots ?, drained ?"
+    assert "False" not in line and "None" not in line and "=" not in line
+    obj = json.loads(json_line(wave, ProgressState()) or "")
+    assert obj["max_active"] is None and obj["drained"] is None
+    tty = Tty()
+    listen, finish = make_listener(quiet=False, events_json=False, stderr=tty)
+    listen({"kind": "unit_begin", "unit": "count2-s3"})
+    listen(wave)
+    listen({"kind": "unit_end", "unit": "count2-s3", "ok": True})
+    finish({"verdict": {}})
+    assert re.search(r"active slots\s+\?", ANSI.sub("", tty.getvalue()))
+    busy = dict(wave, drained={"ok": False, "active": 1, "queued": 0, "fields_present": True}, status={"max_active": 2})
+    assert plain_line(busy) == (
+        "[parval] count2-s3: mixed wave 9, 2 requests in 0.098s, active slots 2 of 2, not drained (active 1, queued 0)"
+    )
+    assert json.loads(json_line(busy, ProgressState()) or "")["drained"] is False
+
+
+def test_a_resumed_run_counts_the_requests_it_still_sends(admitted_run: Outcome) -> None:
+    """After `--resume`, the units finished before are skipped: the planned requests, and so
+    the time left, are those still to send, not the whole campaign's."""
+    plan = json.loads((admitted_run.dir / "plan.json").read_text())
+    whole = ProgressState(plan_raw=plan)
+    whole.update({"kind": "campaign_start", "counts": [1, 2], "shard": None})
+    resumed = ProgressState(plan_raw=plan)
+    resumed.update({"kind": "campaign_start", "counts": [1, 2], "shard": None, "resumed": True})
+    kept = ["ref-baseline-a", "ref-baseline-b", "ref-candidate-legacy", "x1-config-slots", "count1-s1", "count1-s2"]
+    for unit in kept:
+        resumed.update({"kind": "unit_skipped", "unit": unit, "reason": "completed before resume"})
+    assert whole.planned and resumed.planned
+    assert resumed.planned < whole.planned
+    assert resumed.planned == whole.planned - sum(unit_requests(plan, u) for u in kept)
+    assert unit_requests(plan, "count1-s1") > 0 and unit_requests(plan, "ref-baseline-a") > 0
+    resumed.update(_request())
+    assert resumed.ratio().startswith(f"requests 1 of {resumed.planned} done, 0 failed")
+    assert "(6 units kept from before the resume)" in resumed.ratio()
+    start = {"kind": "campaign_start", "plan": "ux", "counts": [1, 2], "shard": None, "resumed": True}
+    assert plain_line(start) == "[parval] campaign ux: counts 1, 2 (resumed: units finished before are kept)"
 
 
 def test_listener_modes_in_process() -> None:
@@ -169,10 +224,12 @@ def test_pipe_gets_one_plain_line_per_step(shard_runs: tuple[Outcome, Outcome]) 
     assert not ANSI.search(two.stderr)
     lines = two.stderr.splitlines()
     assert any(re.fullmatch(r"\s*[\d.]+s \[parval\] count2-s1: starting", x) for x in lines)
-    assert any("campaign ux shard 2/2: counts [2]" in x for x in lines)
-    assert any("count2-s3: mixed_wave 9 n=2" in x for x in lines)
+    assert any("campaign ux shard 2/2: counts 2" in x for x in lines)
+    assert any("count2-s3: mixed wave 9, 2 requests in " in x for x in lines)
+    waves = [x for x in lines if "requests in " in x]
+    assert waves and all(re.search(r"active slots (\d+ of \d+|\?), (drained|drained \?|not drained)", x) for x in waves)
     ends = [x for x in lines if ": done · requests" in x]
-    assert ends and re.search(r"requests \d+/\d+ \(0 failed\)", ends[-1])
+    assert ends and re.search(r"requests \d+ of \d+ done, 0 failed", ends[-1])
     assert any("campaign finished" in x for x in lines)
     assert two.stdout.splitlines()[0].startswith("evidence collected; validation pending")
     assert any(x.startswith("report:") for x in two.stdout.splitlines())

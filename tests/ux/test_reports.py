@@ -11,6 +11,7 @@ import markdown
 
 from parval.procedure.assertion_ids import all_ids
 from parval.report.markdown import COMMENT_LIMIT
+from parval.report.md_base import local_paths
 
 from .kit import Outcome, invoke
 
@@ -73,7 +74,9 @@ def test_every_fail_is_explained(failed_run: Outcome) -> None:
     assert "| # | run | phase · wave | request | slot | slot history |" in exact
     assert f"| 1 | {first['run']} | {first['phase']} · {first['wave']} | `{first['req']}` |" in exact
     assert first["got_canon"] in exact and first["ref_canon"] in exact  # both hashes, in full
-    assert f"cmp {failed_run.dir}/artifacts/{first['artifact']}.json" in exact
+    # the run's files as the Reproduce block shows them from here (relative, or a token when far)
+    cmp, _ = local_paths(f"cmp {failed_run.dir}/artifacts/{first['artifact']}.json", Path.cwd())
+    assert cmp in exact and str(failed_run.dir) not in exact
     assert "--fault contaminate_3plus" in exact  # the server exactly as it was started
     assert "curl -sS http://127.0.0.1:$PORT/v1/tasks/run" in exact
     assert "parval run " in exact
