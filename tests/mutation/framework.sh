@@ -47,7 +47,7 @@ pytest_add_cli_args_test_selection = [
   "tests/framework/test_judges_generated.py", "tests/framework/test_evidence_rules.py",
   "tests/framework/test_units.py", "tests/framework/test_observed_core.py", "tests/test_ctest.py",
 ]
-pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly"]
+pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0"]
 also_copy = ["plans/", "schemas/", "README.md", "tests/"]
 TOML
 

@@ -68,7 +68,9 @@ def config(only: list[str], tests: list[str]) -> str:
         'source_paths = ["parval/"]\n'
         f"only_mutate = {json.dumps(only or MUTATE)}\n"
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
-        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]\n'
+        # -n 0: mutmut records which test reaches which mutant in its own process; tests
+        # spread over xdist workers (the default addopts) would reach none
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-n", "0"]\n'
         'also_copy = ["plans/", "schemas/", "README.md", "tests/"]\n'
     )
 
