@@ -21,7 +21,7 @@ from parval.plan.starter import DEFAULT_TIMEOUTS, PLACEHOLDER, StartTimes, measu
 from parval.rundir.estimate import bound_line
 from tests.conftest import STANDIN
 
-from .kit import MODEL_BYTES, invoke
+from .kit import MODEL_BYTES, Invoked, invoke
 
 RATE = 16000
 
@@ -179,24 +179,22 @@ def test_measure_sets_timeouts_from_one_start_of_the_candidate(tmp_path: Path) -
     assert "at most 10.0 min" in bound_line(plan), bound_line(plan)
 
 
-def test_a_candidate_that_cannot_start_leaves_the_default_timeouts_and_says_so(tmp_path: Path) -> None:
-    broken = tmp_path / "bin" / "audiocpp_server"
-    broken.parent.mkdir()
-    broken.write_text("#!/bin/sh\necho 'cannot load model' >&2\nexit 3\n")
-    broken.chmod(0o755)
+def _measure_with_candidate(tmp_path: Path, script: str) -> tuple[Invoked, Path]:
+    """`init --measure` with the stand-in as baseline and a candidate that runs `script`."""
+    candidate = tmp_path / "bin" / "audiocpp_server"
+    candidate.parent.mkdir()
+    candidate.write_text(f"#!/bin/sh\n{script}\n")
+    candidate.chmod(0o755)
     plan_path = tmp_path / "p.yaml"
+    config = _config(tmp_path / "cfg", TTS)
     p = invoke(
-        "init",
-        "--server-config",
-        _config(tmp_path / "cfg", TTS),
-        "--baseline",
-        STANDIN,
-        "--candidate",
-        broken,
-        "--measure",
-        "-o",
-        plan_path,
+        "init", "--server-config", config, "--baseline", STANDIN, "--candidate", candidate, "--measure", "-o", plan_path
     )
+    return p, plan_path
+
+
+def test_a_candidate_that_cannot_start_leaves_the_default_timeouts_and_says_so(tmp_path: Path) -> None:
+    p, plan_path = _measure_with_candidate(tmp_path, "echo 'cannot load model' >&2\nexit 3")
     assert p.returncode != 0
     assert "exited with status 3" in p.stderr and "written with default timeouts" in p.stderr, p.stderr
     assert "# CHECK: defaults, not measured" in plan_path.read_text()
@@ -239,23 +237,7 @@ def test_measured_timeouts_cover_a_slow_but_healthy_start(tmp_path: Path, scale:
 
 def test_a_candidate_that_drops_requests_leaves_the_default_timeouts(tmp_path: Path) -> None:
     """A server that becomes ready but answers no request is not timed as a fast one."""
-    dropping = tmp_path / "bin" / "audiocpp_server"
-    dropping.parent.mkdir()
-    dropping.write_text(f'#!/bin/sh\nexec "{STANDIN}" --fault drop_connection "$@"\n')
-    dropping.chmod(0o755)
-    plan_path = tmp_path / "p.yaml"
-    p = invoke(
-        "init",
-        "--server-config",
-        _config(tmp_path / "cfg", TTS),
-        "--baseline",
-        STANDIN,
-        "--candidate",
-        dropping,
-        "--measure",
-        "-o",
-        plan_path,
-    )
+    p, plan_path = _measure_with_candidate(tmp_path, f'exec "{STANDIN}" --fault drop_connection "$@"')
     assert p.returncode != 0
     assert "request 'base' failed while measuring" in p.stderr, p.stderr
     assert "# CHECK: defaults, not measured" in plan_path.read_text()
