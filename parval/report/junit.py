@@ -114,6 +114,8 @@ def _suite(parent: ET.Element, ev: Evidence, name: str) -> None:
         ("candidate_sha256", ev["identity"].get("candidate_sha256")),
     ):
         ET.SubElement(props, "property", name=key, value=str(value))
+    for i, differ in enumerate(ev.get("judgings") or [], 1):  # earlier judgings of this run that read otherwise
+        ET.SubElement(props, "property", name=f"judgings_differ_{i}", value=differ)
     # How much each count's clean outputs rule out (parval.rundir.mismatch_bound).
     for key, checks in sorted(ev["model_checks"]["per_count"].items(), key=lambda kv: int(kv[0])):
         b = count_bound(checks["assertions"])

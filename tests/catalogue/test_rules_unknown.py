@@ -107,6 +107,8 @@ def test_a_reseal_over_a_lost_listing_and_chain_admits_nothing_anywhere(admitted
     (differ,) = ev["judgings"]
     assert kept in differ and "M6.batch PASS -> NOT_APPLICABLE" in differ and "ADMITTED" in differ, differ
     assert "verdicts differ between judgings" in rejudged.stdout
+    junit, _ = render_report([run], fmt="junit", catalogue=None, redact=False, rejudge=False)
+    assert 'name="judgings_differ_1"' in junit and "M6.batch PASS -&gt; NOT_APPLICABLE" in junit, junit[:1500]
     assert invoke("verify", run).returncode == 0
 
 
