@@ -31,7 +31,7 @@ async def run_soak(workdir: Path, *, waves: int, n: int = SOAK_N, service_ms: fl
 
     plan = load_plan(bench_plan(workdir, service_ms=service_ms, poll_ms=5.0))
     run_dir = api.prepare_run_dir(plan, workdir / "run")
-    log = EventLog(run_dir / EVENTS)
+    log = EventLog(run_dir / EVENTS, sync_behind=True)  # as a campaign's log (parval.api)
     campaign = Campaign(plan, run_dir, log, judging=MID_RUN)
     requests: list[JsonObject] = []
     log.listeners.append(lambda e: requests.append(e) if e["kind"] == "request" else None)

@@ -81,6 +81,12 @@ class PollLoop(Generic[T]):
         self.samples: list[T] = []
         self.errors = 0
         self._changed = anyio.Event()
+        self._nudge = anyio.Event()
+
+    def nudge(self) -> None:
+        """Poll now instead of at the end of the interval: a caller waits for a fresh sample
+        (a drain check between waves must not sit out the rest of a poll interval)."""
+        self._nudge.set()
 
     @property
     def latest(self) -> T | None:
@@ -100,8 +106,10 @@ class PollLoop(Generic[T]):
         async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(self.read_timeout_s)) as client:
             while True:
                 t0 = time.monotonic()
+                self._nudge = anyio.Event()  # a nudge from here on asks for the next poll
                 await self.poll_once(client)
-                await anyio.sleep(max(0.0, self.interval_s - (time.monotonic() - t0)))
+                with anyio.move_on_after(max(0.0, self.interval_s - (time.monotonic() - t0))):
+                    await self._nudge.wait()
 
 
 class StatusPoller(PollLoop[StatusSample]):
@@ -130,6 +138,7 @@ class StatusPoller(PollLoop[StatusSample]):
         changed (a request just sent, an unload just asked for), so it never counts."""
         t_call = time.monotonic()
         seen = len(self.samples)  # every sample already here was polled before the call
+        self.nudge()
         with anyio.move_on_after(timeout_s):
             while True:
                 fresh, seen = self.samples[seen:], len(self.samples)

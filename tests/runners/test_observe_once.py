@@ -77,6 +77,30 @@ def test_wait_for_ignores_a_poll_sent_before_the_call_that_lands_after() -> None
     assert anyio.run(main) is None
 
 
+class _CountingPoller(StatusPoller):
+    """A poller whose polls are samples made up in-process (no server)."""
+
+    async def poll_once(self, client: object) -> StatusSample:
+        s = sample(0)
+        self.add(s)
+        return s
+
+
+def test_wait_for_asks_for_a_poll_instead_of_sitting_out_the_interval() -> None:
+    async def main() -> tuple[StatusSample | None, int]:
+        p = _CountingPoller("http://127.0.0.1:9", "m", 600.0)  # next scheduled poll in 10 minutes
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(p.run)
+            first = await p.wait_for(lambda s: True, 5.0)
+            got = await p.wait_for(lambda s: s.active == 0, 5.0)
+            tg.cancel_scope.cancel()
+        assert first is not None
+        return got, len(p.samples)
+
+    got, polls = anyio.run(main)
+    assert got is not None and polls == 2
+
+
 # -- mixed waves: every pair admitted together is also admitted reversed -------------------
 
 DEMO = [NamedRequest(n, n, {"text": n}) for n in ("base", "long_text", "other_seed", "few_tokens")]
