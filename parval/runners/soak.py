@@ -117,6 +117,50 @@ def soak_done(events: list[JsonObject], n: int) -> SoakDone:
     return SoakDone(len(ended), len(waves), round(elapsed, 3))
 
 
+def soak_reserve_s(events: list[JsonObject], n: int) -> float | None:
+    """How long before timeouts.campaign_s the soak stops starting mixed waves: twice what
+    the slowest complete start at count n spent outside its mixed waves (its launch, cold
+    and warm waves, reloads, serial reuse and stop: what a soak start still runs once its
+    deadline has passed, or runs whole if it begins just before it) plus twice its longest
+    mixed wave (one may be in flight at the deadline). None before any start at count n
+    has completed with a mixed wave: the caller then uses a fixed estimate."""
+    at_n = {str(e.get("run")) for e in events if e.get("kind") == "run_start" and e.get("count") == n}
+    begun: dict[str, float] = {}
+    mixed: dict[str, list[JsonObject]] = {}
+    worst_outside = worst_wave = None
+    for e in events:
+        kind, t = e.get("kind"), e.get("t")
+        if not isinstance(t, int | float):
+            continue
+        if kind == "unit_begin" and e.get("unit") in at_n:
+            begun[str(e["unit"])] = float(t)
+            mixed[str(e["unit"])] = []
+        elif kind == "wave" and e.get("phase") == "mixed_wave" and str(e.get("run")) in begun:
+            mixed[str(e["run"])].append(e)
+        elif kind == "unit_end" and e.get("unit") in begun and e.get("ok") is True:
+            unit = str(e["unit"])
+            waves = mixed.pop(unit)
+            start = begun.pop(unit)
+            spans = [_span(w) for w in waves]
+            if not waves or None in spans:
+                continue
+            first_begun = float(str(waves[0]["t"])) - (spans[0] or 0.0)
+            outside = (first_begun - start) + (float(t) - float(str(waves[-1]["t"])))
+            longest = max(s for s in spans if s is not None)
+            worst_outside = outside if worst_outside is None else max(worst_outside, outside)
+            worst_wave = longest if worst_wave is None else max(worst_wave, longest)
+    if worst_outside is None or worst_wave is None:
+        return None
+    return round(2 * worst_outside + 2 * worst_wave, 3)
+
+
+def _span(wave: JsonObject) -> float | None:
+    t0, t1 = wave.get("t_start"), wave.get("t_end")
+    if isinstance(t0, int | float) and isinstance(t1, int | float) and t1 >= t0:
+        return float(t1) - float(t0)
+    return None
+
+
 def soak_units(
     c: CampaignContext, judging: SoakJudging, t0: float
 ) -> Iterator[tuple[str, Callable[[], Awaitable[None]]]]:
@@ -130,14 +174,15 @@ def soak_units(
     if n not in c.shard_counts():
         return
     per_start = int(soak.get("waves_per_start") or WAVES_PER_START)
-    # Leave the campaign time to stop the last soak start cleanly, never to be cut short.
-    # (the reloads and serial reuse after the last mixed wave, and the server's stop).
-    reserve = 5 * c.plan.timeouts["wave_s"] + c.plan.timeouts["shutdown_grace_s"]
-    campaign_end = t0 + c.plan.timeouts["campaign_s"] - reserve
+    fixed_reserve = 5 * c.plan.timeouts["wave_s"] + c.plan.timeouts["shutdown_grace_s"]
     while True:
         events = read_events(c.log.path)
         done = soak_done(events, n)
         now = time.monotonic()
+        # Leave the campaign time to finish the last soak start cleanly, never to be cut
+        # short: as long as this count's starts took besides their mixed waves, measured.
+        measured = soak_reserve_s(events, n)
+        campaign_end = t0 + c.plan.timeouts["campaign_s"] - (fixed_reserve if measured is None else measured)
         bound = judging.soak_bound(c.log.path, c.plan, c.run_dir, n)
         left_s = None
         stopped = None

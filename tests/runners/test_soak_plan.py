@@ -12,7 +12,7 @@ import yaml
 from parval.errors import PlanError
 from parval.plan.load import load_plan, parse_duration_minutes, with_soak
 from parval.rundir.estimate import soak_line
-from parval.runners.soak import soak_done
+from parval.runners.soak import soak_done, soak_reserve_s
 from tests.conftest import write_plan
 
 
@@ -84,3 +84,42 @@ def test_validate_says_what_a_soak_in_waves_reaches(tmp_path: Path) -> None:
     assert "--like RUN" in str(soak_line(minutes))
     target = load_plan(write_plan(tmp_path / "t", soak={"until_rate_below": 0.001}))
     assert "about 2,995 overlapped outputs" in str(soak_line(target))
+
+
+def _timed_start(
+    unit: str, count: int, *, ok: bool = True, spans: tuple[float, ...] = (1.0, 1.0, 1.5)
+) -> list[dict[str, Any]]:
+    """One start: launched at 100, its mixed waves end at 105, 106, 107 (each lasting
+    `spans`), its unit ends at 115."""
+    out: list[dict[str, Any]] = [
+        {"kind": "unit_begin", "unit": unit, "t": 100.0},
+        {"kind": "run_start", "run": unit, "attempt": 1, "role": "count", "count": count, "t": 101.0},
+        {"kind": "wave", "run": unit, "attempt": 1, "phase": "warm_wave", "wave": 1, "t": 103.0},
+    ]
+    for i, span in enumerate(spans):
+        wave = {"kind": "wave", "run": unit, "attempt": 1, "phase": "mixed_wave", "wave": i, "t": 105.0 + i}
+        out.append({**wave, "t_start": 4.0 + i, "t_end": 4.0 + i + span})
+    out.append({"kind": "unit_end", "unit": unit, "ok": ok, "t": 115.0})
+    return out
+
+
+def test_the_soak_reserve_is_measured_from_the_counts_starts() -> None:
+    # outside the mixed waves: 100 -> 104 (the first began 1 s before it ended at 105) and 107 -> 115
+    assert soak_reserve_s(_timed_start("count2-s1", 2), 2) == 2 * (4.0 + 8.0) + 2 * 1.5
+    # the slowest start decides
+    slower = [{**e, "t": e["t"] + 10 if e["kind"] == "unit_end" else e["t"]} for e in _timed_start("count2-s2", 2)]
+    assert soak_reserve_s(_timed_start("count2-s1", 2) + slower, 2) == 2 * (4.0 + 18.0) + 2 * 1.5
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        [],
+        _timed_start("count2-s1", 4),  # another count's start
+        _timed_start("count2-s1", 2, ok=False),  # a start that did not complete
+        _timed_start("count2-s1", 2, spans=()),  # no mixed wave to time
+        [{k: v for k, v in e.items() if k != "t_end"} for e in _timed_start("count2-s1", 2)],  # a wave untimed
+    ],
+)
+def test_without_a_timed_start_at_the_count_the_reserve_is_not_measured(events: list[dict[str, Any]]) -> None:
+    assert soak_reserve_s(events, 2) is None
