@@ -153,21 +153,29 @@ def serial_despite_overlap(w: NotActive, n: int) -> bool:
 
 
 def set_aside_count_events(ctx: JudgeContext, n: int) -> list[tuple[str, list[JsonObject]]]:
-    """(run, events) of each set-aside attempt of a count-n start (`typed` picks a kind)."""
+    """(run, events) of each set-aside attempt of a start at count n, the soak's included
+    (`typed` picks a kind). One entry per attempt: a start set aside twice has two."""
     out = []
     for (run, _attempt), entry in ctx.rec.set_aside.items():
         start = entry["run_start"]
-        if start["role"] == "count" and start["count"] == n:
+        if start["role"] in ("count", "soak") and start["count"] == n:
             out.append((run, entry["events"]))
     return out
 
 
-def set_aside_requests(ctx: JudgeContext, n: int) -> list[tuple[str, list[RequestEvent]]]:
-    return [(run, typed(events, "request")) for run, events in set_aside_count_events(ctx, n)]
-
-
 def set_aside_waves(ctx: JudgeContext, n: int) -> list[tuple[str, list[WaveEvent]]]:
     return [(run, typed(events, "wave")) for run, events in set_aside_count_events(ctx, n)]
+
+
+def starts_at(ctx: JudgeContext, n: int) -> list[str]:
+    """The standing starts at count n whose waves M2 judges: the required ones and the
+    soak's (parval.runners.soak), which run the same waves."""
+    return [*ctx.rec.count_runs(n), *ctx.rec.soak_runs(n)]
+
+
+def complete_at(ctx: JudgeContext, n: int) -> list[str]:
+    """Those of them that ran to their end."""
+    return [*complete_starts(ctx, n), *(r for r in ctx.rec.soak_runs(n) if ctx.rec.complete(r))]
 
 
 def active_violations(ctx: JudgeContext, n: int, *, standing: bool = True) -> list[NotActive]:
@@ -175,13 +183,13 @@ def active_violations(ctx: JudgeContext, n: int, *, standing: bool = True) -> li
     showed fewer than n leases while all n requests were in flight, with enough samples in
     that window to show it."""
     out = []
-    for run in ctx.rec.count_runs(n) if standing else []:
+    for run in starts_at(ctx, n) if standing else []:
         for w in not_active(n, run, ctx.rec.waves(run), ctx.rec.requests(run)):
             if w["counters"] == "present" and w["client_overlap"] and serial_despite_overlap(w, n):
                 out.append(w)
-    aside_reqs = dict(set_aside_requests(ctx, n))
-    for run, waves in set_aside_waves(ctx, n):
-        for w in not_active(n, run, waves, aside_reqs.get(run, [])):
+    # each attempt's waves against that attempt's own requests
+    for run, events in set_aside_count_events(ctx, n):
+        for w in not_active(n, run, typed(events, "wave"), typed(events, "request")):
             if w["counters"] == "present" and w["client_overlap"] and serial_despite_overlap(w, n):
                 out.append({**w, "set_aside": ctx.rec.set_aside_status(run, w["attempt"])})
     return out
@@ -201,7 +209,7 @@ def drain_row(run: str, w: WaveEvent) -> dict[str, object]:
 def drain_violations(ctx: JudgeContext, n: int, *, standing: bool = True) -> list[dict[str, object]]:
     """Waves (standing attempts unless `standing` is False, and set-aside attempts) after
     which the counters stayed non-zero."""
-    runs = ctx.rec.count_runs(n) if standing else []
+    runs = starts_at(ctx, n) if standing else []
     rows = [drain_row(run, w) for run in runs for w in ctx.rec.waves(run) if not w["drained"].get("ok")]
     rows += [
         {**drain_row(run, w), "set_aside": ctx.rec.set_aside_status(run, w["attempt"])}
@@ -267,10 +275,11 @@ def unload_observed(state: str, probe: ProbeEvent | None) -> str:
 
 
 def unload_probes(ctx: JudgeContext, n: int) -> list[tuple[str, ProbeEvent, str | None]]:
-    """(run, unload probe, set-aside status or None) of every start at count n."""
+    """(run, unload probe, set-aside status or None) of every start at count n, the
+    soak's included."""
     out: list[tuple[str, ProbeEvent, str | None]] = [
         (run, e, None)
-        for run in ctx.rec.count_runs(n)
+        for run in starts_at(ctx, n)
         for e in typed(ctx.rec.by_run.get(run, []), "probe")
         if e["name"] == "unload"
     ]
@@ -486,7 +495,7 @@ def m2_observed_active(ctx: JudgeContext, n: int) -> Result:
     concurrent wave (any attempt of it). A FAIL needs enough successful samples inside the
     window in which the client had all n requests in flight, every one below n."""
     id_ = "M2.observed_active"
-    complete = complete_starts(ctx, n)
+    complete = complete_at(ctx, n)
     violations = active_violations(ctx, n)
     active_bad = [w for run in complete for w in not_active(n, run, ctx.rec.waves(run), ctx.rec.requests(run))]
     absent = [w for w in active_bad if w["counters"] == "absent"]
@@ -545,7 +554,8 @@ def m2_observed_active(ctx: JudgeContext, n: int) -> Result:
     waves_all = [w for r in complete for w in ctx.rec.waves(r) if w["mode"] != "serial"]
     return shape.passed(
         id_,
-        f"the status poller saw active_slots == {n} (loaded) in all {len(waves_all)} concurrent waves",
+        f"the status poller saw active_slots == {n} (loaded) in all {len(waves_all)} concurrent waves"
+        + _soak_share(ctx, n, waves_all),
         {"concurrent waves": waves_all},
         poll_hz=[(w.get("status") or {}).get("poll_hz") for w in waves_all][:10],
     )
@@ -566,7 +576,7 @@ def m2_observed_active(ctx: JudgeContext, n: int) -> Result:
 def m2_drained(ctx: JudgeContext, n: int) -> Result:
     """M2.drained: active_slots == queued_requests == 0 after every wave."""
     id_ = "M2.drained"
-    complete = complete_starts(ctx, n)
+    complete = complete_at(ctx, n)
     drained_bad = [drain_row(run, w) for run in complete for w in ctx.rec.waves(run) if not (w["drained"]).get("ok")]
     busy = drain_violations(ctx, n)
     absent = [w for w in drained_bad if w["counters"] == "absent"]
@@ -630,11 +640,18 @@ def m2_drained(ctx: JudgeContext, n: int) -> Result:
         )
     return shape.passed(
         id_,
-        f"active_slots == queued_requests == 0 after all {len(waves_all)} waves{lag_text}",
+        f"active_slots == queued_requests == 0 after all {len(waves_all)} waves{_soak_share(ctx, n, waves_all)}"
+        f"{lag_text}",
         {"drained waves": waves_all},
         drain_lag_ms=worst[1] if worst else None,
         nonzero_reads=nonzero,
     )
+
+
+def _soak_share(ctx: JudgeContext, n: int, waves: list[WaveEvent]) -> str:
+    soak = set(ctx.rec.soak_runs(n))
+    k = sum(1 for w in waves if w["run"] in soak)
+    return f" ({k} of them in soak starts)" if k else ""
 
 
 def drain_lag_bound(ctx: JudgeContext) -> float | None:
@@ -742,7 +759,7 @@ def m2_unload_reload(ctx: JudgeContext, n: int) -> Result:
     ]
     unseen += [
         {"run": run, "what": f"{got} of {UNLOAD_CYCLES} unload/reload cycles recorded"}
-        for run in complete_starts(ctx, n)
+        for run in complete_at(ctx, n)
         if (got := sum(1 for p in probes if p[0] == run and p[2] is None)) != UNLOAD_CYCLES
     ]
     if unseen:

@@ -314,13 +314,10 @@ def batch_pairing(e: M6BatchEvent) -> tuple[list[str], list[BatchRecord]]:
 
 
 def _in_order(batches: set[int | None]) -> list[int | None]:
-    """`sorted(batches)`: batch numbers, or None alone (None and numbers do not compare)."""
-    numbers = sorted(b for b in batches if b is not None)
-    if len(numbers) == len(batches):
-        return list(numbers)
-    if not numbers:
-        return [None]
-    raise TypeError("'<' not supported between instances of 'NoneType' and 'int'")
+    """The batch numbers in order, then None where a result names no batch (a record that
+    is only inconsistent, never a reason for the judge to stop)."""
+    numbers: list[int | None] = [*sorted(b for b in batches if b is not None)]
+    return numbers + [None] if None in batches else numbers
 
 
 @shape.judge(

@@ -64,7 +64,7 @@ def tolerance_path_caught(neg: NegativeControlEvent, run_dir: Path | None, toler
     try:
         body = (run_dir / "artifacts" / f"{source}.json").read_bytes()
         beyond = plant_beyond(body, tolerance)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # a body that is not an object
         return False
     if beyond is None:
         return False
