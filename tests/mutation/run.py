@@ -5,7 +5,9 @@
 
 It copies the project to a work directory (a fresh temporary one unless --workdir names
 one to resume), writes mutmut's configuration there (so it conflicts with nothing in the
-checkout) and runs mutmut in passes, each on the survivors of the one before:
+checkout), rewrites each `@shape.judge(...)` there as an assignment after its function (mutmut
+leaves decorated functions unmutated, and those are the judges themselves) and runs mutmut
+in passes, each on the survivors of the one before:
 
 1. `DIR/fast`: every mutant, against the in-process tests that judge synthetic or recorded
    evidence without starting a server (FAST below); seconds per mutant.
@@ -24,6 +26,8 @@ on two shared cores; it is not part of .ci/run."""
 from __future__ import annotations
 
 import argparse
+import ast
+import fnmatch
 import json
 import shutil
 import subprocess
@@ -87,8 +91,41 @@ def prepare(work: Path, only: list[str], tests: list[str]) -> None:
             shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "mutants", ".hypothesis"))
         else:
             shutil.copy2(src, dst)
+    _undecorate(work, only)
     pyproject = work / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + config(only, tests))
+
+
+def undecorate_judges(source: str) -> str:
+    """The same module with each `@shape.judge(...)` decorator applied by an assignment after
+    its function instead (`f = shape.judge(...)(f)`): mutmut leaves decorated functions
+    unmutated, and these are the judges themselves."""
+    lines = source.splitlines(keepends=True)
+    tree = ast.parse(source)
+    found = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and node.decorator_list
+        and all((ast.get_source_segment(source, d) or "").startswith("shape.judge(") for d in node.decorator_list)
+    ]
+    for fn in reversed(found):  # bottom up: earlier line numbers stay valid
+        decorators = [ast.get_source_segment(source, d) or "" for d in fn.decorator_list]
+        first = fn.decorator_list[0].lineno - 1
+        applied = "".join(f"{fn.name} = {d}({fn.name})\n" for d in reversed(decorators))
+        end = fn.end_lineno or fn.lineno
+        lines[end:end] = ["\n", applied]
+        del lines[first : fn.lineno - 1]
+    return "".join(lines)
+
+
+def _undecorate(work: Path, only: list[str]) -> None:
+    for path in sorted((work / "parval").rglob("*.py")):
+        rel = path.relative_to(work).as_posix()
+        if any(fnmatch.fnmatch(rel, pattern) for pattern in (only or MUTATE)):
+            text = path.read_text()
+            if "@shape.judge(" in text:
+                path.write_text(undecorate_judges(text))
 
 
 def mutmut(work: Path, *args: str) -> None:
