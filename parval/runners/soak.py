@@ -21,8 +21,8 @@ that each output's slot history, and so its reference, is known.
 Each soak start runs what a required start runs (cold and warm waves, its mixed warm waves,
 ordered and reversed as M3's, three unload/reload cycles, serial reuse), with the same
 recording, drain checks and memory sampling: M2.exact, M2.observed_active, M2.drained,
-M2.unload_reload, Q5 and M5 judge it with the count's own starts. How much soak is done is read back from the events, so a resumed
-run continues the soak it had, not a new one."""
+M2.unload_reload, Q5 and M5 judge it with the count's own starts. How much soak is done
+is read back from the events, so a resumed run continues the soak it had, not a new one."""
 
 from __future__ import annotations
 
