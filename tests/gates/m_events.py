@@ -393,3 +393,13 @@ def recovery_start(ev: Events, n: int = 2, *, body: dict[str, Any] | None = None
             if one is not None:
                 ev.append(kind, run="recovery", attempt=0, **one)
     ev.end("recovery")
+
+
+def set_aside_attempt(ev: Events, run: str, n: int, plan_: dict[str, Any], attempt: int = -1, **kw: Any) -> None:
+    """An attempt of `run` recorded and then abandoned (interrupted, redone on resume):
+    full_start's waves under `attempt`, without its end (`kw`: full_start's arguments)."""
+    first = len(ev.events)
+    full_start(ev, run, n, plan_, end=False, **kw)
+    for e in ev.events[first:]:
+        e["attempt"] = attempt
+    ev.append("run_abandoned", run=run, attempt=attempt)

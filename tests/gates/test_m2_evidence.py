@@ -11,7 +11,7 @@ from parval.gates.m2_concurrency import judge_m2
 from parval.gates.quality import q5_intermittent
 from parval.procedure.assertion_ids import MODEL_GATE, group_of
 from parval.status import Result, Status
-from tests.gates.m_events import Events, baseline_refs, counters_status, full_start, in_flight, plan
+from tests.gates.m_events import Events, baseline_refs, counters_status, full_start, in_flight, plan, set_aside_attempt
 
 RUNS = ("count2-s1", "count2-s2", "count2-s3")
 
@@ -21,12 +21,7 @@ def starts(tmp_path: Path, *, aside: dict[str, Any] | None = None, **kw: Any) ->
     baseline_refs(ev)
     p = plan()
     if aside is not None:
-        # an attempt of count2-s1 set aside (interrupted, redone on resume)
-        first = len(ev.events)
-        full_start(ev, "count2-s1", 2, p, end=False, **aside)
-        for e in ev.events[first:]:
-            e["attempt"] = -1
-        ev.append("run_abandoned", run="count2-s1", attempt=-1)
+        set_aside_attempt(ev, "count2-s1", 2, p, **aside)  # interrupted, redone on resume
     for run in RUNS:
         full_start(ev, run, 2, p, **kw)
     ctx = ev.context(p)

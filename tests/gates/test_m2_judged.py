@@ -33,6 +33,7 @@ from tests.gates.m_events import (
     full_start,
     in_flight,
     plan,
+    set_aside_attempt,
     tts_body,
 )
 
@@ -61,11 +62,7 @@ def recorded(
     baseline_refs(ev)
     p = plan_ if plan_ is not None else plan()
     if aside is not None:
-        first = len(ev.events)
-        full_start(ev, "count2-s1", 2, p, end=False, **aside)
-        for e in ev.events[first:]:
-            e["attempt"] = -1
-        ev.append("run_abandoned", run="count2-s1", attempt=-1)
+        set_aside_attempt(ev, "count2-s1", 2, p, **aside)
     for run in runs:
         full_start(ev, run, 2, p, **kw)
     return ev, p
@@ -1065,11 +1062,7 @@ def test_each_set_aside_attempt_is_judged_against_its_own_requests(tmp_path: Pat
         (-2, {"status": SERIAL_AT_ONE, "overlap": False, "flight": in_flight(2, polls=9, max_active=1)}),
         (-1, {}),
     ):
-        first = len(ev.events)
-        full_start(ev, "count2-s1", 2, p, end=False, **kw)
-        for e in ev.events[first:]:
-            e["attempt"] = attempt
-        ev.append("run_abandoned", run="count2-s1", attempt=attempt)
+        set_aside_attempt(ev, "count2-s1", 2, p, attempt, **kw)
     for run in RUNS:
         full_start(ev, run, 2, p)
     assert active_violations(ev.context(p), 2, standing=False) == []
