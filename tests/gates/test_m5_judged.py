@@ -619,3 +619,126 @@ def test_stable_judges_gpu_residue_where_sampled() -> None:
         "+500.0, +500.0 MiB; start 2 residues +500.0, +500.0 MiB)"
     )
     assert set(r.evidence["retained_after_unload"]) == {"host_rss", "host_pss", "gpu_device", "gpu_process"}
+
+
+def shaped(added: list[float], n: int = 2, **kw: Any) -> list[StartMemory]:
+    """`n` starts whose k-th repeated-use wave is raised by added[k-1] MiB."""
+    out = starts(n, waves=len(added), **kw)
+    for st in out:
+        for smp in st.samples:
+            phase = str(smp["phase"])
+            if m5.is_repeat_wave(phase):
+                smp["rss_mib"] += added[int(phase.split(":")[1]) - 1]
+    return out
+
+
+def test_stable_fails_on_growth_every_wave_past_the_bound_that_a_line_fits_under() -> None:
+    # a rise on every wave, the last one past the bound: the fitted rise (+5.2 MiB) stays under
+    # the bound, the last-K growth (+10.45 MiB) does not
+    spike = [0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 10.5]
+    r = stable(inputs(shaped(spike)))
+    assert r.status is Status.FAIL, r.reason
+    assert "fitted rise over the whole range +5.2, +5.2 MiB" in r.reason
+    assert [v["window_growth_mib"] for v in r.evidence["violation"]] == [10.45, 10.45]
+    # one wave that did not rise: not growth on every wave, and the line stays under: PENDING
+    flat_once = [0.0, 0.01, 0.02, 0.03, 0.03, 0.05, 0.06, 0.07, 0.08, 10.5]
+    assert stable(inputs(shaped(flat_once))).status is Status.PENDING
+
+
+def test_stable_fails_on_a_fitted_rise_exactly_at_the_bound() -> None:
+    linear = [float(k) for k in range(10)]  # +1 MiB a wave: +9 MiB fitted, +4 MiB over the last 5
+    r = stable(inputs(shaped(linear), rule=StabilisationRule(5, 9.0)))
+    assert r.status is Status.FAIL, r.reason
+    assert "fitted rise over the whole range +9.0, +9.0 MiB" in r.reason
+    # no start's last-K growth reached the bound: the violation is the fitted trend of each start
+    assert r.evidence["violation"] == r.evidence["trend"]["starts"]
+    assert [v["slope_mib"] for v in r.evidence["violation"]] == [1.0, 1.0]
+    assert stable(inputs(shaped(linear), rule=StabilisationRule(5, 9.01))).status is Status.PENDING
+
+
+def test_stable_pending_texts_keep_their_evidence() -> None:
+    for inp in (
+        inputs(starts(2), expected=3),
+        inputs([unrecorded(make_start(start_index=1))]),
+        inputs(starts(1, gpu=True), rule=StabilisationRule(5, 10.0, "gpu_process"), gpu_required=False),
+        inputs(starts(1), rule=StabilisationRule(5, 10.0, "gpu_process"), gpu_required=True),
+        inputs(starts(1, waves=3)),
+        inputs([make_start(start_index=1, growth=4.0), make_start(start_index=2)]),
+    ):
+        r = stable(inp)
+        assert r.status is Status.PENDING
+        assert {"rule", "growth", "retained_after_unload", "retention"} <= set(r.evidence), r.reason
+
+
+def test_stable_names_every_unavailable_gpu_and_the_rule_metrics_range() -> None:
+    two = [make_start(start_index=1), replace(make_start(start_index=2), gpu_info="unavailable: no device")]
+    r = stable(inputs(two, rule=StabilisationRule(5, 10.0, "gpu_process"), gpu_required=True))
+    assert r.reason == f"rule metric gpu_process not sampled: {UNAVAILABLE}; unavailable: no device"
+    # the tested range is the rule metric's: host_pss missing from one wave of each start
+    gappy = [
+        replace(s, samples=[{**x, "pss_mib": None} if x["phase"] == "mixed_wave:10" else x for x in s.samples])
+        for s in starts(2, waves=10)
+    ]
+    pss = stable(inputs(gappy, rule=StabilisationRule(5, 10.0, "host_pss")))
+    assert "tested range at count 2: 2 starts x 9 repeated-use waves (warm_wave:1 … mixed_wave:9)" in pss.reason
+    rss = stable(inputs(gappy, rule=StabilisationRule(5, 10.0, "host_rss")))
+    assert "tested range at count 2: 2 starts x 10 repeated-use waves (warm_wave:1 … mixed_wave:10)" in rss.reason
+
+
+def test_stable_joins_the_retention_texts_of_every_metric() -> None:
+    flat = stable(inputs(starts(2, gpu=True), gpu_required=True))
+    assert "start 2 residues +50.0, +50.0 MiB); gpu_process residue after unload settled at +500.0" in flat.reason
+    leaky = stable(inputs(starts(2, gpu=True, cycles=3, residue_growth=12.0), gpu_required=True))
+    assert leaky.status is Status.FAIL
+    assert leaky.reason.startswith("host_rss retained after unload grows with every unload/reload cycle")
+    assert "; 2 starts x 3 unload/reload cycles; gpu_process retained after unload grows with every" in leaky.reason
+    assert [v["metric"] for v in leaky.evidence["violation"]] == ["host_rss", "gpu_process"]
+    short = stable(inputs([make_start(start_index=1, cycles=1, gpu=True)], gpu_required=True))
+    assert short.status is Status.PENDING
+    assert short.reason.startswith(
+        "host_rss retained after unload: start 1 has 1 unload/reload cycle(s) with an idle level (at least 2 are "
+        "needed to tell a constant residue from memory kept after each unload); gpu_process retained after unload: "
+        "start 1 has 1 unload/reload cycle(s)"
+    )
+
+
+def test_stable_compares_with_a_baseline_of_two_waves_in_its_own_words() -> None:
+    growing = [make_start(start_index=1, growth=4.0), make_start(start_index=2)]
+    rule = StabilisationRule(2, 64.0)
+    base = stable(inputs(growing, rule=rule, baseline=starts(2, waves=2), reason="retention"))
+    assert (
+        "; baseline build at count 2, host_rss per-wave peak: 2 of 2 starts end flat (within 1 MiB) for at least 2 "
+        "waves (flat tail 2 of 2, 2 of 2 waves); shared slope over them +0.00 MiB/wave"
+    ) in base.reason
+    grows = stable(inputs(growing, rule=rule, baseline=starts(2, growth=4.0), reason="retention"))
+    assert "MiB: it has not stopped either; tested range at count 2: " in grows.reason
+
+
+def test_sampled_and_peaks_name_every_gap_and_unavailable_gpu() -> None:
+    second = "unavailable: no device"
+    two = [make_start(start_index=1), replace(make_start(start_index=2), gpu_info=second)]
+    sampled = m5_sampled(inputs(two, gpu_required=True))
+    assert f"; GPU memory PENDING ({UNAVAILABLE}; {second}); " in sampled.reason
+    assert sampled.limitations == (f"GPU memory PENDING: {UNAVAILABLE}; {second}",)
+    assert m5_peaks(inputs(two, gpu_required=True)).reason.endswith(
+        f"; GPU first-request peak not sampled: {UNAVAILABLE}; {second}"
+    )
+    gaps = [without(make_start(start_index=i, gpu=True), "gpu", "reload", "unload") for i in (1, 2)]
+    assert (
+        "GPU memory incomplete: start 1: no GPU samples in unload, reload; start 2: no GPU samples in unload, reload; "
+    ) in m5_sampled(inputs(gaps, gpu_required=True)).reason
+    unrecorded_host_less = unrecorded(make_start(start_index=1, phases=("startup", "warm", "unload", "reload")))
+    assert m5_peaks(inputs([unrecorded_host_less])).reason.endswith(
+        "; the sampler's record of start(s) [1] is missing; host first-request peak missing (no cold_load/cold_wave "
+        "host samples) in some start"
+    )
+    # the GPU the first start names
+    v1 = [make_start(start_index=1, gpu=True), replace(make_start(start_index=2, gpu=True), gpu_info="nvml v1")]
+    assert f"GPU memory sampled in every start ({NVML})" in m5_sampled(inputs(v1, gpu_required=True)).reason
+
+
+def test_baseline_delta_from_a_zero_figure() -> None:
+    r = m5_baseline(inputs([make_start(start_index=1, residue=0.0)], baseline=starts(1), reason="retention"))
+    assert r.evidence["comparison"]["host_rss"]["residue_mib"] == {"baseline": 50.0, "candidate": 0.0, "delta": -50.0}
+    r = m5_baseline(inputs(starts(1), baseline=[make_start(start_index=1, residue=0.0)], reason="retention"))
+    assert r.evidence["comparison"]["host_rss"]["residue_mib"] == {"baseline": 0.0, "candidate": 50.0, "delta": 50.0}
