@@ -123,22 +123,38 @@ def step(slots: int, status: int = 200, fields: bool = True) -> dict[str, Any]:
 
 def test_x3_passes_only_with_exact_outputs_after_each_resize() -> None:
     steps = [step(2), step(1), step(2), step(1)]
-    r = x3_resize_across_one(ctx(x3_events(steps, ["COLD"] * 4)))
-    assert r.status is Status.PASS and "1→2→1→2→1" in r.reason and "4/4" in r.reason
+    # a cap1 output of another phase is not one after a resize
+    ev = x3_events(steps, ["COLD"] * 4)
+    ev.insert(-1, request("ref-candidate-cap1", "ref_cold", "COLD"))
+    r = x3_resize_across_one(ctx(ev))
+    assert r.status is Status.PASS
+    assert r.reason == (
+        "resized 1→2→1→2→1 on one process, parallel status fields kept; first output after each resize vs the "
+        "cold reference: 4/4 exact"
+    )
+    assert r.evidence["steps"] == steps and r.evidence["rests_on"] == {"compared outputs": 4}
     r = x3_resize_across_one(ctx(x3_events(steps, ["COLD", "COLD", "OTHER", "COLD"])))
     assert r.status is Status.FAIL and "mismatch" in r.reason
     assert r.evidence["mismatches"][0]["wave"] == 2
 
 
 def test_x3_without_outputs_is_not_a_pass() -> None:
-    r = x3_resize_across_one(ctx(x3_events([step(2), step(1), step(2), step(1)], [])))
-    assert r.status is Status.PENDING
+    steps = [step(2), step(1), step(2), step(1)]
+    for outputs in ([], ["COLD"] * 3):
+        r = x3_resize_across_one(ctx(x3_events(steps, outputs)))
+        assert r.status is Status.PENDING
+        assert r.reason == f"resized across one, but {len(outputs)} of 4 outputs after a resize were recorded"
+        assert r.evidence == {"steps": steps}
 
 
 def test_x3_that_never_crosses_one_is_pending_not_resized() -> None:
     # Today's probe skipped every step above the largest count: 2→1→2→1 became 1→1.
-    r = x3_resize_across_one(ctx(x3_events([step(1), step(1)], ["COLD", "COLD"])))
-    assert r.status is Status.PENDING and "cross one" in r.reason
+    for sizes in ([1, 1], [2, 2]):
+        steps = [step(n) for n in sizes]
+        r = x3_resize_across_one(ctx(x3_events(steps, ["COLD", "COLD"])))
+        assert r.status is Status.PENDING
+        assert r.reason == f"resize steps {sizes} do not cross one (both 2 and 1 are needed)"
+        assert r.evidence == {"steps": steps}
 
 
 def test_x3_capacity_one_model_is_pending_naming_why() -> None:
@@ -147,7 +163,12 @@ def test_x3_capacity_one_model_is_pending_naming_why() -> None:
         [{"slots": 2, "reply": {"status": 400}, "capacity_refused": True}], [], ok=False, capacity_refused=msg
     )
     r = x3_resize_across_one(ctx(ev))
-    assert r.status is Status.PENDING and "capacity=1" in r.reason
+    assert r.status is Status.PENDING
+    assert r.reason == (
+        f"the model's capacity does not allow two slots (server: {msg!r}): resizing across one cannot be exercised "
+        "with this model"
+    )
+    assert r.evidence == {"steps": [{"slots": 2, "reply": {"status": 400}, "capacity_refused": True}]}
 
 
 def test_x3_lost_status_fields_fail() -> None:
@@ -158,9 +179,15 @@ def test_x3_lost_status_fields_fail() -> None:
 
 def test_x3_resize_refused_for_memory_is_blocked_not_failed() -> None:
     refused = {"slots": 2, "reply": {"status": 503, "error_type": "insufficient_memory"}, "status_fields": True}
-    ev = x3_events([refused, step(1), refused, step(1)], ["COLD"] * 2, ok=False)
-    r = x3_resize_across_one(ctx(ev))
-    assert r.status is Status.BLOCKED and "refused for memory" in r.reason
+    refused_one = {**refused, "slots": 1}
+    steps = [step(2), refused_one, refused, step(1)]
+    r = x3_resize_across_one(ctx(x3_events(steps, ["COLD"] * 2, ok=False)))
+    assert r.status is Status.BLOCKED
+    assert r.reason == (
+        "resizing to 1 slots was refused for memory (503 insufficient_memory): resizing across one could not be "
+        "exercised"
+    )
+    assert r.evidence == {"steps": steps}
 
 
 # -- M4.load_failure_retry ---------------------------------------------------------------------

@@ -195,6 +195,8 @@ def test_x2_fails_a_missing_warning_and_a_wrong_capacity() -> None:
         "omitted slots should mean capacity one; /v1/models slots 2",
         "count2-s4: flagged start printed no warning",
     ]
+    assert r.reason == "; ".join(r.evidence["violation"])
+    assert r.evidence["cap1_status_fields"] == {"first_slots": 2}
 
 
 @pytest.mark.parametrize(
@@ -271,6 +273,7 @@ def test_x3_whose_probe_stopped_short_is_pending() -> None:
     r = x3_resize_across_one(ctx(x3([step(2), step(1)], ok=False)))
     assert r.status is Status.PENDING
     assert r.reason == "the resize probe did not complete its steps ([2, 1])"
+    assert r.evidence == {"steps": [step(2), step(1)]}
 
 
 def test_x3_pending_without_a_probe_or_with_too_few_outputs() -> None:
@@ -290,3 +293,40 @@ def test_each_execution_path_result_is_reproducible_from_the_start_it_judged() -
         "parval run plan.yaml   # server: llama-server --parallel-jobs",
         "parval run plan.yaml   # server: llama-server --parallel-jobs",
     ]
+
+
+def test_x1_and_x2_keep_their_probes_in_every_verdict() -> None:
+    """What a verdict other than PASS read stays in its evidence: X1 its probes, X2 the
+    capacity-one start's /v1/models fields."""
+    crash = {"kind": "server_crash", "run": LEGACY, "attempt": 1, "where": "registration", "exit_code": 139}
+    for events in (
+        x1(warning=True),  # FAIL
+        x1([config(2)]),  # startup forms untried
+        x1(regs=[registration(1)]),  # registration forms untried
+        x1(regs=[]),  # no registration probes
+        x1(regs=[], tail=[crash, end(LEGACY)]),  # BLOCKED
+        x1(tail=[end(LEGACY)]),  # no slot fields recorded
+    ):
+        r = x1_legacy_path(ctx(events))
+        assert r.status is not Status.PASS
+        probes = [e for e in events if e["kind"] == "x1_config_probe"]
+        tried = [e for e in events if e["kind"] == "x1_registration_probe"]
+        assert r.evidence["config_probes"] == probes and r.evidence["registration_probes"] == tried, r.reason
+    for events, fields in (
+        (x2(1, 2, fields={"first_slots": 2}), {"first_slots": 2}),  # FAIL
+        (x2(1, 2, fields={"first_slots": None}), {"first_slots": None}),  # no slots shown
+        (x2(1, 2, per_count=2), {"first_slots": 1}),  # too few flagged starts
+    ):
+        r = x2_flagged_capacity_one(ctx(events))
+        assert r.status is not Status.PASS
+        assert r.evidence["cap1_status_fields"] == fields
+
+
+def test_x2_whose_capacity_one_start_recorded_no_fields_is_pending() -> None:
+    events = [start(CAP1), ready(CAP1, True), end(CAP1)]
+    r = x2_flagged_capacity_one(ctx(events))
+    assert (r.status, r.reason) == (
+        Status.PENDING,
+        "ref-candidate-cap1 did not complete: its /v1/models fields were not recorded",
+    )
+    assert r.evidence == {"cap1_status_fields": None}

@@ -742,3 +742,43 @@ def test_baseline_delta_from_a_zero_figure() -> None:
     assert r.evidence["comparison"]["host_rss"]["residue_mib"] == {"baseline": 50.0, "candidate": 0.0, "delta": -50.0}
     r = m5_baseline(inputs(starts(1), baseline=[make_start(start_index=1, residue=0.0)], reason="retention"))
     assert r.evidence["comparison"]["host_rss"]["residue_mib"] == {"baseline": 0.0, "candidate": 50.0, "delta": 50.0}
+
+
+# --- the residue after unload (retention), at its boundaries -----------------------------
+
+
+def residues(rows: list[list[float]], bound: float | None) -> m5.Retention:
+    sums: list[Any] = [
+        {
+            "start_index": i,
+            "metrics": {"host_rss": {"retained_after_unload": {"episodes": [{"residue_mib": x} for x in row]}}},
+        }
+        for i, row in enumerate(rows, 1)
+    ]
+    return m5.retention(sums, "host_rss", bound)
+
+
+def test_retention_growth_on_every_cycle_at_the_bound_fails_where_no_line_shows_it() -> None:
+    # +10 then +20 MiB: every cycle reaches the bound, but three points fit no slope above zero
+    r = residues([[0.0, 10.0, 30.0], [0.0, 10.0, 30.0]], 10.0)
+    assert r["status"] == "fail"
+    assert r.get("trend", {}).get("grows") is False
+
+
+def test_retention_fitted_rise_reaches_the_bound_at_equality() -> None:
+    assert residues([[0.0, 5.0, 10.0], [0.0, 5.0, 10.0]], 10.0)["status"] == "fail"  # +10 fitted
+    assert residues([[0.0, 4.0, 8.0], [0.0, 4.0, 8.0]], 10.0)["status"] == "pending"  # +8 fitted
+
+
+def test_retention_rows_trend_and_every_short_start() -> None:
+    r = residues([[1.0, 1.1], [2.0, 2.1, 2.0]], 1.0)
+    assert [row["growth_per_cycle_mib"] for row in r["starts"]] == [[0.1], [0.1, -0.1]]
+    assert r["trend"]["stopped"] is True
+    assert [t["values_mib"] for t in r["trend"]["starts"]] == [[1.0, 1.1], [2.0, 2.1, 2.0]]
+    short = residues([[1.0], [2.0]], 1.0)
+    assert short["text"] == (
+        "host_rss retained after unload: start 1 has 1 unload/reload cycle(s) with an idle level; start 2 has 1 "
+        "unload/reload cycle(s) with an idle level (at least 2 are needed to tell a constant residue from memory "
+        "kept after each unload)"
+    )
+    assert "trend" not in short
