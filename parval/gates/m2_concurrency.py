@@ -357,7 +357,7 @@ def m2_starts(ctx: JudgeContext, n: int) -> Result:
     runs = rec.count_runs(n)
     complete = complete_starts(ctx, n)
     crashed = [c for c in rec.crashes if c["run"] in runs]
-    stops = [f for f in rec.failures if str(f.get("run", f.get("unit", ""))).startswith(f"count{n}-")]
+    stops = [f for f in rec.failures if f["run"].startswith(f"count{n}-")]  # build_records names each start
     ev: dict[str, object] = {"starts": runs, "complete": complete}
     if (broken := cannot_start_events(rec.events).get("candidate")) is not None:
         return shape.failed(

@@ -339,6 +339,22 @@ def test_a_candidate_that_cannot_start_fails_every_count(tmp_path: Path) -> None
     assert r.evidence["starts"] == list(RUNS) and r.evidence["complete"] == list(RUNS)
 
 
+def test_a_candidate_that_cannot_start_without_recorded_lines_has_no_log_tail(tmp_path: Path) -> None:
+    ev, p = recorded(tmp_path)
+    cannot = {"executable": "/bin/cand", "run": "count1-s1", "exit_code": 127, "stream": "stderr", "reason": "exited"}
+    ev.append("executable_cannot_start", role="candidate", **cannot)
+    r = judged(ev, p, "M2.starts")
+    assert r.status is Status.FAIL and r.evidence["log_tail"] == ""
+
+
+def test_a_start_that_failed_before_its_server_started_is_named_by_its_unit(tmp_path: Path) -> None:
+    ev, p = recorded(tmp_path)
+    ev.append("start_failed", unit="count2-s4", reason="the executable was not found")
+    r = judged(ev, p, "M2.starts")
+    assert r.status is Status.BLOCKED
+    assert [f["run"] for f in r.evidence["failures"]] == ["count2-s4"]
+
+
 def test_a_crash_at_the_count_fails_with_its_exit_status(tmp_path: Path) -> None:
     ev, p = recorded(tmp_path)
     # a crash of a start at another count is not this count's

@@ -966,6 +966,20 @@ def test_an_unload_during_the_first_load(
         assert r.evidence["violation"] == reason and r.reproduction == REPRO
     if status is Status.UNSUPPORTED:
         assert r.evidence["unload"]["status"] == 404
+    if probe is not None and status is not Status.PASS:  # the probe's record stays with the verdict
+        assert r.evidence["kind"] == "m4_unload_during_first_load"
+        assert r.evidence["requests_done"] == probe["requests_done"]
+
+
+def test_an_unload_during_the_first_load_that_finished_first_or_was_not_shown_unloaded(tmp_path: Path) -> None:
+    late = judged(tmp_path / "late", m4_unload_during_first_load=_first(issued_during_load=False))
+    r = late["M4.unload_during_first_load"]
+    assert (r.status, r.reason) == (Status.PENDING, "the first load finished before the unload could be issued")
+    assert r.evidence["issued_during_load"] is False
+    # the status samples decide, not the probe's own `ended_unloaded`
+    probe = _first(ended_unloaded=True, unload_check={**UNLOADED, "loaded_false": False})
+    r = judged(tmp_path / "both", m4_unload_during_first_load=probe)["M4.unload_during_first_load"]
+    assert r.status is Status.PENDING
 
 
 def test_an_unload_during_the_first_load_needs_both_outputs(tmp_path: Path) -> None:
